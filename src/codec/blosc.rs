@@ -1,0 +1,163 @@
+//! The `blosc` bytes→bytes codec, through c-blosc 1.x bundled by the `blosc-src` crate (the
+//! same library zarr-python's numcodecs and zarrs use, so streams are identical).
+//!
+//! This is the only module outside the FFI layer with `unsafe`: calls into c-blosc. Every call
+//! is preceded by `blosc_cbuffer_validate`, which checks the header against the real input
+//! length, and the output buffer is sized from the validated header and capped by the caller's
+//! limit before anything is allocated.
+
+use super::Config;
+use crate::error::{Error, Result};
+use serde_json::{json, Value};
+use std::ffi::{c_int, c_void, CString};
+
+/// c-blosc's per-buffer overhead (`BLOSC_MAX_OVERHEAD`).
+const MAX_OVERHEAD: usize = 16;
+/// c-blosc 1.x refuses inputs larger than this (`BLOSC_MAX_BUFFERSIZE`).
+const MAX_BUFFERSIZE: usize = i32::MAX as usize - MAX_OVERHEAD;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shuffle {
+    NoShuffle = 0,
+    Shuffle = 1,
+    BitShuffle = 2,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blosc {
+    pub cname: String,
+    pub clevel: u8,
+    pub shuffle: Shuffle,
+    pub typesize: usize,
+    pub blocksize: usize,
+}
+
+const CNAMES: [&str; 5] = ["blosclz", "lz4", "lz4hc", "zlib", "zstd"];
+
+impl Blosc {
+    pub(crate) fn from_config(cfg: &Config) -> Result<Self> {
+        cfg.only(&["cname", "clevel", "shuffle", "typesize", "blocksize"])?;
+        let cname = cfg.str("cname")?.unwrap_or("zstd").to_string();
+        if !CNAMES.contains(&cname.as_str()) {
+            return Err(cfg.bad(
+                "cname",
+                "is not a compressor this build has (blosclz, lz4, lz4hc, zlib, zstd)",
+            ));
+        }
+        let clevel = cfg.int("clevel")?.unwrap_or(5);
+        if !(0..=9).contains(&clevel) {
+            return Err(cfg.bad("clevel", "must be between 0 and 9"));
+        }
+        // numcodecs-style integers are accepted too (0, 1, 2; -1 "auto" means byte shuffle).
+        let shuffle = match cfg.get("shuffle") {
+            None => Shuffle::NoShuffle,
+            Some(Value::String(s)) if s == "noshuffle" => Shuffle::NoShuffle,
+            Some(Value::String(s)) if s == "shuffle" => Shuffle::Shuffle,
+            Some(Value::String(s)) if s == "bitshuffle" => Shuffle::BitShuffle,
+            Some(v) if v.as_i64() == Some(0) => Shuffle::NoShuffle,
+            Some(v) if v.as_i64() == Some(1) || v.as_i64() == Some(-1) => Shuffle::Shuffle,
+            Some(v) if v.as_i64() == Some(2) => Shuffle::BitShuffle,
+            Some(_) => return Err(cfg.bad("shuffle", "must be noshuffle, shuffle or bitshuffle")),
+        };
+        let typesize = cfg.int("typesize")?.unwrap_or(1);
+        if !(1..=255).contains(&typesize) {
+            return Err(cfg.bad("typesize", "must be between 1 and 255"));
+        }
+        let blocksize = cfg.int("blocksize")?.unwrap_or(0);
+        if blocksize < 0 {
+            return Err(cfg.bad("blocksize", "must not be negative"));
+        }
+        Ok(Blosc {
+            cname,
+            clevel: clevel as u8,
+            shuffle,
+            typesize: typesize as usize,
+            blocksize: blocksize as usize,
+        })
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let shuffle = match self.shuffle {
+            Shuffle::NoShuffle => "noshuffle",
+            Shuffle::Shuffle => "shuffle",
+            Shuffle::BitShuffle => "bitshuffle",
+        };
+        json!({"name": "blosc", "configuration": {
+            "cname": self.cname, "clevel": self.clevel, "shuffle": shuffle,
+            "typesize": self.typesize, "blocksize": self.blocksize}})
+    }
+
+    pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
+        if data.len() > MAX_BUFFERSIZE {
+            return Err(Error::InvalidArgument(format!(
+                "blosc: {} bytes exceed c-blosc's {MAX_BUFFERSIZE}-byte limit",
+                data.len()
+            )));
+        }
+        let cname = CString::new(self.cname.as_str()).expect("validated name has no NUL");
+        let mut out = vec![0u8; data.len() + MAX_OVERHEAD];
+        // SAFETY: `data` and `out` are valid for the lengths given and do not overlap; c-blosc
+        // writes at most `out.len()` bytes; `cname` outlives the call.
+        let n = unsafe {
+            blosc_src::blosc_compress_ctx(
+                c_int::from(self.clevel),
+                self.shuffle as c_int,
+                self.typesize,
+                data.len(),
+                data.as_ptr().cast::<c_void>(),
+                out.as_mut_ptr().cast::<c_void>(),
+                out.len(),
+                cname.as_ptr(),
+                self.blocksize,
+                1,
+            )
+        };
+        if n <= 0 {
+            return Err(Error::InvalidArgument(format!(
+                "blosc: compression failed ({n})"
+            )));
+        }
+        out.truncate(n as usize);
+        Ok(out)
+    }
+
+    pub(crate) fn decode(&self, data: &[u8], max_out: u64) -> Result<Vec<u8>> {
+        decode(data, max_out)
+    }
+}
+
+/// Decompress one blosc buffer of at most `max_out` decoded bytes.
+pub fn decode(data: &[u8], max_out: u64) -> Result<Vec<u8>> {
+    let mut nbytes = 0usize;
+    // SAFETY: c-blosc reads at most `data.len()` bytes of `data` (it checks the length
+    // before reading the header) and writes one usize.
+    let valid = unsafe {
+        blosc_src::blosc_cbuffer_validate(data.as_ptr().cast::<c_void>(), data.len(), &mut nbytes)
+    };
+    if valid < 0 {
+        return Err(Error::corrupt("blosc: invalid header"));
+    }
+    if nbytes as u64 > max_out {
+        return Err(Error::corrupt(format!(
+            "blosc: header claims {nbytes} bytes, more than the expected {max_out}"
+        )));
+    }
+    let mut out = vec![0u8; nbytes];
+    if nbytes == 0 {
+        return Ok(out);
+    }
+    // SAFETY: the header was validated against `data.len()` above, so c-blosc reads within
+    // `data`; it writes at most `out.len()` bytes.
+    let n = unsafe {
+        blosc_src::blosc_decompress_ctx(
+            data.as_ptr().cast::<c_void>(),
+            out.as_mut_ptr().cast::<c_void>(),
+            out.len(),
+            1,
+        )
+    };
+    if n < 0 || n as usize != nbytes {
+        return Err(Error::corrupt(format!("blosc: decompression failed ({n})")));
+    }
+    Ok(out)
+}

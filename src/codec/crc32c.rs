@@ -1,0 +1,44 @@
+//! The `crc32c` bytes→bytes codec: appends the CRC-32C (Castagnoli) of the data, 4 bytes
+//! little-endian.
+
+use super::Config;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Crc32c;
+
+impl Crc32c {
+    pub(crate) fn from_config(cfg: &Config) -> Result<Self> {
+        cfg.only(&[])?;
+        Ok(Crc32c)
+    }
+
+    pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(data.len() + 4);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&::crc32c::crc32c(data).to_le_bytes());
+        Ok(out)
+    }
+
+    /// Check the trailing checksum and return the data before it.
+    pub(crate) fn decode<'a>(&self, data: &'a [u8]) -> Result<&'a [u8]> {
+        if data.len() < 4 {
+            return Err(Error::corrupt(format!(
+                "crc32c codec: {} bytes, too short to hold a checksum",
+                data.len()
+            )));
+        }
+        let (payload, tail) = data.split_at(data.len() - 4);
+        let stored = u32::from_le_bytes(tail.try_into().unwrap());
+        let computed = ::crc32c::crc32c(payload);
+        if stored != computed {
+            return Err(Error::ChecksumMismatch {
+                chunk: None,
+                what: "crc32c codec".into(),
+                stored,
+                computed,
+            });
+        }
+        Ok(payload)
+    }
+}

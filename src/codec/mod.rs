@@ -1,0 +1,516 @@
+//! The Zarr v3 codec pipeline: array→array codecs, exactly one array→bytes codec, then
+//! bytes→bytes codecs (Zarr v3 core, "Codecs").
+//!
+//! The set of codecs is closed, so they are enums rather than trait objects: dispatch is a
+//! `match`, and each codec lives in its own module. Every codec encodes as well as decodes, and
+//! declares the size of its output ([`EncodedSize`]), which is how the shard index size is
+//! known before anything is read.
+//!
+//! Decoders are given the exact or maximum size they may produce, so a hostile stream that
+//! claims or expands to more than an inner chunk can hold is an error, never a huge allocation.
+
+pub mod blosc;
+pub mod bytes;
+pub mod crc32c;
+pub mod gzip;
+pub mod transpose;
+pub mod zstd;
+
+use crate::dtype::{DataType, FillValue};
+use crate::error::{Error, Result};
+use crate::sharding::ShardingCodec;
+use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+/// Upper bound on a decoded size that no configuration bounds (e.g. a bytes→bytes codec over a
+/// whole compressed shard): 16 GiB.
+pub const UNBOUNDED_DECODE_LIMIT: u64 = 16 << 30;
+
+/// What a chunk is before the array→bytes codec: its shape, element type and fill value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkRepr {
+    pub shape: Vec<u64>,
+    pub dtype: DataType,
+    pub fill_value: FillValue,
+}
+
+impl ChunkRepr {
+    /// Number of elements (checked: errors on overflow).
+    pub fn num_elements(&self) -> Result<u64> {
+        checked_product(&self.shape)
+    }
+
+    /// Decoded size in bytes (checked).
+    pub fn byte_size(&self) -> Result<u64> {
+        self.num_elements()?
+            .checked_mul(self.dtype.size() as u64)
+            .ok_or_else(|| Error::metadata("chunk byte size overflows 64 bits"))
+    }
+
+    /// A buffer of this shape filled with the fill value.
+    pub fn filled(&self) -> Result<Vec<u8>> {
+        let n = usize::try_from(self.num_elements()?)
+            .map_err(|_| Error::metadata("chunk too large for this platform"))?;
+        Ok(self.fill_value.0.repeat(n))
+    }
+}
+
+/// Product of a shape, with overflow reported as invalid metadata.
+pub fn checked_product(shape: &[u64]) -> Result<u64> {
+    shape.iter().try_fold(1u64, |acc, &d| {
+        acc.checked_mul(d)
+            .ok_or_else(|| Error::metadata(format!("shape {shape:?} overflows 64 bits")))
+    })
+}
+
+/// Size of a codec's output given its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodedSize {
+    /// Always exactly this many bytes.
+    Fixed(u64),
+    /// At most this many bytes.
+    Bounded(u64),
+    /// No bound known in advance.
+    Unbounded,
+}
+
+impl EncodedSize {
+    /// The most bytes this can be, if bounded.
+    pub fn max(self) -> Option<u64> {
+        match self {
+            EncodedSize::Fixed(n) | EncodedSize::Bounded(n) => Some(n),
+            EncodedSize::Unbounded => None,
+        }
+    }
+}
+
+/// An array→array codec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArrayToArray {
+    Transpose(transpose::Transpose),
+}
+
+/// An array→bytes codec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArrayToBytes {
+    Bytes(bytes::BytesCodec),
+    Sharding(Box<ShardingCodec>),
+}
+
+/// A bytes→bytes codec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BytesToBytes {
+    Gzip(gzip::Gzip),
+    Zstd(zstd::Zstd),
+    Crc32c(crc32c::Crc32c),
+    Blosc(blosc::Blosc),
+}
+
+impl ArrayToArray {
+    fn encoded_repr(&self, repr: &ChunkRepr) -> Result<ChunkRepr> {
+        match self {
+            ArrayToArray::Transpose(t) => t.encoded_repr(repr),
+        }
+    }
+    fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        match self {
+            ArrayToArray::Transpose(t) => t.encode(data, repr),
+        }
+    }
+    fn decode(&self, data: &[u8], decoded: &ChunkRepr) -> Result<Vec<u8>> {
+        match self {
+            ArrayToArray::Transpose(t) => t.decode(data, decoded),
+        }
+    }
+    fn to_json(&self) -> Value {
+        match self {
+            ArrayToArray::Transpose(t) => t.to_json(),
+        }
+    }
+}
+
+impl ArrayToBytes {
+    /// Encoded size of a chunk of `repr`.
+    pub fn encoded_size(&self, repr: &ChunkRepr) -> Result<EncodedSize> {
+        match self {
+            ArrayToBytes::Bytes(_) => Ok(EncodedSize::Fixed(repr.byte_size()?)),
+            ArrayToBytes::Sharding(s) => s.encoded_size(repr),
+        }
+    }
+    fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        match self {
+            ArrayToBytes::Bytes(b) => b.encode(data, repr),
+            ArrayToBytes::Sharding(s) => s.encode(data, repr),
+        }
+    }
+    fn decode_into(&self, encoded: &[u8], repr: &ChunkRepr, out: &mut [u8]) -> Result<()> {
+        match self {
+            ArrayToBytes::Bytes(b) => b.decode_into(encoded, repr, out),
+            ArrayToBytes::Sharding(s) => s.decode_into(encoded, repr, out),
+        }
+    }
+    fn to_json(&self) -> Value {
+        match self {
+            ArrayToBytes::Bytes(b) => b.to_json(),
+            ArrayToBytes::Sharding(s) => s.to_json(),
+        }
+    }
+}
+
+impl BytesToBytes {
+    fn encoded_size(&self, input: EncodedSize) -> EncodedSize {
+        match self {
+            BytesToBytes::Crc32c(_) => match input {
+                EncodedSize::Fixed(n) => EncodedSize::Fixed(n + 4),
+                EncodedSize::Bounded(n) => EncodedSize::Bounded(n + 4),
+                EncodedSize::Unbounded => EncodedSize::Unbounded,
+            },
+            // Compressors can grow incompressible input; their size is data dependent.
+            _ => EncodedSize::Unbounded,
+        }
+    }
+    fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            BytesToBytes::Gzip(c) => c.encode(data),
+            BytesToBytes::Zstd(c) => c.encode(data),
+            BytesToBytes::Crc32c(c) => c.encode(data),
+            BytesToBytes::Blosc(c) => c.encode(data),
+        }
+    }
+    /// Decode; the output may not exceed `max_out` bytes.
+    fn decode(&self, data: &[u8], max_out: u64) -> Result<Vec<u8>> {
+        match self {
+            BytesToBytes::Gzip(c) => c.decode(data, max_out),
+            BytesToBytes::Zstd(c) => c.decode(data, max_out),
+            BytesToBytes::Crc32c(c) => c.decode(data).map(<[u8]>::to_vec),
+            BytesToBytes::Blosc(c) => c.decode(data, max_out),
+        }
+    }
+    fn to_json(&self) -> Value {
+        match self {
+            BytesToBytes::Gzip(c) => c.to_json(),
+            BytesToBytes::Zstd(c) => c.to_json(),
+            BytesToBytes::Crc32c(_) => json!({"name": "crc32c"}),
+            BytesToBytes::Blosc(c) => c.to_json(),
+        }
+    }
+}
+
+/// A whole codec list: `array→array* array→bytes bytes→bytes*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodecChain {
+    pub array_to_array: Vec<ArrayToArray>,
+    pub array_to_bytes: ArrayToBytes,
+    pub bytes_to_bytes: Vec<BytesToBytes>,
+}
+
+impl CodecChain {
+    /// Parse a `codecs` list. `what` names the list in errors (`codecs`, `index_codecs`).
+    pub fn from_json(value: &Value, what: &str) -> Result<Self> {
+        let list = value
+            .as_array()
+            .ok_or_else(|| Error::metadata(format!("`{what}` must be a list of codecs")))?;
+        let mut a2a = Vec::new();
+        let mut a2b: Option<ArrayToBytes> = None;
+        let mut b2b = Vec::new();
+        for item in list {
+            let (name, config) = codec_name_and_config(item, what)?;
+            match parse_codec(name, config)? {
+                Parsed::A2A(c) => {
+                    if a2b.is_some() {
+                        return Err(Error::metadata(format!(
+                            "`{what}`: array→array codec `{name}` after the array→bytes codec"
+                        )));
+                    }
+                    a2a.push(c)
+                }
+                Parsed::A2B(c) => {
+                    if a2b.is_some() {
+                        return Err(Error::metadata(format!(
+                            "`{what}` must contain exactly one array→bytes codec, found a second (`{name}`)"
+                        )));
+                    }
+                    a2b = Some(c)
+                }
+                Parsed::B2B(c) => {
+                    if a2b.is_none() {
+                        return Err(Error::metadata(format!(
+                            "`{what}`: bytes→bytes codec `{name}` before the array→bytes codec"
+                        )));
+                    }
+                    b2b.push(c)
+                }
+            }
+        }
+        let array_to_bytes = a2b.ok_or_else(|| {
+            Error::metadata(format!(
+                "`{what}` must contain exactly one array→bytes codec, found none"
+            ))
+        })?;
+        Ok(CodecChain {
+            array_to_array: a2a,
+            array_to_bytes,
+            bytes_to_bytes: b2b,
+        })
+    }
+
+    /// The codec list as Zarr v3 JSON.
+    pub fn to_json(&self) -> Value {
+        let mut list: Vec<Value> = self.array_to_array.iter().map(|c| c.to_json()).collect();
+        list.push(self.array_to_bytes.to_json());
+        list.extend(self.bytes_to_bytes.iter().map(|c| c.to_json()));
+        Value::Array(list)
+    }
+
+    /// Representation of the chunk entering the array→bytes codec.
+    pub fn bytes_repr(&self, repr: &ChunkRepr) -> Result<ChunkRepr> {
+        let mut r = repr.clone();
+        for c in &self.array_to_array {
+            r = c.encoded_repr(&r)?;
+        }
+        Ok(r)
+    }
+
+    /// Check the chain against a chunk representation (shapes, nested sharding, dtype).
+    pub fn validate(&self, repr: &ChunkRepr) -> Result<()> {
+        let r = self.bytes_repr(repr)?;
+        match &self.array_to_bytes {
+            ArrayToBytes::Bytes(b) => b.validate(&r),
+            ArrayToBytes::Sharding(s) => s.bind(&r).map(|_| ()),
+        }
+    }
+
+    /// Sizes after the array→bytes codec and after each bytes→bytes codec.
+    fn stage_sizes(&self, repr: &ChunkRepr) -> Result<Vec<EncodedSize>> {
+        let mut sizes = vec![self.array_to_bytes.encoded_size(&self.bytes_repr(repr)?)?];
+        for c in &self.bytes_to_bytes {
+            let last = *sizes.last().unwrap();
+            sizes.push(c.encoded_size(last));
+        }
+        Ok(sizes)
+    }
+
+    /// Encoded size of a chunk of `repr`.
+    pub fn encoded_size(&self, repr: &ChunkRepr) -> Result<EncodedSize> {
+        Ok(*self.stage_sizes(repr)?.last().unwrap())
+    }
+
+    /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
+    pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        check_len(data.len(), repr.byte_size()?)?;
+        let mut r = repr.clone();
+        let mut owned: Option<Vec<u8>> = None;
+        for c in &self.array_to_array {
+            let input = owned.as_deref().unwrap_or(data);
+            owned = Some(c.encode(input, &r)?);
+            r = c.encoded_repr(&r)?;
+        }
+        let mut bytes = self
+            .array_to_bytes
+            .encode(owned.as_deref().unwrap_or(data), &r)?;
+        for c in &self.bytes_to_bytes {
+            bytes = c.encode(&bytes)?;
+        }
+        Ok(bytes)
+    }
+
+    /// Decode one chunk into a new buffer.
+    pub fn decode(&self, encoded: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        let len = usize::try_from(repr.byte_size()?)
+            .map_err(|_| Error::metadata("chunk too large for this platform"))?;
+        let mut out = vec![0u8; len];
+        self.decode_into(encoded, repr, &mut out)?;
+        Ok(out)
+    }
+
+    /// Undo the bytes→bytes codecs: the bytes the array→bytes codec produced (borrowed when
+    /// there are none). Each stage may produce at most what its input stage can be.
+    pub fn decode_bytes_stage<'a>(
+        &self,
+        encoded: &'a [u8],
+        repr: &ChunkRepr,
+    ) -> Result<Cow<'a, [u8]>> {
+        let sizes = self.stage_sizes(repr)?;
+        let mut bytes = Cow::Borrowed(encoded);
+        for (i, c) in self.bytes_to_bytes.iter().enumerate().rev() {
+            let max_out = sizes[i].max().unwrap_or(UNBOUNDED_DECODE_LIMIT);
+            let decoded = c.decode(&bytes, max_out)?;
+            if let EncodedSize::Fixed(n) = sizes[i] {
+                if decoded.len() as u64 != n {
+                    return Err(Error::corrupt(format!(
+                        "decoded {} bytes where {n} were expected",
+                        decoded.len()
+                    )));
+                }
+            }
+            bytes = Cow::Owned(decoded);
+        }
+        Ok(bytes)
+    }
+
+    /// Decode one chunk into `out`, which must be exactly `repr.byte_size()` bytes.
+    pub fn decode_into(&self, encoded: &[u8], repr: &ChunkRepr, out: &mut [u8]) -> Result<()> {
+        check_len(out.len(), repr.byte_size()?)?;
+        let bytes = self.decode_bytes_stage(encoded, repr)?;
+        if self.array_to_array.is_empty() {
+            return self.array_to_bytes.decode_into(&bytes, repr, out);
+        }
+        // Decode through the array→array codecs, innermost first.
+        let mut reprs = vec![repr.clone()];
+        for c in &self.array_to_array {
+            let next = c.encoded_repr(reprs.last().unwrap())?;
+            reprs.push(next);
+        }
+        let mut data = vec![0u8; out.len()];
+        self.array_to_bytes
+            .decode_into(&bytes, reprs.last().unwrap(), &mut data)?;
+        for (i, c) in self.array_to_array.iter().enumerate().rev() {
+            data = c.decode(&data, &reprs[i])?;
+        }
+        out.copy_from_slice(&data);
+        Ok(())
+    }
+}
+
+/// Error unless a buffer has the expected length.
+pub(crate) fn check_len(actual: usize, expected: u64) -> Result<()> {
+    if actual as u64 != expected {
+        return Err(Error::BufferSize {
+            expected,
+            actual: actual as u64,
+        });
+    }
+    Ok(())
+}
+
+enum Parsed {
+    A2A(ArrayToArray),
+    A2B(ArrayToBytes),
+    B2B(BytesToBytes),
+}
+
+/// A codec entry is `{"name": …, "configuration": {…}}`, or a bare name string.
+fn codec_name_and_config<'a>(
+    item: &'a Value,
+    what: &str,
+) -> Result<(&'a str, Option<&'a Map<String, Value>>)> {
+    match item {
+        Value::String(s) => Ok((s, None)),
+        Value::Object(o) => {
+            let name = o.get("name").and_then(Value::as_str).ok_or_else(|| {
+                Error::metadata(format!("`{what}`: codec entry without a `name`: {item}"))
+            })?;
+            let config = match o.get("configuration") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(c)) => Some(c),
+                Some(other) => {
+                    return Err(Error::metadata(format!(
+                        "`{what}`: configuration of `{name}` must be an object, got {other}"
+                    )))
+                }
+            };
+            Ok((name, config))
+        }
+        other => Err(Error::metadata(format!(
+            "`{what}`: codec entry must be an object, got {other}"
+        ))),
+    }
+}
+
+fn parse_codec(name: &str, config: Option<&Map<String, Value>>) -> Result<Parsed> {
+    let empty = Map::new();
+    let cfg = Config {
+        codec: name,
+        map: config.unwrap_or(&empty),
+    };
+    Ok(match name {
+        "transpose" => Parsed::A2A(ArrayToArray::Transpose(transpose::Transpose::from_config(
+            &cfg,
+        )?)),
+        "bytes" => Parsed::A2B(ArrayToBytes::Bytes(bytes::BytesCodec::from_config(&cfg)?)),
+        "sharding_indexed" => Parsed::A2B(ArrayToBytes::Sharding(Box::new(
+            ShardingCodec::from_config(&cfg)?,
+        ))),
+        "gzip" => Parsed::B2B(BytesToBytes::Gzip(gzip::Gzip::from_config(&cfg)?)),
+        "zstd" => Parsed::B2B(BytesToBytes::Zstd(zstd::Zstd::from_config(&cfg)?)),
+        "crc32c" => Parsed::B2B(BytesToBytes::Crc32c(crc32c::Crc32c::from_config(&cfg)?)),
+        "blosc" => Parsed::B2B(BytesToBytes::Blosc(blosc::Blosc::from_config(&cfg)?)),
+        other => return Err(Error::UnsupportedCodec(other.to_string())),
+    })
+}
+
+/// A codec's `configuration` object with typed, error-naming accessors.
+pub struct Config<'a> {
+    pub codec: &'a str,
+    pub map: &'a Map<String, Value>,
+}
+
+impl<'a> Config<'a> {
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key)
+    }
+
+    /// An error naming this codec and option.
+    pub fn bad(&self, key: &str, why: &str) -> Error {
+        Error::metadata(format!(
+            "codec `{}`: `{key}` {why} (got {})",
+            self.codec,
+            self.map
+                .get(key)
+                .map_or("nothing".to_string(), |v| v.to_string())
+        ))
+    }
+
+    pub fn str(&self, key: &str) -> Result<Option<&'a str>> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(self.bad(key, "must be a string")),
+        }
+    }
+
+    pub fn int(&self, key: &str) -> Result<Option<i64>> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| self.bad(key, "must be an integer")),
+        }
+    }
+
+    pub fn bool(&self, key: &str) -> Result<Option<bool>> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| self.bad(key, "must be a boolean")),
+        }
+    }
+
+    /// A list of non-negative integers.
+    pub fn uints(&self, key: &str) -> Result<Option<Vec<u64>>> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_u64())
+                .collect::<Option<Vec<u64>>>()
+                .map(Some)
+                .ok_or_else(|| self.bad(key, "must be a list of non-negative integers")),
+            Some(_) => Err(self.bad(key, "must be a list of non-negative integers")),
+        }
+    }
+
+    /// Reject configuration keys the codec does not define.
+    pub fn only(&self, keys: &[&str]) -> Result<()> {
+        match self.map.keys().find(|k| !keys.contains(&k.as_str())) {
+            Some(k) => Err(Error::metadata(format!(
+                "codec `{}`: unknown configuration key `{k}`",
+                self.codec
+            ))),
+            None => Ok(()),
+        }
+    }
+}

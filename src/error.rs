@@ -1,0 +1,152 @@
+//! The one error type of the core.
+//!
+//! Corrupt input is always an error value, never a panic: every decoder checks lengths and
+//! arithmetic before it trusts a number that came from storage.
+
+use std::fmt;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Coordinates of an inner chunk inside its shard, printed as `[i, j, …]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkCoords(pub Vec<u64>);
+
+impl fmt::Display for ChunkCoords {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, c) in self.0.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+/// Prefix `inner chunk [i, j]: ` when the error is tied to one inner chunk.
+fn chunk_prefix(chunk: &Option<ChunkCoords>) -> String {
+    match chunk {
+        Some(c) => format!("inner chunk {c}: "),
+        None => String::new(),
+    }
+}
+
+/// Everything that can go wrong in zarrshard.
+///
+/// Each variant maps to one stable C status code (see the FFI layer); the message names the
+/// offending value, chunk or codec.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The metadata (`zarr.json`, a codec configuration, `.zarray`) is malformed or violates
+    /// the specification.
+    #[error("invalid metadata: {0}")]
+    InvalidMetadata(String),
+
+    /// A codec name (or a codec option) this build does not implement.
+    #[error("unsupported codec `{0}`")]
+    UnsupportedCodec(String),
+
+    /// The bytes of a shard or inner chunk cannot be decoded: bad index entry, truncated
+    /// object, undecodable compressed stream, decoded size mismatch.
+    #[error("corrupt shard: {}{reason}", chunk_prefix(chunk))]
+    Corrupt {
+        /// The inner chunk concerned, when known.
+        chunk: Option<ChunkCoords>,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A crc32c checksum (index or inner chunk) does not match its data.
+    #[error(
+        "checksum mismatch: {}{what}: stored {stored:#010x}, computed {computed:#010x}",
+        chunk_prefix(chunk)
+    )]
+    ChecksumMismatch {
+        /// The inner chunk concerned, when known (None for the shard index).
+        chunk: Option<ChunkCoords>,
+        /// Which checksum (`shard index`, `crc32c codec`).
+        what: String,
+        /// Checksum stored in the data.
+        stored: u32,
+        /// Checksum computed over the data.
+        computed: u32,
+    },
+
+    /// The storage back end failed. `code` is the host's own error code (an errno for the
+    /// file back end), kept so the host can act on it.
+    #[error("I/O error (code {code}): {message}")]
+    Io {
+        /// The back end's error code.
+        code: i32,
+        /// What failed.
+        message: String,
+    },
+
+    /// A caller-supplied buffer has the wrong length.
+    #[error("wrong buffer size: expected {expected} bytes, got {actual}")]
+    BufferSize {
+        /// Bytes required.
+        expected: u64,
+        /// Bytes given.
+        actual: u64,
+    },
+
+    /// An argument is out of range (chunk coordinates outside the shard, …).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The I/O back end does not offer an optional operation (size, delete, …).
+    #[error("operation not supported by the I/O back end: {0}")]
+    Unsupported(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidMetadata`].
+    pub fn metadata(msg: impl Into<String>) -> Self {
+        Error::InvalidMetadata(msg.into())
+    }
+
+    /// Shorthand for [`Error::Corrupt`] without chunk coordinates.
+    pub fn corrupt(reason: impl Into<String>) -> Self {
+        Error::Corrupt {
+            chunk: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// Attach inner-chunk coordinates to a decoding error that does not have them yet.
+    pub fn at_chunk(self, coords: &[u64]) -> Self {
+        match self {
+            Error::Corrupt {
+                chunk: None,
+                reason,
+            } => Error::Corrupt {
+                chunk: Some(ChunkCoords(coords.to_vec())),
+                reason,
+            },
+            Error::ChecksumMismatch {
+                chunk: None,
+                what,
+                stored,
+                computed,
+            } => Error::ChecksumMismatch {
+                chunk: Some(ChunkCoords(coords.to_vec())),
+                what,
+                stored,
+                computed,
+            },
+            other => other,
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io {
+            code: e.raw_os_error().unwrap_or(-1),
+            message: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The shard index: one `(offset, nbytes)` pair of uint64 per inner chunk, C order, with
+//! `(2^64-1, 2^64-1)` marking an empty inner chunk, encoded by the index codecs.
+//!
+//! Every entry taken from storage is checked before it is used (as tensorstore's DataLoss
+//! validation does): both-or-neither empty markers, no `offset + nbytes` overflow, inside the
+//! object, not overlapping the index itself. The error names the inner chunk.
+
+use crate::error::{ChunkCoords, Error, Result};
+use crate::nd;
+use crate::sharding::{IndexLocation, ShardLayout};
+
+/// Marker for "no data" in both fields of an entry.
+pub const EMPTY: u64 = u64::MAX;
+
+/// Where an inner chunk's encoded bytes are in the shard object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkLocation {
+    pub offset: u64,
+    pub nbytes: u64,
+}
+
+impl ChunkLocation {
+    /// One past the last byte (checked when the index was validated).
+    pub fn end(&self) -> u64 {
+        self.offset + self.nbytes
+    }
+}
+
+/// A decoded shard index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardIndex {
+    /// `2 * num_chunks` values: offset, nbytes, offset, nbytes, …
+    entries: Vec<u64>,
+}
+
+impl ShardIndex {
+    /// An index with every inner chunk empty.
+    pub fn new_empty(num_chunks: usize) -> Self {
+        ShardIndex {
+            entries: vec![EMPTY; 2 * num_chunks],
+        }
+    }
+
+    /// Number of inner chunks the index describes.
+    pub fn len(&self) -> usize {
+        self.entries.len() / 2
+    }
+
+    /// True when the index describes no inner chunk at all (a zero-size shard).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Location of inner chunk `i` (C-order linear index), `None` when empty.
+    pub fn get(&self, i: usize) -> Option<ChunkLocation> {
+        let (offset, nbytes) = (self.entries[2 * i], self.entries[2 * i + 1]);
+        (offset != EMPTY || nbytes != EMPTY).then_some(ChunkLocation { offset, nbytes })
+    }
+
+    /// The raw `(offset, nbytes)` pair of inner chunk `i`, unchecked.
+    pub fn entry(&self, i: usize) -> (u64, u64) {
+        (self.entries[2 * i], self.entries[2 * i + 1])
+    }
+
+    /// Set or clear the location of inner chunk `i`.
+    pub fn set(&mut self, i: usize, loc: Option<ChunkLocation>) {
+        let (o, n) = loc.map_or((EMPTY, EMPTY), |l| (l.offset, l.nbytes));
+        self.entries[2 * i] = o;
+        self.entries[2 * i + 1] = n;
+    }
+
+    /// Locations of all stored inner chunks as `(linear index, location)`.
+    pub fn stored(&self) -> impl Iterator<Item = (usize, ChunkLocation)> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i).map(|l| (i, l)))
+    }
+
+    /// Decode an index from exactly `layout.index_size()` bytes and validate every entry
+    /// against an object of `object_size` bytes (when known).
+    pub fn decode(bytes: &[u8], layout: &ShardLayout, object_size: Option<u64>) -> Result<Self> {
+        let index = Self::decode_unchecked(bytes, layout)?;
+        index.validate(layout, object_size)?;
+        Ok(index)
+    }
+
+    /// Decode an index (checksum included) without checking its entries; for tools that
+    /// report every bad entry ([`ShardIndex::entry_errors`]) rather than stop at the first.
+    pub fn decode_unchecked(bytes: &[u8], layout: &ShardLayout) -> Result<Self> {
+        if bytes.len() as u64 != layout.index_size() {
+            return Err(Error::corrupt(format!(
+                "shard index is {} bytes, expected {}",
+                bytes.len(),
+                layout.index_size()
+            )));
+        }
+        let decoded = layout
+            .codec()
+            .index_codecs
+            .decode(bytes, layout.index_repr())
+            .map_err(|e| match e {
+                Error::ChecksumMismatch {
+                    stored, computed, ..
+                } => Error::ChecksumMismatch {
+                    chunk: None,
+                    what: "shard index".into(),
+                    stored,
+                    computed,
+                },
+                Error::Corrupt { reason, .. } => Error::corrupt(format!("shard index: {reason}")),
+                other => other,
+            })?;
+        let entries = decoded
+            .chunks_exact(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        Ok(ShardIndex { entries })
+    }
+
+    /// Encode through the index codecs.
+    pub fn encode(&self, layout: &ShardLayout) -> Result<Vec<u8>> {
+        let raw: Vec<u8> = self.entries.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        layout
+            .codec()
+            .index_codecs
+            .encode(&raw, layout.index_repr())
+    }
+
+    /// Check every entry; `object_size` is the size of the whole shard object when known.
+    pub fn validate(&self, layout: &ShardLayout, object_size: Option<u64>) -> Result<()> {
+        (0..self.len()).try_for_each(|i| self.check_entry(i, layout, object_size))
+    }
+
+    /// Every bad entry, as `(linear index, error)`.
+    pub fn entry_errors(
+        &self,
+        layout: &ShardLayout,
+        object_size: Option<u64>,
+    ) -> Vec<(usize, Error)> {
+        (0..self.len())
+            .filter_map(|i| {
+                self.check_entry(i, layout, object_size)
+                    .err()
+                    .map(|e| (i, e))
+            })
+            .collect()
+    }
+
+    fn check_entry(&self, i: usize, layout: &ShardLayout, object_size: Option<u64>) -> Result<()> {
+        let index_size = layout.index_size();
+        // The bytes where inner chunks may live.
+        let (data_start, data_end) = match (layout.codec().index_location, object_size) {
+            (IndexLocation::Start, size) => (index_size, size),
+            (IndexLocation::End, Some(size)) => (0, Some(size.saturating_sub(index_size))),
+            (IndexLocation::End, None) => (0, None),
+        };
+        {
+            let (offset, nbytes) = (self.entries[2 * i], self.entries[2 * i + 1]);
+            let bad = |why: String| Error::Corrupt {
+                chunk: Some(ChunkCoords(nd::unravel(
+                    i as u64,
+                    layout.chunks_per_shard(),
+                ))),
+                reason: format!("index entry (offset {offset}, nbytes {nbytes}) {why}"),
+            };
+            match (offset == EMPTY, nbytes == EMPTY) {
+                (true, true) => return Ok(()),
+                (true, false) | (false, true) => {
+                    return Err(bad("has only one field set to the empty marker".into()))
+                }
+                _ => {}
+            }
+            let end = offset
+                .checked_add(nbytes)
+                .ok_or_else(|| bad("overflows 64 bits".into()))?;
+            if offset < data_start {
+                return Err(bad(format!("overlaps the index (bytes 0..{index_size})")));
+            }
+            if let Some(data_end) = data_end {
+                if end > data_end {
+                    return Err(match (layout.codec().index_location, object_size) {
+                        (IndexLocation::End, Some(size)) if end <= size => {
+                            bad(format!("overlaps the index (bytes {data_end}..{size})"))
+                        }
+                        _ => bad(format!(
+                            "points past the end of the {}-byte object",
+                            object_size.unwrap_or(0)
+                        )),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,371 @@
+//! Byte I/O for one shard object.
+//!
+//! [`ShardIo`] is the one seam between the codec core and storage: positional reads of a byte
+//! range (from the start, or a suffix so an index at the end needs no size call), optional
+//! size, positional writes, optional delete. Memory and file back ends live here; the C
+//! callback table is one more implementation in the FFI layer.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// A byte range of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `len` bytes from `offset`; `None` means to the end of the object.
+    FromStart(u64, Option<u64>),
+    /// The last `len` bytes.
+    Suffix(u64),
+}
+
+/// The bytes a read returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOutput {
+    /// The bytes. Fewer than asked for means the object ends there (a short read); a suffix
+    /// longer than the object returns the whole object.
+    pub data: Vec<u8>,
+    /// Size of the whole object, when the back end learns it for free (files, memory, HTTP
+    /// `Content-Range`). Lets the reader bounds-check the index at open.
+    pub object_size: Option<u64>,
+}
+
+/// Storage for one shard object.
+///
+/// Implementations must be safe to call from several threads at once for reads; the writer
+/// serialises its own writes.
+pub trait ShardIo: Send + Sync {
+    /// Read `range`. `Ok(None)` means the object does not exist (reads as all fill value).
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>>;
+
+    /// Size of the object, `Ok(None)` when it does not exist. Optional.
+    fn size(&self) -> Result<Option<u64>> {
+        Err(Error::Unsupported("size".into()))
+    }
+
+    /// Write `data` at `offset`, creating the object if needed. Optional for read-only stores.
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let _ = (offset, data);
+        Err(Error::Unsupported("write".into()))
+    }
+
+    /// Shrink or grow the object to `len` bytes (after a rewrite shorter than the old object).
+    /// Optional.
+    fn truncate(&self, len: u64) -> Result<()> {
+        let _ = len;
+        Err(Error::Unsupported("truncate".into()))
+    }
+
+    /// Remove the object; removing a missing object is not an error. Optional.
+    fn delete(&self) -> Result<()> {
+        Err(Error::Unsupported("delete".into()))
+    }
+}
+
+impl<T: ShardIo + ?Sized> ShardIo for &T {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        (**self).read(range)
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        (**self).size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        (**self).write_at(offset, data)
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        (**self).truncate(len)
+    }
+    fn delete(&self) -> Result<()> {
+        (**self).delete()
+    }
+}
+
+impl<T: ShardIo + ?Sized> ShardIo for Box<T> {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        (**self).read(range)
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        (**self).size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        (**self).write_at(offset, data)
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        (**self).truncate(len)
+    }
+    fn delete(&self) -> Result<()> {
+        (**self).delete()
+    }
+}
+
+/// Slice `range` out of a whole object held in memory (shared by the memory and file back
+/// ends' semantics).
+pub fn slice_range(object: &[u8], range: ByteRange) -> &[u8] {
+    let len = object.len() as u64;
+    let (start, end) = match range {
+        ByteRange::FromStart(o, n) => {
+            let s = o.min(len);
+            (s, n.map_or(len, |n| s.saturating_add(n).min(len)))
+        }
+        ByteRange::Suffix(n) => (len.saturating_sub(n), len),
+    };
+    &object[start as usize..end as usize]
+}
+
+/// A shard object in memory.
+#[derive(Debug, Default)]
+pub struct MemoryIo {
+    data: RwLock<Option<Vec<u8>>>,
+}
+
+impl MemoryIo {
+    /// A missing object.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An object holding `bytes`.
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        MemoryIo {
+            data: RwLock::new(Some(bytes)),
+        }
+    }
+
+    /// The object's bytes, `None` when missing.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        self.data.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl ShardIo for MemoryIo {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        let guard = self.data.read().unwrap_or_else(|e| e.into_inner());
+        Ok(guard.as_ref().map(|d| ReadOutput {
+            data: slice_range(d, range).to_vec(),
+            object_size: Some(d.len() as u64),
+        }))
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        let guard = self.data.read().unwrap_or_else(|e| e.into_inner());
+        Ok(guard.as_ref().map(|d| d.len() as u64))
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let mut guard = self.data.write().unwrap_or_else(|e| e.into_inner());
+        let obj = guard.get_or_insert_with(Vec::new);
+        let end = offset
+            .checked_add(data.len() as u64)
+            .and_then(|e| usize::try_from(e).ok())
+            .ok_or_else(|| Error::InvalidArgument(format!("write at {offset} overflows")))?;
+        if obj.len() < end {
+            obj.resize(end, 0);
+        }
+        obj[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        let mut guard = self.data.write().unwrap_or_else(|e| e.into_inner());
+        guard.get_or_insert_with(Vec::new).resize(len as usize, 0);
+        Ok(())
+    }
+    fn delete(&self) -> Result<()> {
+        *self.data.write().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+}
+
+/// A shard object in a file, read with positional reads (`pread`), so concurrent readers
+/// share one descriptor without seeking.
+#[derive(Debug)]
+pub struct FileIo {
+    path: PathBuf,
+    file: RwLock<Option<Arc<File>>>,
+}
+
+impl FileIo {
+    /// The file at `path`; it need not exist (it then reads as missing).
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        FileIo {
+            path: path.as_ref().to_path_buf(),
+            file: RwLock::new(None),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file, opening it on first use; `None` when it does not exist.
+    fn handle(&self, create: bool) -> Result<Option<Arc<File>>> {
+        if let Some(f) = self.file.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            return Ok(Some(f.clone()));
+        }
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true);
+        if create {
+            opts.write(true).create(true);
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+        } else {
+            // Open for writing when allowed, so one handle serves both.
+            opts.write(std::fs::metadata(&self.path).is_ok_and(|m| !m.permissions().readonly()));
+        }
+        match opts.open(&self.path) {
+            Ok(f) => {
+                let f = Arc::new(f);
+                *self.file.write().unwrap_or_else(|e| e.into_inner()) = Some(f.clone());
+                Ok(Some(f))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&self.path, e)),
+        }
+    }
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> Error {
+    Error::Io {
+        code: e.raw_os_error().unwrap_or(-1),
+        message: format!("{}: {e}", path.display()),
+    }
+}
+
+#[cfg(unix)]
+fn read_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(f, buf, offset)
+}
+#[cfg(windows)]
+fn read_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(f, buf, offset)
+}
+#[cfg(unix)]
+fn write_all_at(f: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(f, buf, offset)
+}
+#[cfg(windows)]
+fn write_all_at(f: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_write(f, buf, offset)?;
+        buf = &buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+impl ShardIo for FileIo {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        let Some(f) = self.handle(false)? else {
+            return Ok(None);
+        };
+        let size = f.metadata().map_err(|e| io_error(&self.path, e))?.len();
+        let (start, len) = match range {
+            ByteRange::FromStart(o, n) => {
+                let s = o.min(size);
+                (s, n.map_or(size - s, |n| n.min(size - s)))
+            }
+            ByteRange::Suffix(n) => (size.saturating_sub(n), n.min(size)),
+        };
+        let mut data = vec![0u8; len as usize];
+        let mut done = 0;
+        while done < data.len() {
+            match read_at(&f, &mut data[done..], start + done as u64) {
+                Ok(0) => break, // the file shrank under us: a short read
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error(&self.path, e)),
+            }
+        }
+        data.truncate(done);
+        Ok(Some(ReadOutput {
+            data,
+            object_size: Some(size),
+        }))
+    }
+
+    fn size(&self) -> Result<Option<u64>> {
+        match std::fs::metadata(&self.path) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&self.path, e)),
+        }
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let f = self.handle(true)?.ok_or_else(|| Error::Io {
+            code: -1,
+            message: format!("{}: cannot create", self.path.display()),
+        })?;
+        write_all_at(&f, data, offset).map_err(|e| io_error(&self.path, e))
+    }
+
+    fn truncate(&self, len: u64) -> Result<()> {
+        let f = self.handle(true)?.ok_or_else(|| Error::Io {
+            code: -1,
+            message: format!("{}: cannot create", self.path.display()),
+        })?;
+        f.set_len(len).map_err(|e| io_error(&self.path, e))
+    }
+
+    fn delete(&self) -> Result<()> {
+        *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&self.path, e)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Wraps a back end and counts read calls and bytes read: what tests and benchmarks assert
+/// ("a cold single-chunk read is 2 reads of index + chunk bytes").
+#[derive(Debug, Default)]
+pub struct CountingIo<T> {
+    pub inner: T,
+    reads: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl<T> CountingIo<T> {
+    pub fn new(inner: T) -> Self {
+        CountingIo {
+            inner,
+            reads: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+    /// Read calls so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+    /// Bytes returned by reads so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+    /// Reset both counters to zero.
+    pub fn reset(&self) {
+        self.reads.store(0, Ordering::Relaxed);
+        self.bytes.store(0, Ordering::Relaxed);
+    }
+}
+
+impl<T: ShardIo> ShardIo for CountingIo<T> {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let out = self.inner.read(range)?;
+        if let Some(o) = &out {
+            self.bytes.fetch_add(o.data.len() as u64, Ordering::Relaxed);
+        }
+        Ok(out)
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        self.inner.size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(offset, data)
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        self.inner.truncate(len)
+    }
+    fn delete(&self) -> Result<()> {
+        self.inner.delete()
+    }
+}

@@ -1,0 +1,34 @@
+//! zarrshard: Zarr v3 sharding (`sharding_indexed`), spec-exact, with a stable C ABI.
+//!
+//! The core is pure safe Rust, one module per concept:
+//!
+//! * [`metadata`]: `zarr.json`; [`dtype`]: data types and fill values;
+//! * [`codec`]: the codec pipeline (transpose, bytes, gzip, zstd, crc32c, blosc) and
+//!   [`sharding`], the `sharding_indexed` codec and the layout of one shard;
+//! * [`index`]: the shard index, validated entry by entry;
+//! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
+//! * [`reader`]: reads only the bytes it needs;
+//! * [`store`] and [`array`]: a whole array in a directory (export, verify).
+
+pub mod array;
+pub mod codec;
+pub mod dtype;
+pub mod error;
+pub mod index;
+pub mod io;
+pub mod metadata;
+pub mod nd;
+pub mod reader;
+pub mod sharding;
+pub mod store;
+
+pub use array::{Array, Problem};
+pub use codec::{ChunkRepr, CodecChain, EncodedSize};
+pub use dtype::{DataType, FillValue};
+pub use error::{Error, Result};
+pub use index::{ChunkLocation, ShardIndex};
+pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
+pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
+pub use reader::{read_whole_shard, ShardReader};
+pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
+pub use store::{FsStore, Store};

@@ -1,0 +1,305 @@
+//! Zarr v3 array metadata (`zarr.json`).
+
+use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain};
+use crate::dtype::{DataType, FillValue};
+use crate::error::{Error, Result};
+use crate::sharding::{ShardLayout, ShardingCodec};
+use serde_json::{json, Map, Value};
+
+/// How chunk grid coordinates become storage keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkKeyEncoding {
+    /// `c/1/2` (or `c.1.2`); `c` for a rank-0 array.
+    Default { separator: char },
+    /// `1.2` (or `1/2`); `0` for a rank-0 array.
+    V2 { separator: char },
+}
+
+impl ChunkKeyEncoding {
+    /// The storage key of the chunk (shard) at grid `coords`.
+    pub fn key(&self, coords: &[u64]) -> String {
+        let join = |sep: char| {
+            coords
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(&sep.to_string())
+        };
+        match *self {
+            ChunkKeyEncoding::Default { .. } if coords.is_empty() => "c".into(),
+            ChunkKeyEncoding::Default { separator } => format!("c{separator}{}", join(separator)),
+            ChunkKeyEncoding::V2 { .. } if coords.is_empty() => "0".into(),
+            ChunkKeyEncoding::V2 { separator } => join(separator),
+        }
+    }
+
+    fn from_json(v: &Value) -> Result<Self> {
+        let bad = || Error::metadata(format!("invalid chunk_key_encoding {v}"));
+        let (name, config) = match v {
+            Value::String(s) => (s.as_str(), None),
+            Value::Object(o) => (
+                o.get("name").and_then(Value::as_str).ok_or_else(bad)?,
+                o.get("configuration"),
+            ),
+            _ => return Err(bad()),
+        };
+        let sep = match config.and_then(|c| c.get("separator")) {
+            None => None,
+            Some(Value::String(s)) if s == "/" => Some('/'),
+            Some(Value::String(s)) if s == "." => Some('.'),
+            Some(_) => return Err(bad()),
+        };
+        match name {
+            "default" => Ok(ChunkKeyEncoding::Default {
+                separator: sep.unwrap_or('/'),
+            }),
+            "v2" => Ok(ChunkKeyEncoding::V2 {
+                separator: sep.unwrap_or('.'),
+            }),
+            _ => Err(Error::metadata(format!(
+                "unknown chunk_key_encoding `{name}`"
+            ))),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        let (name, sep) = match self {
+            ChunkKeyEncoding::Default { separator } => ("default", separator),
+            ChunkKeyEncoding::V2 { separator } => ("v2", separator),
+        };
+        json!({"name": name, "configuration": {"separator": sep.to_string()}})
+    }
+}
+
+/// A parsed Zarr v3 array `zarr.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayMetadata {
+    pub shape: Vec<u64>,
+    pub data_type: DataType,
+    /// The regular chunk grid's chunk shape; with sharding, the shard shape.
+    pub chunk_shape: Vec<u64>,
+    pub chunk_key_encoding: ChunkKeyEncoding,
+    pub fill_value: FillValue,
+    pub codecs: CodecChain,
+    pub dimension_names: Option<Vec<Option<String>>>,
+    pub attributes: Map<String, Value>,
+}
+
+const KNOWN_KEYS: [&str; 11] = [
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "dimension_names",
+    "storage_transformers",
+];
+
+impl ArrayMetadata {
+    /// Parse and validate `zarr.json` text.
+    pub fn parse(text: &str) -> Result<Self> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| Error::metadata(format!("zarr.json is not valid JSON: {e}")))?;
+        Self::from_json(&v)
+    }
+
+    /// Parse and validate a `zarr.json` value.
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let o = v
+            .as_object()
+            .ok_or_else(|| Error::metadata("zarr.json must be a JSON object"))?;
+        let field = |k: &str| {
+            o.get(k)
+                .ok_or_else(|| Error::metadata(format!("`{k}` is required")))
+        };
+        if field("zarr_format")?.as_u64() != Some(3) {
+            return Err(Error::metadata(format!(
+                "zarr_format must be 3, got {}",
+                field("zarr_format")?
+            )));
+        }
+        if field("node_type")?.as_str() != Some("array") {
+            return Err(Error::metadata(format!(
+                "node_type must be \"array\", got {}",
+                field("node_type")?
+            )));
+        }
+        // Unknown members are extensions; only those that say must_understand: false may be
+        // ignored (Zarr v3 core, "Extension points").
+        for (k, val) in o {
+            if !KNOWN_KEYS.contains(&k.as_str())
+                && val.get("must_understand") != Some(&Value::Bool(false))
+            {
+                return Err(Error::metadata(format!("unknown metadata member `{k}`")));
+            }
+        }
+        let shape = uint_list(field("shape")?, "shape")?;
+        let data_type = DataType::parse(field("data_type")?.as_str().ok_or_else(|| {
+            Error::metadata(format!(
+                "data_type must be a string, got {}",
+                o["data_type"]
+            ))
+        })?)?;
+        let grid = field("chunk_grid")?;
+        if grid.get("name").and_then(Value::as_str) != Some("regular") {
+            return Err(Error::metadata(format!(
+                "chunk_grid must be \"regular\", got {}",
+                grid.get("name").unwrap_or(grid)
+            )));
+        }
+        let chunk_shape = uint_list(
+            grid.get("configuration")
+                .and_then(|c| c.get("chunk_shape"))
+                .ok_or_else(|| {
+                    Error::metadata("chunk_grid.configuration.chunk_shape is required")
+                })?,
+            "chunk_shape",
+        )?;
+        if chunk_shape.len() != shape.len() {
+            return Err(Error::metadata(format!(
+                "chunk_shape {chunk_shape:?} has rank {}, shape {shape:?} has rank {}",
+                chunk_shape.len(),
+                shape.len()
+            )));
+        }
+        if chunk_shape.contains(&0) {
+            return Err(Error::metadata(format!(
+                "chunk_shape {chunk_shape:?} contains 0"
+            )));
+        }
+        let chunk_key_encoding = match o.get("chunk_key_encoding") {
+            Some(v) => ChunkKeyEncoding::from_json(v)?,
+            None => return Err(Error::metadata("`chunk_key_encoding` is required")),
+        };
+        let fill_value = FillValue::parse(field("fill_value")?, data_type)?;
+        let codecs = CodecChain::from_json(field("codecs")?, "codecs")?;
+        let dimension_names = match o.get("dimension_names") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) if a.len() == shape.len() => Some(
+                a.iter()
+                    .map(|n| match n {
+                        Value::Null => Ok(None),
+                        Value::String(s) => Ok(Some(s.clone())),
+                        other => Err(Error::metadata(format!(
+                            "dimension_names entries must be strings or null, got {other}"
+                        ))),
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            Some(other) => {
+                return Err(Error::metadata(format!(
+                    "dimension_names must be a list of {} names, got {other}",
+                    shape.len()
+                )))
+            }
+        };
+        if let Some(t) = o.get("storage_transformers") {
+            if t.as_array().is_none_or(|a| !a.is_empty()) {
+                return Err(Error::metadata(format!(
+                    "unsupported storage_transformers {t}"
+                )));
+            }
+        }
+        let attributes = match o.get("attributes") {
+            None => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(other) => {
+                return Err(Error::metadata(format!(
+                    "attributes must be an object, got {other}"
+                )))
+            }
+        };
+        let meta = ArrayMetadata {
+            shape,
+            data_type,
+            chunk_shape,
+            chunk_key_encoding,
+            fill_value,
+            codecs,
+            dimension_names,
+            attributes,
+        };
+        checked_product(&meta.grid_shape())?;
+        meta.codecs.validate(&meta.chunk_repr())?;
+        Ok(meta)
+    }
+
+    /// The metadata as `zarr.json` JSON.
+    pub fn to_json(&self) -> Value {
+        let mut o = json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": self.shape,
+            "data_type": self.data_type.name(),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}},
+            "chunk_key_encoding": self.chunk_key_encoding.to_json(),
+            "fill_value": self.fill_value.to_json(self.data_type),
+            "codecs": self.codecs.to_json(),
+            "attributes": self.attributes,
+        });
+        if let Some(names) = &self.dimension_names {
+            o["dimension_names"] = json!(names);
+        }
+        o
+    }
+
+    /// One chunk of the chunk grid (with sharding: one shard) before the codecs.
+    pub fn chunk_repr(&self) -> ChunkRepr {
+        ChunkRepr {
+            shape: self.chunk_shape.clone(),
+            dtype: self.data_type,
+            fill_value: self.fill_value.clone(),
+        }
+    }
+
+    /// Number of chunks (shards) along each dimension.
+    pub fn grid_shape(&self) -> Vec<u64> {
+        self.shape
+            .iter()
+            .zip(&self.chunk_shape)
+            .map(|(s, c)| s.div_ceil(*c))
+            .collect()
+    }
+
+    /// Storage key of the chunk (shard) at grid `coords`.
+    pub fn chunk_key(&self, coords: &[u64]) -> String {
+        self.chunk_key_encoding.key(coords)
+    }
+
+    /// The sharding codec, when the array→bytes codec is `sharding_indexed`.
+    pub fn sharding(&self) -> Option<&ShardingCodec> {
+        match &self.codecs.array_to_bytes {
+            ArrayToBytes::Sharding(s) => Some(s),
+            ArrayToBytes::Bytes(_) => None,
+        }
+    }
+
+    /// The layout of one shard, as the sharding codec sees it (after any array→array codecs
+    /// that come before it). `None` when the array is not sharded.
+    pub fn shard_layout(&self) -> Option<ShardLayout> {
+        let sharding = self.sharding()?;
+        // Validated in `from_json`, so binding cannot fail here.
+        let repr = self.codecs.bytes_repr(&self.chunk_repr()).ok()?;
+        sharding.bind(&repr).ok()
+    }
+
+    /// True when inner chunks can be read from storage one by one: the shard object is the
+    /// sharding codec's output itself (no bytes→bytes codec after it).
+    pub fn supports_partial_reads(&self) -> bool {
+        self.sharding().is_some() && self.codecs.bytes_to_bytes.is_empty()
+    }
+}
+
+fn uint_list(v: &Value, what: &str) -> Result<Vec<u64>> {
+    v.as_array()
+        .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| {
+            Error::metadata(format!(
+                "`{what}` must be a list of non-negative integers, got {v}"
+            ))
+        })
+}

@@ -1,0 +1,146 @@
+//! N-dimensional helpers: C-order strides, coordinate (un)ravelling, block copies.
+
+/// Linear C-order index of `coords` in a grid of `shape`.
+pub fn ravel(coords: &[u64], shape: &[u64]) -> u64 {
+    coords
+        .iter()
+        .zip(shape)
+        .fold(0u64, |acc, (&c, &s)| acc * s + c)
+}
+
+/// Coordinates of linear C-order index `i` in a grid of `shape`.
+pub fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
+    let mut coords = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        coords[d] = i % shape[d];
+        i /= shape[d];
+    }
+    coords
+}
+
+/// Every coordinate of a grid of `shape`, in C order.
+pub fn c_order(shape: &[u64]) -> impl Iterator<Item = Vec<u64>> + '_ {
+    let n: u64 = shape.iter().product();
+    (0..n).map(move |i| unravel(i, shape))
+}
+
+/// Copy the box of extent `region` from `src` (C order, `src_shape`) at `src_start` to `dst`
+/// (C order, `dst_shape`) at `dst_start`. Elements are `elem` bytes. The caller guarantees the
+/// box lies inside both arrays.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_box(
+    src: &[u8],
+    src_shape: &[u64],
+    src_start: &[u64],
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    dst_start: &[u64],
+    region: &[u64],
+    elem: usize,
+) {
+    let rank = region.len();
+    if region.iter().any(|&r| r == 0) {
+        return;
+    }
+    if rank == 0 {
+        dst[..elem].copy_from_slice(&src[..elem]);
+        return;
+    }
+    // Merge trailing dimensions that are whole in source, destination and region, so a
+    // contiguous block is one memcpy.
+    let mut inner = rank - 1;
+    let mut run = region[rank - 1] as usize * elem;
+    while inner > 0
+        && region[inner] == src_shape[inner]
+        && region[inner] == dst_shape[inner]
+        && src_start[inner] == 0
+        && dst_start[inner] == 0
+    {
+        inner -= 1;
+        run *= region[inner] as usize;
+    }
+    let strides = |shape: &[u64]| {
+        let mut s = vec![elem; rank];
+        for d in (0..rank - 1).rev() {
+            s[d] = s[d + 1] * shape[d + 1] as usize;
+        }
+        s
+    };
+    let (ss, ds) = (strides(src_shape), strides(dst_shape));
+    let offset = |start: &[u64], strides: &[usize]| -> usize {
+        start
+            .iter()
+            .zip(strides)
+            .map(|(&a, &s)| a as usize * s)
+            .sum()
+    };
+    let (mut so, mut dof) = (offset(src_start, &ss), offset(dst_start, &ds));
+    // Iterate over the outer dimensions [0, inner) of the region with an odometer.
+    let mut idx = vec![0u64; inner];
+    loop {
+        dst[dof..dof + run].copy_from_slice(&src[so..so + run]);
+        let mut d = inner;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            so += ss[d];
+            dof += ds[d];
+            if idx[d] < region[d] {
+                break;
+            }
+            so -= ss[d] * region[d] as usize;
+            dof -= ds[d] * region[d] as usize;
+            idx[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ravel_unravel() {
+        assert_eq!(ravel(&[1, 2], &[3, 4]), 6);
+        assert_eq!(unravel(6, &[3, 4]), vec![1, 2]);
+        assert_eq!(ravel(&[], &[]), 0);
+        assert_eq!(
+            c_order(&[2, 2]).collect::<Vec<_>>(),
+            vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1]]
+        );
+    }
+
+    #[test]
+    fn copy_box_by_hand() {
+        // src 3x4 = 0..12; copy the 2x2 box at (1,1) into a 2x3 dst at (0,1).
+        let src: Vec<u8> = (0..12).collect();
+        let mut dst = vec![0u8; 6];
+        copy_box(
+            &src,
+            &[3, 4],
+            &[1, 1],
+            &mut dst,
+            &[2, 3],
+            &[0, 1],
+            &[2, 2],
+            1,
+        );
+        assert_eq!(dst, vec![0, 5, 6, 0, 9, 10]);
+        // Whole-array copy collapses to one run.
+        let mut all = vec![0u8; 12];
+        copy_box(
+            &src,
+            &[3, 4],
+            &[0, 0],
+            &mut all,
+            &[3, 4],
+            &[0, 0],
+            &[3, 4],
+            1,
+        );
+        assert_eq!(all, src);
+    }
+}

@@ -1,0 +1,394 @@
+//! The `sharding_indexed` array→bytes codec: configuration, the layout of one shard, and
+//! encoding/decoding a whole shard held in memory.
+//!
+//! Partial access to a shard in storage (read only the index, then only the wanted inner
+//! chunks) is the [`crate::reader`]'s job; this module is the in-memory form of the codec,
+//! which is also what nested sharding (a `sharding_indexed` inside the inner `codecs`) uses.
+
+use crate::codec::{checked_product, ChunkRepr, CodecChain, Config, EncodedSize};
+use crate::dtype::{DataType, FillValue};
+use crate::error::{Error, Result};
+use crate::index::{ChunkLocation, ShardIndex, EMPTY};
+use crate::nd;
+use serde_json::{json, Value};
+
+/// Largest number of inner chunks per shard we accept: the index alone is 16 bytes per chunk,
+/// so this bounds what a hostile configuration can make us allocate (1 GiB of index).
+pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 26;
+
+/// Where the index sits in the shard object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexLocation {
+    Start,
+    End,
+}
+
+/// The `sharding_indexed` configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardingCodec {
+    /// Inner chunk shape.
+    pub chunk_shape: Vec<u64>,
+    /// Codecs of each inner chunk.
+    pub codecs: CodecChain,
+    /// Codecs of the index (must have a fixed encoded size).
+    pub index_codecs: CodecChain,
+    pub index_location: IndexLocation,
+}
+
+impl ShardingCodec {
+    pub(crate) fn from_config(cfg: &Config) -> Result<Self> {
+        cfg.only(&["chunk_shape", "codecs", "index_codecs", "index_location"])?;
+        let chunk_shape = cfg
+            .uints("chunk_shape")?
+            .ok_or_else(|| cfg.bad("chunk_shape", "is required"))?;
+        if chunk_shape.contains(&0) {
+            return Err(cfg.bad("chunk_shape", "must not contain 0"));
+        }
+        let codecs = CodecChain::from_json(
+            cfg.get("codecs")
+                .ok_or_else(|| cfg.bad("codecs", "is required"))?,
+            "codecs",
+        )?;
+        let index_codecs = CodecChain::from_json(
+            cfg.get("index_codecs")
+                .ok_or_else(|| cfg.bad("index_codecs", "is required"))?,
+            "index_codecs",
+        )?;
+        // Absent means "end" (tensorstore omits it then).
+        let index_location = match cfg.str("index_location")? {
+            None | Some("end") => IndexLocation::End,
+            Some("start") => IndexLocation::Start,
+            Some(_) => return Err(cfg.bad("index_location", "must be \"start\" or \"end\"")),
+        };
+        Ok(ShardingCodec {
+            chunk_shape,
+            codecs,
+            index_codecs,
+            index_location,
+        })
+    }
+
+    /// Parse a bare `sharding_indexed` configuration object (the value of `configuration`).
+    pub fn from_config_json(config: &Value) -> Result<Self> {
+        let map = config
+            .as_object()
+            .ok_or_else(|| Error::metadata("sharding_indexed configuration must be an object"))?;
+        Self::from_config(&Config {
+            codec: "sharding_indexed",
+            map,
+        })
+    }
+
+    /// The codec as Zarr v3 JSON (`index_location` always written).
+    pub fn to_json(&self) -> Value {
+        json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": self.chunk_shape,
+            "codecs": self.codecs.to_json(),
+            "index_codecs": self.index_codecs.to_json(),
+            "index_location": match self.index_location {
+                IndexLocation::Start => "start",
+                IndexLocation::End => "end",
+            },
+        }})
+    }
+
+    /// Check this configuration against a shard of `shard` and compute its layout.
+    pub fn bind(&self, shard: &ChunkRepr) -> Result<ShardLayout> {
+        ShardLayout::new(self.clone(), shard.clone())
+    }
+
+    pub(crate) fn encoded_size(&self, shard: &ChunkRepr) -> Result<EncodedSize> {
+        let layout = self.bind(shard)?;
+        let max_inner = self.codecs.encoded_size(&layout.inner)?.max();
+        Ok(match max_inner {
+            Some(m) => m
+                .checked_mul(layout.num_chunks() as u64)
+                .and_then(|d| d.checked_add(layout.index_size))
+                .map_or(EncodedSize::Unbounded, EncodedSize::Bounded),
+            None => EncodedSize::Unbounded,
+        })
+    }
+
+    /// Encode a whole shard held in memory: inner chunks in C order, those equal to the fill
+    /// value left out.
+    pub(crate) fn encode(&self, data: &[u8], shard: &ChunkRepr) -> Result<Vec<u8>> {
+        self.bind(shard)?.encode_shard(data)
+    }
+
+    /// Decode a whole shard held in memory into `out` (the shard's decoded size).
+    pub(crate) fn decode_into(
+        &self,
+        bytes: &[u8],
+        shard: &ChunkRepr,
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.bind(shard)?.decode_shard_into(bytes, out)
+    }
+}
+
+/// A sharding configuration bound to one shard shape, data type and fill value: everything
+/// needed to find, read and write inner chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardLayout {
+    codec: ShardingCodec,
+    shard: ChunkRepr,
+    inner: ChunkRepr,
+    chunks_per_shard: Vec<u64>,
+    num_chunks: usize,
+    index_repr: ChunkRepr,
+    index_size: u64,
+}
+
+impl ShardLayout {
+    /// Validate `codec` against `shard` (rank, divisibility, one array→bytes codec, fixed-size
+    /// index codecs) and compute the layout.
+    pub fn new(codec: ShardingCodec, shard: ChunkRepr) -> Result<Self> {
+        let inner_shape = &codec.chunk_shape;
+        if inner_shape.len() != shard.shape.len() {
+            return Err(Error::metadata(format!(
+                "sharding_indexed: chunk_shape {inner_shape:?} has rank {}, the shard shape {:?} has rank {}",
+                inner_shape.len(),
+                shard.shape,
+                shard.shape.len()
+            )));
+        }
+        let mut chunks_per_shard = Vec::with_capacity(inner_shape.len());
+        for (&s, &c) in shard.shape.iter().zip(inner_shape) {
+            if s % c != 0 {
+                return Err(Error::metadata(format!(
+                    "sharding_indexed: chunk_shape {inner_shape:?} does not divide the shard shape {:?}",
+                    shard.shape
+                )));
+            }
+            chunks_per_shard.push(s / c);
+        }
+        let n = checked_product(&chunks_per_shard)?;
+        if n > MAX_CHUNKS_PER_SHARD {
+            return Err(Error::metadata(format!(
+                "sharding_indexed: {n} inner chunks per shard exceed the limit of {MAX_CHUNKS_PER_SHARD}"
+            )));
+        }
+        let inner = ChunkRepr {
+            shape: inner_shape.clone(),
+            ..shard.clone()
+        };
+        inner.byte_size()?;
+        codec.codecs.validate(&inner)?;
+        let index_repr = ChunkRepr {
+            shape: chunks_per_shard.iter().copied().chain([2]).collect(),
+            dtype: DataType::UInt64,
+            fill_value: FillValue(EMPTY.to_ne_bytes().to_vec()),
+        };
+        codec.index_codecs.validate(&index_repr)?;
+        let index_size = match codec.index_codecs.encoded_size(&index_repr)? {
+            EncodedSize::Fixed(n) => n,
+            _ => return Err(Error::metadata(
+                "sharding_indexed: index_codecs must have a fixed encoded size (no compression)",
+            )),
+        };
+        Ok(ShardLayout {
+            codec,
+            shard,
+            inner,
+            chunks_per_shard,
+            num_chunks: n as usize,
+            index_repr,
+            index_size,
+        })
+    }
+
+    /// Parse a bare `sharding_indexed` configuration for shards of `shard_shape`.
+    pub fn from_config_json(
+        config: &Value,
+        dtype: DataType,
+        shard_shape: Vec<u64>,
+        fill_value: FillValue,
+    ) -> Result<Self> {
+        if fill_value.0.len() != dtype.size() {
+            return Err(Error::InvalidArgument(format!(
+                "fill value of {} bytes for data type {} ({} bytes)",
+                fill_value.0.len(),
+                dtype.name(),
+                dtype.size()
+            )));
+        }
+        ShardLayout::new(
+            ShardingCodec::from_config_json(config)?,
+            ChunkRepr {
+                shape: shard_shape,
+                dtype,
+                fill_value,
+            },
+        )
+    }
+
+    pub fn codec(&self) -> &ShardingCodec {
+        &self.codec
+    }
+    /// The shard: shape, data type, fill value.
+    pub fn shard_repr(&self) -> &ChunkRepr {
+        &self.shard
+    }
+    /// One inner chunk: shape, data type, fill value.
+    pub fn inner_repr(&self) -> &ChunkRepr {
+        &self.inner
+    }
+    pub fn chunks_per_shard(&self) -> &[u64] {
+        &self.chunks_per_shard
+    }
+    pub fn num_chunks(&self) -> usize {
+        self.num_chunks
+    }
+    /// Encoded size of the index in bytes.
+    pub fn index_size(&self) -> u64 {
+        self.index_size
+    }
+    /// The index as an array: shape `chunks_per_shard + [2]`, uint64.
+    pub fn index_repr(&self) -> &ChunkRepr {
+        &self.index_repr
+    }
+    /// Decoded size of one inner chunk in bytes.
+    pub fn inner_byte_size(&self) -> usize {
+        // Checked in `new`.
+        self.inner.byte_size().unwrap() as usize
+    }
+
+    /// Linear index of inner chunk `coords`, or an error naming coordinates outside the shard.
+    pub fn linear_index(&self, coords: &[u64]) -> Result<usize> {
+        if coords.len() != self.chunks_per_shard.len()
+            || coords
+                .iter()
+                .zip(&self.chunks_per_shard)
+                .any(|(c, n)| c >= n)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "inner chunk {coords:?} is outside the shard's {:?} inner chunks",
+                self.chunks_per_shard
+            )));
+        }
+        Ok(nd::ravel(coords, &self.chunks_per_shard) as usize)
+    }
+
+    /// Split a whole shard object into (index bytes, object), checking it can hold its index.
+    pub fn index_bytes<'a>(&self, object: &'a [u8]) -> Result<&'a [u8]> {
+        let n = self.index_size as usize;
+        if (object.len() as u64) < self.index_size {
+            return Err(Error::corrupt(format!(
+                "object of {} bytes is shorter than its {n}-byte index",
+                object.len()
+            )));
+        }
+        Ok(match self.codec.index_location {
+            IndexLocation::Start => &object[..n],
+            IndexLocation::End => &object[object.len() - n..],
+        })
+    }
+
+    /// Decode and validate the index of a whole shard object held in memory.
+    pub fn decode_index(&self, object: &[u8]) -> Result<ShardIndex> {
+        ShardIndex::decode(self.index_bytes(object)?, self, Some(object.len() as u64))
+    }
+
+    /// Decode one inner chunk's encoded bytes into `out` (`inner_byte_size()` bytes).
+    pub fn decode_chunk_into(&self, i: usize, encoded: &[u8], out: &mut [u8]) -> Result<()> {
+        self.codec
+            .codecs
+            .decode_into(encoded, &self.inner, out)
+            .map_err(|e| e.at_chunk(&nd::unravel(i as u64, &self.chunks_per_shard)))
+    }
+
+    /// Origin, in shard elements, of inner chunk `i`.
+    pub fn chunk_origin(&self, i: usize) -> Vec<u64> {
+        nd::unravel(i as u64, &self.chunks_per_shard)
+            .iter()
+            .zip(&self.codec.chunk_shape)
+            .map(|(c, s)| c * s)
+            .collect()
+    }
+
+    /// Copy decoded inner chunk `i` into its place in a decoded shard buffer.
+    pub fn place_chunk(&self, i: usize, chunk: &[u8], shard_out: &mut [u8]) {
+        nd::copy_box(
+            chunk,
+            &self.inner.shape,
+            &vec![0; self.inner.shape.len()],
+            shard_out,
+            &self.shard.shape,
+            &self.chunk_origin(i),
+            &self.inner.shape,
+            self.shard.dtype.size(),
+        );
+    }
+
+    /// Copy inner chunk `i` out of a decoded shard buffer.
+    pub fn extract_chunk(&self, i: usize, shard: &[u8], chunk_out: &mut [u8]) {
+        nd::copy_box(
+            shard,
+            &self.shard.shape,
+            &self.chunk_origin(i),
+            chunk_out,
+            &self.inner.shape,
+            &vec![0; self.inner.shape.len()],
+            &self.inner.shape,
+            self.shard.dtype.size(),
+        );
+    }
+
+    /// True when every element of `chunk` equals the fill value (byte for byte).
+    pub fn is_fill(&self, chunk: &[u8]) -> bool {
+        let fill = &self.shard.fill_value.0;
+        chunk.chunks_exact(fill.len()).all(|e| e == fill.as_slice())
+    }
+
+    /// Decode a whole shard object held in memory into `out` (the shard's decoded size).
+    pub fn decode_shard_into(&self, object: &[u8], out: &mut [u8]) -> Result<()> {
+        crate::codec::check_len(out.len(), self.shard.byte_size()?)?;
+        let index = self.decode_index(object)?;
+        if index.stored().count() < self.num_chunks {
+            let fill = &self.shard.fill_value.0;
+            for e in out.chunks_exact_mut(fill.len()) {
+                e.copy_from_slice(fill);
+            }
+        }
+        let mut chunk = vec![0u8; self.inner_byte_size()];
+        for (i, loc) in index.stored() {
+            let bytes = &object[loc.offset as usize..loc.end() as usize];
+            self.decode_chunk_into(i, bytes, &mut chunk)?;
+            self.place_chunk(i, &chunk, out);
+        }
+        Ok(())
+    }
+
+    /// Encode a whole decoded shard: inner chunks in C order, chunks equal to the fill value
+    /// left out, index at the configured location.
+    pub fn encode_shard(&self, data: &[u8]) -> Result<Vec<u8>> {
+        crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
+        let mut index = ShardIndex::new_empty(self.num_chunks);
+        let base = match self.codec.index_location {
+            IndexLocation::Start => self.index_size,
+            IndexLocation::End => 0,
+        };
+        let mut body = Vec::new();
+        let mut chunk = vec![0u8; self.inner_byte_size()];
+        for i in 0..self.num_chunks {
+            self.extract_chunk(i, data, &mut chunk);
+            if self.is_fill(&chunk) {
+                continue;
+            }
+            let encoded = self.codec.codecs.encode(&chunk, &self.inner)?;
+            index.set(
+                i,
+                Some(ChunkLocation {
+                    offset: base + body.len() as u64,
+                    nbytes: encoded.len() as u64,
+                }),
+            );
+            body.extend_from_slice(&encoded);
+        }
+        let index_bytes = index.encode(self)?;
+        Ok(match self.codec.index_location {
+            IndexLocation::Start => [index_bytes, body].concat(),
+            IndexLocation::End => [body, index_bytes].concat(),
+        })
+    }
+}

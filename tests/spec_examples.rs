@@ -1,0 +1,178 @@
+//! The specification's own examples, with the expected bytes computed by hand in the test
+//! (never copied from our own output).
+
+use serde_json::json;
+use zarrshard::*;
+
+fn layout(
+    config: serde_json::Value,
+    dtype: &str,
+    shard: &[u64],
+    fill: serde_json::Value,
+) -> ShardLayout {
+    let dtype = DataType::parse(dtype).unwrap();
+    ShardLayout::from_config_json(
+        &config,
+        dtype,
+        shard.to_vec(),
+        FillValue::parse(&fill, dtype).unwrap(),
+    )
+    .unwrap()
+}
+
+fn spec_config(location: &str) -> serde_json::Value {
+    json!({
+        "chunk_shape": [32, 32],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        "index_location": location
+    })
+}
+
+fn le(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn crc32c_check_value() {
+    // The CRC-32C check value of "123456789" is 0xE3069283 (RFC 3720, appendix B.4).
+    let chain =
+        CodecChain::from_json(&json!([{"name": "bytes"}, {"name": "crc32c"}]), "codecs").unwrap();
+    let repr = ChunkRepr {
+        shape: vec![9],
+        dtype: DataType::UInt8,
+        fill_value: FillValue(vec![0]),
+    };
+    let encoded = chain.encode(b"123456789", &repr).unwrap();
+    assert_eq!(&encoded[9..], &0xE306_9283u32.to_le_bytes());
+    assert_eq!(chain.decode(&encoded, &repr).unwrap(), b"123456789");
+}
+
+#[test]
+fn spec_index_example_is_68_bytes() {
+    // Shard [64, 64], inner [32, 32], bytes + crc32c: 16 * 4 + 4 = 68 bytes.
+    let l = layout(spec_config("end"), "uint16", &[64, 64], json!(0));
+    assert_eq!(l.chunks_per_shard(), &[2, 2]);
+    assert_eq!(l.index_size(), 68);
+
+    // Chunk (0,0) at 0 (2048 bytes), (0,1) empty, (1,0) empty, (1,1) at 2048.
+    let mut ix = ShardIndex::new_empty(4);
+    ix.set(
+        0,
+        Some(ChunkLocation {
+            offset: 0,
+            nbytes: 2048,
+        }),
+    );
+    ix.set(
+        3,
+        Some(ChunkLocation {
+            offset: 2048,
+            nbytes: 2048,
+        }),
+    );
+    let body = le(&[0, 2048, u64::MAX, u64::MAX, u64::MAX, u64::MAX, 2048, 2048]);
+    let mut expected = body.clone();
+    // CRC-32C of the 64 index bytes, from the crc32c crate (independent of our codec).
+    expected.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    assert_eq!(ix.encode(&l).unwrap(), expected);
+    let decoded = ShardIndex::decode(&expected, &l, Some(4096 + 68)).unwrap();
+    assert_eq!(decoded, ix);
+}
+
+#[test]
+fn hand_built_shard_decodes_both_index_locations() {
+    // uint16 shard [64, 64] of inner [32, 32]; chunk (0,1) holds 7s, chunk (1,0) holds its
+    // row-major element number, the rest is the fill value 5.
+    for location in ["end", "start"] {
+        let l = layout(spec_config(location), "uint16", &[64, 64], json!(5));
+        let chunk_a: Vec<u8> = std::iter::repeat(7u16)
+            .take(1024)
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let chunk_b: Vec<u8> = (0..1024u16).flat_map(u16::to_le_bytes).collect();
+        let base = if location == "start" { 68 } else { 0 };
+        let body = le(&[
+            u64::MAX,
+            u64::MAX,
+            base,
+            2048,
+            base + 2048,
+            2048,
+            u64::MAX,
+            u64::MAX,
+        ]);
+        let mut index = body.clone();
+        index.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        let object = if location == "start" {
+            [index, chunk_a, chunk_b].concat()
+        } else {
+            [chunk_a, chunk_b, index].concat()
+        };
+        let mut shard = vec![0u8; 64 * 64 * 2];
+        l.decode_shard_into(&object, &mut shard).unwrap();
+        let at = |r: usize, c: usize| {
+            u16::from_ne_bytes([shard[(r * 64 + c) * 2], shard[(r * 64 + c) * 2 + 1]])
+        };
+        assert_eq!(at(0, 0), 5);
+        assert_eq!(at(31, 31), 5);
+        assert_eq!(at(0, 32), 7);
+        assert_eq!(at(31, 63), 7);
+        assert_eq!(at(32, 0), 0);
+        assert_eq!(at(33, 2), 34);
+        assert_eq!(at(63, 31), 1023);
+        assert_eq!(at(63, 63), 5);
+
+        // Partial reads through the reader: index read, then one chunk.
+        let io = CountingIo::new(MemoryIo::from_bytes(object.clone()));
+        let reader = ShardReader::open(std::sync::Arc::new(l.clone()), &io).unwrap();
+        assert_eq!((io.reads(), io.bytes_read()), (1, 68));
+        let c = reader.read_chunk(&[1, 0]).unwrap();
+        assert_eq!(u16::from_ne_bytes([c[6], c[7]]), 3);
+        assert_eq!((io.reads(), io.bytes_read()), (2, 68 + 2048));
+        // An empty chunk costs no read at all.
+        assert_eq!(
+            reader.read_chunk(&[0, 0]).unwrap(),
+            5u16.to_ne_bytes().repeat(1024)
+        );
+        assert_eq!(io.reads(), 2);
+    }
+}
+
+#[test]
+fn big_endian_and_transpose_inner_codecs() {
+    // Inner chunk [2, 3] of uint16 stored big-endian after a transpose [1, 0]:
+    // decoded [[1,2,3],[4,5,6]] is stored as [[1,4],[2,5],[3,6]] big-endian.
+    let config = json!({
+        "chunk_shape": [2, 3],
+        "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}},
+                   {"name": "bytes", "configuration": {"endian": "big"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    });
+    let l = layout(config, "uint16", &[2, 3], json!(0));
+    assert_eq!(l.index_size(), 16);
+    let chunk: Vec<u8> = [1u16, 4, 2, 5, 3, 6]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    let object = [chunk, le(&[0, 12])].concat();
+    let mut shard = vec![0u8; 12];
+    l.decode_shard_into(&object, &mut shard).unwrap();
+    let expected: Vec<u8> = (1u16..=6).flat_map(u16::to_ne_bytes).collect();
+    assert_eq!(shard, expected);
+    // And encoding gives back the same object.
+    assert_eq!(l.encode_shard(&expected).unwrap(), object);
+}
+
+#[test]
+fn missing_object_reads_as_fill() {
+    let l = std::sync::Arc::new(layout(spec_config("end"), "uint16", &[64, 64], json!(9)));
+    let io = CountingIo::new(MemoryIo::new());
+    let reader = ShardReader::open(l, &io).unwrap();
+    assert!(reader.index().is_none());
+    assert_eq!(
+        reader.read_chunk(&[1, 1]).unwrap(),
+        9u16.to_ne_bytes().repeat(1024)
+    );
+    assert_eq!(io.reads(), 1);
+}
