@@ -46,6 +46,13 @@ impl<S: Store> Array<S> {
         })
     }
 
+    /// Create an array: write its `zarr.json` (existing shards are left alone).
+    pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
+        let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
+        store.set("zarr.json", &text)?;
+        Ok(Array { meta, store })
+    }
+
     /// An array from metadata the caller already has.
     pub fn with_metadata(meta: ArrayMetadata, store: S) -> Self {
         Array { meta, store }
@@ -75,6 +82,19 @@ impl<S: Store> Array<S> {
             .codecs
             .decode(&object, &self.meta.chunk_repr())
             .map(Some)
+    }
+
+    /// Encode a whole decoded shard (C order, native byte order, the chunk grid's chunk shape)
+    /// through the full codec chain and store it in one write. A shard that is entirely the
+    /// fill value is deleted instead of written.
+    pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<()> {
+        let key = self.shard_key(coords);
+        let fill = &self.meta.fill_value.0;
+        if data.chunks_exact(fill.len()).all(|e| e == fill.as_slice()) {
+            return self.store.delete(&key);
+        }
+        let encoded = self.meta.codecs.encode(data, &self.meta.chunk_repr())?;
+        self.store.set(&key, &encoded)
     }
 
     /// A reader for partial access to the shard at `coords` (reads its index now).

@@ -39,7 +39,7 @@ pub fn copy_box(
     elem: usize,
 ) {
     let rank = region.len();
-    if region.iter().any(|&r| r == 0) {
+    if region.contains(&0) {
         return;
     }
     if rank == 0 {

@@ -86,8 +86,7 @@ fn hand_built_shard_decodes_both_index_locations() {
     // row-major element number, the rest is the fill value 5.
     for location in ["end", "start"] {
         let l = layout(spec_config(location), "uint16", &[64, 64], json!(5));
-        let chunk_a: Vec<u8> = std::iter::repeat(7u16)
-            .take(1024)
+        let chunk_a: Vec<u8> = std::iter::repeat_n(7u16, 1024)
             .flat_map(u16::to_le_bytes)
             .collect();
         let chunk_b: Vec<u8> = (0..1024u16).flat_map(u16::to_le_bytes).collect();

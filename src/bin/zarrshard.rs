@@ -62,6 +62,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(code)) => code,
+        // A closed pipe (`zarrshard inspect … | head`) is the reader's choice, not a failure.
+        Ok(Err(zarrshard::Error::Io { code, .. })) if code == libc::EPIPE => ExitCode::SUCCESS,
         Ok(Err(e)) => {
             eprintln!("zarrshard: {}", one_line(&e.to_string()));
             ExitCode::from(1)

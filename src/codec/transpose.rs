@@ -153,6 +153,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::identity_op, clippy::erasing_op)]
     fn permute_3d_roundtrip() {
         let data: Vec<u8> = (0..24).collect();
         let p = [2, 0, 1];

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every test: the Rust unit, integration and property tests, then interoperability against
+# zarr-python and tensorstore (installed from PyPI into .venv by scripts/venv.sh), which write
+# a matrix of sharded arrays that `zarrshard export` must reproduce byte for byte.
+# Idempotent; needs only the Rust toolchain and python3 (python3-venv is installed if missing).
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+mkdir -p target
+LOG="$REPO/target/test-logs"
+mkdir -p "$LOG"
+
+echo "== cargo test (release)"
+cargo test --release --all-targets 2>&1 | tee "$LOG/cargo.log"
+cargo_status=${PIPESTATUS[0]}
+
+echo "== interop: zarr-python and tensorstore write, zarrshard export reads"
+"$REPO/scripts/venv.sh"
+PY="$REPO/.venv/bin/python"
+FIX="$REPO/target/interop-fixtures"
+rm -rf "$FIX"
+"$PY" tests/interop/write_fixtures.py "$FIX" > "$LOG/fixtures.log" 2>&1 || { cat "$LOG/fixtures.log"; exit 1; }
+set +e
+"$PY" tests/interop/check_export.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/interop.log"
+interop_status=${PIPESTATUS[0]}
+set -e
+
+# One closing line over everything that ran.
+passed=$(grep -hoE '(test result: [A-Za-z]+\. )?[0-9]+ passed' "$LOG/cargo.log" "$LOG/interop.log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -hoE '[0-9]+ failed' "$LOG/cargo.log" "$LOG/interop.log" | awk '{s+=$1} END {print s+0}')
+echo "all: $passed passed, $failed failed"
+[ "$cargo_status" -eq 0 ] && [ "$interop_status" -eq 0 ] && [ "$failed" -eq 0 ]

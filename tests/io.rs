@@ -1,0 +1,114 @@
+//! The I/O back ends: byte-range semantics, missing objects, short reads, writes.
+
+use serde_json::json;
+use std::sync::Arc;
+use zarrshard::*;
+
+fn check_ranges(io: &dyn ShardIo) {
+    let read = |r| io.read(r).unwrap().unwrap();
+    assert_eq!(read(ByteRange::FromStart(2, Some(3))).data, b"234");
+    assert_eq!(
+        read(ByteRange::FromStart(8, Some(5))).data,
+        b"89",
+        "short read at the end"
+    );
+    assert_eq!(
+        read(ByteRange::FromStart(20, Some(5))).data,
+        b"",
+        "past the end"
+    );
+    assert_eq!(read(ByteRange::FromStart(7, None)).data, b"789");
+    assert_eq!(read(ByteRange::Suffix(4)).data, b"6789");
+    assert_eq!(
+        read(ByteRange::Suffix(40)).data,
+        b"0123456789",
+        "suffix longer than the object"
+    );
+    assert_eq!(read(ByteRange::Suffix(4)).object_size, Some(10));
+    assert_eq!(io.size().unwrap(), Some(10));
+}
+
+#[test]
+fn memory_and_file_agree() {
+    check_ranges(&MemoryIo::from_bytes(b"0123456789".to_vec()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/shard");
+    let f = FileIo::new(&path);
+    assert!(
+        f.read(ByteRange::Suffix(4)).unwrap().is_none(),
+        "missing file reads as None"
+    );
+    assert_eq!(f.size().unwrap(), None);
+    f.write_at(0, b"0123456789").unwrap();
+    check_ranges(&f);
+    f.write_at(12, b"xy").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"0123456789\0\0xy");
+    f.truncate(10).unwrap();
+    check_ranges(&f);
+    f.delete().unwrap();
+    f.delete().unwrap(); // deleting a missing object is fine
+    assert!(!path.exists());
+    assert!(f.read(ByteRange::Suffix(1)).unwrap().is_none());
+
+    let m = MemoryIo::new();
+    assert!(m.read(ByteRange::Suffix(1)).unwrap().is_none());
+    m.write_at(3, b"ab").unwrap();
+    assert_eq!(m.bytes().unwrap(), b"\0\0\0ab");
+    m.delete().unwrap();
+    assert_eq!(m.bytes(), None);
+}
+
+#[test]
+fn file_errors_keep_the_os_code() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory where the object should be: reading it fails with EISDIR.
+    let f = FileIo::new(dir.path());
+    match f.read(ByteRange::Suffix(4)) {
+        Err(Error::Io { code, .. }) => assert_eq!(code, libc::EISDIR),
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+}
+
+#[test]
+fn whole_shard_is_one_read() {
+    let config = json!({"chunk_shape": [2], "codecs": [{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]});
+    let l = ShardLayout::from_config_json(&config, DataType::UInt8, vec![8], FillValue(vec![9]))
+        .unwrap();
+    let data = vec![1, 2, 9, 9, 5, 6, 7, 8];
+    let io = CountingIo::new(MemoryIo::from_bytes(l.encode_shard(&data).unwrap()));
+    assert_eq!(read_whole_shard(&l, &io).unwrap().unwrap(), data);
+    assert_eq!(io.reads(), 1);
+    assert_eq!(read_whole_shard(&l, &MemoryIo::new()).unwrap(), None);
+    // The reader shares one index among threads.
+    let reader = Arc::new(
+        ShardReader::open(Arc::new(l), MemoryIo::from_bytes(io.inner.bytes().unwrap())).unwrap(),
+    );
+    let handles: Vec<_> = (0..8u64)
+        .map(|t| {
+            let r = reader.clone();
+            std::thread::spawn(move || r.read_chunk(&[t % 4]).unwrap())
+        })
+        .collect();
+    for (t, h) in handles.into_iter().enumerate() {
+        let i = t % 4;
+        assert_eq!(h.join().unwrap(), data[2 * i..2 * i + 2]);
+    }
+}
+
+#[test]
+fn raw_bits_are_never_swapped() {
+    // r24 elements stored by a big-endian `bytes` codec keep their byte order.
+    let config = json!({"chunk_shape": [2], "codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]});
+    let dt = DataType::parse("r24").unwrap();
+    let l = ShardLayout::from_config_json(&config, dt, vec![2], FillValue(vec![0, 0, 0])).unwrap();
+    let object = [
+        vec![1u8, 2, 3, 4, 5, 6],
+        [0u64, 6].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ]
+    .concat();
+    let mut out = vec![0u8; 6];
+    l.decode_shard_into(&object, &mut out).unwrap();
+    assert_eq!(out, vec![1, 2, 3, 4, 5, 6]);
+}

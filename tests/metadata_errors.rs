@@ -1,0 +1,232 @@
+//! Metadata validation: each bad value gives a clear error naming it.
+
+use serde_json::{json, Value};
+use zarrshard::*;
+
+fn array_json(codecs: Value) -> Value {
+    json!({
+        "zarr_format": 3, "node_type": "array", "shape": [100, 100], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64, 64]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "codecs": codecs, "attributes": {}
+    })
+}
+
+fn sharding(config: Value) -> Value {
+    json!([{"name": "sharding_indexed", "configuration": config}])
+}
+
+fn good_config() -> Value {
+    json!({
+        "chunk_shape": [32, 32],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+    })
+}
+
+fn error_of(v: Value) -> String {
+    ArrayMetadata::from_json(&v).unwrap_err().to_string()
+}
+
+fn with(mut config: Value, key: &str, value: Value) -> Value {
+    config[key] = value;
+    config
+}
+
+#[test]
+fn valid_metadata_parses_with_defaults() {
+    let m = ArrayMetadata::from_json(&array_json(sharding(good_config()))).unwrap();
+    let l = m.shard_layout().unwrap();
+    // Absent index_location means end.
+    assert_eq!(l.codec().index_location, IndexLocation::End);
+    assert_eq!(m.grid_shape(), vec![2, 2]);
+    assert_eq!(m.chunk_key(&[1, 0]), "c/1/0");
+    // The JSON we write parses back to the same metadata.
+    assert_eq!(ArrayMetadata::from_json(&m.to_json()).unwrap(), m);
+}
+
+#[test]
+fn chunk_key_encodings() {
+    let mut v = array_json(sharding(good_config()));
+    v["chunk_key_encoding"] = json!({"name": "default", "configuration": {"separator": "."}});
+    assert_eq!(
+        ArrayMetadata::from_json(&v).unwrap().chunk_key(&[1, 0]),
+        "c.1.0"
+    );
+    v["chunk_key_encoding"] = json!({"name": "v2"});
+    assert_eq!(
+        ArrayMetadata::from_json(&v).unwrap().chunk_key(&[1, 0]),
+        "1.0"
+    );
+    v["chunk_key_encoding"] = json!({"name": "v2", "configuration": {"separator": "/"}});
+    assert_eq!(
+        ArrayMetadata::from_json(&v).unwrap().chunk_key(&[1, 0]),
+        "1/0"
+    );
+    assert_eq!(ChunkKeyEncoding::V2 { separator: '.' }.key(&[]), "0");
+    assert_eq!(ChunkKeyEncoding::Default { separator: '/' }.key(&[]), "c");
+}
+
+#[test]
+fn sharding_errors_name_the_value() {
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "chunk_shape",
+        json!([32]),
+    ))));
+    assert!(
+        e.contains("chunk_shape [32] has rank 1") && e.contains("rank 2"),
+        "{e}"
+    );
+
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "chunk_shape",
+        json!([30, 32]),
+    ))));
+    assert!(
+        e.contains("chunk_shape [30, 32] does not divide the shard shape [64, 64]"),
+        "{e}"
+    );
+
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "codecs",
+        json!([{"name": "gzip"}]),
+    ))));
+    assert!(e.contains("before the array→bytes codec"), "{e}");
+
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "codecs",
+        json!([]),
+    ))));
+    assert!(
+        e.contains("`codecs` must contain exactly one array→bytes codec, found none"),
+        "{e}"
+    );
+
+    let two = json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "index_codecs",
+        two,
+    ))));
+    assert!(
+        e.contains(
+            "`index_codecs` must contain exactly one array→bytes codec, found a second (`bytes`)"
+        ),
+        "{e}"
+    );
+
+    let gz = json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "gzip", "configuration": {"level": 1}}]);
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "index_codecs",
+        gz,
+    ))));
+    assert!(
+        e.contains("index_codecs must have a fixed encoded size"),
+        "{e}"
+    );
+
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "index_location",
+        json!("middle"),
+    ))));
+    assert!(
+        e.contains("`index_location`") && e.contains("\"middle\""),
+        "{e}"
+    );
+
+    let e = error_of(array_json(sharding(with(
+        good_config(),
+        "codecs",
+        json!([{"name": "bytes"}, {"name": "lzma"}]),
+    ))));
+    assert_eq!(e, "unsupported codec `lzma`");
+
+    let e = error_of(array_json(json!([{"name": "bytes"}])));
+    assert!(
+        e.contains("`endian` is required for data_type uint16"),
+        "{e}"
+    );
+}
+
+#[test]
+fn array_errors_name_the_value() {
+    let mut v = array_json(sharding(good_config()));
+    v["fill_value"] = json!(70000);
+    assert_eq!(
+        error_of(v),
+        "invalid metadata: fill_value 70000 is not valid for data_type uint16"
+    );
+
+    let mut v = array_json(sharding(good_config()));
+    v["data_type"] = json!("uint12");
+    assert_eq!(error_of(v), "invalid metadata: unknown data_type `uint12`");
+
+    let mut v = array_json(sharding(good_config()));
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([64]);
+    assert!(error_of(v).contains("chunk_shape [64] has rank 1, shape [100, 100] has rank 2"));
+
+    let mut v = array_json(sharding(good_config()));
+    v["zarr_format"] = json!(2);
+    assert_eq!(
+        error_of(v),
+        "invalid metadata: zarr_format must be 3, got 2"
+    );
+
+    let mut v = array_json(sharding(good_config()));
+    v["shape"] = json!([u64::MAX, u64::MAX]);
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1, 1]);
+    assert!(error_of(v).contains("overflows 64 bits"));
+
+    let mut v = array_json(sharding(good_config()));
+    v["surprise"] = json!(1);
+    assert_eq!(
+        error_of(v),
+        "invalid metadata: unknown metadata member `surprise`"
+    );
+    let mut v = array_json(sharding(good_config()));
+    v["ext"] = json!({"must_understand": false});
+    assert!(ArrayMetadata::from_json(&v).is_ok());
+
+    assert!(ArrayMetadata::parse("{not json")
+        .unwrap_err()
+        .to_string()
+        .starts_with("invalid metadata: zarr.json is not valid JSON"));
+}
+
+#[test]
+fn too_many_chunks_per_shard_is_refused_before_allocating() {
+    let mut v = array_json(sharding(with(good_config(), "chunk_shape", json!([1, 1]))));
+    v["shape"] = json!([1u64 << 40, 1u64 << 40]);
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 20, 1u64 << 20]);
+    let e = error_of(v);
+    assert!(e.contains("inner chunks per shard exceed the limit"), "{e}");
+}
+
+#[test]
+fn bare_sharding_config() {
+    let l = ShardLayout::from_config_json(
+        &good_config(),
+        DataType::UInt16,
+        vec![64, 64],
+        FillValue::zero(DataType::UInt16),
+    )
+    .unwrap();
+    assert_eq!(l.index_size(), 68);
+    assert_eq!(l.inner_byte_size(), 32 * 32 * 2);
+    let e = ShardLayout::from_config_json(
+        &good_config(),
+        DataType::UInt16,
+        vec![64, 64],
+        FillValue(vec![0]),
+    )
+    .unwrap_err();
+    assert!(e
+        .to_string()
+        .contains("fill value of 1 bytes for data type uint16"));
+}
