@@ -8,14 +8,34 @@ use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::reader::ShardReader;
 use crate::store::Store;
+use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, Strategy, WriteOptions};
+use serde_json::Value;
 use std::fmt;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::Arc;
+
+/// Which metadata format an array was opened from; it decides where the metadata lives and
+/// how shard keys are spelled. Everything else is the same engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Format {
+    /// Zarr v3 `zarr.json` at the store root.
+    V3,
+    /// Zarr v2 sharding prototype: `.zarray` at the store root, keys like `2.0`.
+    V2Prototype,
+    /// Zarr v3 draft with the sharding storage transformer: metadata at `metadata_key`
+    /// (`meta/root/<path>.array.json`), shard keys `data/root/<path>/c<i><sep><j>`.
+    V3Draft {
+        metadata_key: String,
+        data_prefix: String,
+        separator: char,
+    },
+}
 
 /// An array opened from a store.
 pub struct Array<S: Store> {
     meta: ArrayMetadata,
     store: S,
+    format: Format,
 }
 
 /// One problem `verify` found: the shard key, and what is wrong (the error names the inner
@@ -33,29 +53,76 @@ impl fmt::Display for Problem {
 }
 
 impl<S: Store> Array<S> {
-    /// Open the array whose `zarr.json` is at the store's root.
+    /// Open the array at the store's root: `zarr.json` (Zarr v3), or `.zarray` (the Zarr v2
+    /// sharding prototype; plain v2 arrays read too).
     pub fn open(store: S) -> Result<Self> {
+        if let Some(text) = store.get("zarr.json")? {
+            let v = parse_json(&text, "zarr.json")?;
+            if v.get("zarr_format").is_some_and(Value::is_string) {
+                return Err(Error::metadata(
+                    "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
+                ));
+            }
+            return Ok(Array {
+                meta: ArrayMetadata::from_json(&v)?,
+                store,
+                format: Format::V3,
+            });
+        }
+        if let Some(text) = store.get(".zarray")? {
+            let meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
+            return Ok(Array {
+                meta,
+                store,
+                format: Format::V2Prototype,
+            });
+        }
+        Err(Error::metadata("no zarr.json or .zarray in the store"))
+    }
+
+    /// Open a Zarr v3 draft array (sharding storage transformer) at hierarchy path `path`
+    /// (e.g. `foo/baz`) of a store rooted at the hierarchy root.
+    pub fn open_v3_draft(store: S, path: &str) -> Result<Self> {
+        let path = path.trim_matches('/');
+        let metadata_key = format!("meta/root/{path}.array.json");
         let text = store
-            .get("zarr.json")?
-            .ok_or_else(|| Error::metadata("no zarr.json in the store"))?;
-        let text =
-            String::from_utf8(text).map_err(|_| Error::metadata("zarr.json is not UTF-8"))?;
+            .get(&metadata_key)?
+            .ok_or_else(|| Error::metadata(format!("no {metadata_key} in the store")))?;
+        let (meta, separator) = crate::legacy::parse_v3_draft(&parse_json(&text, &metadata_key)?)?;
         Ok(Array {
-            meta: ArrayMetadata::parse(&text)?,
+            meta,
             store,
+            format: Format::V3Draft {
+                metadata_key,
+                data_prefix: format!("data/root/{path}/"),
+                separator,
+            },
         })
     }
 
-    /// Create an array: write its `zarr.json` (existing shards are left alone).
+    /// Create a Zarr v3 array: write its `zarr.json` (existing shards are left alone).
     pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
         let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
         store.set("zarr.json", &text)?;
-        Ok(Array { meta, store })
+        Ok(Array {
+            meta,
+            store,
+            format: Format::V3,
+        })
+    }
+
+    /// The metadata format the array was opened from.
+    pub fn format(&self) -> &Format {
+        &self.format
     }
 
     /// An array from metadata the caller already has.
     pub fn with_metadata(meta: ArrayMetadata, store: S) -> Self {
-        Array { meta, store }
+        Array {
+            meta,
+            store,
+            format: Format::V3,
+        }
     }
 
     pub fn metadata(&self) -> &ArrayMetadata {
@@ -68,7 +135,14 @@ impl<S: Store> Array<S> {
 
     /// Storage key of the shard at grid `coords`.
     pub fn shard_key(&self, coords: &[u64]) -> String {
-        self.meta.chunk_key(coords)
+        match &self.format {
+            Format::V3 | Format::V2Prototype => self.meta.chunk_key(coords),
+            Format::V3Draft {
+                data_prefix,
+                separator,
+                ..
+            } => crate::legacy::draft_key(data_prefix, *separator, coords),
+        }
     }
 
     /// Decode the whole shard (chunk of the grid) at `coords` through the full codec chain,
@@ -87,14 +161,18 @@ impl<S: Store> Array<S> {
     /// Encode a whole decoded shard (C order, native byte order, the chunk grid's chunk shape)
     /// through the full codec chain and store it in one write. A shard that is entirely the
     /// fill value is deleted instead of written.
-    pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<()> {
+    pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<Finalized> {
         let key = self.shard_key(coords);
         let fill = &self.meta.fill_value.0;
         if data.chunks_exact(fill.len()).all(|e| e == fill.as_slice()) {
-            return self.store.delete(&key);
+            self.store.delete(&key)?;
+            return Ok(Finalized::Deleted);
         }
         let encoded = self.meta.codecs.encode(data, &self.meta.chunk_repr())?;
-        self.store.set(&key, &encoded)
+        self.store.set(&key, &encoded)?;
+        Ok(Finalized::Written {
+            size: encoded.len() as u64,
+        })
     }
 
     /// A reader for partial access to the shard at `coords` (reads its index now).
@@ -113,72 +191,251 @@ impl<S: Store> Array<S> {
         ShardReader::open(layout, self.store.shard_io(&self.shard_key(coords))?)
     }
 
-    /// Write the whole array as raw bytes: C order, each element little-endian, bool as one
-    /// byte 0/1, complex as real then imaginary part, the fill value where nothing is stored.
-    ///
-    /// Works one slab of shards at a time (one shard row along the first dimension), so memory
-    /// is bounded by a slab, not by the array.
-    pub fn export(&self, out: &mut dyn Write) -> Result<()> {
+    /// The slabs of the array along its first dimension, one row of shards each: the slab's
+    /// shape and, for every shard in it, its grid coordinates, where it starts in the slab, and
+    /// the part of it inside the array. Export and import walk the array this way, so memory
+    /// is bounded by one slab, not by the array.
+    fn slabs(&self) -> impl Iterator<Item = (Vec<u64>, Vec<ShardPlace>)> + '_ {
         let meta = &self.meta;
-        let elem = meta.data_type.size();
-        let grid = meta.grid_shape();
-        if meta.shape.contains(&0) {
-            return Ok(());
-        }
         let rank = meta.shape.len();
-        let fill = &meta.fill_value.0;
-        let slabs = if rank == 0 { 1 } else { grid[0] };
-        for g0 in 0..slabs {
+        let grid = meta.grid_shape();
+        let count = if meta.shape.contains(&0) {
+            0
+        } else if rank == 0 {
+            1
+        } else {
+            grid[0]
+        };
+        (0..count).map(move |g0| {
             let mut slab_shape = meta.shape.clone();
             if rank > 0 {
                 slab_shape[0] = meta.chunk_shape[0].min(meta.shape[0] - g0 * meta.chunk_shape[0]);
             }
-            let n = nd_len(&slab_shape)?;
-            let mut slab = fill.repeat(n);
             let rest = if rank == 0 {
                 vec![]
             } else {
                 grid[1..].to_vec()
             };
-            for tail in nd::c_order(&rest) {
-                let coords: Vec<u64> = if rank == 0 {
-                    vec![]
-                } else {
-                    std::iter::once(g0).chain(tail).collect()
-                };
-                let Some(chunk) = self.read_shard(&coords)? else {
+            let places = nd::c_order(&rest)
+                .map(|tail| {
+                    let coords: Vec<u64> = if rank == 0 {
+                        vec![]
+                    } else {
+                        std::iter::once(g0).chain(tail).collect()
+                    };
+                    let origin: Vec<u64> = coords
+                        .iter()
+                        .zip(&meta.chunk_shape)
+                        .map(|(c, s)| c * s)
+                        .collect();
+                    let region = origin
+                        .iter()
+                        .zip(&meta.chunk_shape)
+                        .zip(&meta.shape)
+                        .map(|((o, c), s)| (*c).min(s - o))
+                        .collect();
+                    let mut in_slab = origin;
+                    if rank > 0 {
+                        in_slab[0] = 0;
+                    }
+                    ShardPlace {
+                        coords,
+                        in_slab,
+                        region,
+                    }
+                })
+                .collect();
+            (slab_shape, places)
+        })
+    }
+
+    /// Write the whole array as raw bytes: C order, each element little-endian, bool as one
+    /// byte 0/1, complex as real then imaginary part, the fill value where nothing is stored.
+    pub fn export(&self, out: &mut dyn Write) -> Result<()> {
+        let meta = &self.meta;
+        let elem = meta.data_type.size();
+        let zeros = vec![0; meta.shape.len()];
+        for (slab_shape, places) in self.slabs() {
+            let mut slab = meta.fill_value.0.repeat(nd_len(&slab_shape)?);
+            for p in places {
+                let Some(shard) = self.read_shard(&p.coords)? else {
                     continue;
                 };
-                let origin: Vec<u64> = coords
-                    .iter()
-                    .zip(&meta.chunk_shape)
-                    .map(|(c, s)| c * s)
-                    .collect();
-                let region: Vec<u64> = origin
-                    .iter()
-                    .zip(&meta.chunk_shape)
-                    .zip(&meta.shape)
-                    .map(|((o, c), s)| (*c).min(s - o))
-                    .collect();
-                let mut dst_start = origin.clone();
-                if rank > 0 {
-                    dst_start[0] = 0;
-                }
                 nd::copy_box(
-                    &chunk,
+                    &shard,
                     &meta.chunk_shape,
-                    &vec![0; rank],
+                    &zeros,
                     &mut slab,
                     &slab_shape,
-                    &dst_start,
-                    &region,
+                    &p.in_slab,
+                    &p.region,
                     elem,
                 );
             }
-            to_little_endian(&mut slab, meta.data_type);
+            raw_order(&mut slab, meta.data_type);
             out.write_all(&slab)?;
         }
         Ok(())
+    }
+
+    /// Write every shard from raw bytes in the export format (C order, little-endian, bool one
+    /// byte, complex real then imaginary), with `strategy`. Inner chunks equal to the fill
+    /// value are not stored, and a shard with nothing stored is deleted rather than written.
+    /// The input must hold exactly the array's bytes.
+    ///
+    /// Strategies apply where the shard object is the sharding codec's own output; with a
+    /// bytes→bytes codec after `sharding_indexed` (or no sharding) each shard is encoded whole.
+    pub fn import(
+        &self,
+        input: &mut dyn Read,
+        strategy: Strategy,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let meta = &self.meta;
+        let elem = meta.data_type.size();
+        let zeros = vec![0; meta.shape.len()];
+        let total = crate::codec::checked_product(&meta.shape)?.saturating_mul(elem as u64);
+        for (slab_shape, places) in self.slabs() {
+            let mut slab = vec![0u8; nd_len(&slab_shape)? * elem];
+            input.read_exact(&mut slab).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => Error::InvalidArgument(format!(
+                    "the input is shorter than the array's {total} bytes"
+                )),
+                _ => e.into(),
+            })?;
+            raw_order(&mut slab, meta.data_type);
+            for p in places {
+                let mut shard = meta.chunk_repr().filled()?;
+                nd::copy_box(
+                    &slab,
+                    &slab_shape,
+                    &p.in_slab,
+                    &mut shard,
+                    &meta.chunk_shape,
+                    &zeros,
+                    &p.region,
+                    elem,
+                );
+                self.write_shard_with(&p.coords, &shard, strategy, options)?;
+            }
+        }
+        if input.read(&mut [0u8])? != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "the input is longer than the array's {total} bytes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Write one decoded shard with `strategy` (see [`Array::import`]).
+    pub fn write_shard_with(
+        &self,
+        coords: &[u64],
+        data: &[u8],
+        strategy: Strategy,
+        options: WriteOptions,
+    ) -> Result<Finalized> {
+        if !self.meta.supports_partial_reads() {
+            return self.write_shard(coords, data);
+        }
+        let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
+        // Array→array codecs before sharding (transpose) apply to the shard as a whole.
+        let data = self
+            .meta
+            .codecs
+            .encode_arrays(data, &self.meta.chunk_repr())?;
+        let io = self.store.shard_io(&self.shard_key(coords))?;
+        let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
+        let mut chunk = vec![0u8; layout.inner_byte_size()];
+        for i in 0..layout.num_chunks() {
+            layout.extract_chunk(i, &data, &mut chunk);
+            writer.write_chunk(&nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)?;
+        }
+        writer.finalize()
+    }
+
+    /// Rewrite every shard that has dead bytes (left by updates) without them. Returns
+    /// `(shard key, bytes before, bytes after)` for each shard rewritten.
+    pub fn compact(&self, order: ChunkOrder) -> Result<Vec<(String, u64, u64)>> {
+        let Some(layout) = self
+            .meta
+            .shard_layout()
+            .filter(|_| self.meta.supports_partial_reads())
+        else {
+            return Ok(vec![]); // whole-shard encodings never have dead bytes
+        };
+        let mut done = Vec::new();
+        for coords in nd::c_order(&self.meta.grid_shape()) {
+            let key = self.shard_key(&coords);
+            let io = self.store.shard_io(&key)?;
+            let Some((index, size)) = crate::reader::load_index(&layout, &io)? else {
+                continue;
+            };
+            let size = match size {
+                Some(s) => s,
+                None => io.size()?.unwrap_or(0),
+            };
+            if index.dead_bytes(&layout, size) == 0 {
+                continue;
+            }
+            if let Some((before, after)) = compact(&layout, &io, order)? {
+                done.push((key, before, after));
+            }
+        }
+        Ok(done)
+    }
+
+    /// The draft storage transformer's `list_prefix`: the keys of the chunks that exist (index
+    /// entry not empty), by their original chunk key, sorted, that start with `prefix`. Only
+    /// for [`Format::V3Draft`] arrays. Reads every shard's index (one read each).
+    pub fn list_chunk_keys(&self, prefix: &str) -> Result<Vec<String>> {
+        let Format::V3Draft {
+            data_prefix,
+            separator,
+            ..
+        } = &self.format
+        else {
+            return Err(Error::InvalidArgument(
+                "chunk key listing is defined for the v3 draft format only".into(),
+            ));
+        };
+        let mut keys = Vec::new();
+        match self.meta.shard_layout() {
+            None => {
+                for coords in nd::c_order(&self.meta.grid_shape()) {
+                    if self
+                        .store
+                        .shard_io(&self.shard_key(&coords))?
+                        .size()?
+                        .is_some()
+                    {
+                        keys.push(crate::legacy::draft_key(data_prefix, *separator, &coords));
+                    }
+                }
+            }
+            Some(layout) => {
+                let per_shard = layout.chunks_per_shard();
+                for coords in nd::c_order(&self.meta.grid_shape()) {
+                    let io = self.store.shard_io(&self.shard_key(&coords))?;
+                    let Some((index, _)) = crate::reader::load_index(&layout, &io)? else {
+                        continue;
+                    };
+                    for (i, _) in index.stored() {
+                        let inner = nd::unravel(i as u64, per_shard);
+                        let chunk: Vec<u64> = coords
+                            .iter()
+                            .zip(per_shard)
+                            .zip(&inner)
+                            .map(|((s, n), c)| s * n + c)
+                            .collect();
+                        keys.push(crate::legacy::draft_key(data_prefix, *separator, &chunk));
+                    }
+                }
+            }
+        }
+        keys.retain(|k| k.starts_with(prefix));
+        keys.sort();
+        Ok(keys)
     }
 
     /// Check every shard: index checksum and bounds, and that every inner chunk decodes.
@@ -245,14 +502,27 @@ impl<S: Store> Array<S> {
     }
 }
 
+fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| Error::metadata(format!("{what} is not valid JSON: {e}")))
+}
+
 fn nd_len(shape: &[u64]) -> Result<usize> {
     crate::codec::checked_product(shape).and_then(|n| {
         usize::try_from(n).map_err(|_| Error::InvalidArgument(format!("{shape:?} is too large")))
     })
 }
 
-/// Native → little-endian element bytes, bools normalised to 0/1 (export format).
-fn to_little_endian(data: &mut [u8], dtype: crate::dtype::DataType) {
+/// Where a shard sits in a slab (see `Array::slabs`).
+struct ShardPlace {
+    coords: Vec<u64>,
+    in_slab: Vec<u64>,
+    region: Vec<u64>,
+}
+
+/// Native ↔ raw export order (little-endian; a swap on big-endian machines, its own inverse),
+/// bools normalised to 0/1.
+fn raw_order(data: &mut [u8], dtype: crate::dtype::DataType) {
     if dtype == crate::dtype::DataType::Bool {
         for b in data.iter_mut() {
             *b = (*b != 0) as u8;

@@ -97,6 +97,11 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A call that the object's state does not allow: a write after `finalize`, a writer used
+    /// from two threads at once.
+    #[error("invalid state: {0}")]
+    InvalidState(String),
+
     /// The I/O back end does not offer an optional operation (size, delete, …).
     #[error("operation not supported by the I/O back end: {0}")]
     Unsupported(String),

@@ -74,6 +74,24 @@ impl ShardIndex {
         (0..self.len()).filter_map(|i| self.get(i).map(|l| (i, l)))
     }
 
+    /// Bytes of an object of `object_size` that no stored inner chunk covers, index excluded
+    /// (what compaction reclaims). Overlapping entries count once.
+    pub fn dead_bytes(&self, layout: &ShardLayout, object_size: u64) -> u64 {
+        let mut ranges: Vec<(u64, u64)> = self.stored().map(|(_, l)| (l.offset, l.end())).collect();
+        ranges.sort_unstable();
+        let (mut covered, mut reach) = (0u64, 0u64);
+        for (s, e) in ranges {
+            let s = s.max(reach);
+            if e > s {
+                covered += e - s;
+            }
+            reach = reach.max(e);
+        }
+        object_size
+            .saturating_sub(layout.index_size())
+            .saturating_sub(covered)
+    }
+
     /// Decode an index from exactly `layout.index_size()` bytes and validate every entry
     /// against an object of `object_size` bytes (when known).
     pub fn decode(bytes: &[u8], layout: &ShardLayout, object_size: Option<u64>) -> Result<Self> {

@@ -50,6 +50,26 @@ pub trait ShardIo: Send + Sync {
         Err(Error::Unsupported("write".into()))
     }
 
+    /// Replace the whole object with `data` (a buffered shard is written with one call).
+    ///
+    /// The default writes at offset 0 and truncates to `data.len()`; a back end without
+    /// `truncate` must then start from a missing or shorter object (checked with `size` when
+    /// available). [`FileIo`] writes a temporary sibling and renames it over the file, so the
+    /// old shard stays intact until the new one is complete.
+    fn put(&self, data: &[u8]) -> Result<()> {
+        self.write_at(0, data)?;
+        match self.truncate(data.len() as u64) {
+            Err(Error::Unsupported(_)) => match self.size() {
+                Ok(Some(s)) if s > data.len() as u64 => Err(Error::Unsupported(format!(
+                    "truncate (the object is {s} bytes, longer than the {} written)",
+                    data.len()
+                ))),
+                _ => Ok(()),
+            },
+            other => other,
+        }
+    }
+
     /// Shrink or grow the object to `len` bytes (after a rewrite shorter than the old object).
     /// Optional.
     fn truncate(&self, len: u64) -> Result<()> {
@@ -73,6 +93,9 @@ impl<T: ShardIo + ?Sized> ShardIo for &T {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         (**self).write_at(offset, data)
     }
+    fn put(&self, data: &[u8]) -> Result<()> {
+        (**self).put(data)
+    }
     fn truncate(&self, len: u64) -> Result<()> {
         (**self).truncate(len)
     }
@@ -90,6 +113,9 @@ impl<T: ShardIo + ?Sized> ShardIo for Box<T> {
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         (**self).write_at(offset, data)
+    }
+    fn put(&self, data: &[u8]) -> Result<()> {
+        (**self).put(data)
     }
     fn truncate(&self, len: u64) -> Result<()> {
         (**self).truncate(len)
@@ -161,6 +187,10 @@ impl ShardIo for MemoryIo {
             obj.resize(end, 0);
         }
         obj[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+    fn put(&self, data: &[u8]) -> Result<()> {
+        *self.data.write().unwrap_or_else(|e| e.into_inner()) = Some(data.to_vec());
         Ok(())
     }
     fn truncate(&self, len: u64) -> Result<()> {
@@ -298,6 +328,23 @@ impl ShardIo for FileIo {
         write_all_at(&f, data, offset).map_err(|e| io_error(&self.path, e))
     }
 
+    fn put(&self, data: &[u8]) -> Result<()> {
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+        }
+        let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = self.path.with_file_name(tmp_name);
+        let result = std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, &self.path));
+        if let Err(e) = result {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io_error(&self.path, e));
+        }
+        // The cached descriptor (if any) still refers to the replaced file.
+        *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+
     fn truncate(&self, len: u64) -> Result<()> {
         let f = self.handle(true)?.ok_or_else(|| Error::Io {
             code: -1,
@@ -361,6 +408,9 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.inner.write_at(offset, data)
+    }
+    fn put(&self, data: &[u8]) -> Result<()> {
+        self.inner.put(data)
     }
     fn truncate(&self, len: u64) -> Result<()> {
         self.inner.truncate(len)

@@ -7,7 +7,8 @@
 //!   [`sharding`], the `sharding_indexed` codec and the layout of one shard;
 //! * [`index`]: the shard index, validated entry by entry;
 //! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
-//! * [`reader`]: reads only the bytes it needs;
+//! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
+//!   strategies, compaction;
 //! * [`store`] and [`array`]: a whole array in a directory (export, verify).
 
 pub mod array;
@@ -16,13 +17,15 @@ pub mod dtype;
 pub mod error;
 pub mod index;
 pub mod io;
+pub mod legacy;
 pub mod metadata;
 pub mod nd;
 pub mod reader;
 pub mod sharding;
 pub mod store;
+pub mod writer;
 
-pub use array::{Array, Problem};
+pub use array::{Array, Format, Problem};
 pub use codec::{ChunkRepr, CodecChain, EncodedSize};
 pub use dtype::{DataType, FillValue};
 pub use error::{Error, Result};
@@ -32,3 +35,4 @@ pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use reader::{read_whole_shard, ShardReader};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, Store};
+pub use writer::{compact, ChunkOrder, Finalized, ShardWriter, Strategy, UpdateMode, WriteOptions};

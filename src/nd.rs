@@ -24,6 +24,34 @@ pub fn c_order(shape: &[u64]) -> impl Iterator<Item = Vec<u64>> + '_ {
     (0..n).map(move |i| unravel(i, shape))
 }
 
+/// Linear C-order indices of a grid of `shape`, sorted in (compressed) Morton order: the
+/// coordinate bits interleaved lowest first, dimension 0 first at each level, dimensions that
+/// have run out of bits skipped. This is the order zarr-python and neuroglancer use, so
+/// neighbouring inner chunks sit near each other in the shard.
+pub fn morton_order(shape: &[u64]) -> Vec<u64> {
+    let bits: Vec<u32> = shape
+        .iter()
+        .map(|&s| 64 - s.saturating_sub(1).leading_zeros())
+        .collect();
+    let max_bits = bits.iter().copied().max().unwrap_or(0);
+    let code = |coords: &[u64]| -> u128 {
+        let (mut z, mut out_bit) = (0u128, 0u32);
+        for b in 0..max_bits {
+            for (d, &c) in coords.iter().enumerate() {
+                if b < bits[d] {
+                    z |= (((c >> b) & 1) as u128) << out_bit;
+                    out_bit += 1;
+                }
+            }
+        }
+        z
+    };
+    let n: u64 = shape.iter().product();
+    let mut order: Vec<(u128, u64)> = (0..n).map(|i| (code(&unravel(i, shape)), i)).collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, i)| i).collect()
+}
+
 /// Copy the box of extent `region` from `src` (C order, `src_shape`) at `src_start` to `dst`
 /// (C order, `dst_shape`) at `dst_start`. Elements are `elem` bytes. The caller guarantees the
 /// box lies inside both arrays.
@@ -111,6 +139,20 @@ mod tests {
             c_order(&[2, 2]).collect::<Vec<_>>(),
             vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1]]
         );
+    }
+
+    #[test]
+    fn morton_by_hand() {
+        // 2x2: (0,0) (1,0) (0,1) (1,1) -- dimension 0 takes the lowest bit.
+        assert_eq!(morton_order(&[2, 2]), vec![0, 2, 1, 3]);
+        // 4x2: dimension 1 has one bit, dimension 0 two: codes interleave d0b0, d1b0, d0b1.
+        // (r,c) -> z: (0,0)0 (1,0)1 (0,1)2 (1,1)3 (2,0)4 (3,0)5 (2,1)6 (3,1)7
+        assert_eq!(morton_order(&[4, 2]), vec![0, 2, 1, 3, 4, 6, 5, 7]);
+        // Non-power-of-two: 3 along one axis keeps every index once.
+        let mut m = morton_order(&[3, 3]);
+        assert_eq!(m[..4], [0, 3, 1, 4]);
+        m.sort();
+        assert_eq!(m, (0..9).collect::<Vec<_>>());
     }
 
     #[test]

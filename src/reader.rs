@@ -21,34 +21,38 @@ pub struct ShardReader<I: ShardIo> {
     io: I,
     /// `None` when the object does not exist.
     index: Option<ShardIndex>,
+    /// Size of the object when the back end reported it with the index read.
+    object_size: Option<u64>,
 }
 
 impl<I: ShardIo> ShardReader<I> {
     /// Open a shard: one read, of the index only.
     pub fn open(layout: Arc<ShardLayout>, io: I) -> Result<Self> {
-        let n = layout.index_size();
-        let range = match layout.codec().index_location {
-            IndexLocation::End => ByteRange::Suffix(n),
-            IndexLocation::Start => ByteRange::FromStart(0, Some(n)),
+        let (index, object_size) = match load_index(&layout, &io)? {
+            Some((index, size)) => (Some(index), size),
+            None => (None, None),
         };
-        let index = match io.read(range)? {
-            None => None,
-            Some(out) => {
-                if (out.data.len() as u64) < n {
-                    return Err(Error::corrupt(format!(
-                        "object of {} bytes is shorter than its {n}-byte index",
-                        out.data.len()
-                    )));
-                }
-                Some(ShardIndex::decode(&out.data, &layout, out.object_size)?)
-            }
-        };
-        Ok(ShardReader { layout, io, index })
+        Ok(ShardReader {
+            layout,
+            io,
+            index,
+            object_size,
+        })
     }
 
     /// Open a shard whose index the caller already holds (no read).
     pub fn with_index(layout: Arc<ShardLayout>, io: I, index: Option<ShardIndex>) -> Self {
-        ShardReader { layout, io, index }
+        ShardReader {
+            layout,
+            io,
+            index,
+            object_size: None,
+        }
+    }
+
+    /// Size of the shard object, when the back end reported it while the index was read.
+    pub fn object_size(&self) -> Option<u64> {
+        self.object_size
     }
 
     pub fn layout(&self) -> &Arc<ShardLayout> {
@@ -116,6 +120,31 @@ impl<I: ShardIo> ShardReader<I> {
         self.read_chunk_into(coords, &mut out)?;
         Ok(out)
     }
+}
+
+/// Read and validate the index of a shard object in one read (a suffix read when the index is
+/// at the end). `Ok(None)` when the object does not exist; otherwise the index and the object
+/// size if the back end reported it.
+pub fn load_index(
+    layout: &ShardLayout,
+    io: &dyn ShardIo,
+) -> Result<Option<(ShardIndex, Option<u64>)>> {
+    let n = layout.index_size();
+    let range = match layout.codec().index_location {
+        IndexLocation::End => ByteRange::Suffix(n),
+        IndexLocation::Start => ByteRange::FromStart(0, Some(n)),
+    };
+    let Some(out) = io.read(range)? else {
+        return Ok(None);
+    };
+    if (out.data.len() as u64) < n {
+        return Err(Error::corrupt(format!(
+            "object of {} bytes is shorter than its {n}-byte index",
+            out.data.len()
+        )));
+    }
+    let index = ShardIndex::decode(&out.data, layout, out.object_size)?;
+    Ok(Some((index, out.object_size)))
 }
 
 /// Read and decode a whole shard in one read of the object. `Ok(None)` when the object does

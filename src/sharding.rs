@@ -8,9 +8,12 @@
 use crate::codec::{checked_product, ChunkRepr, CodecChain, Config, EncodedSize};
 use crate::dtype::{DataType, FillValue};
 use crate::error::{Error, Result};
-use crate::index::{ChunkLocation, ShardIndex, EMPTY};
+use crate::index::{ShardIndex, EMPTY};
+use crate::io::MemoryIo;
 use crate::nd;
+use crate::writer::{Finalized, ShardWriter, Strategy, WriteOptions};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Largest number of inner chunks per shard we accept: the index alone is 16 bytes per chunk,
 /// so this bounds what a hostile configuration can make us allocate (1 GiB of index).
@@ -360,35 +363,25 @@ impl ShardLayout {
     }
 
     /// Encode a whole decoded shard: inner chunks in C order, chunks equal to the fill value
-    /// left out, index at the configured location.
+    /// left out, index at the configured location (the buffered writer into memory). A shard
+    /// with nothing stored encodes as its all-empty index.
     pub fn encode_shard(&self, data: &[u8]) -> Result<Vec<u8>> {
         crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
-        let mut index = ShardIndex::new_empty(self.num_chunks);
-        let base = match self.codec.index_location {
-            IndexLocation::Start => self.index_size,
-            IndexLocation::End => 0,
-        };
-        let mut body = Vec::new();
+        let io = MemoryIo::new();
+        let mut writer = ShardWriter::new(
+            Arc::new(self.clone()),
+            &io,
+            Strategy::Buffered,
+            WriteOptions::default(),
+        )?;
         let mut chunk = vec![0u8; self.inner_byte_size()];
         for i in 0..self.num_chunks {
             self.extract_chunk(i, data, &mut chunk);
-            if self.is_fill(&chunk) {
-                continue;
-            }
-            let encoded = self.codec.codecs.encode(&chunk, &self.inner)?;
-            index.set(
-                i,
-                Some(ChunkLocation {
-                    offset: base + body.len() as u64,
-                    nbytes: encoded.len() as u64,
-                }),
-            );
-            body.extend_from_slice(&encoded);
+            writer.write_chunk(&nd::unravel(i as u64, &self.chunks_per_shard), &chunk)?;
         }
-        let index_bytes = index.encode(self)?;
-        Ok(match self.codec.index_location {
-            IndexLocation::Start => [index_bytes, body].concat(),
-            IndexLocation::End => [body, index_bytes].concat(),
-        })
+        match writer.finalize()? {
+            Finalized::Written { .. } => Ok(io.bytes().expect("a written shard exists")),
+            Finalized::Deleted => ShardIndex::new_empty(self.num_chunks).encode(self),
+        }
     }
 }

@@ -63,17 +63,7 @@ impl Store for FsStore {
     }
 
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        let path = self.path(key)?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        // Write a sibling temporary and rename it over the key, so readers never see a
-        // half-written object.
-        let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = path.with_file_name(tmp_name);
-        std::fs::write(&tmp, value)?;
-        std::fs::rename(&tmp, &path)?;
-        Ok(())
+        // Temporary sibling + rename: readers never see a half-written object.
+        FileIo::new(self.path(key)?).put(value)
     }
 }

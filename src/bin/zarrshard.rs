@@ -7,7 +7,10 @@ use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use zarrshard::{Array, FsStore, IndexLocation, ShardIndex, Store};
+use zarrshard::{
+    Array, ChunkOrder, FsStore, IndexLocation, ShardIndex, Store, Strategy, UpdateMode,
+    WriteOptions,
+};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +38,34 @@ enum Command {
     ///
     /// Example: zarrshard verify data/image.zarr
     Verify { array_dir: PathBuf },
+    /// Write every shard of the array described by ARRAY_DIR/zarr.json (or .zarray) from raw
+    /// bytes in the export format. Inner chunks equal to the fill value are not stored; a shard
+    /// with nothing stored is not written.
+    ///
+    /// Example: zarrshard import image.raw data/image.zarr --strategy streaming
+    Import {
+        /// Raw input file, `-` for standard input.
+        in_file: PathBuf,
+        array_dir: PathBuf,
+        /// Writer: buffered (one write per shard), streaming (chunk by chunk), update (into
+        /// existing shards, append-only).
+        #[arg(long, value_enum, default_value_t = StrategyArg::Buffered)]
+        strategy: StrategyArg,
+        /// Order of inner chunks in buffered shards.
+        #[arg(long, value_enum, default_value_t = OrderArg::C)]
+        order: OrderArg,
+        /// Also store inner chunks that equal the fill value.
+        #[arg(long)]
+        store_fill_chunks: bool,
+    },
+    /// Rewrite shards that have dead bytes (left by updates) without them.
+    ///
+    /// Example: zarrshard compact data/image.zarr
+    Compact {
+        array_dir: PathBuf,
+        #[arg(long, value_enum, default_value_t = OrderArg::C)]
+        order: OrderArg,
+    },
     /// Print the array's shape, data type, shard layout and codecs.
     ///
     /// Example: zarrshard info data/image.zarr
@@ -46,6 +77,28 @@ enum Command {
         array_dir: PathBuf,
         shard_key: String,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StrategyArg {
+    Buffered,
+    Streaming,
+    Update,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OrderArg {
+    C,
+    Morton,
+}
+
+impl From<OrderArg> for ChunkOrder {
+    fn from(o: OrderArg) -> Self {
+        match o {
+            OrderArg::C => ChunkOrder::C,
+            OrderArg::Morton => ChunkOrder::Morton,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -76,10 +129,23 @@ fn one_line(s: &str) -> String {
     s.replace('\n', " ")
 }
 
+/// Open ARRAY_DIR: a Zarr v3 array directory, a v2 sharding-prototype directory (`.zarray`),
+/// or the `meta/root/<path>.array.json` file of a v3-draft hierarchy.
 fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
-    Array::open(FsStore::new(dir)).map_err(|e| match e {
+    let text = dir.to_string_lossy();
+    let result = match text
+        .strip_suffix(".array.json")
+        .and_then(|t| t.rsplit_once("meta/root/"))
+    {
+        Some((root, path)) if dir.is_file() => {
+            let root = if root.is_empty() { "." } else { root };
+            Array::open_v3_draft(FsStore::new(root), path)
+        }
+        _ => Array::open(FsStore::new(dir)),
+    };
+    result.map_err(|e| match e {
         zarrshard::Error::InvalidMetadata(m) => {
-            zarrshard::Error::InvalidMetadata(format!("{}: {m}", dir.join("zarr.json").display()))
+            zarrshard::Error::InvalidMetadata(format!("{}: {m}", dir.display()))
         }
         other => other,
     })
@@ -104,6 +170,49 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 eprintln!("zarrshard: {} problem(s) found", problems.len());
                 Ok(ExitCode::from(1))
             }
+        }
+        Command::Import {
+            in_file,
+            array_dir,
+            strategy,
+            order,
+            store_fill_chunks,
+        } => {
+            let array = open(&array_dir)?;
+            let strategy = match strategy {
+                StrategyArg::Buffered => Strategy::Buffered,
+                StrategyArg::Streaming => Strategy::Streaming,
+                StrategyArg::Update => Strategy::Update(UpdateMode::AppendOnly),
+            };
+            let options = WriteOptions {
+                order: order.into(),
+                store_fill_chunks,
+            };
+            let mut input: Box<dyn std::io::Read> = if in_file.as_os_str() == "-" {
+                Box::new(std::io::stdin().lock())
+            } else {
+                let f = std::fs::File::open(&in_file).map_err(|e| zarrshard::Error::Io {
+                    code: e.raw_os_error().unwrap_or(-1),
+                    message: format!("{}: {e}", in_file.display()),
+                })?;
+                Box::new(f)
+            };
+            array.import(
+                &mut std::io::BufReader::with_capacity(1 << 20, &mut input),
+                strategy,
+                options,
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compact { array_dir, order } => {
+            let array = open(&array_dir)?;
+            let mut out = std::io::stdout().lock();
+            let done = array.compact(order.into())?;
+            for (key, before, after) in &done {
+                writeln!(out, "{key}: {before} -> {after} bytes")?;
+            }
+            eprintln!("zarrshard: {} shard(s) compacted", done.len());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Info { array_dir } => {
             info(&open(&array_dir)?)?;
@@ -227,7 +336,9 @@ fn inspect(array: &Array<FsStore>, key: &str) -> zarrshard::Result<()> {
         "{:<20} {:>20} {:>20}  state",
         "chunk", "offset", "nbytes"
     )?;
-    let mut ranges = Vec::new();
+    // Valid entries only, for the summary.
+    let mut valid = index.clone();
+    let mut stored = 0;
     for i in 0..index.len() {
         let coords = format!(
             "{:?}",
@@ -235,36 +346,25 @@ fn inspect(array: &Array<FsStore>, key: &str) -> zarrshard::Result<()> {
         );
         let (offset, nbytes) = index.entry(i);
         if let Some(e) = bad.get(&i) {
+            valid.set(i, None);
             writeln!(
                 out,
                 "{coords:<20} {offset:>20} {nbytes:>20}  BAD: {}",
                 one_line(&e.to_string())
             )?;
-        } else if let Some(l) = index.get(i) {
+        } else if index.get(i).is_some() {
             writeln!(out, "{coords:<20} {offset:>20} {nbytes:>20}  stored")?;
-            ranges.push((l.offset, l.end()));
+            stored += 1;
         } else {
             writeln!(out, "{coords:<20} {:>20} {:>20}  empty", "-", "-")?;
         }
     }
-    // Dead bytes: the data region not covered by any valid entry.
-    ranges.sort_unstable();
-    let mut covered = 0u64;
-    let mut reach = 0u64;
-    for (s, e) in &ranges {
-        let s = (*s).max(reach);
-        if *e > s {
-            covered += e - s;
-        }
-        reach = reach.max(*e);
-    }
-    let data_region = (shard.len() as u64).saturating_sub(layout.index_size());
     writeln!(
         out,
-        "stored chunks: {} of {}, chunk bytes: {covered}, dead bytes: {}, bad entries: {}",
-        ranges.len(),
+        "stored chunks: {stored} of {}, chunk bytes: {}, dead bytes: {}, bad entries: {}",
         index.len(),
-        data_region.saturating_sub(covered),
+        valid.stored().map(|(_, l)| l.nbytes).sum::<u64>(),
+        valid.dead_bytes(&layout, shard.len() as u64),
         bad.len()
     )?;
     Ok(())

@@ -14,6 +14,7 @@ pub mod bytes;
 pub mod crc32c;
 pub mod gzip;
 pub mod transpose;
+pub mod zlib;
 pub mod zstd;
 
 use crate::dtype::{DataType, FillValue};
@@ -104,6 +105,7 @@ pub enum BytesToBytes {
     Zstd(zstd::Zstd),
     Crc32c(crc32c::Crc32c),
     Blosc(blosc::Blosc),
+    Zlib(zlib::Zlib),
 }
 
 impl ArrayToArray {
@@ -175,6 +177,7 @@ impl BytesToBytes {
             BytesToBytes::Zstd(c) => c.encode(data),
             BytesToBytes::Crc32c(c) => c.encode(data),
             BytesToBytes::Blosc(c) => c.encode(data),
+            BytesToBytes::Zlib(c) => c.encode(data),
         }
     }
     /// Decode; the output may not exceed `max_out` bytes.
@@ -184,6 +187,7 @@ impl BytesToBytes {
             BytesToBytes::Zstd(c) => c.decode(data, max_out),
             BytesToBytes::Crc32c(c) => c.decode(data).map(<[u8]>::to_vec),
             BytesToBytes::Blosc(c) => c.decode(data, max_out),
+            BytesToBytes::Zlib(c) => c.decode(data, max_out),
         }
     }
     fn to_json(&self) -> Value {
@@ -192,6 +196,7 @@ impl BytesToBytes {
             BytesToBytes::Zstd(c) => c.to_json(),
             BytesToBytes::Crc32c(_) => json!({"name": "crc32c"}),
             BytesToBytes::Blosc(c) => c.to_json(),
+            BytesToBytes::Zlib(c) => c.to_json(),
         }
     }
 }
@@ -295,19 +300,25 @@ impl CodecChain {
         Ok(*self.stage_sizes(repr)?.last().unwrap())
     }
 
-    /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
-    pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+    /// Apply the array→array codecs only: the chunk as the array→bytes codec receives it
+    /// (borrowed when there are none).
+    pub fn encode_arrays<'a>(&self, data: &'a [u8], repr: &ChunkRepr) -> Result<Cow<'a, [u8]>> {
         check_len(data.len(), repr.byte_size()?)?;
         let mut r = repr.clone();
-        let mut owned: Option<Vec<u8>> = None;
+        let mut out = Cow::Borrowed(data);
         for c in &self.array_to_array {
-            let input = owned.as_deref().unwrap_or(data);
-            owned = Some(c.encode(input, &r)?);
+            out = Cow::Owned(c.encode(&out, &r)?);
             r = c.encoded_repr(&r)?;
         }
+        Ok(out)
+    }
+
+    /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
+    pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        let arrays = self.encode_arrays(data, repr)?;
         let mut bytes = self
             .array_to_bytes
-            .encode(owned.as_deref().unwrap_or(data), &r)?;
+            .encode(&arrays, &self.bytes_repr(repr)?)?;
         for c in &self.bytes_to_bytes {
             bytes = c.encode(&bytes)?;
         }
@@ -435,6 +446,7 @@ fn parse_codec(name: &str, config: Option<&Map<String, Value>>) -> Result<Parsed
         "zstd" => Parsed::B2B(BytesToBytes::Zstd(zstd::Zstd::from_config(&cfg)?)),
         "crc32c" => Parsed::B2B(BytesToBytes::Crc32c(crc32c::Crc32c::from_config(&cfg)?)),
         "blosc" => Parsed::B2B(BytesToBytes::Blosc(blosc::Blosc::from_config(&cfg)?)),
+        "zlib" => Parsed::B2B(BytesToBytes::Zlib(zlib::Zlib::from_config(&cfg)?)),
         other => return Err(Error::UnsupportedCodec(other.to_string())),
     })
 }

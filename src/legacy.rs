@@ -1,0 +1,430 @@
+//! The two formats that preceded the `sharding_indexed` codec, read and written as profiles of
+//! the same engine. Both use the binary shard format the codec later kept (chunks, then an index
+//! of little-endian `(offset, nbytes)` uint64 pairs in C order, `2^64-1` for empty) with the
+//! index at the end and no checksum, so each maps onto a [`ShardingCodec`] with
+//! `index_codecs = [bytes little]`, `index_location = end`:
+//!
+//! * the **Zarr v2 sharding prototype** (zarr-python PR 876): a `.zarray` with `"shards"` (chunks
+//!   per shard) and `"shard_format": "indexed"`, numcodecs compressors, shard keys like `2.0`;
+//! * the **sharding storage transformer draft** (Zarr v3 draft, 2022): `meta/root/<path>.array.json`
+//!   with a `storage_transformers` entry holding `chunks_per_shard`, chunk keys like
+//!   `data/root/<path>/c96/18`, a shard key being the chunk key with its coordinates divided by
+//!   `chunks_per_shard`.
+//!
+//! Each parser synthesises the equivalent Zarr v3 metadata, so reading, writing, verifying and
+//! exporting need nothing format-specific beyond the key of each shard.
+//! [`ShardingCodec`]: crate::sharding::ShardingCodec
+
+use crate::codec::bytes::Endian;
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::metadata::ArrayMetadata;
+use serde_json::{json, Map, Value};
+
+/// The sharding storage transformer's extension URI.
+pub const SHARDING_TRANSFORMER: &str =
+    "https://purl.org/zarr/spec/storage_transformers/sharding/1.0";
+/// Prefix of the draft's codec URIs (`…/codec/<id>/1.0`).
+const DRAFT_CODEC_PREFIX: &str = "https://purl.org/zarr/spec/codec/";
+
+/// A numpy type string (`<u2`, `|b1`, `>f8`, `<c16`; the draft also writes `bool`, `i1`, `u1`)
+/// as a data type and its stored byte order (`None` for single bytes).
+pub fn parse_typestr(s: &str) -> Result<(DataType, Option<Endian>)> {
+    let bad = || Error::metadata(format!("unsupported dtype `{s}`"));
+    if s == "bool" {
+        return Ok((DataType::Bool, None));
+    }
+    let (endian, body) = match s.as_bytes().first() {
+        Some(b'<') => (Some(Endian::Little), &s[1..]),
+        Some(b'>') => (Some(Endian::Big), &s[1..]),
+        Some(b'|') => (None, &s[1..]),
+        _ => (None, s),
+    };
+    let dtype = match body {
+        "b1" => DataType::Bool,
+        "i1" => DataType::Int8,
+        "i2" => DataType::Int16,
+        "i4" => DataType::Int32,
+        "i8" => DataType::Int64,
+        "u1" => DataType::UInt8,
+        "u2" => DataType::UInt16,
+        "u4" => DataType::UInt32,
+        "u8" => DataType::UInt64,
+        "f2" => DataType::Float16,
+        "f4" => DataType::Float32,
+        "f8" => DataType::Float64,
+        "c8" => DataType::Complex64,
+        "c16" => DataType::Complex128,
+        _ => match body.strip_prefix('V').and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) if n > 0 => DataType::RawBits(n),
+            _ => return Err(bad()),
+        },
+    };
+    let endian = if dtype.swap_unit() > 1 {
+        Some(endian.ok_or_else(bad)?)
+    } else {
+        None
+    };
+    Ok((dtype, endian))
+}
+
+/// A numcodecs compressor configuration (`{"id": "zstd", "level": 1}`) as the equivalent Zarr
+/// v3 codec JSON. `itemsize` is blosc's typesize.
+pub fn numcodecs_to_v3(id: &str, config: &Map<String, Value>, itemsize: usize) -> Result<Value> {
+    let int = |k: &str, default: i64| config.get(k).and_then(Value::as_i64).unwrap_or(default);
+    Ok(match id {
+        "zlib" => json!({"name": "zlib", "configuration": {"level": int("level", 1)}}),
+        "gzip" => json!({"name": "gzip", "configuration": {"level": int("level", 1)}}),
+        "zstd" => json!({"name": "zstd", "configuration": {
+            "level": int("level", 0),
+            "checksum": config.get("checksum").and_then(Value::as_bool).unwrap_or(false)}}),
+        "blosc" => {
+            // numcodecs: 0 none, 1 byte, 2 bit, -1 auto (bit for 1-byte items, else byte).
+            let shuffle = match int("shuffle", 1) {
+                0 => "noshuffle",
+                2 => "bitshuffle",
+                -1 if itemsize == 1 => "bitshuffle",
+                _ => "shuffle",
+            };
+            json!({"name": "blosc", "configuration": {
+                "cname": config.get("cname").and_then(Value::as_str).unwrap_or("lz4"),
+                "clevel": int("clevel", 5), "shuffle": shuffle, "typesize": itemsize,
+                "blocksize": int("blocksize", 0)}})
+        }
+        other => return Err(Error::UnsupportedCodec(other.to_string())),
+    })
+}
+
+/// What a legacy array's metadata says, in the engine's terms.
+struct Profile<'a> {
+    shape: &'a Value,
+    inner_chunks: Vec<u64>,
+    /// `None`: not sharded.
+    chunks_per_shard: Option<Vec<u64>>,
+    typestr: &'a str,
+    fortran_order: bool,
+    /// The compressor as v3 codec JSON.
+    compressor: Option<Value>,
+    fill_value: &'a Value,
+    key_encoding: Value,
+    attributes: Value,
+}
+
+/// Synthesise the equivalent Zarr v3 metadata.
+fn to_v3(p: Profile) -> Result<ArrayMetadata> {
+    let (dtype, endian) = parse_typestr(p.typestr)?;
+    let bytes = match endian {
+        None => json!({"name": "bytes"}),
+        Some(Endian::Little) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
+        Some(Endian::Big) => json!({"name": "bytes", "configuration": {"endian": "big"}}),
+    };
+    let mut codecs = Vec::new();
+    if p.fortran_order && p.inner_chunks.len() > 1 {
+        // A Fortran-order chunk is the C-order serialisation of the reversed-axes chunk.
+        let order: Vec<usize> = (0..p.inner_chunks.len()).rev().collect();
+        codecs.push(json!({"name": "transpose", "configuration": {"order": order}}));
+    }
+    codecs.push(bytes);
+    codecs.extend(p.compressor);
+    let (grid_chunks, codecs) = match &p.chunks_per_shard {
+        Some(per_shard) => {
+            if per_shard.len() != p.inner_chunks.len() {
+                return Err(Error::metadata(format!(
+                    "chunks per shard {per_shard:?} do not match the rank of chunks {:?}",
+                    p.inner_chunks
+                )));
+            }
+            let shard: Vec<u64> = p
+                .inner_chunks
+                .iter()
+                .zip(per_shard)
+                .map(|(c, n)| {
+                    c.checked_mul(*n)
+                        .ok_or_else(|| Error::metadata("shard shape overflows"))
+                })
+                .collect::<Result<_>>()?;
+            let sharding = json!({"name": "sharding_indexed", "configuration": {
+                "chunk_shape": p.inner_chunks, "codecs": codecs,
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_location": "end"}});
+            (shard, vec![sharding])
+        }
+        None => (p.inner_chunks.clone(), codecs),
+    };
+    let fill_value = if p.fill_value.is_null() {
+        crate::dtype::FillValue::zero(dtype).to_json(dtype)
+    } else {
+        p.fill_value.clone()
+    };
+    ArrayMetadata::from_json(&json!({
+        "zarr_format": 3, "node_type": "array", "shape": p.shape, "data_type": dtype.name(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": grid_chunks}},
+        "chunk_key_encoding": p.key_encoding, "fill_value": fill_value,
+        "codecs": codecs, "attributes": p.attributes,
+    }))
+}
+
+fn uints(v: Option<&Value>, what: &str) -> Result<Vec<u64>> {
+    v.and_then(Value::as_array)
+        .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| Error::metadata(format!("`{what}` must be a list of non-negative integers")))
+}
+
+fn itemsize(typestr: &str) -> Result<usize> {
+    Ok(parse_typestr(typestr)?.0.size())
+}
+
+/// Parse a Zarr v2 sharding-prototype `.zarray` (a plain v2 `.zarray`, without `shards`,
+/// reads as an unsharded array).
+pub fn parse_v2_prototype(v: &Value) -> Result<ArrayMetadata> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| Error::metadata(".zarray must be a JSON object"))?;
+    if o.get("zarr_format").and_then(Value::as_u64) != Some(2) {
+        return Err(Error::metadata(".zarray: zarr_format must be 2"));
+    }
+    let typestr = o
+        .get("dtype")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::metadata(".zarray: `dtype` must be a type string"))?;
+    match o.get("filters") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(a)) if a.is_empty() => {}
+        Some(Value::Array(a)) => {
+            let id = a[0].get("id").and_then(Value::as_str).unwrap_or("?");
+            return Err(Error::UnsupportedCodec(format!("{id} (v2 filter)")));
+        }
+        Some(other) => return Err(Error::metadata(format!(".zarray: invalid filters {other}"))),
+    }
+    let compressor = match o.get("compressor") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(c)) => {
+            let id = c
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::metadata(".zarray: compressor without `id`"))?;
+            Some(numcodecs_to_v3(id, c, itemsize(typestr)?)?)
+        }
+        Some(other) => {
+            return Err(Error::metadata(format!(
+                ".zarray: invalid compressor {other}"
+            )))
+        }
+    };
+    let chunks_per_shard = match o.get("shards") {
+        None | Some(Value::Null) => None,
+        Some(s) => {
+            match o.get("shard_format").and_then(Value::as_str) {
+                None | Some("indexed") => {}
+                Some(f) => {
+                    return Err(Error::metadata(format!(
+                        ".zarray: unsupported shard_format `{f}`"
+                    )))
+                }
+            }
+            Some(uints(Some(s), "shards")?)
+        }
+    };
+    let separator = o
+        .get("dimension_separator")
+        .and_then(Value::as_str)
+        .unwrap_or(".");
+    let fortran_order = match o.get("order").and_then(Value::as_str) {
+        None | Some("C") => false,
+        Some("F") => true,
+        Some(other) => return Err(Error::metadata(format!(".zarray: invalid order `{other}`"))),
+    };
+    to_v3(Profile {
+        shape: o
+            .get("shape")
+            .ok_or_else(|| Error::metadata(".zarray: `shape` is required"))?,
+        inner_chunks: uints(o.get("chunks"), "chunks")?,
+        chunks_per_shard,
+        typestr,
+        fortran_order,
+        compressor,
+        fill_value: o.get("fill_value").unwrap_or(&Value::Null),
+        key_encoding: json!({"name": "v2", "configuration": {"separator": separator}}),
+        attributes: json!({}),
+    })
+}
+
+/// Parse a v3-draft `*.array.json`; returns the metadata and the chunk key separator.
+pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| Error::metadata("array metadata must be a JSON object"))?;
+    let typestr = o
+        .get("data_type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::metadata("`data_type` must be a string"))?;
+    let grid = o
+        .get("chunk_grid")
+        .ok_or_else(|| Error::metadata("`chunk_grid` is required"))?;
+    if grid.get("type").and_then(Value::as_str) != Some("regular") {
+        return Err(Error::metadata(format!(
+            "chunk_grid type must be \"regular\", got {}",
+            grid.get("type").unwrap_or(&Value::Null)
+        )));
+    }
+    let separator = match grid.get("separator").and_then(Value::as_str).unwrap_or("/") {
+        "/" => '/',
+        "." => '.',
+        other => {
+            return Err(Error::metadata(format!(
+                "invalid chunk separator `{other}`"
+            )))
+        }
+    };
+    let compressor = match o.get("compressor") {
+        None | Some(Value::Null) => None,
+        Some(c) => {
+            let uri = c.get("codec").and_then(Value::as_str).unwrap_or("");
+            let id = uri
+                .strip_prefix(DRAFT_CODEC_PREFIX)
+                .and_then(|r| r.strip_suffix("/1.0"))
+                .ok_or_else(|| Error::UnsupportedCodec(uri.to_string()))?;
+            let empty = Map::new();
+            let config = c
+                .get("configuration")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            Some(numcodecs_to_v3(id, config, itemsize(typestr)?)?)
+        }
+    };
+    if o.get("extensions")
+        .and_then(Value::as_array)
+        .is_some_and(|e| !e.is_empty())
+    {
+        return Err(Error::metadata("unsupported array extensions"));
+    }
+    let mut chunks_per_shard = None;
+    for t in o
+        .get("storage_transformers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let uri = t.get("extension").and_then(Value::as_str).unwrap_or("");
+        if uri != SHARDING_TRANSFORMER || t.get("type").and_then(Value::as_str) != Some("indexed") {
+            return Err(Error::metadata(format!(
+                "unsupported storage transformer {t}"
+            )));
+        }
+        chunks_per_shard = Some(uints(
+            t.get("configuration")
+                .and_then(|c| c.get("chunks_per_shard")),
+            "chunks_per_shard",
+        )?);
+    }
+    let fortran_order = match o.get("chunk_memory_layout").and_then(Value::as_str) {
+        None | Some("C") => false,
+        Some("F") => true,
+        Some(other) => {
+            return Err(Error::metadata(format!(
+                "invalid chunk_memory_layout `{other}`"
+            )))
+        }
+    };
+    let meta = to_v3(Profile {
+        shape: o
+            .get("shape")
+            .ok_or_else(|| Error::metadata("`shape` is required"))?,
+        inner_chunks: uints(grid.get("chunk_shape"), "chunk_shape")?,
+        chunks_per_shard,
+        typestr,
+        fortran_order,
+        compressor,
+        fill_value: o.get("fill_value").unwrap_or(&Value::Null),
+        // Draft keys are not expressible as a v3 encoding; the array computes them.
+        key_encoding: json!({"name": "default", "configuration": {"separator": separator.to_string()}}),
+        attributes: o.get("attributes").cloned().unwrap_or(json!({})),
+    })?;
+    Ok((meta, separator))
+}
+
+/// A draft chunk (or shard) key: `PREFIX` + `c` + coordinates joined by the separator.
+pub fn draft_key(data_prefix: &str, separator: char, coords: &[u64]) -> String {
+    let joined: Vec<String> = coords.iter().map(u64::to_string).collect();
+    format!("{data_prefix}c{}", joined.join(&separator.to_string()))
+}
+
+/// The storage transformer's key translation: the shard key holding the chunk `chunk_key`
+/// (spec example: `data/root/foo/baz/c96/18` with `chunks_per_shard [32, 2]` is
+/// `data/root/foo/baz/c3/9`).
+pub fn draft_shard_key(
+    chunk_key: &str,
+    data_prefix: &str,
+    separator: char,
+    chunks_per_shard: &[u64],
+) -> Result<String> {
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "`{chunk_key}` is not a chunk key under `{data_prefix}`"
+        ))
+    };
+    let coords: Vec<u64> = chunk_key
+        .strip_prefix(data_prefix)
+        .and_then(|k| k.strip_prefix('c'))
+        .ok_or_else(bad)?
+        .split(separator)
+        .map(|c| c.parse::<u64>().map_err(|_| bad()))
+        .collect::<Result<_>>()?;
+    if coords.len() != chunks_per_shard.len() || chunks_per_shard.contains(&0) {
+        return Err(bad());
+    }
+    let shard: Vec<u64> = coords
+        .iter()
+        .zip(chunks_per_shard)
+        .map(|(c, n)| c / n)
+        .collect();
+    Ok(draft_key(data_prefix, separator, &shard))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_key_translation_example() {
+        let p = "data/root/foo/baz/";
+        assert_eq!(
+            draft_shard_key("data/root/foo/baz/c96/18", p, '/', &[32, 2]).unwrap(),
+            "data/root/foo/baz/c3/9"
+        );
+        // Every chunk from [96, 18] to [127, 19] shares that shard.
+        assert_eq!(
+            draft_shard_key("data/root/foo/baz/c127/19", p, '/', &[32, 2]).unwrap(),
+            "data/root/foo/baz/c3/9"
+        );
+        assert_eq!(
+            draft_shard_key("data/root/foo/baz/c128/19", p, '/', &[32, 2]).unwrap(),
+            "data/root/foo/baz/c4/9"
+        );
+        // The separator is honoured.
+        assert_eq!(
+            draft_shard_key("data/root/foo/baz/c96.18", p, '.', &[32, 2]).unwrap(),
+            "data/root/foo/baz/c3.9"
+        );
+        assert!(draft_shard_key("data/root/other/c1/1", p, '/', &[2, 2]).is_err());
+    }
+
+    #[test]
+    fn typestrings() {
+        assert_eq!(
+            parse_typestr("<u2").unwrap(),
+            (DataType::UInt16, Some(Endian::Little))
+        );
+        assert_eq!(
+            parse_typestr(">c16").unwrap(),
+            (DataType::Complex128, Some(Endian::Big))
+        );
+        assert_eq!(parse_typestr("|b1").unwrap(), (DataType::Bool, None));
+        assert_eq!(parse_typestr("u1").unwrap(), (DataType::UInt8, None));
+        assert!(
+            parse_typestr("u2").is_err(),
+            "multi-byte types need a byte order"
+        );
+        assert!(parse_typestr("<M8[ns]").is_err());
+    }
+}

@@ -1,0 +1,362 @@
+//! Writing one shard object, with the strategies the sharding spec describes.
+//!
+//! * [`Strategy::Buffered`]: inner chunks arrive in any order and are kept encoded in memory;
+//!   `finalize` lays them out in C or Morton order and writes chunks + index with one `put`.
+//!   For converters writing whole arrays. Memory: the encoded shard.
+//! * [`Strategy::Streaming`]: each chunk is encoded and written as soon as it is given, at the
+//!   next free offset (after space reserved for the index when it is at the start); the index
+//!   is written at `finalize`. For acquisition rigs. Memory: the index plus the chunk in hand
+//!   (zarrs and zarr-python hold the whole shard).
+//! * [`Strategy::Update`]: reads an existing shard's index (one read), then replaces, adds or
+//!   erases chunks and writes a new index. [`UpdateMode::AppendOnly`] never overwrites a byte
+//!   (new chunks and the new index go after the old object, so a torn update leaves the old
+//!   index intact); [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
+//!   old slot (always, for uncompressed fixed-size chunks) and appends otherwise, over the old
+//!   index. Both leave dead bytes; [`compact`] removes them.
+//!
+//! Inner chunks equal to the fill value are not stored unless
+//! [`WriteOptions::store_fill_chunks`] says so, and a shard left with no stored chunk is
+//! deleted at `finalize`, never written as an empty shard.
+//!
+//! A writer needs exclusive use (`&mut self`). Crash safety for buffered writes comes from
+//! [`ShardIo::put`] (the file back end writes a temporary and renames it); for streaming and
+//! update, have the back end write to a temporary object and commit it after `finalize`.
+
+use crate::error::{Error, Result};
+use crate::index::{ChunkLocation, ShardIndex};
+use crate::io::ShardIo;
+use crate::nd;
+use crate::reader::load_index;
+use crate::sharding::{IndexLocation, ShardLayout};
+use std::sync::Arc;
+
+/// Order of inner chunks in a buffered shard (the index is always C order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChunkOrder {
+    #[default]
+    C,
+    /// Compressed Morton order, as zarr-python writes.
+    Morton,
+}
+
+/// How an update places rewritten chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpdateMode {
+    /// Append new chunks and a new index after the existing object.
+    #[default]
+    AppendOnly,
+    /// Overwrite a chunk in place when the new encoding fits; otherwise append (over the old
+    /// index, when it is at the end).
+    InPlace,
+}
+
+/// Which writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    Buffered,
+    Streaming,
+    Update(UpdateMode),
+}
+
+/// Runtime write options (never part of the metadata, as the spec requires).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteOptions {
+    /// Layout order for buffered writes.
+    pub order: ChunkOrder,
+    /// Store inner chunks that equal the fill value (default: leave them empty).
+    pub store_fill_chunks: bool,
+}
+
+/// What `finalize` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finalized {
+    /// The shard object now has this many bytes.
+    Written { size: u64 },
+    /// No inner chunk was stored, so the object was deleted (or never created).
+    Deleted,
+}
+
+enum Mode {
+    Buffered {
+        chunks: Vec<Option<Vec<u8>>>,
+    },
+    /// Streaming and update both write chunks at `next`, the next free offset.
+    Positional {
+        next: u64,
+        in_place: bool,
+    },
+}
+
+/// Writes inner chunks into one shard object.
+pub struct ShardWriter<I: ShardIo> {
+    layout: Arc<ShardLayout>,
+    io: I,
+    options: WriteOptions,
+    index: ShardIndex,
+    mode: Mode,
+    /// True once anything was written to `io` (streaming and update).
+    touched: bool,
+    finalized: bool,
+}
+
+impl<I: ShardIo> ShardWriter<I> {
+    /// Start a shard with `strategy`. Buffered and streaming start empty (an existing object is
+    /// replaced at `finalize`); update reads the existing index first (one read).
+    pub fn new(
+        layout: Arc<ShardLayout>,
+        io: I,
+        strategy: Strategy,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        let n = layout.num_chunks();
+        let start = match layout.codec().index_location {
+            IndexLocation::Start => layout.index_size(),
+            IndexLocation::End => 0,
+        };
+        let (index, mode) = match strategy {
+            Strategy::Buffered => (
+                ShardIndex::new_empty(n),
+                Mode::Buffered {
+                    chunks: vec![None; n],
+                },
+            ),
+            Strategy::Streaming => (
+                ShardIndex::new_empty(n),
+                Mode::Positional {
+                    next: start,
+                    in_place: false,
+                },
+            ),
+            Strategy::Update(update) => match load_index(&layout, &io)? {
+                None => (
+                    ShardIndex::new_empty(n),
+                    Mode::Positional {
+                        next: start,
+                        in_place: false,
+                    },
+                ),
+                Some((index, size)) => {
+                    let size = match size {
+                        Some(s) => s,
+                        None => io.size()?.ok_or_else(|| {
+                            Error::corrupt("the shard object disappeared after its index was read")
+                        })?,
+                    };
+                    let in_place = update == UpdateMode::InPlace;
+                    // In place with the index at the end, appended chunks reuse the old index's
+                    // bytes; append-only never writes before the old end.
+                    let next = match (in_place, layout.codec().index_location) {
+                        (true, IndexLocation::End) => size - layout.index_size(),
+                        _ => size,
+                    };
+                    (index, Mode::Positional { next, in_place })
+                }
+            },
+        };
+        Ok(ShardWriter {
+            layout,
+            io,
+            options,
+            index,
+            mode,
+            touched: false,
+            finalized: false,
+        })
+    }
+
+    pub fn layout(&self) -> &Arc<ShardLayout> {
+        &self.layout
+    }
+
+    /// The I/O back end.
+    pub fn io(&self) -> &I {
+        &self.io
+    }
+
+    /// The index as it stands (entries of chunks written so far; buffered offsets are assigned
+    /// at `finalize`).
+    pub fn index(&self) -> &ShardIndex {
+        &self.index
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.finalized {
+            return Err(Error::InvalidState(
+                "the shard writer was already finalized".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Encode and write inner chunk `coords` (`data`: C order, native byte order, the inner
+    /// chunk's decoded size). A chunk equal to the fill value is erased instead, unless
+    /// `store_fill_chunks` is set.
+    pub fn write_chunk(&mut self, coords: &[u64], data: &[u8]) -> Result<()> {
+        self.check_open()?;
+        let i = self.layout.linear_index(coords)?;
+        crate::codec::check_len(data.len(), self.layout.inner_byte_size() as u64)?;
+        if !self.options.store_fill_chunks && self.layout.is_fill(data) {
+            self.erase_index(i);
+            return Ok(());
+        }
+        let encoded = self
+            .layout
+            .codec()
+            .codecs
+            .encode(data, self.layout.inner_repr())?;
+        self.put_encoded(i, encoded)
+    }
+
+    /// Write inner chunk `coords` from already-encoded bytes (copying between shards without
+    /// recompressing). The bytes are stored as given.
+    pub fn write_chunk_raw(&mut self, coords: &[u64], encoded: &[u8]) -> Result<()> {
+        self.check_open()?;
+        let i = self.layout.linear_index(coords)?;
+        self.put_encoded(i, encoded.to_vec())
+    }
+
+    /// Mark inner chunk `coords` empty (it reads as the fill value).
+    pub fn erase_chunk(&mut self, coords: &[u64]) -> Result<()> {
+        self.check_open()?;
+        let i = self.layout.linear_index(coords)?;
+        self.erase_index(i);
+        Ok(())
+    }
+
+    fn erase_index(&mut self, i: usize) {
+        self.index.set(i, None);
+        if let Mode::Buffered { chunks } = &mut self.mode {
+            chunks[i] = None;
+        }
+    }
+
+    fn put_encoded(&mut self, i: usize, encoded: Vec<u8>) -> Result<()> {
+        let len = encoded.len() as u64;
+        match &mut self.mode {
+            Mode::Buffered { chunks } => {
+                // Offsets are assigned at finalize; mark the entry stored meanwhile.
+                self.index.set(
+                    i,
+                    Some(ChunkLocation {
+                        offset: 0,
+                        nbytes: len,
+                    }),
+                );
+                chunks[i] = Some(encoded);
+            }
+            Mode::Positional { next, in_place } => {
+                let offset = match self.index.get(i) {
+                    Some(old) if *in_place && old.nbytes >= len => old.offset,
+                    _ => {
+                        let at = *next;
+                        *next = at.checked_add(len).ok_or_else(|| {
+                            Error::InvalidArgument("shard exceeds 2^64 bytes".into())
+                        })?;
+                        at
+                    }
+                };
+                self.touched = true;
+                self.io.write_at(offset, &encoded)?;
+                self.index.set(
+                    i,
+                    Some(ChunkLocation {
+                        offset,
+                        nbytes: len,
+                    }),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the index (and, buffered, the chunks), or delete the object when nothing is
+    /// stored. Later calls on this writer fail with [`Error::InvalidState`].
+    pub fn finalize(&mut self) -> Result<Finalized> {
+        self.check_open()?;
+        self.finalized = true;
+        if self.index.stored().next().is_none() {
+            self.io.delete()?;
+            return Ok(Finalized::Deleted);
+        }
+        let layout = &self.layout;
+        let index_size = layout.index_size();
+        match &mut self.mode {
+            Mode::Buffered { chunks } => {
+                let order = match self.options.order {
+                    ChunkOrder::C => (0..layout.num_chunks() as u64).collect(),
+                    ChunkOrder::Morton => nd::morton_order(layout.chunks_per_shard()),
+                };
+                let at_start = layout.codec().index_location == IndexLocation::Start;
+                let mut body: Vec<u8> = Vec::new();
+                let base = if at_start { index_size } else { 0 };
+                for i in order {
+                    if let Some(c) = chunks[i as usize].take() {
+                        let loc = ChunkLocation {
+                            offset: base + body.len() as u64,
+                            nbytes: c.len() as u64,
+                        };
+                        self.index.set(i as usize, Some(loc));
+                        body.extend_from_slice(&c);
+                    }
+                }
+                let index = self.index.encode(layout)?;
+                let object = if at_start {
+                    [index, body].concat()
+                } else {
+                    [body, index].concat()
+                };
+                self.io.put(&object)?;
+                Ok(Finalized::Written {
+                    size: object.len() as u64,
+                })
+            }
+            Mode::Positional { next, .. } => {
+                let index = self.index.encode(layout)?;
+                let (at, end) = match layout.codec().index_location {
+                    IndexLocation::Start => (0, (*next).max(index_size)),
+                    IndexLocation::End => (*next, *next + index_size),
+                };
+                self.io.write_at(at, &index)?;
+                // Cut off whatever an earlier, longer object left after the new end.
+                match self.io.truncate(end) {
+                    Ok(()) | Err(Error::Unsupported(_)) => {}
+                    Err(e) => return Err(e),
+                }
+                Ok(Finalized::Written { size: end })
+            }
+        }
+    }
+}
+
+/// Rewrite a shard without dead bytes: chunks copied as stored (no re-encoding), in `order`,
+/// index at its configured location, one read and one `put`. Returns the sizes before and
+/// after, or `None` when the object does not exist.
+pub fn compact(
+    layout: &ShardLayout,
+    io: &dyn ShardIo,
+    order: ChunkOrder,
+) -> Result<Option<(u64, u64)>> {
+    let Some(out) = io.read(crate::io::ByteRange::FromStart(0, None))? else {
+        return Ok(None);
+    };
+    let object = out.data;
+    let index = layout.decode_index(&object)?;
+    let mut writer = ShardWriter::new(
+        Arc::new(layout.clone()),
+        io,
+        Strategy::Buffered,
+        WriteOptions {
+            order,
+            store_fill_chunks: true,
+        },
+    )?;
+    for (i, loc) in index.stored() {
+        let coords = nd::unravel(i as u64, layout.chunks_per_shard());
+        writer.write_chunk_raw(&coords, &object[loc.offset as usize..loc.end() as usize])?;
+    }
+    let after = match writer.finalize()? {
+        Finalized::Written { size } => size,
+        Finalized::Deleted => 0,
+    };
+    Ok(Some((object.len() as u64, after)))
+}
