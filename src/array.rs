@@ -8,7 +8,7 @@ use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::reader::ShardReader;
 use crate::store::Store;
-use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, Strategy, WriteOptions};
+use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::Value;
 use std::fmt;
 use std::io::{Read, Write};
@@ -288,7 +288,7 @@ impl<S: Store> Array<S> {
     pub fn import(
         &self,
         input: &mut dyn Read,
-        strategy: Strategy,
+        strategy: WriteStrategy,
         options: WriteOptions,
     ) -> Result<()> {
         let meta = &self.meta;
@@ -332,7 +332,7 @@ impl<S: Store> Array<S> {
         &self,
         coords: &[u64],
         data: &[u8],
-        strategy: Strategy,
+        strategy: WriteStrategy,
         options: WriteOptions,
     ) -> Result<Finalized> {
         if !self.meta.supports_partial_reads() {

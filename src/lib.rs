@@ -35,4 +35,6 @@ pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use reader::{read_whole_shard, ShardReader};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, Store};
-pub use writer::{compact, ChunkOrder, Finalized, ShardWriter, Strategy, UpdateMode, WriteOptions};
+pub use writer::{
+    compact, ChunkOrder, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
+};

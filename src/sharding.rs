@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::index::{ShardIndex, EMPTY};
 use crate::io::MemoryIo;
 use crate::nd;
-use crate::writer::{Finalized, ShardWriter, Strategy, WriteOptions};
+use crate::writer::{Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -371,7 +371,7 @@ impl ShardLayout {
         let mut writer = ShardWriter::new(
             Arc::new(self.clone()),
             &io,
-            Strategy::Buffered,
+            WriteStrategy::Buffered,
             WriteOptions::default(),
         )?;
         let mut chunk = vec![0u8; self.inner_byte_size()];

@@ -1,13 +1,13 @@
 //! Writing one shard object, with the strategies the sharding spec describes.
 //!
-//! * [`Strategy::Buffered`]: inner chunks arrive in any order and are kept encoded in memory;
+//! * [`WriteStrategy::Buffered`]: inner chunks arrive in any order and are kept encoded in memory;
 //!   `finalize` lays them out in C or Morton order and writes chunks + index with one `put`.
 //!   For converters writing whole arrays. Memory: the encoded shard.
-//! * [`Strategy::Streaming`]: each chunk is encoded and written as soon as it is given, at the
+//! * [`WriteStrategy::Streaming`]: each chunk is encoded and written as soon as it is given, at the
 //!   next free offset (after space reserved for the index when it is at the start); the index
 //!   is written at `finalize`. For acquisition rigs. Memory: the index plus the chunk in hand
 //!   (zarrs and zarr-python hold the whole shard).
-//! * [`Strategy::Update`]: reads an existing shard's index (one read), then replaces, adds or
+//! * [`WriteStrategy::Update`]: reads an existing shard's index (one read), then replaces, adds or
 //!   erases chunks and writes a new index. [`UpdateMode::AppendOnly`] never overwrites a byte
 //!   (new chunks and the new index go after the old object, so a torn update leaves the old
 //!   index intact); [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
@@ -52,7 +52,7 @@ pub enum UpdateMode {
 
 /// Which writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
+pub enum WriteStrategy {
     Buffered,
     Streaming,
     Update(UpdateMode),
@@ -105,7 +105,7 @@ impl<I: ShardIo> ShardWriter<I> {
     pub fn new(
         layout: Arc<ShardLayout>,
         io: I,
-        strategy: Strategy,
+        strategy: WriteStrategy,
         options: WriteOptions,
     ) -> Result<Self> {
         let n = layout.num_chunks();
@@ -114,20 +114,20 @@ impl<I: ShardIo> ShardWriter<I> {
             IndexLocation::End => 0,
         };
         let (index, mode) = match strategy {
-            Strategy::Buffered => (
+            WriteStrategy::Buffered => (
                 ShardIndex::new_empty(n),
                 Mode::Buffered {
                     chunks: vec![None; n],
                 },
             ),
-            Strategy::Streaming => (
+            WriteStrategy::Streaming => (
                 ShardIndex::new_empty(n),
                 Mode::Positional {
                     next: start,
                     in_place: false,
                 },
             ),
-            Strategy::Update(update) => match load_index(&layout, &io)? {
+            WriteStrategy::Update(update) => match load_index(&layout, &io)? {
                 None => (
                     ShardIndex::new_empty(n),
                     Mode::Positional {
@@ -344,7 +344,7 @@ pub fn compact(
     let mut writer = ShardWriter::new(
         Arc::new(layout.clone()),
         io,
-        Strategy::Buffered,
+        WriteStrategy::Buffered,
         WriteOptions {
             order,
             store_fill_chunks: true,

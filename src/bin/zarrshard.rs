@@ -8,8 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use zarrshard::{
-    Array, ChunkOrder, FsStore, IndexLocation, ShardIndex, Store, Strategy, UpdateMode,
-    WriteOptions,
+    Array, ChunkOrder, FsStore, IndexLocation, ShardIndex, Store, UpdateMode, WriteOptions,
+    WriteStrategy,
 };
 
 #[derive(Parser)]
@@ -180,9 +180,9 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
         } => {
             let array = open(&array_dir)?;
             let strategy = match strategy {
-                StrategyArg::Buffered => Strategy::Buffered,
-                StrategyArg::Streaming => Strategy::Streaming,
-                StrategyArg::Update => Strategy::Update(UpdateMode::AppendOnly),
+                StrategyArg::Buffered => WriteStrategy::Buffered,
+                StrategyArg::Streaming => WriteStrategy::Streaming,
+                StrategyArg::Update => WriteStrategy::Update(UpdateMode::AppendOnly),
             };
             let options = WriteOptions {
                 order: order.into(),

@@ -241,6 +241,9 @@ case("index_start_crc32c", shape=(40, 30), shard=(16, 16), dtype="float32",
 case("index_start_bytes_only", shape=(40, 30), shard=(16, 16), dtype="uint16",
      codecs=[SHARD((4, 4), [BYTES(), GZIP(5)], index_codecs=[BYTES()], index_location="start")],
      desc="index [bytes] at start, inner gzip")
+case("index_start_uncompressed", shape=(40, 30), shard=(16, 16), dtype="uint16",
+     codecs=[SHARD((4, 4), [BYTES()], index_codecs=[BYTES(), CRC32C()], index_location="start")],
+     desc="index [bytes, crc32c] at start, inner uncompressed (byte identity at start)")
 case("index_big_endian", shape=(40, 30), shard=(16, 16), dtype="int16",
      codecs=[SHARD((4, 4), index_codecs=[BYTES("big"), CRC32C()])],
      desc="index [bytes big-endian, crc32c]")

@@ -1,0 +1,336 @@
+//! Writer strategies: round trips, fill handling, update sequences, compaction, misuse.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use zarrshard::*;
+
+fn layout(
+    codecs: Value,
+    location: &str,
+    inner: &[u64],
+    per_shard: &[u64],
+    dtype: DataType,
+) -> Arc<ShardLayout> {
+    let config = json!({"chunk_shape": inner, "codecs": codecs,
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        "index_location": location});
+    let shard: Vec<u64> = inner.iter().zip(per_shard).map(|(a, b)| a * b).collect();
+    Arc::new(ShardLayout::from_config_json(&config, dtype, shard, FillValue::zero(dtype)).unwrap())
+}
+
+fn raw() -> Value {
+    json!([{"name": "bytes", "configuration": {"endian": "little"}}])
+}
+fn zstd() -> Value {
+    json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}])
+}
+
+fn chunk(l: &ShardLayout, seed: u8) -> Vec<u8> {
+    (0..l.inner_byte_size())
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) | 1)
+        .collect()
+}
+
+fn read_all(l: &Arc<ShardLayout>, io: &MemoryIo) -> Vec<Vec<u8>> {
+    let r = ShardReader::open(l.clone(), io).unwrap();
+    (0..l.num_chunks())
+        .map(|i| {
+            r.read_chunk(&nd::unravel(i as u64, l.chunks_per_shard()))
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn every_strategy_gives_the_same_content_and_no_dead_bytes() {
+    for location in ["end", "start"] {
+        for codecs in [raw(), zstd()] {
+            let l = layout(codecs, location, &[4, 4], &[3, 2], DataType::UInt16);
+            let mut expected = vec![vec![0u8; l.inner_byte_size()]; 6];
+            for i in [4, 0, 5, 2] {
+                expected[i] = chunk(&l, i as u8);
+            }
+            let mut results = vec![];
+            for (strategy, order) in [
+                (WriteStrategy::Buffered, ChunkOrder::C),
+                (WriteStrategy::Buffered, ChunkOrder::Morton),
+                (WriteStrategy::Streaming, ChunkOrder::C),
+                (WriteStrategy::Update(UpdateMode::AppendOnly), ChunkOrder::C),
+            ] {
+                let io = MemoryIo::new();
+                let mut w = ShardWriter::new(
+                    l.clone(),
+                    &io,
+                    strategy,
+                    WriteOptions {
+                        order,
+                        store_fill_chunks: false,
+                    },
+                )
+                .unwrap();
+                for i in [4, 0, 5, 2, 1] {
+                    // chunk 1 is all fill: not stored.
+                    w.write_chunk(&nd::unravel(i, l.chunks_per_shard()), &expected[i as usize])
+                        .unwrap();
+                }
+                let fin = w.finalize().unwrap();
+                let obj = io.bytes().unwrap();
+                assert_eq!(
+                    fin,
+                    Finalized::Written {
+                        size: obj.len() as u64
+                    }
+                );
+                let index = l.decode_index(&obj).unwrap();
+                assert_eq!(index.stored().count(), 4);
+                assert_eq!(
+                    index.dead_bytes(&l, obj.len() as u64),
+                    0,
+                    "{strategy:?} {order:?}"
+                );
+                assert_eq!(read_all(&l, &io), expected);
+                results.push(obj);
+            }
+            // Buffered C order writes chunks in index order: the same object as the codec.
+            let whole: Vec<u8> = {
+                let mut shard = vec![0u8; l.shard_repr().byte_size().unwrap() as usize];
+                for (i, c) in expected.iter().enumerate() {
+                    l.place_chunk(i, c, &mut shard);
+                }
+                l.encode_shard(&shard).unwrap()
+            };
+            assert_eq!(results[0], whole);
+        }
+    }
+}
+
+#[test]
+fn morton_layout_is_morton() {
+    let l = layout(raw(), "end", &[1, 1], &[2, 2], DataType::UInt8);
+    let io = MemoryIo::new();
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions {
+            order: ChunkOrder::Morton,
+            store_fill_chunks: false,
+        },
+    )
+    .unwrap();
+    for (i, v) in [10u8, 20, 30, 40].iter().enumerate() {
+        w.write_chunk(&nd::unravel(i as u64, &[2, 2]), &[*v])
+            .unwrap();
+    }
+    w.finalize().unwrap();
+    // Morton over [2, 2]: (0,0) (1,0) (0,1) (1,1), i.e. values 10, 30, 20, 40.
+    assert_eq!(&io.bytes().unwrap()[..4], &[10, 30, 20, 40]);
+}
+
+#[test]
+fn empty_shard_is_deleted_not_written() {
+    let l = layout(raw(), "end", &[2], &[2], DataType::UInt8);
+    for strategy in [
+        WriteStrategy::Buffered,
+        WriteStrategy::Streaming,
+        WriteStrategy::Update(UpdateMode::InPlace),
+    ] {
+        let io = MemoryIo::from_bytes(vec![1, 2, 3]); // an old object to be replaced
+        let mut w = ShardWriter::new(l.clone(), &io, strategy, WriteOptions::default());
+        if strategy == WriteStrategy::Update(UpdateMode::InPlace) {
+            // The old object is not a valid shard: update refuses it instead of guessing.
+            assert!(matches!(w, Err(Error::Corrupt { .. })));
+            let io = MemoryIo::new();
+            w = ShardWriter::new(l.clone(), &io, strategy, WriteOptions::default());
+            let mut w = w.unwrap();
+            w.write_chunk(&[0], &[0, 0]).unwrap();
+            assert_eq!(w.finalize().unwrap(), Finalized::Deleted);
+            continue;
+        }
+        let mut w = w.unwrap();
+        w.write_chunk(&[0], &[0, 0]).unwrap();
+        w.write_chunk(&[1], &[5, 5]).unwrap();
+        w.erase_chunk(&[1]).unwrap();
+        assert_eq!(w.finalize().unwrap(), Finalized::Deleted);
+        assert_eq!(io.bytes(), None, "{strategy:?}");
+    }
+    // store_fill_chunks keeps them.
+    let io = MemoryIo::new();
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions {
+            store_fill_chunks: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    w.write_chunk(&[0], &[0, 0]).unwrap();
+    w.finalize().unwrap();
+    assert_eq!(
+        l.decode_index(&io.bytes().unwrap())
+            .unwrap()
+            .stored()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn misuse_is_an_error_not_a_panic() {
+    let l = layout(raw(), "end", &[2], &[2], DataType::UInt8);
+    let io = MemoryIo::new();
+    let mut w =
+        ShardWriter::new(l, &io, WriteStrategy::Streaming, WriteOptions::default()).unwrap();
+    assert!(matches!(
+        w.write_chunk(&[2], &[1, 1]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        w.write_chunk(&[0], &[1, 1, 1]),
+        Err(Error::BufferSize {
+            expected: 2,
+            actual: 3
+        })
+    ));
+    w.write_chunk(&[0], &[1, 1]).unwrap();
+    w.finalize().unwrap();
+    for r in [
+        w.write_chunk(&[0], &[1, 1]),
+        w.erase_chunk(&[0]),
+        w.finalize().map(|_| ()),
+    ] {
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "invalid state: the shard writer was already finalized"
+        );
+    }
+}
+
+#[test]
+fn append_only_update_never_overwrites_and_in_place_reuses_slots() {
+    let l = layout(raw(), "end", &[4], &[4], DataType::UInt8);
+    let io = MemoryIo::new();
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    for i in 0..4u8 {
+        w.write_chunk(&[i as u64], &[i + 1; 4]).unwrap();
+    }
+    w.finalize().unwrap();
+    let original = io.bytes().unwrap();
+    assert_eq!(original.len(), 16 + 68);
+
+    // Append-only: the old object is a prefix of the new one.
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Update(UpdateMode::AppendOnly),
+        WriteOptions::default(),
+    )
+    .unwrap();
+    w.write_chunk(&[2], &[9; 4]).unwrap();
+    w.finalize().unwrap();
+    let appended = io.bytes().unwrap();
+    assert_eq!(&appended[..original.len()], &original[..]);
+    assert_eq!(appended.len(), original.len() + 4 + 68);
+    let index = l.decode_index(&appended).unwrap();
+    assert_eq!(index.dead_bytes(&l, appended.len() as u64), 4 + 68);
+    assert_eq!(read_all(&l, &io)[2], vec![9; 4]);
+
+    // In place: an uncompressed chunk fits its old slot, so the object does not grow.
+    let io2 = MemoryIo::from_bytes(original.clone());
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io2,
+        WriteStrategy::Update(UpdateMode::InPlace),
+        WriteOptions::default(),
+    )
+    .unwrap();
+    w.write_chunk(&[1], &[7; 4]).unwrap();
+    w.finalize().unwrap();
+    let rewritten = io2.bytes().unwrap();
+    assert_eq!(rewritten.len(), original.len());
+    assert_eq!(&rewritten[4..8], &[7; 4]);
+    assert_eq!(
+        l.decode_index(&rewritten)
+            .unwrap()
+            .dead_bytes(&l, rewritten.len() as u64),
+        0
+    );
+
+    // Compaction removes what append-only left behind, without re-encoding.
+    let (before, after) = compact(&l, &io, ChunkOrder::C).unwrap().unwrap();
+    assert_eq!(
+        (before, after),
+        (appended.len() as u64, original.len() as u64)
+    );
+    let compacted = io.bytes().unwrap();
+    assert_eq!(
+        l.decode_index(&compacted)
+            .unwrap()
+            .dead_bytes(&l, compacted.len() as u64),
+        0
+    );
+    assert_eq!(
+        read_all(&l, &io),
+        vec![vec![1; 4], vec![2; 4], vec![9; 4], vec![4; 4]]
+    );
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write(usize, u8),
+    Erase(usize),
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, .. ProptestConfig::default() })]
+
+    /// Any sequence of update sessions, then compaction: same content as a model, no dead bytes.
+    #[test]
+    fn update_sequences_then_compaction(
+        sessions in prop::collection::vec(
+            (any::<bool>(), prop::collection::vec(prop_oneof![
+                (0usize..6, 1u8..255).prop_map(|(i, v)| Op::Write(i, v)),
+                (0usize..6).prop_map(Op::Erase),
+            ], 1..6)),
+            1..5),
+        at_start in any::<bool>(),
+        compressed in any::<bool>(),
+    ) {
+        let l = layout(if compressed { zstd() } else { raw() }, if at_start { "start" } else { "end" }, &[3], &[6], DataType::UInt16);
+        let io = MemoryIo::new();
+        let mut model: Vec<Option<u8>> = vec![None; 6];
+        for (in_place, ops) in &sessions {
+            let mode = if *in_place { UpdateMode::InPlace } else { UpdateMode::AppendOnly };
+            let mut w = ShardWriter::new(l.clone(), &io, WriteStrategy::Update(mode), WriteOptions::default()).unwrap();
+            for op in ops {
+                match *op {
+                    Op::Write(i, v) => { w.write_chunk(&[i as u64], &[v; 6]).unwrap(); model[i] = Some(v); }
+                    Op::Erase(i) => { w.erase_chunk(&[i as u64]).unwrap(); model[i] = None; }
+                }
+            }
+            w.finalize().unwrap();
+            let expected: Vec<Vec<u8>> = model.iter().map(|m| vec![m.unwrap_or(0); 6]).collect();
+            if model.iter().any(Option::is_some) {
+                prop_assert_eq!(read_all(&l, &io), expected);
+            } else {
+                prop_assert_eq!(io.bytes(), None);
+            }
+        }
+        if io.bytes().is_some() {
+            compact(&l, &io, ChunkOrder::C).unwrap();
+            let obj = io.bytes().unwrap();
+            prop_assert_eq!(l.decode_index(&obj).unwrap().dead_bytes(&l, obj.len() as u64), 0);
+            let expected: Vec<Vec<u8>> = model.iter().map(|m| vec![m.unwrap_or(0); 6]).collect();
+            prop_assert_eq!(read_all(&l, &io), expected);
+        }
+    }
+}
