@@ -26,10 +26,16 @@ export_status=${PIPESTATUS[0]}
 echo "== interop: zarrshard import writes (each strategy), zarr-python and tensorstore read"
 "$PY" tests/interop/check_import.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | grep -v '^skip ' | tee "$LOG/import.log"
 import_status=${PIPESTATUS[0]}
+echo "== older formats: an independent Python writer/reader (tests/legacy) and zarrshard, both ways"
+LFIX="$REPO/target/legacy-fixtures"
+rm -rf "$LFIX"
+"$PY" tests/legacy/legacy_formats.py write "$LFIX" > "$LOG/legacy-fixtures.log" 2>&1 || { cat "$LOG/legacy-fixtures.log"; exit 1; }
+"$PY" tests/legacy/check_legacy.py "$LFIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/legacy.log"
+legacy_status=${PIPESTATUS[0]}
 set -e
 
 # One closing line over everything that ran.
-passed=$(grep -hoE '(test result: [A-Za-z]+\. )?[0-9]+ passed' "$LOG/cargo.log" "$LOG/interop.log" "$LOG/import.log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(grep -hoE '[0-9]+ failed' "$LOG/cargo.log" "$LOG/interop.log" "$LOG/import.log" | awk '{s+=$1} END {print s+0}')
+passed=$(grep -hoE '(test result: [A-Za-z]+\. )?[0-9]+ passed' "$LOG/cargo.log" "$LOG/interop.log" "$LOG/import.log" "$LOG/legacy.log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -hoE '[0-9]+ failed' "$LOG/cargo.log" "$LOG/interop.log" "$LOG/import.log" "$LOG/legacy.log" | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$failed" -eq 0 ]

@@ -151,10 +151,13 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         }
         None => (p.inner_chunks.clone(), codecs),
     };
-    let fill_value = if p.fill_value.is_null() {
-        crate::dtype::FillValue::zero(dtype).to_json(dtype)
-    } else {
-        p.fill_value.clone()
+    let fill_value = match (p.fill_value, dtype) {
+        (Value::Null, _) => crate::dtype::FillValue::zero(dtype).to_json(dtype),
+        // v2 writers spell a complex fill value as one real number.
+        (v @ (Value::Number(_) | Value::String(_)), DataType::Complex64 | DataType::Complex128) => {
+            json!([v, 0.0])
+        }
+        (v, _) => v.clone(),
     };
     ArrayMetadata::from_json(&json!({
         "zarr_format": 3, "node_type": "array", "shape": p.shape, "data_type": dtype.name(),

@@ -274,3 +274,103 @@ fn info_and_errors() {
     let e = stderr(&zarrshard(&["verify", bad_json.to_str().unwrap()]));
     assert!(e.contains("zarr.json is not valid JSON"), "{e}");
 }
+
+#[test]
+fn import_then_compact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let m = meta(
+        &[50, 70],
+        &[32, 32],
+        &[8, 16],
+        json!([bytes, {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]),
+        json!({}),
+        "end",
+    );
+    let reference = tmp.path().join("reference");
+    write_array(&reference, &m, &image());
+    let raw = tmp.path().join("image.raw");
+    std::fs::write(&raw, le(&image())).unwrap();
+
+    let dir = tmp.path().join("imported");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(reference.join("zarr.json"), dir.join("zarr.json")).unwrap();
+    for strategy in ["buffered", "streaming", "update"] {
+        let o = zarrshard(&[
+            "import",
+            raw.to_str().unwrap(),
+            dir.to_str().unwrap(),
+            "--strategy",
+            strategy,
+        ]);
+        assert!(o.status.success(), "{strategy}: {}", stderr(&o));
+        assert_eq!(export(&dir), le(&image()), "{strategy}");
+        assert!(
+            !dir.join("c/0/0").exists(),
+            "{strategy}: the all-fill shard was written"
+        );
+    }
+    // Buffered C order gives exactly the shards of the whole-shard encoder.
+    let o = zarrshard(&["import", raw.to_str().unwrap(), dir.to_str().unwrap()]);
+    assert!(o.status.success());
+    for key in ["c/0/1", "c/1/0", "c/1/1", "c/0/2", "c/1/2"] {
+        assert_eq!(
+            std::fs::read(dir.join(key)).unwrap(),
+            std::fs::read(reference.join(key)).unwrap(),
+            "{key}"
+        );
+    }
+
+    // An update over existing shards appends: dead bytes that compact reclaims.
+    let o = zarrshard(&[
+        "import",
+        raw.to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--strategy",
+        "update",
+    ]);
+    assert!(o.status.success());
+    let grown = std::fs::metadata(dir.join("c/0/1")).unwrap().len();
+    assert!(grown > std::fs::metadata(reference.join("c/0/1")).unwrap().len());
+    let o = zarrshard(&["compact", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = stdout(&o);
+    assert_eq!(report.lines().count(), 5, "{report}");
+    assert!(report.contains(&format!("c/0/1: {grown} -> ")), "{report}");
+    assert_eq!(
+        std::fs::read(dir.join("c/0/1")).unwrap(),
+        std::fs::read(reference.join("c/0/1")).unwrap()
+    );
+    assert_eq!(export(&dir), le(&image()));
+
+    // Standard input works; wrong sizes are one-line errors.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+        .args(["import", "-", dir.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&le(&image()))
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let before = std::fs::read(dir.join("c/0/1")).unwrap();
+    for (len, word) in [(7000 - 1, "shorter"), (7000 + 1, "longer")] {
+        let mut data = vec![0x77u8; 7000];
+        data.resize(len, 0);
+        std::fs::write(&raw, &data).unwrap();
+        let o = zarrshard(&["import", raw.to_str().unwrap(), dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "zarrshard: invalid argument: the input is {word} than the array's 7000 bytes\n"
+            )
+        );
+        // Refused before any shard was touched.
+        assert_eq!(std::fs::read(dir.join("c/0/1")).unwrap(), before);
+    }
+}

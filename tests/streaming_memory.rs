@@ -49,7 +49,15 @@ fn run(strategy: WriteStrategy) -> (usize, usize, u64) {
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}],
         "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]});
     // 64 x 64 = 4096 inner chunks: an 8 MiB shard decoded.
-    let layout = Arc::new(ShardLayout::from_config_json(&config, DataType::UInt16, vec![2048, 2048], FillValue::zero(DataType::UInt16)).unwrap());
+    let layout = Arc::new(
+        ShardLayout::from_config_json(
+            &config,
+            DataType::UInt16,
+            vec![2048, 2048],
+            FillValue::zero(DataType::UInt16),
+        )
+        .unwrap(),
+    );
     let index_size = layout.index_size() as usize;
     let dir = tempfile::tempdir().unwrap();
     let io = FileIo::new(dir.path().join("shard"));
@@ -57,7 +65,8 @@ fn run(strategy: WriteStrategy) -> (usize, usize, u64) {
     let mut x = 0x9E37_79B9u32;
     let mut chunk = vec![0u8; CHUNK];
     let peak = peak_during(|| {
-        let mut w = ShardWriter::new(layout.clone(), &io, strategy, WriteOptions::default()).unwrap();
+        let mut w =
+            ShardWriter::new(layout.clone(), &io, strategy, WriteOptions::default()).unwrap();
         for i in 0..4096u64 {
             for b in chunk.iter_mut() {
                 x ^= x << 13;
@@ -65,7 +74,8 @@ fn run(strategy: WriteStrategy) -> (usize, usize, u64) {
                 x ^= x << 5;
                 *b = x as u8;
             }
-            w.write_chunk(&nd::unravel(i, layout.chunks_per_shard()), &chunk).unwrap();
+            w.write_chunk(&nd::unravel(i, layout.chunks_per_shard()), &chunk)
+                .unwrap();
         }
         w.finalize().unwrap();
     });
@@ -77,7 +87,10 @@ fn run(strategy: WriteStrategy) -> (usize, usize, u64) {
 fn streaming_holds_the_index_and_a_few_chunks() {
     let (peak, index_size, size) = run(WriteStrategy::Streaming);
     assert_eq!(index_size, 4096 * 16 + 4);
-    assert!(size > 4096 * CHUNK as u64 * 9 / 10, "the data should be nearly incompressible");
+    assert!(
+        size > 4096 * CHUNK as u64 * 9 / 10,
+        "the data should be nearly incompressible"
+    );
     // Index (as entries and encoded) + compressor context and a few chunk buffers.
     let bound = 2 * index_size + 8 * CHUNK + 512 * 1024;
     assert!(peak <= bound, "streaming peak {peak} bytes exceeds {bound}");
@@ -86,5 +99,8 @@ fn streaming_holds_the_index_and_a_few_chunks() {
 #[test]
 fn buffered_holds_the_shard() {
     let (peak, _, size) = run(WriteStrategy::Buffered);
-    assert!(peak as u64 >= size, "buffered peak {peak} should hold the {size}-byte shard");
+    assert!(
+        peak as u64 >= size,
+        "buffered peak {peak} should hold the {size}-byte shard"
+    );
 }

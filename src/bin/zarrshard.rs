@@ -188,6 +188,21 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 order: order.into(),
                 store_fill_chunks,
             };
+            // A file of the wrong size is refused before any shard is touched.
+            let m = array.metadata();
+            let expected = m
+                .shape
+                .iter()
+                .product::<u64>()
+                .saturating_mul(m.data_type.size() as u64);
+            if let Ok(len) = std::fs::metadata(&in_file).map(|f| f.len()) {
+                if in_file.is_file() && len != expected {
+                    let word = if len < expected { "shorter" } else { "longer" };
+                    return Err(zarrshard::Error::InvalidArgument(format!(
+                        "the input is {word} than the array's {expected} bytes"
+                    )));
+                }
+            }
             let mut input: Box<dyn std::io::Read> = if in_file.as_os_str() == "-" {
                 Box::new(std::io::stdin().lock())
             } else {

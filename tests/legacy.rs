@@ -1,0 +1,104 @@
+//! The older formats through the library: v3 draft listing (`list_prefix`) and key layout,
+//! v2 prototype keys. (Interop with an independent writer/reader is in tests/legacy/.)
+
+use serde_json::json;
+use zarrshard::*;
+
+#[test]
+fn v3_draft_keys_and_listing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join("zarr.json"), json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0",
+        "metadata_encoding": "https://purl.org/zarr/spec/protocol/core/3.0", "metadata_key_suffix": ".json", "extensions": []}).to_string()).unwrap();
+    std::fs::create_dir_all(root.join("meta/root/foo")).unwrap();
+    std::fs::write(root.join("meta/root/foo/baz.array.json"), json!({
+        "shape": [4, 6], "data_type": "<u2",
+        "chunk_grid": {"type": "regular", "chunk_shape": [2, 2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": {"codec": "https://purl.org/zarr/spec/codec/zlib/1.0", "configuration": {"level": 1}},
+        "fill_value": 0, "extensions": [], "attributes": {},
+        "storage_transformers": [{"extension": "https://purl.org/zarr/spec/storage_transformers/sharding/1.0",
+            "type": "indexed", "configuration": {"chunks_per_shard": [2, 1]}}]}).to_string()).unwrap();
+    let array = Array::open_v3_draft(FsStore::new(root), "foo/baz").unwrap();
+    // Chunk grid 2x3, shards of 2x1 chunks: shard grid 1x3. Chunk (1, 2) (rows 2..4, cols
+    // 4..6) stays fill, so it is not stored; shard c0/2 then holds only chunk (0, 2).
+    let mut data = Vec::new();
+    for r in 0..4u16 {
+        for c in 0..6u16 {
+            let v: u16 = if r >= 2 && c >= 4 { 0 } else { 1 + r * 6 + c };
+            data.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    array
+        .import(
+            &mut data.as_slice(),
+            WriteStrategy::Buffered,
+            WriteOptions::default(),
+        )
+        .unwrap();
+    for key in [
+        "data/root/foo/baz/c0/0",
+        "data/root/foo/baz/c0/1",
+        "data/root/foo/baz/c0/2",
+    ] {
+        assert!(root.join(key).is_file(), "{key}");
+    }
+    assert_eq!(
+        array.list_chunk_keys("data/root/foo/baz/").unwrap(),
+        ["c0/0", "c0/1", "c0/2", "c1/0", "c1/1"].map(|k| format!("data/root/foo/baz/{k}"))
+    );
+    assert_eq!(
+        array.list_chunk_keys("data/root/foo/baz/c1").unwrap().len(),
+        2
+    );
+    // The shard c0/2 holds 2 chunk slots: index 32 bytes, no checksum, at the end.
+    let shard = std::fs::read(root.join("data/root/foo/baz/c0/2")).unwrap();
+    let tail: Vec<u64> = shard[shard.len() - 32..]
+        .chunks(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(tail[0], 0);
+    assert_eq!(&tail[2..], &[u64::MAX, u64::MAX]);
+    assert_eq!(tail[1] as usize, shard.len() - 32);
+    let mut out = Vec::new();
+    array.export(&mut out).unwrap();
+    assert_eq!(out, data);
+}
+
+#[test]
+fn v2_prototype_shard_keys_and_fortran_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join(".zarray"),
+        json!({"zarr_format": 2, "shape": [20, 3], "chunks": [3, 3],
+        "dtype": ">i4", "compressor": null, "fill_value": null, "order": "F", "filters": null,
+        "dimension_separator": ".", "shards": [2, 1], "shard_format": "indexed"})
+        .to_string(),
+    )
+    .unwrap();
+    let array = Array::open(FsStore::new(tmp.path())).unwrap();
+    assert_eq!(array.format(), &Format::V2Prototype);
+    assert_eq!(array.shard_key(&[2, 0]), "2.0");
+    let data: Vec<u8> = (1..=60i32).flat_map(i32::to_le_bytes).collect();
+    array
+        .import(
+            &mut data.as_slice(),
+            WriteStrategy::Streaming,
+            WriteOptions::default(),
+        )
+        .unwrap();
+    // 20 rows / (3 * 2) = 4 shards along dim 0.
+    let keys: Vec<bool> = (0..5)
+        .map(|i| tmp.path().join(format!("{i}.0")).exists())
+        .collect();
+    assert_eq!(keys, [true, true, true, true, false]);
+    // Shard 0.0, chunk (0, 0) is rows 0..3 in Fortran order, big-endian: 1, 4, 7, 2, …
+    let shard = std::fs::read(tmp.path().join("0.0")).unwrap();
+    let first: Vec<i32> = shard[..16]
+        .chunks(4)
+        .map(|b| i32::from_be_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(first, [1, 4, 7, 2]);
+    let mut out = Vec::new();
+    array.export(&mut out).unwrap();
+    assert_eq!(out, data);
+}
