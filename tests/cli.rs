@@ -295,7 +295,7 @@ fn import_then_compact() {
     let dir = tmp.path().join("imported");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(reference.join("zarr.json"), dir.join("zarr.json")).unwrap();
-    for strategy in ["buffered", "streaming", "update"] {
+    for strategy in ["buffered", "streaming", "update", "update-in-place"] {
         let o = zarrshard(&[
             "import",
             raw.to_str().unwrap(),

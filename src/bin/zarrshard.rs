@@ -48,7 +48,7 @@ enum Command {
         in_file: PathBuf,
         array_dir: PathBuf,
         /// Writer: buffered (one write per shard), streaming (chunk by chunk), update (into
-        /// existing shards, append-only).
+        /// existing shards, append-only), update-in-place.
         #[arg(long, value_enum, default_value_t = StrategyArg::Buffered)]
         strategy: StrategyArg,
         /// Order of inner chunks in buffered shards.
@@ -83,7 +83,10 @@ enum Command {
 enum StrategyArg {
     Buffered,
     Streaming,
+    /// Update existing shards, append-only.
     Update,
+    /// Update existing shards, rewriting chunks in place where they fit.
+    UpdateInPlace,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -183,6 +186,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 StrategyArg::Buffered => WriteStrategy::Buffered,
                 StrategyArg::Streaming => WriteStrategy::Streaming,
                 StrategyArg::Update => WriteStrategy::Update(UpdateMode::AppendOnly),
+                StrategyArg::UpdateInPlace => WriteStrategy::Update(UpdateMode::InPlace),
             };
             let options = WriteOptions {
                 order: order.into(),
