@@ -15,6 +15,7 @@ pub mod array;
 pub mod codec;
 pub mod dtype;
 pub mod error;
+pub mod ffi;
 pub mod index;
 pub mod io;
 pub mod legacy;

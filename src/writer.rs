@@ -275,7 +275,12 @@ impl<I: ShardIo> ShardWriter<I> {
         self.check_open()?;
         self.finalized = true;
         if self.index.stored().next().is_none() {
-            self.io.delete()?;
+            match self.io.delete() {
+                // A back end that cannot delete is fine when there is nothing to delete.
+                Err(Error::Unsupported(_))
+                    if !self.touched && matches!(self.io.size(), Ok(None)) => {}
+                other => other?,
+            }
             return Ok(Finalized::Deleted);
         }
         let layout = &self.layout;

@@ -1,0 +1,126 @@
+//! Pointer plumbing in one place: opaque handles tied to their Rust type by one trait (so no
+//! function casts raw pointers by hand), and NULL-checked argument borrowing.
+
+use super::error::{Failure, FfiResult};
+use std::ffi::c_char;
+
+/// Ties an opaque C handle type to the Rust value it stands for.
+pub(crate) trait Handle: Sized {
+    type Rust;
+
+    /// Box `value` and give the caller ownership as an opaque pointer.
+    fn into_ptr(value: Self::Rust) -> *mut Self {
+        Box::into_raw(Box::new(value)).cast()
+    }
+
+    /// Borrow the value behind a handle the caller passed in.
+    ///
+    /// # Safety
+    /// `p` is NULL or a pointer from `into_ptr` not yet given to `free`.
+    unsafe fn borrow<'a>(p: *const Self, name: &'static str) -> FfiResult<&'a Self::Rust> {
+        // SAFETY: per the contract, a non-NULL `p` points at a live `Self::Rust`.
+        unsafe { p.cast::<Self::Rust>().as_ref() }.ok_or(Failure::Null(name))
+    }
+
+    /// Take back ownership and drop the value; NULL is a no-op.
+    ///
+    /// # Safety
+    /// `p` is NULL or a pointer from `into_ptr` not yet freed.
+    unsafe fn free(p: *mut Self) {
+        if !p.is_null() {
+            // SAFETY: per the contract, `p` came from `Box::into_raw` of a `Self::Rust`.
+            drop(unsafe { Box::from_raw(p.cast::<Self::Rust>()) });
+        }
+    }
+}
+
+/// Borrow a required input pointer.
+///
+/// # Safety
+/// `p` is NULL or valid for reads of one `T` for `'a`.
+pub(crate) unsafe fn arg<'a, T>(p: *const T, name: &'static str) -> FfiResult<&'a T> {
+    // SAFETY: per the contract.
+    unsafe { p.as_ref() }.ok_or(Failure::Null(name))
+}
+
+/// A required out-parameter; written only on success by the caller of this helper.
+///
+/// # Safety
+/// `p` is NULL or valid for writes of one `T` for `'a`.
+pub(crate) unsafe fn out<'a, T>(p: *mut T, name: &'static str) -> FfiResult<&'a mut T> {
+    // SAFETY: per the contract.
+    unsafe { p.as_mut() }.ok_or(Failure::Null(name))
+}
+
+/// An input buffer. `(NULL, 0)` is the empty buffer; NULL with a length is an error.
+///
+/// # Safety
+/// A non-NULL `p` is valid for reads of `len` bytes for `'a`.
+pub(crate) unsafe fn bytes<'a, T>(
+    p: *const T,
+    len: usize,
+    name: &'static str,
+) -> FfiResult<&'a [T]> {
+    if p.is_null() {
+        return if len == 0 {
+            Ok(&[])
+        } else {
+            Err(Failure::Null(name))
+        };
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// An output buffer the caller owns. `(NULL, 0)` is the empty buffer.
+///
+/// # Safety
+/// A non-NULL `p` is valid for writes of `len` bytes for `'a` and not aliased.
+pub(crate) unsafe fn bytes_mut<'a>(
+    p: *mut u8,
+    len: usize,
+    name: &'static str,
+) -> FfiResult<&'a mut [u8]> {
+    if p.is_null() {
+        return if len == 0 {
+            Ok(&mut [])
+        } else {
+            Err(Failure::Null(name))
+        };
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+}
+
+/// Text given as pointer + length, which must be UTF-8.
+///
+/// # Safety
+/// As [`bytes`].
+pub(crate) unsafe fn text<'a>(
+    p: *const c_char,
+    len: usize,
+    name: &'static str,
+) -> FfiResult<&'a str> {
+    // SAFETY: per the contract.
+    let b = unsafe { bytes(p.cast::<u8>(), len, name) }?;
+    std::str::from_utf8(b).map_err(|e| {
+        Failure::Core(crate::Error::InvalidArgument(format!(
+            "`{name}` is not UTF-8: {e}"
+        )))
+    })
+}
+
+/// Copy `s` into a caller buffer as a NUL-terminated string, truncating to fit; returns the
+/// bytes written, NUL excluded.
+pub(crate) fn copy_cstr(s: &str, buf: &mut [u8]) -> usize {
+    if buf.is_empty() {
+        return 0;
+    }
+    let mut n = s.len().min(buf.len() - 1);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    buf[..n].copy_from_slice(&s.as_bytes()[..n]);
+    buf[n] = 0;
+    n
+}

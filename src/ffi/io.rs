@@ -1,0 +1,303 @@
+//! Host-supplied I/O: the `shard_io_callbacks` table (modelled on SQLite's
+//! `sqlite3_io_methods`: a version first, fields only ever appended, optional methods checked
+//! for NULL with a fallback) and its [`ShardIo`] implementation.
+
+use crate::error::{Error, Result};
+use crate::io::{ByteRange, ReadOutput, ShardIo};
+use std::ffi::c_void;
+
+/// The callback table version this header defines.
+pub const SHARD_IO_VERSION: u32 = 1;
+
+/// Return this from `read`, `read_suffix` or `size` when the object does not exist: it then
+/// reads as all fill value. Any other non-zero return is an error code that zarrshard keeps
+/// (`shard_last_io_code`) and reports as `SHARD_ERR_IO`.
+pub const SHARD_IO_NOT_FOUND: i32 = 2147483647;
+
+/// The host's storage for one shard object.
+///
+/// **Contract.**
+/// * `version` must be `SHARD_IO_VERSION` (1) or higher; a library reads only the fields of
+///   the versions it knows, so a table from a newer header still works with an older library.
+///   Later versions only append fields.
+/// * `userdata` is passed to every callback. It is owned by the host until `shard_open`
+///   succeeds; from then on the handle owns it and calls `destroy(userdata)` exactly once, from
+///   `shard_close`. When `shard_open` fails, `destroy` is not called.
+/// * Every callback returns 0 on success; `SHARD_IO_NOT_FOUND` (read, read_suffix, size) when
+///   the object does not exist; any other value is an error code the library keeps.
+/// * Buffers passed to callbacks are owned by the library and valid only during the call.
+/// * A short read (`*read_out < len`) means the object ends there; a callback must loop over
+///   its own partial transfers and never return short for any other reason.
+/// * Threads: `read`, `read_suffix` and `size` may be called concurrently from every thread
+///   that calls `shard_read_*` on a read handle, so they must be thread-safe. `write`,
+///   `truncate` and `remove` are called only from the thread calling a write function on a
+///   write handle, never concurrently.
+/// * Error mid-write: a failing `write` leaves the object partly written; the write handle
+///   reports `SHARD_ERR_IO` and should be closed. To keep the previous shard intact, write to a
+///   temporary object and commit it (rename, S3 multipart complete) only after `shard_finalize`
+///   returns `SHARD_OK`; discard it otherwise (examples-c/posix_io.c does this).
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct shard_io_callbacks {
+    /// `SHARD_IO_VERSION`.
+    pub version: u32,
+    /// Host context passed to every callback.
+    pub userdata: *mut c_void,
+    /// Required. Read up to `len` bytes at `offset` into `buf`; store the count in `*read_out`.
+    pub read: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            offset: u64,
+            len: usize,
+            buf: *mut u8,
+            read_out: *mut usize,
+        ) -> i32,
+    >,
+    /// Optional. Read the last `len` bytes (the whole object if shorter) into `buf`; store the
+    /// count in `*read_out` and, if known, the object's size in `*object_size_out` (leave it
+    /// untouched otherwise). Without it, a suffix read costs a `size` call plus a `read`.
+    pub read_suffix: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            len: usize,
+            buf: *mut u8,
+            read_out: *mut usize,
+            object_size_out: *mut u64,
+        ) -> i32,
+    >,
+    /// Optional. Store the object's size in `*size_out`.
+    pub size: Option<unsafe extern "C" fn(userdata: *mut c_void, size_out: *mut u64) -> i32>,
+    /// Required for write handles. Write `len` bytes from `buf` at `offset`, creating or
+    /// extending the object.
+    pub write: Option<
+        unsafe extern "C" fn(userdata: *mut c_void, offset: u64, buf: *const u8, len: usize) -> i32,
+    >,
+    /// Optional. Set the object's size to `len` (a rewrite shorter than the old object needs it
+    /// unless the host always starts from a new, empty object).
+    pub truncate: Option<unsafe extern "C" fn(userdata: *mut c_void, len: u64) -> i32>,
+    /// Optional. Remove the object (a shard left with no stored chunk is removed at finalize).
+    pub remove: Option<unsafe extern "C" fn(userdata: *mut c_void) -> i32>,
+    /// Optional. Release `userdata`; called once, at `shard_close`.
+    pub destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+}
+
+/// The callback table as a [`ShardIo`]. It does not own `userdata`: a successful `shard_open`
+/// wraps the table's `destroy` in a [`UserdataOwner`] that outlives every use.
+pub(crate) struct CallbackIo {
+    cb: shard_io_callbacks,
+}
+
+// SAFETY: the contract above makes the host responsible for the thread-safety of `read`,
+// `read_suffix` and `size`; the library never calls write-side callbacks concurrently (the write
+// handle holds a mutex while it writes).
+unsafe impl Send for CallbackIo {}
+unsafe impl Sync for CallbackIo {}
+
+impl CallbackIo {
+    /// Copy a host's table, checking version and the required `read`.
+    pub(crate) fn new(cb: &shard_io_callbacks) -> Result<Self> {
+        if cb.version < 1 {
+            return Err(Error::InvalidArgument(format!(
+                "shard_io_callbacks.version is {}, expected {SHARD_IO_VERSION}",
+                cb.version
+            )));
+        }
+        if cb.read.is_none() {
+            return Err(Error::InvalidArgument(
+                "shard_io_callbacks.read is required".into(),
+            ));
+        }
+        Ok(CallbackIo { cb: *cb })
+    }
+
+    fn fail(&self, what: &str, code: i32) -> Error {
+        Error::Io {
+            code,
+            message: format!("the host's {what} callback failed"),
+        }
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Option<Vec<u8>>> {
+        let read = self.cb.read.expect("checked in new");
+        let mut buf = vec![0u8; len];
+        let mut got = 0usize;
+        // SAFETY: `buf` is valid for `len` bytes and `got` for one usize during the call.
+        let rc = unsafe { read(self.cb.userdata, offset, len, buf.as_mut_ptr(), &mut got) };
+        match rc {
+            0 if got <= len => {
+                buf.truncate(got);
+                Ok(Some(buf))
+            }
+            0 => Err(Error::Io {
+                code: -1,
+                message: format!(
+                    "the host's read callback reported {got} bytes for a {len}-byte read"
+                ),
+            }),
+            SHARD_IO_NOT_FOUND => Ok(None),
+            code => Err(self.fail("read", code)),
+        }
+    }
+
+    /// Read from `offset` to the end without knowing the size: 1 MiB blocks to a short read.
+    fn read_to_end(&self, offset: u64) -> Result<Option<Vec<u8>>> {
+        const BLOCK: usize = 1 << 20;
+        let mut out = Vec::new();
+        loop {
+            let Some(block) = self.read_at(offset + out.len() as u64, BLOCK)? else {
+                return Ok(if out.is_empty() { None } else { Some(out) });
+            };
+            let short = block.len() < BLOCK;
+            out.extend_from_slice(&block);
+            if short {
+                return Ok(Some(out));
+            }
+        }
+    }
+}
+
+fn len_usize(n: u64) -> Result<usize> {
+    usize::try_from(n)
+        .map_err(|_| Error::InvalidArgument(format!("{n} bytes do not fit this platform")))
+}
+
+impl ShardIo for CallbackIo {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        let with =
+            |data: Option<Vec<u8>>, object_size| data.map(|data| ReadOutput { data, object_size });
+        match range {
+            ByteRange::FromStart(offset, Some(len)) => {
+                Ok(with(self.read_at(offset, len_usize(len)?)?, None))
+            }
+            ByteRange::FromStart(offset, None) => match self.cb.size {
+                Some(_) => match self.size()? {
+                    None => Ok(None),
+                    Some(size) => {
+                        let len = len_usize(size.saturating_sub(offset))?;
+                        Ok(with(self.read_at(offset, len)?, Some(size)))
+                    }
+                },
+                None => Ok(with(self.read_to_end(offset)?, None)),
+            },
+            ByteRange::Suffix(len) => {
+                if let Some(read_suffix) = self.cb.read_suffix {
+                    let len = len_usize(len)?;
+                    let mut buf = vec![0u8; len];
+                    let (mut got, mut size) = (0usize, u64::MAX);
+                    // SAFETY: `buf` is valid for `len` bytes, `got` and `size` for one value each.
+                    let rc = unsafe {
+                        read_suffix(self.cb.userdata, len, buf.as_mut_ptr(), &mut got, &mut size)
+                    };
+                    return match rc {
+                        0 if got <= len => {
+                            buf.truncate(got);
+                            Ok(with(Some(buf), (size != u64::MAX).then_some(size)))
+                        }
+                        0 => Err(Error::Io {
+                            code: -1,
+                            message: format!(
+                                "the host's read_suffix callback reported {got} bytes for {len}"
+                            ),
+                        }),
+                        SHARD_IO_NOT_FOUND => Ok(None),
+                        code => Err(self.fail("read_suffix", code)),
+                    };
+                }
+                let Some(size) = self.size().map_err(|e| match e {
+                    Error::Unsupported(_) => Error::Unsupported(
+                        "a suffix read (index at the end) needs read_suffix or size".into(),
+                    ),
+                    other => other,
+                })?
+                else {
+                    return Ok(None);
+                };
+                let start = size.saturating_sub(len);
+                Ok(with(
+                    self.read_at(start, len_usize(size - start)?)?,
+                    Some(size),
+                ))
+            }
+        }
+    }
+
+    fn size(&self) -> Result<Option<u64>> {
+        let size = self
+            .cb
+            .size
+            .ok_or_else(|| Error::Unsupported("size".into()))?;
+        let mut out = 0u64;
+        // SAFETY: `out` is valid for one u64 during the call.
+        match unsafe { size(self.cb.userdata, &mut out) } {
+            0 => Ok(Some(out)),
+            SHARD_IO_NOT_FOUND => Ok(None),
+            code => Err(self.fail("size", code)),
+        }
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let write = self
+            .cb
+            .write
+            .ok_or_else(|| Error::Unsupported("write (no write callback)".into()))?;
+        // SAFETY: `data` is valid for `data.len()` bytes during the call.
+        match unsafe { write(self.cb.userdata, offset, data.as_ptr(), data.len()) } {
+            0 => Ok(()),
+            code => Err(self.fail("write", code)),
+        }
+    }
+
+    fn truncate(&self, len: u64) -> Result<()> {
+        let truncate = self
+            .cb
+            .truncate
+            .ok_or_else(|| Error::Unsupported("truncate".into()))?;
+        // SAFETY: plain values.
+        match unsafe { truncate(self.cb.userdata, len) } {
+            0 => Ok(()),
+            code => Err(self.fail("truncate", code)),
+        }
+    }
+
+    fn delete(&self) -> Result<()> {
+        let remove = self.cb.remove.ok_or_else(|| {
+            Error::Unsupported("remove (a shard with no stored chunk must be removed)".into())
+        })?;
+        // SAFETY: plain values.
+        match unsafe { remove(self.cb.userdata) } {
+            0 => Ok(()),
+            code => Err(self.fail("remove", code)),
+        }
+    }
+}
+
+/// Runs the host's `destroy(userdata)` once, when dropped.
+pub(crate) struct UserdataOwner {
+    destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    userdata: *mut c_void,
+}
+
+impl UserdataOwner {
+    /// Take ownership of a table's `userdata`: call this only once the handle exists, so a
+    /// failed `shard_open` leaves it with the host.
+    pub(crate) fn of(cb: &shard_io_callbacks) -> Self {
+        UserdataOwner {
+            destroy: cb.destroy,
+            userdata: cb.userdata,
+        }
+    }
+}
+
+// SAFETY: `destroy` runs once, from whichever thread closes the handle, as documented.
+unsafe impl Send for UserdataOwner {}
+unsafe impl Sync for UserdataOwner {}
+
+impl Drop for UserdataOwner {
+    fn drop(&mut self) {
+        if let Some(destroy) = self.destroy {
+            // SAFETY: the handle owned `userdata`; this runs once, after the last callback.
+            unsafe { destroy(self.userdata) }
+        }
+    }
+}

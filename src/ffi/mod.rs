@@ -1,0 +1,96 @@
+//! The C ABI: the only module with `unsafe` and `extern "C"` (besides the blosc binding).
+//!
+//! Modelled on rustls-ffi: one module per concept (`codec`, `shard`, `io`), infrastructure in
+//! `status` (the status enum), `error` (panic boundary, thread-local message) and `handle`
+//! (pointer casts and NULL checks). Every exported function runs inside `guard`, returns a
+//! `shard_status`, writes its `*_out` parameters only on success, and checks every pointer.
+//! `include/zarrshard.h` is generated from these doc comments by cbindgen.
+
+#![allow(non_camel_case_types)]
+
+pub mod codec;
+pub mod error;
+pub mod handle;
+pub mod io;
+pub mod shard;
+pub mod status;
+
+use handle::{bytes_mut, copy_cstr, out};
+use status::shard_status;
+use std::ffi::c_char;
+
+/// The library version, a static NUL-terminated string such as `"0.1.0"`. Never free it.
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn shard_version() -> *const c_char {
+    static VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+    ) {
+        Ok(v) => v,
+        Err(_) => c"unknown",
+    };
+    VERSION.as_ptr()
+}
+
+/// A static NUL-terminated description of `status` (any `uint32_t`; unknown values give
+/// `"unknown status"`). Never free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn shard_status_str(status: u32) -> *const c_char {
+    use shard_status::*;
+    let all = [
+        SHARD_OK,
+        SHARD_ERR_NULL_POINTER,
+        SHARD_ERR_INVALID_METADATA,
+        SHARD_ERR_UNSUPPORTED_CODEC,
+        SHARD_ERR_CORRUPT,
+        SHARD_ERR_CHECKSUM,
+        SHARD_ERR_IO,
+        SHARD_ERR_BUFFER_SIZE,
+        SHARD_ERR_INVALID_ARGUMENT,
+        SHARD_ERR_INVALID_STATE,
+        SHARD_ERR_UNSUPPORTED,
+        SHARD_ERR_PANIC,
+        SHARD_ERR_BUSY,
+    ];
+    all.iter()
+        .find(|s| **s as u32 == status)
+        .map_or(c"unknown status".as_ptr(), |s| s.describe().as_ptr())
+}
+
+/// Copy the message of the last failed call on this thread into `buf` as a NUL-terminated
+/// string, truncated to `len` bytes; `*written_out` receives the bytes written without the
+/// NUL. With `(NULL, 0)` only the full length is stored (a size query). The message is empty
+/// when no call has failed on this thread. The caller owns `buf`; nothing is allocated for it.
+/// Thread-safe (the message is per thread). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_last_error(
+    buf: *mut c_char,
+    len: usize,
+    written_out: *mut usize,
+) -> shard_status {
+    // Not through `guard`: it would overwrite the message being read.
+    // SAFETY: per the documented contract.
+    let (buf, written_out) = match unsafe {
+        (
+            bytes_mut(buf.cast(), len, "buf"),
+            out(written_out, "written_out"),
+        )
+    } {
+        (Ok(b), Ok(w)) => (b, w),
+        _ => return shard_status::SHARD_ERR_NULL_POINTER,
+    };
+    let msg = error::last_message();
+    *written_out = if buf.is_empty() {
+        msg.len()
+    } else {
+        copy_cstr(&msg, buf)
+    };
+    shard_status::SHARD_OK
+}
+
+/// The host's own error code from the last `SHARD_ERR_IO` on this thread (what the failing
+/// callback returned), 0 when the last failure was not an I/O error. Thread-safe.
+#[no_mangle]
+pub extern "C" fn shard_last_io_code() -> i32 {
+    error::last_io_code()
+}
