@@ -29,6 +29,12 @@
 #define SHARD_IO_NOT_FOUND 2147483647
 
 /**
+ * `shard_last_io_code` returns this when a callback broke the contract (reported more bytes
+ * than it was asked for); the call fails with `SHARD_ERR_IO`.
+ */
+#define SHARD_IO_CONTRACT_VIOLATION 2147483646
+
+/**
  * `shard_open_ex` flag: lay out buffered shards in Morton order instead of C order.
  */
 #define SHARD_FLAG_MORTON_ORDER 1
@@ -117,7 +123,11 @@ typedef enum {
   SHARD_MODE_WRITE_STREAMING = 2,
   /**
    * Update an existing shard (its index is read at open), appending new chunks and the new
-   * index after the old object: nothing is ever overwritten.
+   * index after the old object. With the index at the end no old byte is overwritten (an
+   * earlier index stays in the object, which `zarrshard repair` can use), but a torn update
+   * still leaves an object whose last bytes are not a valid index; with the index at the
+   * start the index is rewritten in place. Crash safety comes from writing to a temporary
+   * object and committing it after finalize.
    */
   SHARD_MODE_UPDATE_APPEND = 3,
   /**
@@ -200,6 +210,7 @@ typedef struct {
   int32_t (*truncate)(void *userdata, uint64_t len);
   /**
    * Optional. Remove the object (a shard left with no stored chunk is removed at finalize).
+   * Removing a missing object must succeed: return 0 or `SHARD_IO_NOT_FOUND`.
    */
   int32_t (*remove)(void *userdata);
   /**
@@ -268,7 +279,7 @@ int32_t shard_last_io_code(void);
  * On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8),
  * `SHARD_ERR_INVALID_METADATA` (bad JSON, spec violation, not sharded),
- * `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_UNSUPPORTED` (a codec after sharding),
+ * `SHARD_ERR_UNSUPPORTED_CODEC` (an unknown codec, or a bytes→bytes codec after sharding),
  * `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard_codec **codec_out);
@@ -354,10 +365,18 @@ shard_status shard_codec_index_nbytes(const shard_codec *codec, uint64_t *nbytes
 shard_status shard_codec_element_nbytes(const shard_codec *codec, size_t *nbytes_out);
 
 /**
- * Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string,
- * truncated to `len` bytes; `*written_out` receives its length without the NUL. With
- * `(NULL, 0)` only the length is stored (a size query). Thread-safe. Returns `SHARD_OK`,
- * `SHARD_ERR_NULL_POINTER`.
+ * Copy the fill value, one element in native byte order, into `buf`, whose `len` must equal
+ * `shard_codec_element_nbytes`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+ * `SHARD_ERR_BUFFER_SIZE`.
+ */
+shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size_t len);
+
+/**
+ * Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
+ * `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
+ * stored (a size query); a non-empty buffer too small for name and NUL gives
+ * `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+ * `SHARD_ERR_BUFFER_SIZE`.
  */
 shard_status shard_codec_data_type(const shard_codec *codec,
                                    char *buf,

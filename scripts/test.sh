@@ -32,10 +32,16 @@ rm -rf "$LFIX"
 "$PY" tests/legacy/legacy_formats.py write "$LFIX" > "$LOG/legacy-fixtures.log" 2>&1 || { cat "$LOG/legacy-fixtures.log"; exit 1; }
 "$PY" tests/legacy/check_legacy.py "$LFIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/legacy.log"
 legacy_status=${PIPESTATUS[0]}
+echo "== C: examples and C tests (strict C99, C++), ASan+UBSan, TSan, valgrind, install, pkg-config, CMake"
+bash tests/c/run.sh 2>&1 | tee "$LOG/c.log"
+c_status=${PIPESTATUS[0]}
 set -e
 
 # One closing line over everything that ran.
-passed=$(grep -hoE '(test result: [A-Za-z]+\. )?[0-9]+ passed' "$LOG/cargo.log" "$LOG/interop.log" "$LOG/import.log" "$LOG/legacy.log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(grep -hoE '[0-9]+ failed' "$LOG/cargo.log" "$LOG/interop.log" "$LOG/import.log" "$LOG/legacy.log" | awk '{s+=$1} END {print s+0}')
+# Count each runner once: cargo's "test result:" lines, and each other suite's closing line.
+closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/legacy.log" "$LOG/c.log"; }
+results=$( (grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$LOG/cargo.log"; closing) )
+passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$failed" -eq 0 ]

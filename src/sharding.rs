@@ -155,6 +155,12 @@ impl ShardLayout {
                 shard.shape.len()
             )));
         }
+        if shard.shape.contains(&0) {
+            return Err(Error::metadata(format!(
+                "shard shape {:?} contains 0",
+                shard.shape
+            )));
+        }
         let mut chunks_per_shard = Vec::with_capacity(inner_shape.len());
         for (&s, &c) in shard.shape.iter().zip(inner_shape) {
             if s % c != 0 {

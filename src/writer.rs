@@ -8,9 +8,11 @@
 //!   is written at `finalize`. For acquisition rigs. Memory: the index plus the chunk in hand
 //!   (zarrs and zarr-python hold the whole shard).
 //! * [`WriteStrategy::Update`]: reads an existing shard's index (one read), then replaces, adds or
-//!   erases chunks and writes a new index. [`UpdateMode::AppendOnly`] never overwrites a byte
-//!   (new chunks and the new index go after the old object, so a torn update leaves the old
-//!   index intact); [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
+//!   erases chunks and writes a new index. [`UpdateMode::AppendOnly`] puts new chunks and the
+//!   new index after the old object, so with the index at the end no old byte is overwritten
+//!   and the previous index stays in the object (recoverable after a torn update, though
+//!   readers look only at the end); with the index at the start the index is rewritten in
+//!   place. [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
 //!   old slot (always, for uncompressed fixed-size chunks) and appends otherwise, over the old
 //!   index. Both leave dead bytes; [`compact`] removes them.
 //!
@@ -42,7 +44,8 @@ pub enum ChunkOrder {
 /// How an update places rewritten chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UpdateMode {
-    /// Append new chunks and a new index after the existing object.
+    /// Append new chunks and a new index after the existing object (the index at the start is
+    /// rewritten in place).
     #[default]
     AppendOnly,
     /// Overwrite a chunk in place when the new encoding fits; otherwise append (over the old
@@ -96,7 +99,15 @@ pub struct ShardWriter<I: ShardIo> {
     mode: Mode,
     /// True once anything was written to `io` (streaming and update).
     touched: bool,
-    finalized: bool,
+    state: WriterState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WriterState {
+    Open,
+    Finalized,
+    /// `finalize` failed part way: the object's state is unknown.
+    Failed,
 }
 
 impl<I: ShardIo> ShardWriter<I> {
@@ -160,7 +171,7 @@ impl<I: ShardIo> ShardWriter<I> {
             index,
             mode,
             touched: false,
-            finalized: false,
+            state: WriterState::Open,
         })
     }
 
@@ -180,12 +191,13 @@ impl<I: ShardIo> ShardWriter<I> {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.finalized {
-            return Err(Error::InvalidState(
-                "the shard writer was already finalized".into(),
-            ));
+        match self.state {
+            WriterState::Open => Ok(()),
+            WriterState::Finalized => Err(Error::InvalidState("the shard writer was already finalized".into())),
+            WriterState::Failed => Err(Error::InvalidState(
+                "a previous finalize failed; the object is incomplete (close the writer and discard it)".into(),
+            )),
         }
-        Ok(())
     }
 
     /// Encode and write inner chunk `coords` (`data`: C order, native byte order, the inner
@@ -273,7 +285,14 @@ impl<I: ShardIo> ShardWriter<I> {
     /// stored. Later calls on this writer fail with [`Error::InvalidState`].
     pub fn finalize(&mut self) -> Result<Finalized> {
         self.check_open()?;
-        self.finalized = true;
+        // Whatever happens below, this writer is done: success or a known-bad object.
+        self.state = WriterState::Failed;
+        let done = self.finish()?;
+        self.state = WriterState::Finalized;
+        Ok(done)
+    }
+
+    fn finish(&mut self) -> Result<Finalized> {
         if self.index.stored().next().is_none() {
             match self.io.delete() {
                 // A back end that cannot delete is fine when there is nothing to delete.

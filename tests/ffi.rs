@@ -453,16 +453,26 @@ fn zarr_json_codec_and_shard_keys() {
             shard_codec_shard_key(c, [3u64, 0].as_ptr(), 2, key.as_mut_ptr(), 6, &mut n),
             SHARD_ERR_INVALID_ARGUMENT
         );
-        let mut dt = [0 as c_char; 4];
+        let mut dt = [0 as c_char; 8];
         assert_eq!(
-            shard_codec_data_type(c, dt.as_mut_ptr(), 4, &mut n),
+            shard_codec_data_type(c, dt.as_mut_ptr(), 7, &mut n),
+            SHARD_ERR_BUFFER_SIZE
+        );
+        assert_eq!(
+            shard_codec_data_type(c, dt.as_mut_ptr(), 8, &mut n),
             SHARD_OK
         );
         assert_eq!(
             (CStr::from_ptr(dt.as_ptr()).to_str().unwrap(), n),
-            ("flo", 3),
-            "truncated, NUL-terminated"
+            ("float32", 7)
         );
+        let mut fill = [0u8; 4];
+        assert_eq!(
+            shard_codec_fill_value(c, fill.as_mut_ptr(), 3),
+            SHARD_ERR_BUFFER_SIZE
+        );
+        assert_eq!(shard_codec_fill_value(c, fill.as_mut_ptr(), 4), SHARD_OK);
+        assert!(f32::from_ne_bytes(fill).is_nan());
         shard_codec_free(c);
     }
 }

@@ -160,6 +160,17 @@ impl ArrayToBytes {
 }
 
 impl BytesToBytes {
+    /// The codec's name in metadata.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BytesToBytes::Gzip(_) => "gzip",
+            BytesToBytes::Zstd(_) => "zstd",
+            BytesToBytes::Crc32c(_) => "crc32c",
+            BytesToBytes::Blosc(_) => "blosc",
+            BytesToBytes::Zlib(_) => "zlib",
+        }
+    }
+
     fn encoded_size(&self, input: EncodedSize) -> EncodedSize {
         match self {
             BytesToBytes::Crc32c(_) => match input {

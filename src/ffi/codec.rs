@@ -36,7 +36,7 @@ impl Handle for shard_codec {
 /// On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8),
 /// `SHARD_ERR_INVALID_METADATA` (bad JSON, spec violation, not sharded),
-/// `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_UNSUPPORTED` (a codec after sharding),
+/// `SHARD_ERR_UNSUPPORTED_CODEC` (an unknown codec, or a bytes→bytes codec after sharding),
 /// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_from_zarr_json(
@@ -55,10 +55,16 @@ pub unsafe extern "C" fn shard_codec_from_zarr_json(
             );
         }
         if !meta.supports_partial_reads() {
-            return Err(Error::Unsupported(
-                "a bytes→bytes codec follows sharding_indexed: shards can only be decoded whole"
-                    .into(),
-            )
+            let after: Vec<&str> = meta
+                .codecs
+                .bytes_to_bytes
+                .iter()
+                .map(|c| c.name())
+                .collect();
+            return Err(Error::UnsupportedCodec(format!(
+                "{} after sharding_indexed (shards could only be decoded whole)",
+                after.join(", ")
+            ))
             .into());
         }
         let layout = Arc::new(meta.shard_layout().expect("validated"));
@@ -154,6 +160,9 @@ unsafe fn get_shape(
     guard(|| {
         // SAFETY: per the getters' contract.
         let c = unsafe { shard_codec::borrow(codec, "codec") }?;
+        if shape_out.is_null() {
+            return Err(Failure::Null("shape_out"));
+        }
         let shape = f(c)?;
         if rank != shape.len() {
             return Err(Error::BufferSize {
@@ -168,6 +177,22 @@ unsafe fn get_shape(
         }
         Ok(())
     })
+}
+
+/// A string result: its length for a size query (empty buffer), else copied whole with its
+/// NUL, or `SHARD_ERR_BUFFER_SIZE`.
+fn copy_string(s: &str, buf: &mut [u8]) -> Result<usize, Failure> {
+    if buf.is_empty() {
+        return Ok(s.len());
+    }
+    if buf.len() <= s.len() {
+        return Err(Error::BufferSize {
+            expected: s.len() as u64 + 1,
+            actual: buf.len() as u64,
+        }
+        .into());
+    }
+    Ok(copy_cstr(s, buf))
 }
 
 fn not_array() -> Failure {
@@ -285,10 +310,31 @@ pub unsafe extern "C" fn shard_codec_element_nbytes(
     }
 }
 
-/// Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string,
-/// truncated to `len` bytes; `*written_out` receives its length without the NUL. With
-/// `(NULL, 0)` only the length is stored (a size query). Thread-safe. Returns `SHARD_OK`,
-/// `SHARD_ERR_NULL_POINTER`.
+/// Copy the fill value, one element in native byte order, into `buf`, whose `len` must equal
+/// `shard_codec_element_nbytes`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+/// `SHARD_ERR_BUFFER_SIZE`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_codec_fill_value(
+    codec: *const shard_codec,
+    buf: *mut u8,
+    len: usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let c = unsafe { shard_codec::borrow(codec, "codec") }?;
+        let buf = unsafe { bytes_mut(buf, len, "buf") }?;
+        let fill = &c.layout.shard_repr().fill_value.0;
+        crate::codec::check_len(buf.len(), fill.len() as u64)?;
+        buf.copy_from_slice(fill);
+        Ok(())
+    })
+}
+
+/// Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
+/// `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
+/// stored (a size query); a non-empty buffer too small for name and NUL gives
+/// `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+/// `SHARD_ERR_BUFFER_SIZE`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_data_type(
     codec: *const shard_codec,
@@ -301,12 +347,7 @@ pub unsafe extern "C" fn shard_codec_data_type(
         let c = unsafe { shard_codec::borrow(codec, "codec") }?;
         let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
         let written_out = unsafe { out(written_out, "written_out") }?;
-        let name = c.layout.shard_repr().dtype.name();
-        *written_out = if buf.is_empty() {
-            name.len()
-        } else {
-            copy_cstr(&name, buf)
-        };
+        *written_out = copy_string(&c.layout.shard_repr().dtype.name(), buf)?;
         Ok(())
     })
 }
@@ -374,19 +415,7 @@ pub unsafe extern "C" fn shard_codec_shard_key(
             ))
             .into());
         }
-        let key = meta.chunk_key(coords);
-        if !buf.is_empty() && buf.len() <= key.len() {
-            return Err(Error::BufferSize {
-                expected: key.len() as u64 + 1,
-                actual: buf.len() as u64,
-            }
-            .into());
-        }
-        *written_out = if buf.is_empty() {
-            key.len()
-        } else {
-            copy_cstr(&key, buf)
-        };
+        *written_out = copy_string(&meta.chunk_key(coords), buf)?;
         Ok(())
     })
 }

@@ -14,6 +14,10 @@ pub const SHARD_IO_VERSION: u32 = 1;
 /// (`shard_last_io_code`) and reports as `SHARD_ERR_IO`.
 pub const SHARD_IO_NOT_FOUND: i32 = 2147483647;
 
+/// `shard_last_io_code` returns this when a callback broke the contract (reported more bytes
+/// than it was asked for); the call fails with `SHARD_ERR_IO`.
+pub const SHARD_IO_CONTRACT_VIOLATION: i32 = 2147483646;
+
 /// The host's storage for one shard object.
 ///
 /// **Contract.**
@@ -77,6 +81,7 @@ pub struct shard_io_callbacks {
     /// unless the host always starts from a new, empty object).
     pub truncate: Option<unsafe extern "C" fn(userdata: *mut c_void, len: u64) -> i32>,
     /// Optional. Remove the object (a shard left with no stored chunk is removed at finalize).
+    /// Removing a missing object must succeed: return 0 or `SHARD_IO_NOT_FOUND`.
     pub remove: Option<unsafe extern "C" fn(userdata: *mut c_void) -> i32>,
     /// Optional. Release `userdata`; called once, at `shard_close`.
     pub destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
@@ -130,7 +135,7 @@ impl CallbackIo {
                 Ok(Some(buf))
             }
             0 => Err(Error::Io {
-                code: -1,
+                code: SHARD_IO_CONTRACT_VIOLATION,
                 message: format!(
                     "the host's read callback reported {got} bytes for a {len}-byte read"
                 ),
@@ -195,7 +200,7 @@ impl ShardIo for CallbackIo {
                             Ok(with(Some(buf), (size != u64::MAX).then_some(size)))
                         }
                         0 => Err(Error::Io {
-                            code: -1,
+                            code: SHARD_IO_CONTRACT_VIOLATION,
                             message: format!(
                                 "the host's read_suffix callback reported {got} bytes for {len}"
                             ),
@@ -266,7 +271,7 @@ impl ShardIo for CallbackIo {
         })?;
         // SAFETY: plain values.
         match unsafe { remove(self.cb.userdata) } {
-            0 => Ok(()),
+            0 | SHARD_IO_NOT_FOUND => Ok(()),
             code => Err(self.fail("remove", code)),
         }
     }

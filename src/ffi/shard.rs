@@ -23,7 +23,11 @@ pub enum shard_mode {
     /// Write, streaming: each chunk is written as it is given; the index at finalize.
     SHARD_MODE_WRITE_STREAMING = 2,
     /// Update an existing shard (its index is read at open), appending new chunks and the new
-    /// index after the old object: nothing is ever overwritten.
+    /// index after the old object. With the index at the end no old byte is overwritten (an
+    /// earlier index stays in the object, which `zarrshard repair` can use), but a torn update
+    /// still leaves an object whose last bytes are not a valid index; with the index at the
+    /// start the index is rewritten in place. Crash safety comes from writing to a temporary
+    /// object and committing it after finalize.
     SHARD_MODE_UPDATE_APPEND = 3,
     /// Update an existing shard, rewriting chunks in place where the new encoding fits.
     SHARD_MODE_UPDATE_IN_PLACE = 4,

@@ -1,8 +1,8 @@
-//! Demo: write a sharded Zarr v3 array (2048x2048 uint16, 1024x1024 shards of 64x64 inner
+//! The Rust API: write a sharded Zarr v3 array (2048x2048 uint16, 1024x1024 shards of 64x64 inner
 //! chunks, zstd level 1, crc32c index), then read inner chunks back the way a viewer would,
 //! counting the storage reads.
 //!
-//! Usage: cargo run --release --example demo -- OUT_DIR
+//! Usage: cargo run --release --example rust_api -- OUT_DIR
 
 use serde_json::json;
 use std::sync::Arc;

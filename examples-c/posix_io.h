@@ -1,0 +1,96 @@
+/*
+ * posix_io: a POSIX file back end for zarrshard's shard_io_callbacks.
+ *
+ * One shard object is one file. Reads use pread (thread-safe, no seek state); writes use
+ * pwrite. Callbacks return 0, SHARD_IO_NOT_FOUND for a missing file (it then reads as the
+ * fill value), or errno.
+ *
+ * Crash safety. A write handle never touches PATH: it writes PATH.tmp.<pid>, and the host
+ * makes the result visible with posix_io_commit only after shard_finalize returned SHARD_OK.
+ * If anything fails, the host just closes the handle: destroy deletes the temporary and the
+ * previous shard at PATH is intact.
+ *
+ *     shard_io_callbacks io;
+ *     posix_io *ctx;
+ *     int err = posix_io_open(path, POSIX_IO_WRITE, &io, &ctx);    // ctx: owned by `io`
+ *     if (err) ...                                                // nothing to free
+ *     shard_handle *h;
+ *     if (shard_open(codec, &io, SHARD_MODE_WRITE_STREAMING, &h) != SHARD_OK) {
+ *         posix_io_discard(ctx);        // a failed open leaves ctx with the host
+ *         ...
+ *     }
+ *     // from here the handle owns ctx; `ctx` stays valid (borrowed) until shard_close(h)
+ *     ... shard_write_chunk(h, ...) ...
+ *     shard_status st = shard_finalize(h, NULL);
+ *     if (st == SHARD_OK) err = posix_io_commit(ctx);   // fsync + rename (or unlink, below)
+ *     shard_close(h);                   // frees ctx; deletes the temporary unless committed
+ *
+ * When nothing is stored, shard_finalize removes the shard (the `remove` callback): the
+ * temporary is deleted and posix_io_commit then deletes PATH instead of renaming over it,
+ * so an all-fill shard leaves no file, as the sharding specification expects.
+ *
+ * Update modes (SHARD_MODE_UPDATE_APPEND / _IN_PLACE) read the existing shard and change it:
+ * open them with POSIX_IO_UPDATE, which starts the temporary as a copy of PATH (a missing
+ * PATH is a new, empty shard). POSIX_IO_WRITE starts from nothing, for the buffered and
+ * streaming modes, which replace the whole object. The copy costs one pass over the old
+ * shard; it is what makes an update all-or-nothing. (Appending to PATH itself would not be:
+ * a reader finds the index at the end of the object, so a torn append hides the old index.)
+ *
+ * One write context per PATH per process at a time (the temporary's name holds the pid only).
+ * Requires POSIX.1-2008.
+ */
+#ifndef POSIX_IO_H
+#define POSIX_IO_H
+
+#include "zarrshard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How posix_io_open opens PATH. */
+typedef enum {
+    /** Read PATH in place. A missing PATH reads as SHARD_IO_NOT_FOUND (all fill value). */
+    POSIX_IO_READ = 0,
+    /** Write a new object to PATH.tmp.<pid>; PATH is replaced by posix_io_commit. */
+    POSIX_IO_WRITE = 1,
+    /** As POSIX_IO_WRITE, but the temporary starts as a copy of PATH (for update modes). */
+    POSIX_IO_UPDATE = 2
+} posix_io_mode;
+
+/** The back end's context (the callbacks' userdata). Opaque. */
+typedef struct posix_io posix_io;
+
+/**
+ * Open PATH (copied) in `mode` and fill `*callbacks_out` with a complete table
+ * (SHARD_IO_VERSION, userdata = the new context, every callback including destroy).
+ * `*ctx_out`, when `ctx_out` is not NULL, receives the same context for posix_io_commit and
+ * posix_io_discard; the host only borrows it once shard_open succeeded.
+ *
+ * Returns 0, or an errno value (nothing allocated, outputs untouched): EINVAL for a NULL
+ * argument or unknown mode, the error of open(2) (a missing PATH is not an error in read or
+ * update mode), or of copying PATH in update mode.
+ */
+int posix_io_open(const char *path, posix_io_mode mode, shard_io_callbacks *callbacks_out,
+                  posix_io **ctx_out);
+
+/**
+ * Make a successful write visible: fsync the temporary, rename it over PATH and fsync the
+ * directory; or, when the shard was removed (nothing stored), delete PATH. Call once, after
+ * shard_finalize returned SHARD_OK and before shard_close. Returns 0 or an errno value
+ * (EINVAL: a read context, or already committed); after an error the temporary is still
+ * deleted at shard_close.
+ */
+int posix_io_commit(posix_io *ctx);
+
+/**
+ * Free a context the library never took: after shard_open failed (or was never called).
+ * Deletes an uncommitted temporary. Same as the table's destroy. NULL is a no-op.
+ */
+void posix_io_discard(posix_io *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POSIX_IO_H */

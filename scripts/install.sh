@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Build zarrshard (release) and install the C library into PREFIX:
+#
+#   PREFIX/include/zarrshard.h
+#   PREFIX/lib/libzarrshard.so.X.Y.Z, libzarrshard.so.X -> it, libzarrshard.so -> .so.X
+#   PREFIX/lib/libzarrshard.a
+#   PREFIX/lib/pkgconfig/zarrshard.pc                      pkg-config --cflags --libs zarrshard
+#   PREFIX/lib/cmake/zarrshard/zarrshard-config.cmake      find_package(zarrshard CONFIG)
+#   PREFIX/lib/cmake/zarrshard/zarrshard-config-version.cmake
+#
+# The CMake package defines zarrshard::zarrshard (shared) and zarrshard::zarrshard_static.
+# Static linking needs the system libraries the Rust standard library uses; they are taken
+# from rustc (--print native-static-libs) and written to Libs.private and to the static
+# target's link interface. Idempotent: running it again overwrites the same files.
+#
+#   scripts/install.sh PREFIX
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ $# -ne 1 ]; then
+    echo "usage: scripts/install.sh PREFIX" >&2
+    exit 2
+fi
+mkdir -p "$1"
+PREFIX="$(cd "$1" && pwd)"
+cd "$REPO"
+
+# The version from Cargo.toml's [package] section; the soname carries its major number
+# (build.rs: -soname libzarrshard.so.MAJOR).
+VERSION="$(awk '/^\[package\]/ {p = 1; next} /^\[/ {p = 0}
+                p && /^version[ \t]*=/ {gsub(/[" \t]/, ""); sub(/^version=/, ""); print; exit}' Cargo.toml)"
+MAJOR="${VERSION%%.*}"
+case "$VERSION" in
+    [0-9]*.[0-9]*.[0-9]*) ;;
+    *) echo "install.sh: cannot read the version from Cargo.toml (got '$VERSION')" >&2; exit 1 ;;
+esac
+
+echo "[install.sh] building zarrshard $VERSION (release)"
+cargo build --release --lib --quiet
+# Cargo replays the note when nothing needs rebuilding, so this is cheap on reruns.
+NATIVE="$(cargo rustc --release --lib --quiet --crate-type staticlib -- --print native-static-libs 2>&1 \
+          | sed -n 's/.*native-static-libs: //p' | tail -n 1)"
+if [ -z "$NATIVE" ]; then
+    NATIVE="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+    echo "[install.sh] rustc did not print native-static-libs; assuming: $NATIVE" >&2
+fi
+
+REAL="libzarrshard.so.$VERSION"
+SONAME="libzarrshard.so.$MAJOR"
+LIB="$PREFIX/lib"
+CMAKE_DIR="$LIB/cmake/zarrshard"
+install -d "$PREFIX/include" "$LIB" "$LIB/pkgconfig" "$CMAKE_DIR"
+install -m 0644 include/zarrshard.h "$PREFIX/include/zarrshard.h"
+install -m 0755 target/release/libzarrshard.so "$LIB/$REAL"
+ln -sfn "$REAL" "$LIB/$SONAME"
+ln -sfn "$SONAME" "$LIB/libzarrshard.so"
+install -m 0644 target/release/libzarrshard.a "$LIB/libzarrshard.a"
+
+cat > "$LIB/pkgconfig/zarrshard.pc" <<EOF
+prefix=$PREFIX
+exec_prefix=\${prefix}
+libdir=\${exec_prefix}/lib
+includedir=\${prefix}/include
+
+Name: zarrshard
+Description: Zarr v3 sharding (sharding_indexed) with a stable C ABI
+Version: $VERSION
+Libs: -L\${libdir} -lzarrshard
+Libs.private: $NATIVE
+Cflags: -I\${includedir}
+EOF
+
+# CMake wants library names, not -l flags.
+CMAKE_NATIVE=""
+for flag in $NATIVE; do
+    case "$flag" in
+        -lpthread) CMAKE_NATIVE="$CMAKE_NATIVE;Threads::Threads" ;;
+        -l*) CMAKE_NATIVE="$CMAKE_NATIVE;${flag#-l}" ;;
+        *) CMAKE_NATIVE="$CMAKE_NATIVE;$flag" ;;
+    esac
+done
+CMAKE_NATIVE="${CMAKE_NATIVE#;}"
+
+cat > "$CMAKE_DIR/zarrshard-config.cmake" <<EOF
+# zarrshard $VERSION, installed by scripts/install.sh.
+#
+#   find_package(zarrshard CONFIG REQUIRED)
+#   target_link_libraries(app PRIVATE zarrshard::zarrshard)         # shared ($SONAME)
+#   target_link_libraries(app PRIVATE zarrshard::zarrshard_static)  # static, with its system libraries
+#
+# Paths are relative to this file, so the installed tree can be moved.
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+
+get_filename_component(_zarrshard_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+
+if(NOT TARGET zarrshard::zarrshard)
+  add_library(zarrshard::zarrshard SHARED IMPORTED)
+  set_target_properties(zarrshard::zarrshard PROPERTIES
+    IMPORTED_LOCATION "\${_zarrshard_prefix}/lib/$REAL"
+    IMPORTED_SONAME "$SONAME"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_zarrshard_prefix}/include")
+endif()
+
+if(NOT TARGET zarrshard::zarrshard_static)
+  add_library(zarrshard::zarrshard_static STATIC IMPORTED)
+  set_target_properties(zarrshard::zarrshard_static PROPERTIES
+    IMPORTED_LOCATION "\${_zarrshard_prefix}/lib/libzarrshard.a"
+    IMPORTED_LINK_INTERFACE_LANGUAGES "C"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_zarrshard_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "$CMAKE_NATIVE")
+endif()
+
+set(zarrshard_INCLUDE_DIRS "\${_zarrshard_prefix}/include")
+set(zarrshard_LIBRARIES zarrshard::zarrshard)
+unset(_zarrshard_prefix)
+EOF
+
+cat > "$CMAKE_DIR/zarrshard-config-version.cmake" <<EOF
+# zarrshard $VERSION. Compatible with a request for the same major version (the soname is
+# $SONAME) that is not newer than this one; 64-bit only, like the built library.
+set(PACKAGE_VERSION "$VERSION")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+elseif(NOT "\${PACKAGE_FIND_VERSION}" STREQUAL "" AND NOT PACKAGE_FIND_VERSION_MAJOR STREQUAL "$MAJOR")
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "" AND NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")
+  set(PACKAGE_VERSION "$VERSION (64-bit)")
+  set(PACKAGE_VERSION_UNSUITABLE TRUE)
+endif()
+EOF
+
+echo "[install.sh] installed zarrshard $VERSION into $PREFIX"
+echo "  $PREFIX/include/zarrshard.h"
+echo "  $LIB/$REAL ($SONAME, libzarrshard.so), $LIB/libzarrshard.a"
+echo "  $LIB/pkgconfig/zarrshard.pc, $CMAKE_DIR/zarrshard-config.cmake"

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# The C side of zarrshard, end to end:
+#
+#   1. tools: valgrind, pkg-config, cmake (and a C/C++ compiler, make) from apt when missing
+#   2. the library (cargo build --release)
+#   3. every example and test compiled with -std=c99 -Wall -Wextra -Werror -pedantic, and the
+#      headers compiled (and linked) from C++17
+#   4. test_capi, test_threads and the demo (examples-c/write_array)
+#   5. the same built with -fsanitize=address,undefined (leak detection on); test_threads
+#      with -fsanitize=thread too
+#   6. the same under valgrind: no errors, no definite or indirect leaks; and a program that
+#      leaks on purpose, which ASan and valgrind must both flag (so their silence means something)
+#   7. scripts/install.sh into a temporary prefix (twice: idempotent), then a consumer built
+#      with pkg-config (shared and static) and with CMake find_package, and run
+#   8. zarr-python reads the demo's array equal to the image it meant (when .venv exists;
+#      scripts/venv.sh makes it)
+#
+# One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
+# Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
+set -uo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$REPO"
+OUT="$REPO/target/c"
+LOGS="$OUT/logs"
+mkdir -p "$OUT" "$LOGS"
+START=$SECONDS
+passed=0
+failed=0
+failed_steps=()
+
+# step NAME COMMAND...: run COMMAND with its output in $LOGS/NAME.log; one line of result.
+# A test program's closing `N passed, M failed` line is echoed on the PASS/FAIL line.
+step() {
+    local name="$1"
+    shift
+    local log="$LOGS/$name.log" t0=$SECONDS detail
+    if "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        detail="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)"
+        echo "PASS $name${detail:+ ($detail)} [$((SECONDS - t0))s]"
+    else
+        failed=$((failed + 1))
+        failed_steps+=("$name")
+        echo "FAIL $name [$((SECONDS - t0))s] -- last lines of $log:"
+        tail -n 25 "$log" | sed 's/^/    /'
+    fi
+}
+
+# ---- 1. tools --------------------------------------------------------------------------
+
+install_tools() {
+    local missing=() tool pkg
+    for tool in valgrind:valgrind pkg-config:pkg-config cmake:cmake make:make cc:gcc gcc:gcc \
+                g++:g++; do
+        command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        echo "all tools present"
+        return 0
+    fi
+    echo "installing: ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "not root: install ${missing[*]} yourself" >&2
+        return 1
+    fi
+    # sort -u: gcc may be listed twice (cc and gcc).
+    pkg="$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')"
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkg
+}
+step tools install_tools
+
+# ---- 2. the library ---------------------------------------------------------------------
+
+LIBZS="$REPO/target/release/libzarrshard.a"
+NATIVE_FILE="$OUT/native-static-libs"
+build_library() {
+    cargo build --release --lib || return 1
+    cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs 2>&1 \
+        | sed -n 's/.*native-static-libs: //p' | tail -n 1 >"$NATIVE_FILE"
+    [ -s "$NATIVE_FILE" ] || echo "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc" >"$NATIVE_FILE"
+    echo "native libraries: $(cat "$NATIVE_FILE")"
+    [ -f "$LIBZS" ] && [ -f include/zarrshard.h ]
+}
+step build-library build_library
+NATIVE="$(cat "$NATIVE_FILE" 2>/dev/null || echo "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc")"
+
+# ---- 3. strict compiles ----------------------------------------------------------------
+
+STRICT=(-std=c99 -Wall -Wextra -Werror -pedantic)
+INC=(-I"$REPO/include" -I"$REPO/examples-c")
+EX="$REPO/examples-c"
+TC="$REPO/tests/c"
+
+# build VARIANT EXTRA_FLAGS...: the three programs into $OUT/VARIANT/.
+build_programs() (
+    local dir="$OUT/$1"
+    shift
+    mkdir -p "$dir"
+    set -x
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$EX/write_array.c" "$EX/posix_io.c" \
+        -o "$dir/write_array" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_capi.c" "$EX/mem_io.c" "$EX/posix_io.c" \
+        -o "$dir/test_capi" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_threads.c" "$EX/mem_io.c" \
+        -o "$dir/test_threads" "$LIBZS" $NATIVE
+)
+step compile-c99-strict build_programs plain -O2 -g
+
+compile_cpp() (
+    set -x
+    g++ -std=c++17 -Wall -Wextra -Werror "${INC[@]}" "$TC/header_cpp.cpp" \
+        -o "$OUT/header_cpp" "$LIBZS" $NATIVE && "$OUT/header_cpp"
+)
+step compile-header-cplusplus compile_cpp
+
+# ---- 4. run ------------------------------------------------------------------------------
+
+DEMO_SIZE=2048
+run_demo() { # run_demo PREFIX... : the demo into $OUT/demo-$tag, through PREFIX (a runner)
+    local dir="$1" size="$2"
+    shift 2
+    rm -rf "$dir"
+    "$@" "$dir/image.zarr" "$size"
+}
+step test_capi "$OUT/plain/test_capi"
+step test_threads "$OUT/plain/test_threads"
+step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
+cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
+
+# ---- 5. sanitizers -----------------------------------------------------------------------
+
+SAN=(-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer)
+step compile-asan-ubsan build_programs asan "${SAN[@]}"
+export ASAN_OPTIONS=detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+step asan-test_capi "$OUT/asan/test_capi"
+step asan-test_threads env ZS_THREAD_ITERS=30 "$OUT/asan/test_threads"
+step asan-demo run_demo "$OUT/demo-asan" $DEMO_SIZE "$OUT/asan/write_array"
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# ThreadSanitizer on the threads test: the C side (test, mem_io callbacks called from many
+# threads at once) is instrumented; the Rust library is not, so this checks the host side.
+tsan_threads() (
+    set -x
+    gcc "${STRICT[@]}" -O1 -g -fsanitize=thread -pthread "${INC[@]}" "$TC/test_threads.c" \
+        "$EX/mem_io.c" -o "$OUT/asan/test_threads_tsan" "$LIBZS" $NATIVE &&
+    ZS_THREAD_ITERS=20 TSAN_OPTIONS=halt_on_error=1 "$OUT/asan/test_threads_tsan"
+)
+step tsan-test_threads tsan_threads
+
+# ---- 6. valgrind -------------------------------------------------------------------------
+
+VG=(valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99
+    --track-origins=yes --quiet)
+step valgrind-test_capi "${VG[@]}" "$OUT/plain/test_capi"
+step valgrind-test_threads env ZS_THREAD_ITERS=10 "${VG[@]}" "$OUT/plain/test_threads"
+# The full image (1-2 s under valgrind); VALGRIND_DEMO_SIZE=512 makes it smaller.
+step valgrind-demo run_demo "$OUT/demo-valgrind" "${VALGRIND_DEMO_SIZE:-$DEMO_SIZE}" \
+    "${VG[@]}" "$OUT/plain/write_array"
+
+# Both tools must catch a codec and a handle leaked on purpose.
+negative_control() (
+    set -x
+    gcc "${STRICT[@]}" -O1 -g "${INC[@]}" "$TC/leak_control.c" "$EX/mem_io.c" \
+        -o "$OUT/plain/leak_control" "$LIBZS" $NATIVE -pthread &&
+    gcc "${STRICT[@]}" "${SAN[@]}" "${INC[@]}" "$TC/leak_control.c" "$EX/mem_io.c" \
+        -o "$OUT/asan/leak_control" "$LIBZS" $NATIVE -pthread || return 1
+    "$OUT/plain/leak_control" || return 1 # it runs fine: only the leak is wrong
+    ASAN_OPTIONS=detect_leaks=1 "$OUT/asan/leak_control" 2>"$OUT/leak_control.asan.txt"
+    [ $? -ne 0 ] && grep -q "detected memory leaks" "$OUT/leak_control.asan.txt" || return 1
+    "${VG[@]}" "$OUT/plain/leak_control"
+    [ $? -eq 99 ]
+)
+step leak-checkers-negative-control negative_control
+
+# ---- 7. install and consume ----------------------------------------------------------------
+
+PREFIX="$(mktemp -d "${TMPDIR:-/tmp}/zarrshard-prefix.XXXXXX")"
+trap 'rm -rf "$PREFIX"' EXIT
+install_twice() {
+    "$REPO/scripts/install.sh" "$PREFIX" || return 1
+    local before after
+    before="$(cd "$PREFIX" && find . -printf '%y %p %l %s\n' | sort)"
+    "$REPO/scripts/install.sh" "$PREFIX" || return 1
+    after="$(cd "$PREFIX" && find . -printf '%y %p %l %s\n' | sort)"
+    echo "$after"
+    [ "$before" = "$after" ] || { echo "second install changed the tree"; return 1; }
+    [ "$(readlink "$PREFIX/lib/libzarrshard.so")" = libzarrshard.so.0 ] &&
+    [ -f "$PREFIX/lib/$(readlink "$PREFIX/lib/libzarrshard.so.0")" ] &&
+    [ -f "$PREFIX/lib/libzarrshard.a" ] && [ -f "$PREFIX/include/zarrshard.h" ] &&
+    [ -f "$PREFIX/lib/cmake/zarrshard/zarrshard-config-version.cmake" ]
+}
+step install install_twice
+
+export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
+consume_pkgconfig() (
+    local dir="$OUT/consumer-pkgconfig"
+    mkdir -p "$dir"
+    set -x
+    pkg-config --exists --print-errors zarrshard &&
+    gcc "${STRICT[@]}" "$TC/consumer.c" -o "$dir/consumer" $(pkg-config --cflags --libs zarrshard) &&
+    LD_LIBRARY_PATH="$PREFIX/lib" ldd "$dir/consumer" | grep -F "$PREFIX/lib/libzarrshard.so.0" &&
+    LD_LIBRARY_PATH="$PREFIX/lib" "$dir/consumer" &&
+    # Static: the archive by name, plus Libs.private.
+    gcc "${STRICT[@]}" "$TC/consumer.c" -o "$dir/consumer_static" \
+        $(pkg-config --cflags --static --libs zarrshard | sed 's/-lzarrshard\b/-l:libzarrshard.a/') &&
+    ! ldd "$dir/consumer_static" | grep -q zarrshard &&
+    "$dir/consumer_static"
+)
+step consumer-pkg-config consume_pkgconfig
+
+consume_cmake() {
+    local build="$OUT/consumer-cmake"
+    rm -rf "$build"
+    cmake -S "$TC/cmake" -B "$build" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$build" &&
+    "$build/consumer" && # CMake's build rpath finds the installed .so
+    "$build/consumer_static" && ! ldd "$build/consumer_static" | grep -q zarrshard
+}
+step consumer-cmake consume_cmake
+
+# ---- 8. zarr-python --------------------------------------------------------------------------
+
+PY="$REPO/.venv/bin/python"
+if [ -x "$PY" ]; then
+    step zarr-python-reads-demo "$PY" "$TC/check_zarr.py" "$OUT/demo/image.zarr" $DEMO_SIZE
+else
+    echo "SKIP zarr-python-reads-demo (no $PY; scripts/venv.sh creates it)"
+fi
+
+echo "tests/c/run.sh: $((SECONDS - START))s${failed_steps[*]:+; failed: ${failed_steps[*]}}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
