@@ -83,47 +83,32 @@ pub trait ShardIo: Send + Sync {
     }
 }
 
-impl<T: ShardIo + ?Sized> ShardIo for &T {
-    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
-        (**self).read(range)
-    }
-    fn size(&self) -> Result<Option<u64>> {
-        (**self).size()
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
-        (**self).write_at(offset, data)
-    }
-    fn put(&self, data: &[u8]) -> Result<()> {
-        (**self).put(data)
-    }
-    fn truncate(&self, len: u64) -> Result<()> {
-        (**self).truncate(len)
-    }
-    fn delete(&self) -> Result<()> {
-        (**self).delete()
-    }
+/// References and boxes of a back end are back ends (`Box<dyn ShardIo>` is what stores hand out).
+macro_rules! forward_shard_io {
+    ($($ty:ty),*) => {$(
+        impl<T: ShardIo + ?Sized> ShardIo for $ty {
+            fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+                (**self).read(range)
+            }
+            fn size(&self) -> Result<Option<u64>> {
+                (**self).size()
+            }
+            fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+                (**self).write_at(offset, data)
+            }
+            fn put(&self, data: &[u8]) -> Result<()> {
+                (**self).put(data)
+            }
+            fn truncate(&self, len: u64) -> Result<()> {
+                (**self).truncate(len)
+            }
+            fn delete(&self) -> Result<()> {
+                (**self).delete()
+            }
+        }
+    )*};
 }
-
-impl<T: ShardIo + ?Sized> ShardIo for Box<T> {
-    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
-        (**self).read(range)
-    }
-    fn size(&self) -> Result<Option<u64>> {
-        (**self).size()
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
-        (**self).write_at(offset, data)
-    }
-    fn put(&self, data: &[u8]) -> Result<()> {
-        (**self).put(data)
-    }
-    fn truncate(&self, len: u64) -> Result<()> {
-        (**self).truncate(len)
-    }
-    fn delete(&self) -> Result<()> {
-        (**self).delete()
-    }
-}
+forward_shard_io!(&T, Box<T>);
 
 /// Slice `range` out of a whole object held in memory (shared by the memory and file back
 /// ends' semantics).
