@@ -346,6 +346,19 @@ impl<S: Store> Array<S> {
             .encode_arrays(data, &self.meta.chunk_repr())?;
         let io = self.store.shard_io(&self.shard_key(coords))?;
         let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
+        if strategy == WriteStrategy::Buffered {
+            // The whole shard is in memory anyway: encode its chunks in parallel.
+            for (i, chunk) in layout
+                .encode_chunks(&data, options.store_fill_chunks)?
+                .iter()
+                .enumerate()
+            {
+                if let Some(c) = chunk {
+                    writer.write_chunk_raw(&nd::unravel(i as u64, layout.chunks_per_shard()), c)?;
+                }
+            }
+            return writer.finalize();
+        }
         let mut chunk = vec![0u8; layout.inner_byte_size()];
         for i in 0..layout.num_chunks() {
             layout.extract_chunk(i, &data, &mut chunk);

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::index::{ShardIndex, EMPTY};
 use crate::io::MemoryIo;
 use crate::nd;
+use crate::parallel;
 use crate::writer::{Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -350,6 +351,10 @@ impl ShardLayout {
     }
 
     /// Decode a whole shard object held in memory into `out` (the shard's decoded size).
+    ///
+    /// Inner chunks are decoded in parallel, one row of chunks (along the first dimension) per
+    /// task: each row covers a contiguous slab of `out`, so tasks never share memory. When an
+    /// inner chunk spans the shard's trailing dimensions it is decoded straight into place.
     pub fn decode_shard_into(&self, object: &[u8], out: &mut [u8]) -> Result<()> {
         crate::codec::check_len(out.len(), self.shard.byte_size()?)?;
         let index = self.decode_index(object)?;
@@ -359,20 +364,77 @@ impl ShardLayout {
                 e.copy_from_slice(fill);
             }
         }
-        let mut chunk = vec![0u8; self.inner_byte_size()];
-        for (i, loc) in index.stored() {
-            let bytes = &object[loc.offset as usize..loc.end() as usize];
-            self.decode_chunk_into(i, bytes, &mut chunk)?;
-            self.place_chunk(i, &chunk, out);
+        let bytes_of = |i: usize| {
+            index
+                .get(i)
+                .map(|l| &object[l.offset as usize..l.end() as usize])
+        };
+        let rank = self.shard.shape.len();
+        if rank == 0 {
+            return match bytes_of(0) {
+                Some(b) => self.decode_chunk_into(0, b, out),
+                None => Ok(()),
+            };
         }
-        Ok(())
+        let rows = self.chunks_per_shard[0] as usize;
+        let per_row = self.num_chunks / rows;
+        let contiguous = self.inner.shape[1..] == self.shard.shape[1..];
+        let mut slab_shape = self.shard.shape.clone();
+        slab_shape[0] = self.inner.shape[0];
+        let slab_bytes = out.len() / rows;
+        parallel::for_each_piece(out, slab_bytes, |row, slab| {
+            let mut chunk = if contiguous {
+                Vec::new()
+            } else {
+                vec![0u8; self.inner_byte_size()]
+            };
+            for i in row * per_row..(row + 1) * per_row {
+                let Some(bytes) = bytes_of(i) else { continue };
+                if contiguous {
+                    self.decode_chunk_into(i, bytes, slab)?;
+                    continue;
+                }
+                self.decode_chunk_into(i, bytes, &mut chunk)?;
+                let mut origin = self.chunk_origin(i);
+                origin[0] = 0;
+                nd::copy_box(
+                    &chunk,
+                    &self.inner.shape,
+                    &vec![0; rank],
+                    slab,
+                    &slab_shape,
+                    &origin,
+                    &self.inner.shape,
+                    self.shard.dtype.size(),
+                );
+            }
+            Ok(())
+        })
+    }
+
+    /// Encode every inner chunk of a decoded shard, in parallel: `None` for a chunk equal to
+    /// the fill value (unless `store_fill_chunks`).
+    pub fn encode_chunks(
+        &self,
+        data: &[u8],
+        store_fill_chunks: bool,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
+        parallel::map(self.num_chunks, |i| {
+            let mut chunk = vec![0u8; self.inner_byte_size()];
+            self.extract_chunk(i, data, &mut chunk);
+            if !store_fill_chunks && self.is_fill(&chunk) {
+                return Ok(None);
+            }
+            self.codec.codecs.encode(&chunk, &self.inner).map(Some)
+        })
     }
 
     /// Encode a whole decoded shard: inner chunks in C order, chunks equal to the fill value
     /// left out, index at the configured location (the buffered writer into memory). A shard
     /// with nothing stored encodes as its all-empty index.
     pub fn encode_shard(&self, data: &[u8]) -> Result<Vec<u8>> {
-        crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
+        let encoded = self.encode_chunks(data, false)?;
         let io = MemoryIo::new();
         let mut writer = ShardWriter::new(
             Arc::new(self.clone()),
@@ -380,10 +442,10 @@ impl ShardLayout {
             WriteStrategy::Buffered,
             WriteOptions::default(),
         )?;
-        let mut chunk = vec![0u8; self.inner_byte_size()];
-        for i in 0..self.num_chunks {
-            self.extract_chunk(i, data, &mut chunk);
-            writer.write_chunk(&nd::unravel(i as u64, &self.chunks_per_shard), &chunk)?;
+        for (i, chunk) in encoded.iter().enumerate() {
+            if let Some(c) = chunk {
+                writer.write_chunk_raw(&nd::unravel(i as u64, &self.chunks_per_shard), c)?;
+            }
         }
         match writer.finalize()? {
             Finalized::Written { .. } => Ok(io.bytes().expect("a written shard exists")),

@@ -128,26 +128,31 @@ impl Blosc {
 
 /// Decompress one blosc buffer of at most `max_out` decoded bytes.
 pub fn decode(data: &[u8], max_out: u64) -> Result<Vec<u8>> {
-    let mut nbytes = 0usize;
-    // SAFETY: c-blosc reads at most `data.len()` bytes of `data` (it checks the length
-    // before reading the header) and writes one usize.
-    let valid = unsafe {
-        blosc_src::blosc_cbuffer_validate(data.as_ptr().cast::<c_void>(), data.len(), &mut nbytes)
-    };
-    if valid < 0 {
-        return Err(Error::corrupt("blosc: invalid header"));
-    }
+    let nbytes = validated_size(data)?;
     if nbytes as u64 > max_out {
         return Err(Error::corrupt(format!(
             "blosc: header claims {nbytes} bytes, more than the expected {max_out}"
         )));
     }
     let mut out = vec![0u8; nbytes];
-    if nbytes == 0 {
-        return Ok(out);
+    decode_into(data, &mut out)?;
+    Ok(out)
+}
+
+/// Decompress one blosc buffer of exactly `out.len()` decoded bytes into `out`.
+pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<()> {
+    let nbytes = validated_size(data)?;
+    if nbytes != out.len() {
+        return Err(Error::corrupt(format!(
+            "blosc: header claims {nbytes} bytes where {} were expected",
+            out.len()
+        )));
     }
-    // SAFETY: the header was validated against `data.len()` above, so c-blosc reads within
-    // `data`; it writes at most `out.len()` bytes.
+    if nbytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the header was validated against `data.len()`, so c-blosc reads within `data`;
+    // it writes at most `out.len()` bytes.
     let n = unsafe {
         blosc_src::blosc_decompress_ctx(
             data.as_ptr().cast::<c_void>(),
@@ -159,5 +164,20 @@ pub fn decode(data: &[u8], max_out: u64) -> Result<Vec<u8>> {
     if n < 0 || n as usize != nbytes {
         return Err(Error::corrupt(format!("blosc: decompression failed ({n})")));
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The decoded size a blosc header claims, after checking the header against the real input
+/// length.
+fn validated_size(data: &[u8]) -> Result<usize> {
+    let mut nbytes = 0usize;
+    // SAFETY: c-blosc reads at most `data.len()` bytes of `data` (it checks the length
+    // before reading the header) and writes one usize.
+    let valid = unsafe {
+        blosc_src::blosc_cbuffer_validate(data.as_ptr().cast::<c_void>(), data.len(), &mut nbytes)
+    };
+    if valid < 0 {
+        return Err(Error::corrupt("blosc: invalid header"));
+    }
+    Ok(nbytes)
 }

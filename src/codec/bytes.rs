@@ -78,6 +78,14 @@ impl BytesCodec {
         Ok(out)
     }
 
+    /// Bring decoded bytes already in `out` to native order.
+    pub(crate) fn swap_decoded(&self, repr: &ChunkRepr, out: &mut [u8]) -> Result<()> {
+        if self.needs_swap(repr) {
+            swap_in_place(out, repr.dtype.swap_unit());
+        }
+        Ok(())
+    }
+
     pub(crate) fn decode_into(
         &self,
         encoded: &[u8],

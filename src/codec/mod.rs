@@ -201,6 +201,33 @@ impl BytesToBytes {
             BytesToBytes::Zlib(c) => c.decode(data, max_out),
         }
     }
+    /// Decode into `out`, which must receive exactly `out.len()` bytes (no intermediate
+    /// buffer for the compressors).
+    fn decode_into(&self, data: &[u8], out: &mut [u8]) -> Result<()> {
+        match self {
+            BytesToBytes::Zstd(c) => c.decode_into(data, out),
+            BytesToBytes::Gzip(_) => {
+                read_exactly(flate2::read::MultiGzDecoder::new(data), out, "gzip")
+            }
+            BytesToBytes::Zlib(_) => {
+                read_exactly(flate2::read::ZlibDecoder::new(data), out, "zlib")
+            }
+            BytesToBytes::Blosc(_) => blosc::decode_into(data, out),
+            BytesToBytes::Crc32c(c) => {
+                let payload = c.decode(data)?;
+                if payload.len() != out.len() {
+                    return Err(Error::corrupt(format!(
+                        "crc32c codec: {} bytes where {} were expected",
+                        payload.len(),
+                        out.len()
+                    )));
+                }
+                out.copy_from_slice(payload);
+                Ok(())
+            }
+        }
+    }
+
     fn to_json(&self) -> Value {
         match self {
             BytesToBytes::Gzip(c) => c.to_json(),
@@ -352,27 +379,25 @@ impl CodecChain {
         encoded: &'a [u8],
         repr: &ChunkRepr,
     ) -> Result<Cow<'a, [u8]>> {
-        let sizes = self.stage_sizes(repr)?;
-        let mut bytes = Cow::Borrowed(encoded);
-        for (i, c) in self.bytes_to_bytes.iter().enumerate().rev() {
-            let max_out = sizes[i].max().unwrap_or(UNBOUNDED_DECODE_LIMIT);
-            let decoded = c.decode(&bytes, max_out)?;
-            if let EncodedSize::Fixed(n) = sizes[i] {
-                if decoded.len() as u64 != n {
-                    return Err(Error::corrupt(format!(
-                        "decoded {} bytes where {n} were expected",
-                        decoded.len()
-                    )));
-                }
-            }
-            bytes = Cow::Owned(decoded);
-        }
-        Ok(bytes)
+        undo_bytes_to_bytes(&self.bytes_to_bytes, encoded, &self.stage_sizes(repr)?)
     }
 
     /// Decode one chunk into `out`, which must be exactly `repr.byte_size()` bytes.
     pub fn decode_into(&self, encoded: &[u8], repr: &ChunkRepr, out: &mut [u8]) -> Result<()> {
         check_len(out.len(), repr.byte_size()?)?;
+        if let (true, ArrayToBytes::Bytes(b), Some((first, rest))) = (
+            self.array_to_array.is_empty(),
+            &self.array_to_bytes,
+            self.bytes_to_bytes.split_first(),
+        ) {
+            // The common chain `bytes, compressor…`: the innermost decoder writes straight
+            // into `out`, and `bytes` at most swaps in place.
+            b.validate(repr)?;
+            let sizes = self.stage_sizes(repr)?;
+            let inner = undo_bytes_to_bytes(rest, encoded, &sizes[1..])?;
+            first.decode_into(&inner, out)?;
+            return b.swap_decoded(repr, out);
+        }
         let bytes = self.decode_bytes_stage(encoded, repr)?;
         if self.array_to_array.is_empty() {
             return self.array_to_bytes.decode_into(&bytes, repr, out);
@@ -391,6 +416,44 @@ impl CodecChain {
         }
         out.copy_from_slice(&data);
         Ok(())
+    }
+}
+
+/// Undo `codecs` (bytes→bytes, applied in order when encoding) last to first; `sizes[i]` is
+/// the size of codec `i`'s input, which bounds what decoding it may produce.
+fn undo_bytes_to_bytes<'a>(
+    codecs: &[BytesToBytes],
+    encoded: &'a [u8],
+    sizes: &[EncodedSize],
+) -> Result<Cow<'a, [u8]>> {
+    let mut bytes = Cow::Borrowed(encoded);
+    for (i, c) in codecs.iter().enumerate().rev() {
+        let max_out = sizes[i].max().unwrap_or(UNBOUNDED_DECODE_LIMIT);
+        let decoded = c.decode(&bytes, max_out)?;
+        if let EncodedSize::Fixed(n) = sizes[i] {
+            if decoded.len() as u64 != n {
+                return Err(Error::corrupt(format!(
+                    "decoded {} bytes where {n} were expected",
+                    decoded.len()
+                )));
+            }
+        }
+        bytes = Cow::Owned(decoded);
+    }
+    Ok(bytes)
+}
+
+/// Fill `out` from a decompressing stream that must end exactly there.
+fn read_exactly(mut r: impl std::io::Read, out: &mut [u8], codec: &str) -> Result<()> {
+    r.read_exact(out)
+        .map_err(|e| Error::corrupt(format!("{codec}: {e}")))?;
+    match r.read(&mut [0u8; 1]) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(Error::corrupt(format!(
+            "{codec}: stream expands past the expected {} bytes",
+            out.len()
+        ))),
+        Err(e) => Err(Error::corrupt(format!("{codec}: {e}"))),
     }
 }
 

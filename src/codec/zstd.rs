@@ -1,13 +1,27 @@
 //! The `zstd` bytes→bytes codec.
+//!
+//! Compression and decompression contexts are kept per thread and reused: creating a context
+//! costs more than compressing an 8 KiB inner chunk.
 
 use super::Config;
 use crate::error::{Error, Result};
 use serde_json::{json, Value};
+use std::cell::RefCell;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zstd {
     pub level: i32,
     pub checksum: bool,
+}
+
+thread_local! {
+    /// The last compressor used on this thread and its (level, checksum).
+    static COMPRESSOR: RefCell<Option<((i32, bool), ::zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<::zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+fn corrupt(e: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("zstd: {e}"))
 }
 
 impl Zstd {
@@ -29,9 +43,41 @@ impl Zstd {
     }
 
     pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
-        let mut c = ::zstd::bulk::Compressor::new(self.level)?;
-        c.include_checksum(self.checksum)?;
-        Ok(c.compress(data)?)
+        COMPRESSOR.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            let key = (self.level, self.checksum);
+            if slot.as_ref().is_none_or(|(k, _)| *k != key) {
+                let mut c = ::zstd::bulk::Compressor::new(self.level)?;
+                c.include_checksum(self.checksum)?;
+                *slot = Some((key, c));
+            }
+            let (_, c) = slot.as_mut().expect("set above");
+            let mut out = Vec::with_capacity(::zstd::zstd_safe::compress_bound(data.len()));
+            c.compress_to_buffer(data, &mut out)?;
+            Ok(out)
+        })
+    }
+
+    /// Decompress exactly `out.len()` bytes into `out` (no intermediate buffer).
+    pub(crate) fn decode_into(&self, data: &[u8], out: &mut [u8]) -> Result<()> {
+        let n = DECOMPRESSOR.with(|slot| -> Result<usize> {
+            let mut slot = slot.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(::zstd::bulk::Decompressor::new().map_err(corrupt)?);
+            }
+            // A frame that expands past `out` is an error here, never a larger allocation.
+            slot.as_mut()
+                .expect("set above")
+                .decompress_to_buffer(data, out)
+                .map_err(corrupt)
+        })?;
+        if n != out.len() {
+            return Err(Error::corrupt(format!(
+                "zstd: {n} bytes decoded where {} were expected",
+                out.len()
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn decode(&self, data: &[u8], max_out: u64) -> Result<Vec<u8>> {
@@ -40,11 +86,13 @@ impl Zstd {
             Ok(Some(n)) if n > max_out => Err(Error::corrupt(format!(
                 "zstd: frame claims {n} bytes, more than the expected {max_out}"
             ))),
-            Ok(Some(n)) if is_single_frame(data) => ::zstd::bulk::decompress(data, n as usize)
-                .map_err(|e| Error::corrupt(format!("zstd: {e}"))),
+            Ok(Some(n)) if is_single_frame(data) => {
+                let mut out = vec![0u8; n as usize];
+                self.decode_into(data, &mut out)?;
+                Ok(out)
+            }
             _ => {
-                let dec = ::zstd::stream::read::Decoder::with_buffer(data)
-                    .map_err(|e| Error::corrupt(format!("zstd: {e}")))?;
+                let dec = ::zstd::stream::read::Decoder::with_buffer(data).map_err(corrupt)?;
                 super::gzip::read_capped(dec, max_out, "zstd")
             }
         }
