@@ -5,6 +5,8 @@
 //! validation does): both-or-neither empty markers, no `offset + nbytes` overflow, inside the
 //! object, not overlapping the index itself. The error names the inner chunk.
 
+use crate::codec::bytes::Endian;
+use crate::codec::ArrayToBytes;
 use crate::error::{ChunkCoords, Error, Result};
 use crate::nd;
 use crate::sharding::{IndexLocation, ShardLayout};
@@ -110,26 +112,50 @@ impl ShardIndex {
                 layout.index_size()
             )));
         }
-        let decoded = layout
-            .codec()
-            .index_codecs
-            .decode(bytes, layout.index_repr())
-            .map_err(|e| match e {
-                Error::ChecksumMismatch {
-                    stored, computed, ..
-                } => Error::ChecksumMismatch {
-                    chunk: None,
-                    what: "shard index".into(),
-                    stored,
-                    computed,
-                },
-                Error::Corrupt { reason, .. } => Error::corrupt(format!("shard index: {reason}")),
-                other => other,
-            })?;
-        let entries = decoded
-            .chunks_exact(8)
-            .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
-            .collect();
+        let chain = &layout.codec().index_codecs;
+        let name_errors = |e: Error| match e {
+            Error::ChecksumMismatch {
+                stored, computed, ..
+            } => Error::ChecksumMismatch {
+                chunk: None,
+                what: "shard index".into(),
+                stored,
+                computed,
+            },
+            Error::Corrupt { reason, .. } => Error::corrupt(format!("shard index: {reason}")),
+            other => other,
+        };
+        let entries = match (&chain.array_to_bytes, chain.array_to_array.is_empty()) {
+            // The usual `bytes` (+ crc32c): verify, then read the integers in one pass.
+            (ArrayToBytes::Bytes(b), true) => {
+                let raw = chain
+                    .decode_bytes_stage(bytes, layout.index_repr())
+                    .map_err(name_errors)?;
+                if raw.len() as u64 != 16 * layout.num_chunks() as u64 {
+                    return Err(Error::corrupt(format!(
+                        "shard index: {} bytes after its codecs",
+                        raw.len()
+                    )));
+                }
+                let big = b.endian == Some(Endian::Big);
+                raw.chunks_exact(8)
+                    .map(|w| {
+                        let w = w.try_into().unwrap();
+                        if big {
+                            u64::from_be_bytes(w)
+                        } else {
+                            u64::from_le_bytes(w)
+                        }
+                    })
+                    .collect()
+            }
+            _ => chain
+                .decode(bytes, layout.index_repr())
+                .map_err(name_errors)?
+                .chunks_exact(8)
+                .map(|w| u64::from_ne_bytes(w.try_into().unwrap()))
+                .collect(),
+        };
         Ok(ShardIndex { entries })
     }
 

@@ -272,13 +272,22 @@ impl ShardIo for FileIo {
         let Some(f) = self.handle(false)? else {
             return Ok(None);
         };
-        let size = f.metadata().map_err(|e| io_error(&self.path, e))?.len();
-        let (start, len) = match range {
-            ByteRange::FromStart(o, n) => {
-                let s = o.min(size);
-                (s, n.map_or(size - s, |n| n.min(size - s)))
+        // A small bounded read needs no size: pread stops at the end of the file by itself. A
+        // large one is clamped to the file first, so a length taken from a hostile index never
+        // becomes a huge allocation.
+        let (start, len, size) = match range {
+            ByteRange::FromStart(o, Some(n)) if n <= 1 << 20 => (o, n, None),
+            ByteRange::FromStart(o, Some(n)) => {
+                let size = f.metadata().map_err(|e| io_error(&self.path, e))?.len();
+                (o, n.min(size.saturating_sub(o)), Some(size))
             }
-            ByteRange::Suffix(n) => (size.saturating_sub(n), n.min(size)),
+            _ => {
+                let size = f.metadata().map_err(|e| io_error(&self.path, e))?.len();
+                match range {
+                    ByteRange::FromStart(o, _) => (o.min(size), size - o.min(size), Some(size)),
+                    ByteRange::Suffix(n) => (size.saturating_sub(n), n.min(size), Some(size)),
+                }
+            }
         };
         let mut data = vec![0u8; len as usize];
         let mut done = 0;
@@ -293,7 +302,7 @@ impl ShardIo for FileIo {
         data.truncate(done);
         Ok(Some(ReadOutput {
             data,
-            object_size: Some(size),
+            object_size: size,
         }))
     }
 

@@ -5,7 +5,7 @@
 //! chunks) is the [`crate::reader`]'s job; this module is the in-memory form of the codec,
 //! which is also what nested sharding (a `sharding_indexed` inside the inner `codecs`) uses.
 
-use crate::codec::{checked_product, ChunkRepr, CodecChain, Config, EncodedSize};
+use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain, Config, EncodedSize};
 use crate::dtype::{DataType, FillValue};
 use crate::error::{Error, Result};
 use crate::index::{ShardIndex, EMPTY};
@@ -141,6 +141,9 @@ pub struct ShardLayout {
     num_chunks: usize,
     index_repr: ChunkRepr,
     index_size: u64,
+    /// Inner chunks are stored as their native bytes (`bytes` codec alone, native order), so
+    /// they can be copied without decoding.
+    plain: bool,
 }
 
 impl ShardLayout {
@@ -196,7 +199,13 @@ impl ShardLayout {
                 "sharding_indexed: index_codecs must have a fixed encoded size (no compression)",
             )),
         };
+        let plain = matches!(&codec.codecs, CodecChain {
+            array_to_array: a2a,
+            array_to_bytes: ArrayToBytes::Bytes(b),
+            bytes_to_bytes: b2b,
+        } if a2a.is_empty() && b2b.is_empty() && b.is_identity(&inner));
         Ok(ShardLayout {
+            plain,
             codec,
             shard,
             inner,
@@ -383,24 +392,40 @@ impl ShardLayout {
         slab_shape[0] = self.inner.shape[0];
         let slab_bytes = out.len() / rows;
         parallel::for_each_piece(out, slab_bytes, |row, slab| {
-            let mut chunk = if contiguous {
-                Vec::new()
-            } else {
-                vec![0u8; self.inner_byte_size()]
-            };
+            let mut chunk = vec![
+                0u8;
+                if contiguous || self.plain {
+                    0
+                } else {
+                    self.inner_byte_size()
+                }
+            ];
+            let (zeros, mut origin) = (vec![0u64; rank], vec![0u64; rank]);
             for i in row * per_row..(row + 1) * per_row {
                 let Some(bytes) = bytes_of(i) else { continue };
-                if contiguous {
+                let src: &[u8] = if self.plain && bytes.len() == self.inner_byte_size() {
+                    // Uncompressed, native order: copy from the object straight into place.
+                    bytes
+                } else if contiguous {
                     self.decode_chunk_into(i, bytes, slab)?;
                     continue;
+                } else {
+                    if chunk.is_empty() {
+                        chunk.resize(self.inner_byte_size(), 0);
+                    }
+                    self.decode_chunk_into(i, bytes, &mut chunk)?;
+                    &chunk
+                };
+                // Origin in the slab: the chunk's position, first coordinate 0.
+                let mut rest = i % per_row;
+                for d in (1..rank).rev() {
+                    origin[d] = (rest as u64 % self.chunks_per_shard[d]) * self.inner.shape[d];
+                    rest /= self.chunks_per_shard[d] as usize;
                 }
-                self.decode_chunk_into(i, bytes, &mut chunk)?;
-                let mut origin = self.chunk_origin(i);
-                origin[0] = 0;
                 nd::copy_box(
-                    &chunk,
+                    src,
                     &self.inner.shape,
-                    &vec![0; rank],
+                    &zeros,
                     slab,
                     &slab_shape,
                     &origin,

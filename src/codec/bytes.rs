@@ -63,6 +63,12 @@ impl BytesCodec {
         Ok(())
     }
 
+    /// True when encoding `repr` changes nothing (stored order is native): chunk bytes can be
+    /// copied as they are.
+    pub(crate) fn is_identity(&self, repr: &ChunkRepr) -> bool {
+        self.validate(repr).is_ok() && !self.needs_swap(repr)
+    }
+
     /// Whether stored and native orders differ for this data type.
     fn needs_swap(&self, repr: &ChunkRepr) -> bool {
         repr.dtype.swap_unit() > 1 && self.endian.is_some_and(|e| e != Endian::NATIVE)
