@@ -46,6 +46,12 @@
 #define SHARD_FLAG_STORE_FILL_CHUNKS 2
 
 /**
+ * Default gap below which the byte ranges of wanted chunks are merged into one read: 64 KiB
+ * (a round trip to object storage costs far more than 64 KiB of transfer).
+ */
+#define DEFAULT_COALESCE_GAP (64 << 10)
+
+/**
  * Result of every fallible `shard_*` function. `SHARD_OK` is 0; every other value is an
  * error whose details `shard_last_error` copies out. The numbers never change.
  */
@@ -464,7 +470,9 @@ shard_status shard_read_chunk(const shard_handle *shard,
 /**
  * Decode `count` inner chunks in one call: `coords` holds `count * rank` values (chunk after
  * chunk), `buf` receives the decoded chunks one after another (`len` must be `count *
- * shard_codec_inner_chunk_nbytes`).
+ * shard_codec_inner_chunk_nbytes`). Byte ranges of the wanted chunks closer than 64 KiB are
+ * fetched in one `read` (the whole data region once when most of it is wanted), so the host
+ * sees at most one read per run of nearby chunks; chunks are decoded in parallel.
  *
  * Read handles only. Thread-safe. Returns what `shard_read_chunk` returns; on error the
  * contents of `buf` are unspecified.

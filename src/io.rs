@@ -39,6 +39,12 @@ pub trait ShardIo: Send + Sync {
     /// Read `range`. `Ok(None)` means the object does not exist (reads as all fill value).
     fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>>;
 
+    /// Read several ranges at once. Back ends with batched or asynchronous I/O (HTTP/2,
+    /// io_uring, S3) override this to fetch them concurrently; the default reads one by one.
+    fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
+        ranges.iter().map(|r| self.read(*r)).collect()
+    }
+
     /// Size of the object, `Ok(None)` when it does not exist. Optional.
     fn size(&self) -> Result<Option<u64>> {
         Err(Error::Unsupported("size".into()))
@@ -89,6 +95,9 @@ macro_rules! forward_shard_io {
         impl<T: ShardIo + ?Sized> ShardIo for $ty {
             fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
                 (**self).read(range)
+            }
+            fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
+                (**self).read_many(ranges)
             }
             fn size(&self) -> Result<Option<u64>> {
                 (**self).size()
@@ -389,6 +398,11 @@ impl<T> CountingIo<T> {
 }
 
 impl<T: ShardIo> ShardIo for CountingIo<T> {
+    /// Counts one read per range (a batched back end would make it one host call; count
+    /// what the host would see).
+    fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
+        ranges.iter().map(|r| self.read(*r)).collect()
+    }
     fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let out = self.inner.read(range)?;

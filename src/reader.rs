@@ -12,7 +12,9 @@
 use crate::error::{Error, Result};
 use crate::index::{ChunkLocation, ShardIndex};
 use crate::io::{ByteRange, ShardIo};
+use crate::parallel;
 use crate::sharding::{IndexLocation, ShardLayout};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An open shard: its layout, its I/O, and its index (loaded once at open).
@@ -23,7 +25,13 @@ pub struct ShardReader<I: ShardIo> {
     index: Option<ShardIndex>,
     /// Size of the object when the back end reported it with the index read.
     object_size: Option<u64>,
+    /// Byte ranges of wanted chunks closer than this are fetched in one read.
+    coalesce_gap: AtomicU64,
 }
+
+/// Default gap below which the byte ranges of wanted chunks are merged into one read: 64 KiB
+/// (a round trip to object storage costs far more than 64 KiB of transfer).
+pub const DEFAULT_COALESCE_GAP: u64 = 64 << 10;
 
 impl<I: ShardIo> ShardReader<I> {
     /// Open a shard: one read, of the index only.
@@ -37,6 +45,7 @@ impl<I: ShardIo> ShardReader<I> {
             io,
             index,
             object_size,
+            coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
         })
     }
 
@@ -47,6 +56,7 @@ impl<I: ShardIo> ShardReader<I> {
             io,
             index,
             object_size: None,
+            coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
         }
     }
 
@@ -119,6 +129,108 @@ impl<I: ShardIo> ShardReader<I> {
         let mut out = vec![0u8; self.layout.inner_byte_size()];
         self.read_chunk_into(coords, &mut out)?;
         Ok(out)
+    }
+
+    /// Set the gap (bytes) below which the ranges of chunks wanted together are fetched in
+    /// one read; 0 merges only touching ranges. Safe to call while other threads read.
+    pub fn set_coalesce_gap(&self, gap: u64) {
+        self.coalesce_gap.store(gap, Ordering::Relaxed);
+    }
+
+    /// Decode many inner chunks into `out`, one after another (`coords.len()` ×
+    /// `inner_byte_size()` bytes). Their byte ranges are sorted and merged where the gap
+    /// between them is below the coalescing gap, or into one read of the whole data region
+    /// when the wanted bytes are most of it; then all runs are fetched with one
+    /// [`ShardIo::read_many`] call (so at most 1 + number of runs host reads counting the
+    /// index) and the chunks are decoded in parallel straight into `out`.
+    pub fn read_chunks_into(&self, coords: &[&[u64]], out: &mut [u8]) -> Result<()> {
+        let each = self.layout.inner_byte_size();
+        crate::codec::check_len(out.len(), (coords.len() as u64).saturating_mul(each as u64))?;
+        let locs: Vec<Option<ChunkLocation>> = coords
+            .iter()
+            .map(|c| self.chunk_location(c))
+            .collect::<Result<_>>()?;
+        let runs = plan_runs(&locs, self.coalesce_gap.load(Ordering::Relaxed));
+        let ranges: Vec<ByteRange> = runs
+            .iter()
+            .map(|&(s, e)| ByteRange::FromStart(s, Some(e - s)))
+            .collect();
+        let fetched = self.io.read_many(&ranges)?;
+        let mut data = Vec::with_capacity(fetched.len());
+        for ((start, end), got) in runs.iter().zip(fetched) {
+            let got = got.ok_or_else(|| {
+                Error::corrupt("the shard object disappeared after its index was read")
+            })?;
+            if got.data.len() as u64 != end - start {
+                return Err(Error::corrupt(format!(
+                    "bytes {start}..{end} point past the end of the object ({} bytes read)",
+                    got.data.len()
+                )));
+            }
+            data.push((*start, got.data));
+        }
+        let fill = &self.layout.inner_repr().fill_value.0;
+        parallel::for_each_piece(out, each, |k, piece| match locs[k] {
+            None => {
+                for e in piece.chunks_exact_mut(fill.len()) {
+                    e.copy_from_slice(fill);
+                }
+                Ok(())
+            }
+            Some(loc) => {
+                // The run holding this chunk: the last one starting at or before it.
+                let r = data.partition_point(|(s, _)| *s <= loc.offset) - 1;
+                let (start, bytes) = &data[r];
+                let from = (loc.offset - start) as usize;
+                let i = self.layout.linear_index(coords[k])?;
+                self.layout
+                    .decode_chunk_into(i, &bytes[from..from + loc.nbytes as usize], piece)
+            }
+        })
+    }
+}
+
+/// Merge the byte ranges of `locs` into runs `(start, end)`, sorted: ranges closer than `gap`
+/// join; when the runs would cover most (≥ half) of the span from the first to the last byte,
+/// one run over the whole span is cheaper.
+fn plan_runs(locs: &[Option<ChunkLocation>], gap: u64) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = locs.iter().flatten().map(|l| (l.offset, l.end())).collect();
+    ranges.sort_unstable();
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in ranges {
+        match runs.last_mut() {
+            Some(last) if s <= last.1.saturating_add(gap) => last.1 = last.1.max(e),
+            _ => runs.push((s, e)),
+        }
+    }
+    if runs.len() > 1 {
+        let span = runs.last().unwrap().1 - runs[0].0;
+        let wanted: u64 = runs.iter().map(|(s, e)| e - s).sum();
+        if wanted >= span / 2 {
+            return vec![(runs[0].0, runs.last().unwrap().1)];
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(offset: u64, nbytes: u64) -> Option<ChunkLocation> {
+        Some(ChunkLocation { offset, nbytes })
+    }
+
+    #[test]
+    fn runs_by_hand() {
+        // Touching and near ranges merge; a far one stays apart; empties are skipped.
+        let locs = [at(0, 10), None, at(10, 5), at(20, 5), at(1000, 10)];
+        assert_eq!(plan_runs(&locs, 5), vec![(0, 25), (1000, 1010)]);
+        assert_eq!(plan_runs(&locs, 0), vec![(0, 15), (20, 25), (1000, 1010)]);
+        // Most of the span wanted: one read of the whole span.
+        let locs = [at(0, 100), at(150, 100), at(300, 100)];
+        assert_eq!(plan_runs(&locs, 0), vec![(0, 400)]);
+        assert_eq!(plan_runs(&[None, None], 10), vec![]);
     }
 }
 

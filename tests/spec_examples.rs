@@ -175,3 +175,38 @@ fn missing_object_reads_as_fill() {
     );
     assert_eq!(io.reads(), 1);
 }
+
+#[test]
+fn many_chunks_coalesce_into_few_reads() {
+    // 1-D shard of 8 uncompressed 4-byte chunks, index at the end (8 * 16 + 4 bytes).
+    let config = json!({"chunk_shape": [4], "codecs": [{"name": "bytes"}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]});
+    let l = std::sync::Arc::new(
+        ShardLayout::from_config_json(&config, DataType::UInt8, vec![32], FillValue(vec![0])).unwrap(),
+    );
+    let data: Vec<u8> = (1..=32).collect();
+    let io = CountingIo::new(MemoryIo::from_bytes(l.encode_shard(&data).unwrap()));
+    let reader = ShardReader::open(l.clone(), &io).unwrap();
+    let read = |coords: &[u64], gap: u64| {
+        reader.set_coalesce_gap(gap);
+        io.reset();
+        let list: Vec<[u64; 1]> = coords.iter().map(|&c| [c]).collect();
+        let refs: Vec<&[u64]> = list.iter().map(|c| &c[..]).collect();
+        let mut out = vec![0u8; 4 * coords.len()];
+        reader.read_chunks_into(&refs, &mut out).unwrap();
+        let expected: Vec<u8> = coords.iter().flat_map(|&c| data[4 * c as usize..4 * c as usize + 4].to_vec()).collect();
+        assert_eq!(out, expected);
+        (io.reads(), io.bytes_read())
+    };
+    // Chunks 0, 1 and 2 touch: one read of 12 bytes, whatever the order asked.
+    assert_eq!(read(&[2, 0, 1], 0), (1, 12));
+    // 0 and 7 are 24 bytes apart: two reads with no gap allowed, one (32 bytes) with a 24-byte gap.
+    assert_eq!(read(&[0, 7], 0), (2, 8));
+    assert_eq!(read(&[7, 0], 24), (1, 32));
+    // 0, 3 and 6 (12 of the 28 spanned bytes, under half): three reads; 0, 2, 4, 6 (16 of 28):
+    // one read of the whole span.
+    assert_eq!(read(&[0, 3, 6], 0), (3, 12));
+    assert_eq!(read(&[0, 2, 4, 6], 0), (1, 28));
+    // The same chunk twice is fine.
+    assert_eq!(read(&[5, 5], 0), (1, 4));
+}
