@@ -163,13 +163,16 @@ typedef struct shard_handle shard_handle;
  * * `userdata` is passed to every callback. It is owned by the host until `shard_open`
  *   succeeds; from then on the handle owns it and calls `destroy(userdata)` exactly once, from
  *   `shard_close`. When `shard_open` fails, `destroy` is not called.
- * * Every callback returns 0 on success; `SHARD_IO_NOT_FOUND` (read, read_suffix, size) when
- *   the object does not exist; any other value is an error code the library keeps.
+ * * Every callback returns 0 on success; `SHARD_IO_NOT_FOUND` (read, read_suffix, size,
+ *   remove) when the object does not exist; any other value (including `SHARD_IO_NOT_FOUND`
+ *   from write or truncate) is an error code the library keeps.
  * * Buffers passed to callbacks are owned by the library and valid only during the call.
  * * A short read (`*read_out < len`) means the object ends there; a callback must loop over
  *   its own partial transfers and never return short for any other reason.
- * * Threads: `read`, `read_suffix` and `size` may be called concurrently from every thread
- *   that calls `shard_read_*` on a read handle, so they must be thread-safe. `write`,
+ * * Threads: every callback runs on the thread whose `shard_*` call needs it (the library's
+ *   own worker threads, which decode in parallel, never call back). `read`, `read_suffix` and
+ *   `size` may therefore run concurrently when several threads call `shard_read_*` on one read
+ *   handle, so they must be thread-safe. `write`,
  *   `truncate` and `remove` are called only from the thread calling a write function on a
  *   write handle, never concurrently.
  * * Error mid-write: a failing `write` leaves the object partly written; the write handle
@@ -514,7 +517,9 @@ shard_status shard_chunk_info(const shard_handle *shard,
 /**
  * Encode inner chunk `coords` from `data` (`len` bytes = `shard_codec_inner_chunk_nbytes`,
  * C order, native byte order) and write it per the handle's mode. A chunk equal to the fill
- * value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given.
+ * value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given. When the `write`
+ * callback fails the object is incomplete: every later write or finalize on the handle returns
+ * `SHARD_ERR_INVALID_STATE` (close it and discard the object).
  *
  * Write handles only; exclusive use (a concurrent call on the same handle gets
  * `SHARD_ERR_BUSY`). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,

@@ -1,7 +1,7 @@
 //! The thread pool that encodes and decodes inner chunks in parallel.
 //!
-//! One process-wide pool whose size the host sets with [`set_threads`] (the C API's
-//! `shard_set_threads`): 0 means one thread per core (the default), 1 means no pool at all —
+//! One process-wide pool whose size the host sets with [`set_threads`] (or the environment
+//! variable `ZARRSHARD_THREADS`): 0 means one thread per core (the default), 1 means no pool —
 //! every chunk is encoded or decoded on the calling thread, for hosts that manage their own
 //! threads. Work is split by whole inner chunks (or rows of them), never finer, so a task is
 //! always worth its scheduling.
@@ -13,8 +13,14 @@ use std::sync::{Arc, RwLock};
 /// `None` until first use or after `set_threads` (rebuilt lazily).
 static POOL: RwLock<Option<(usize, Option<Arc<rayon::ThreadPool>>)>> = RwLock::new(None);
 
+/// The default size: `ZARRSHARD_THREADS` when set to a positive number (like
+/// `RAYON_NUM_THREADS`), otherwise one thread per core.
 fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::env::var("ZARRSHARD_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Set the number of threads used to encode and decode inner chunks: 0 = one per core,

@@ -106,7 +106,7 @@ pub struct ShardWriter<I: ShardIo> {
 enum WriterState {
     Open,
     Finalized,
-    /// `finalize` failed part way: the object's state is unknown.
+    /// A write or `finalize` failed part way: the object is incomplete.
     Failed,
 }
 
@@ -195,7 +195,7 @@ impl<I: ShardIo> ShardWriter<I> {
             WriterState::Open => Ok(()),
             WriterState::Finalized => Err(Error::InvalidState("the shard writer was already finalized".into())),
             WriterState::Failed => Err(Error::InvalidState(
-                "a previous finalize failed; the object is incomplete (close the writer and discard it)".into(),
+                "a previous write failed; the object is incomplete (close the writer and discard it)".into(),
             )),
         }
     }
@@ -268,7 +268,11 @@ impl<I: ShardIo> ShardWriter<I> {
                     }
                 };
                 self.touched = true;
-                self.io.write_at(offset, &encoded)?;
+                if let Err(e) = self.io.write_at(offset, &encoded) {
+                    // The object now holds a partial chunk; finishing it would hide that.
+                    self.state = WriterState::Failed;
+                    return Err(e);
+                }
                 self.index.set(
                     i,
                     Some(ChunkLocation {

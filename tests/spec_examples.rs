@@ -182,7 +182,8 @@ fn many_chunks_coalesce_into_few_reads() {
     let config = json!({"chunk_shape": [4], "codecs": [{"name": "bytes"}],
         "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]});
     let l = std::sync::Arc::new(
-        ShardLayout::from_config_json(&config, DataType::UInt8, vec![32], FillValue(vec![0])).unwrap(),
+        ShardLayout::from_config_json(&config, DataType::UInt8, vec![32], FillValue(vec![0]))
+            .unwrap(),
     );
     let data: Vec<u8> = (1..=32).collect();
     let io = CountingIo::new(MemoryIo::from_bytes(l.encode_shard(&data).unwrap()));
@@ -194,7 +195,10 @@ fn many_chunks_coalesce_into_few_reads() {
         let refs: Vec<&[u64]> = list.iter().map(|c| &c[..]).collect();
         let mut out = vec![0u8; 4 * coords.len()];
         reader.read_chunks_into(&refs, &mut out).unwrap();
-        let expected: Vec<u8> = coords.iter().flat_map(|&c| data[4 * c as usize..4 * c as usize + 4].to_vec()).collect();
+        let expected: Vec<u8> = coords
+            .iter()
+            .flat_map(|&c| data[4 * c as usize..4 * c as usize + 4].to_vec())
+            .collect();
         assert_eq!(out, expected);
         (io.reads(), io.bytes_read())
     };

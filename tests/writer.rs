@@ -334,3 +334,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_failed_write_blocks_the_writer() {
+    /// Memory whose second write fails.
+    struct FailSecond(MemoryIo, std::sync::atomic::AtomicUsize);
+    impl ShardIo for FailSecond {
+        fn read(&self, r: ByteRange) -> Result<Option<ReadOutput>> {
+            self.0.read(r)
+        }
+        fn write_at(&self, o: u64, d: &[u8]) -> Result<()> {
+            if self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                return Err(Error::Io { code: 5, message: "disk full".into() });
+            }
+            self.0.write_at(o, d)
+        }
+    }
+    let l = layout(raw(), "end", &[2], &[3], DataType::UInt8);
+    let io = FailSecond(MemoryIo::new(), Default::default());
+    let mut w = ShardWriter::new(l, &io, WriteStrategy::Streaming, WriteOptions::default()).unwrap();
+    w.write_chunk(&[0], &[1, 1]).unwrap();
+    assert!(matches!(w.write_chunk(&[1], &[2, 2]), Err(Error::Io { code: 5, .. })));
+    // Nothing may finish a shard that silently lacks chunk 1.
+    for r in [w.write_chunk(&[2], &[3, 3]), w.finalize().map(|_| ())] {
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "invalid state: a previous write failed; the object is incomplete (close the writer and discard it)"
+        );
+    }
+}

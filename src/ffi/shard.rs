@@ -272,11 +272,12 @@ pub unsafe extern "C" fn shard_read_chunk_raw(
     guard(|| {
         // SAFETY: per the documented contract.
         let (h, coords) = unsafe { chunk_args(shard, coords, rank) }?;
+        let size_query = buf.is_null() && len == 0;
         let buf = unsafe { bytes_mut(buf, len, "buf") }?;
         let nbytes_out = unsafe { out(nbytes_out, "nbytes_out") }?;
         let reader = h.reader()?;
         let nbytes = reader.chunk_location(coords)?.map_or(0, |l| l.nbytes) as usize;
-        if buf.is_empty() {
+        if size_query {
             *nbytes_out = nbytes;
             return Ok(());
         }
@@ -335,7 +336,9 @@ pub unsafe extern "C" fn shard_chunk_info(
 
 /// Encode inner chunk `coords` from `data` (`len` bytes = `shard_codec_inner_chunk_nbytes`,
 /// C order, native byte order) and write it per the handle's mode. A chunk equal to the fill
-/// value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given.
+/// value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given. When the `write`
+/// callback fails the object is incomplete: every later write or finalize on the handle returns
+/// `SHARD_ERR_INVALID_STATE` (close it and discard the object).
 ///
 /// Write handles only; exclusive use (a concurrent call on the same handle gets
 /// `SHARD_ERR_BUSY`). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,

@@ -144,7 +144,10 @@ tsan_threads() (
     set -x
     gcc "${STRICT[@]}" -O1 -g -fsanitize=thread -pthread "${INC[@]}" "$TC/test_threads.c" \
         "$EX/mem_io.c" -o "$OUT/asan/test_threads_tsan" "$LIBZS" $NATIVE &&
-    ZS_THREAD_ITERS=20 TSAN_OPTIONS=halt_on_error=1 "$OUT/asan/test_threads_tsan"
+    # The Rust library is not built with TSan, so TSan cannot see the synchronisation inside
+    # its worker pool (rayon) and would report its decoded output as racing with the caller;
+    # one worker thread keeps the check about the host-facing API, which is what it tests.
+    ZARRSHARD_THREADS=1 ZS_THREAD_ITERS=20 TSAN_OPTIONS=halt_on_error=1 "$OUT/asan/test_threads_tsan"
 )
 step tsan-test_threads tsan_threads
 

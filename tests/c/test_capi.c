@@ -974,7 +974,8 @@ static void test_read_chunks(void) {
     {
         uint64_t stored = 0;
         for (i = 0; i < NCHUNKS; i++) stored += model[i] != 0;
-        CHECK(mem_io_reads(m) == stored); /* one read per stored chunk */
+        /* The stored chunks lie back to back: their ranges coalesce into one read. */
+        CHECK(mem_io_reads(m) == (stored > 0 ? 1u : 0u));
     }
     for (i = 0; i < NCHUNKS; i++) {
         pattern(NCHUNKS - 1 - i, model[NCHUNKS - 1 - i], one);

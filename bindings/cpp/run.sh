@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The C++ binding (bindings/cpp), end to end:
+#
+#   1. tools: g++ from apt when missing
+#   2. the library (cargo build --release)
+#   3. the zarr-python interop fixture (bindings/make_fixture.py; scripts/venv.sh first when
+#      .venv is missing)
+#   4. example and tests built with -std=c++17 -Wall -Wextra -Werror -pedantic, plain (-O2)
+#      and with -fsanitize=address,undefined (leak detection on, UB fatal)
+#   5. both variants run: the example, then the tests (fixture + scratch directory)
+#
+# Everything it builds or writes goes to target/bindings/cpp/ (logs in .../logs). One
+# PASS/FAIL line per step, then `N passed, M failed` alone on the last line; exit status 0
+# only when nothing failed. Idempotent.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+cd "$REPO"
+OUT="$REPO/target/bindings/cpp"
+LOGS="$OUT/logs"
+mkdir -p "$OUT" "$LOGS"
+START=$SECONDS
+passed=0
+failed=0
+
+# step NAME COMMAND...: run COMMAND with its output in $LOGS/NAME.log; one line of result.
+# A test program's closing `N passed, M failed` line is echoed on the PASS/FAIL line.
+step() {
+    local name="$1"
+    shift
+    local log="$LOGS/$name.log" t0=$SECONDS detail
+    if "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        detail="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)"
+        echo "PASS $name${detail:+ ($detail)} [$((SECONDS - t0))s]"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $name [$((SECONDS - t0))s] -- last lines of $log:"
+        tail -n 25 "$log" | sed 's/^/    /'
+    fi
+}
+
+install_tools() {
+    if command -v g++ >/dev/null 2>&1; then
+        g++ --version | head -n 1
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "g++ is missing and this is not root: install g++ yourself" >&2
+        return 1
+    fi
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends g++
+}
+step tools install_tools
+
+LIBZS="$REPO/target/release/libzarrshard.a"
+build_library() {
+    cargo build --release --lib && [ -f "$LIBZS" ] && [ -f "$REPO/include/zarrshard.h" ]
+}
+step build-library build_library
+
+FIXTURE="$OUT/fixture"
+make_fixture() {
+    if [ ! -x "$REPO/.venv/bin/python" ] || ! "$REPO/.venv/bin/python" -c 'import zarr' 2>/dev/null; then
+        "$REPO/scripts/venv.sh" || return 1
+    fi
+    rm -rf "$FIXTURE"
+    "$REPO/.venv/bin/python" "$REPO/bindings/make_fixture.py" "$FIXTURE" &&
+        [ -f "$FIXTURE/fixture.zarr/zarr.json" ] && [ -f "$FIXTURE/fixture.raw" ]
+}
+step fixture make_fixture
+
+STRICT=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -pthread)
+INC=(-I"$REPO/include" -I"$HERE")
+LIBS=("$LIBZS" -lpthread -ldl -lm)
+SAN=(-O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+
+# build VARIANT FLAGS...: example and test_zarrshard into $OUT/VARIANT/.
+build() (
+    local dir="$OUT/$1"
+    shift
+    mkdir -p "$dir"
+    set -x
+    g++ "${STRICT[@]}" "$@" "${INC[@]}" "$HERE/example.cpp" -o "$dir/example" "${LIBS[@]}" &&
+    g++ "${STRICT[@]}" "$@" "${INC[@]}" "$HERE/tests/test_zarrshard.cpp" \
+        "$HERE/tests/second_tu.cpp" -o "$dir/test_zarrshard" "${LIBS[@]}"
+)
+
+# run_example VARIANT / run_tests VARIANT: in a fresh scratch directory each time.
+run_example() {
+    local dir="$OUT/$1/example-out"
+    rm -rf "$dir" && mkdir -p "$dir" && "$OUT/$1/example" "$dir"
+}
+run_tests() {
+    local dir="$OUT/$1/scratch"
+    rm -rf "$dir" && mkdir -p "$dir" && "$OUT/$1/test_zarrshard" "$FIXTURE" "$dir" &&
+        [ -z "$(ls -A "$dir" | grep '\.tmp\.')" ] # no temporary left behind
+}
+
+# The two compiles run side by side (the slow part); their logs are reported in order.
+build plain -O2 >"$LOGS/build-plain.bg" 2>&1 &
+pid_plain=$!
+build asan "${SAN[@]}" >"$LOGS/build-asan.bg" 2>&1 &
+pid_asan=$!
+wait_build() { # wait_build PID LOG
+    local rc=0
+    wait "$1" || rc=$?
+    cat "$2"
+    return "$rc"
+}
+step build-plain wait_build "$pid_plain" "$LOGS/build-plain.bg"
+step build-asan wait_build "$pid_asan" "$LOGS/build-asan.bg"
+
+step run-example-plain run_example plain
+step run-tests-plain run_tests plain
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+step run-example-asan run_example asan
+step run-tests-asan run_tests asan
+
+echo "total $((SECONDS - START))s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

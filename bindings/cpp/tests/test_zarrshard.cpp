@@ -1,0 +1,1082 @@
+// test_zarrshard: the C++ binding (bindings/cpp/zarrshard.hpp) from a C++ host's side.
+//
+//     test_zarrshard FIXTURE_DIR SCRATCH_DIR
+//
+// FIXTURE_DIR holds fixture.zarr and fixture.raw from bindings/make_fixture.py (zarr-python);
+// SCRATCH_DIR is an existing directory for the file tests. Each test prints `ok NAME` or
+// `FAIL NAME` with its failed checks; the last line is `N passed, M failed`; the exit status is
+// non-zero when something failed. Built with -Wall -Wextra -Werror -pedantic, plain and with
+// -fsanitize=address,undefined, by bindings/cpp/run.sh.
+
+// Included twice on purpose: the include guard must make that harmless.
+#include "zarrshard.hpp"
+#include "zarrshard.hpp"
+
+#include "common.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+using zarrshard::Codec;
+using zarrshard::Error;
+using zarrshard::FileIO;
+using zarrshard::Flags;
+using zarrshard::MemoryIO;
+using zarrshard::Mode;
+using zarrshard::Shard;
+using zarrshard::span;
+using testing::chunk_values;
+using testing::CFG_END;
+using testing::CFG_START;
+using testing::ZARR_JSON;
+
+namespace tu2 { // second_tu.cpp
+std::uint64_t write_shard(const zarrshard::Codec &codec, zarrshard::MemoryIO mem, int seed);
+zarrshard::Error failing_read(const zarrshard::Codec &codec);
+} // namespace tu2
+
+// ---- compile-time checks -------------------------------------------------------------------
+
+static_assert(!std::is_copy_constructible<Codec>::value && std::is_nothrow_move_constructible<Codec>::value &&
+                  std::is_nothrow_move_assignable<Codec>::value,
+              "Codec is move-only");
+static_assert(!std::is_copy_constructible<Shard>::value && std::is_nothrow_move_constructible<Shard>::value &&
+                  std::is_nothrow_move_assignable<Shard>::value,
+              "Shard is move-only");
+static_assert(!std::is_copy_constructible<FileIO>::value && std::is_nothrow_move_constructible<FileIO>::value,
+              "FileIO is move-only");
+static_assert(std::is_base_of<std::runtime_error, Error>::value, "Error is a runtime_error");
+static_assert(std::is_nothrow_copy_constructible<Error>::value, "exceptions copy without throwing");
+static_assert(zarrshard::is_io_object_v<MemoryIO> && zarrshard::is_io_object_v<FileIO> &&
+                  zarrshard::is_io_object_v<std::shared_ptr<MemoryIO>> && !zarrshard::is_io_object_v<int>,
+              "the I/O concept");
+static_assert(std::is_same<zarrshard::Coords, span<const std::uint64_t>>::value, "Coords");
+
+// ---- a tiny harness ------------------------------------------------------------------------
+
+static int g_passed, g_failed, t_failures;
+static std::string g_fixture, g_scratch;
+
+static void check_failed(int line, const std::string &what) {
+    if (t_failures++ < 8) std::cout << "    line " << line << ": " << what << "\n";
+}
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) check_failed(__LINE__, #cond);                                                \
+    } while (0)
+
+// Run STMT, expect an Error with STATUS; evaluates to the Error (std::optional).
+#define EXPECT_ERROR(stmt, status) expect_error([&] { stmt; }, (status), __LINE__, #stmt)
+
+template <class F>
+static std::optional<Error> expect_error(F &&f, shard_status want, int line, const char *what) {
+    try {
+        f();
+    } catch (const Error &e) {
+        if (e.status() != want) {
+            check_failed(line, std::string(what) + ": status " + std::to_string(e.status()) +
+                                   ", expected " + std::to_string(want) + ": " + e.what());
+            return std::nullopt;
+        }
+        return e;
+    } catch (const std::exception &e) {
+        check_failed(line, std::string(what) + ": unexpected exception " + e.what());
+        return std::nullopt;
+    }
+    check_failed(line, std::string(what) + ": no exception, expected status " + std::to_string(want));
+    return std::nullopt;
+}
+
+static bool contains(const std::string &s, const std::string &part) {
+    return s.find(part) != std::string::npos;
+}
+
+static void run(const char *name, void (*test)()) {
+    t_failures = 0;
+    try {
+        test();
+    } catch (const Error &e) {
+        check_failed(0, std::string("uncaught zarrshard::Error: ") + e.what() +
+                            " (io code " + std::to_string(e.io_code()) + ")");
+    } catch (const std::exception &e) {
+        check_failed(0, std::string("uncaught exception: ") + e.what());
+    } catch (...) {
+        check_failed(0, "uncaught non-standard exception");
+    }
+    if (t_failures == 0) {
+        g_passed++;
+        std::cout << "ok " << name << "\n";
+    } else {
+        g_failed++;
+        std::cout << "FAIL " << name << " (" << t_failures << " failed checks)\n";
+    }
+    std::cout.flush();
+}
+
+#define RUN(test) run(#test, test)
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+static Codec codec_end() { return Codec::from_config(CFG_END, "uint16", {16, 16}, "0"); }
+
+// Write every inner chunk of `seed`'s shard through `shard` (a write shard).
+static void write_all(Shard &shard, int seed) {
+    for (std::uint64_t cy = 0; cy < 4; cy++)
+        for (std::uint64_t cx = 0; cx < 4; cx++)
+            shard.write_chunk_as<std::uint16_t>({cy, cx}, chunk_values(cy, cx, seed));
+}
+
+// Whether every inner chunk of `shard` (a read shard) is `seed`'s, with `changed` applied.
+static bool reads_as(const Shard &shard, int seed,
+                     const std::function<std::vector<std::uint16_t>(std::uint64_t, std::uint64_t,
+                                                                   std::vector<std::uint16_t>)>
+                         &changed = nullptr) {
+    for (std::uint64_t cy = 0; cy < 4; cy++) {
+        for (std::uint64_t cx = 0; cx < 4; cx++) {
+            auto want = chunk_values(cy, cx, seed);
+            if (changed) want = changed(cy, cx, want);
+            if (shard.read_chunk_as<std::uint16_t>({cy, cx}) != want) {
+                std::cout << "    chunk [" << cy << ", " << cx << "] differs\n";
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static bool file_exists(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+static std::vector<std::uint8_t> file_bytes(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+static std::string scratch(const std::string &name) { return g_scratch + "/" + name; }
+
+// Live instances of CountedIO, to check that a shard destroys its I/O object exactly once.
+static std::atomic<int> g_live{0};
+
+struct CountedIO {
+    MemoryIO mem;
+    explicit CountedIO(MemoryIO m) : mem(std::move(m)) { g_live++; }
+    CountedIO(const CountedIO &o) : mem(o.mem) { g_live++; }
+    CountedIO(CountedIO &&o) noexcept : mem(o.mem) { g_live++; }
+    CountedIO &operator=(const CountedIO &) = delete;
+    ~CountedIO() { g_live--; }
+    std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) { return mem.read(offset, buf); }
+    std::optional<std::uint64_t> size() { return mem.size(); }
+    void write(std::uint64_t offset, span<const std::uint8_t> data) { mem.write(offset, data); }
+};
+
+// Only `read`: no size, no read_suffix, no write.
+struct ReadOnlyIO {
+    MemoryIO mem;
+    std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) { return mem.read(offset, buf); }
+};
+
+// Every callback; the one named `where` throws `kind` (once armed).
+enum class Kind { Runtime, Int, IoErr, System, BadAlloc, NotFoundEx };
+
+struct ThrowingIO {
+    MemoryIO mem;
+    std::string where;
+    Kind kind;
+    std::shared_ptr<std::atomic<bool>> armed = std::make_shared<std::atomic<bool>>(true);
+
+    void maybe_throw(const char *op) const {
+        if (!*armed || where != op) return;
+        switch (kind) {
+        case Kind::Runtime: throw std::runtime_error(std::string("boom in ") + op);
+        case Kind::Int: throw 42;
+        case Kind::IoErr: throw zarrshard::IoError(4242, std::string("host error in ") + op);
+        case Kind::System: throw std::system_error(ENOSPC, std::generic_category(), "disk full");
+        case Kind::BadAlloc: throw std::bad_alloc();
+        case Kind::NotFoundEx: throw zarrshard::NotFound();
+        }
+    }
+    std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) {
+        maybe_throw("read");
+        return mem.read(offset, buf);
+    }
+    zarrshard::SuffixRead read_suffix(span<std::uint8_t> buf) {
+        maybe_throw("read_suffix");
+        return mem.read_suffix(buf);
+    }
+    std::optional<std::uint64_t> size() {
+        maybe_throw("size");
+        return mem.size();
+    }
+    void write(std::uint64_t offset, span<const std::uint8_t> data) {
+        maybe_throw("write");
+        mem.write(offset, data);
+    }
+    void truncate(std::uint64_t len) {
+        maybe_throw("truncate");
+        mem.truncate(len);
+    }
+    void remove() {
+        maybe_throw("remove");
+        mem.remove();
+    }
+};
+
+// read + size only (no read_suffix), `size` throws.
+struct ThrowingSizeIO {
+    MemoryIO mem;
+    std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) { return mem.read(offset, buf); }
+    std::optional<std::uint64_t> size() { throw 42; }
+};
+
+static MemoryIO written_shard(int seed) {
+    MemoryIO mem;
+    Codec codec = codec_end();
+    auto shard = Shard::open(codec, mem, Mode::WriteBuffered);
+    write_all(shard, seed);
+    (void)shard.finalize();
+    return mem;
+}
+
+// ---- tests: basics ---------------------------------------------------------------------------
+
+static void test_version_and_span() {
+    CHECK(std::strlen(zarrshard::version()) > 0);
+    std::vector<std::uint64_t> v{1, 2, 3};
+    std::array<std::uint64_t, 2> a{{4, 5}};
+    std::uint64_t c[4] = {6, 7, 8, 9};
+    zarrshard::Coords from_vector = v, from_array = a, from_c = c;
+    CHECK(from_vector.size() == 3 && from_vector[2] == 3);
+    CHECK(from_array.size() == 2 && from_array[0] == 4);
+    CHECK(from_c.size() == 4 && from_c[3] == 9);
+    auto sum = [](zarrshard::Coords s) {
+        std::uint64_t t = 0;
+        for (auto x : s) t += x;
+        return t;
+    };
+    CHECK(sum({1, 2, 3, 4}) == 10);
+    CHECK(sum({}) == 0);
+    std::vector<std::uint16_t> u16{0x0102, 0x0304};
+    auto bytes = zarrshard::as_bytes(span<const std::uint16_t>(u16));
+    CHECK(bytes.size() == 4);
+    span<std::uint8_t> mutable_bytes = zarrshard::as_writable_bytes(span<std::uint16_t>(u16));
+    span<const std::uint8_t> const_bytes = mutable_bytes; // non-const to const
+    CHECK(const_bytes.size() == 4 && !const_bytes.empty());
+}
+
+static void test_codec_from_config_getters() {
+    const Codec codec = Codec::from_config(CFG_END, "uint16", {16, 16}, "7");
+    CHECK(static_cast<bool>(codec) && codec.get() != nullptr);
+    CHECK(codec.rank() == 2);
+    CHECK(codec.shard_shape() == (std::vector<std::uint64_t>{16, 16}));
+    CHECK(codec.inner_chunk_shape() == (std::vector<std::uint64_t>{4, 4}));
+    CHECK(codec.chunks_per_shard() == (std::vector<std::uint64_t>{4, 4}));
+    CHECK(codec.num_chunks() == 16);
+    CHECK(codec.inner_chunk_nbytes() == 32);
+    CHECK(codec.index_nbytes() == 16 * 16 + 4);
+    CHECK(codec.element_nbytes() == 2);
+    std::uint16_t seven = 0;
+    const auto fill = codec.fill_value();
+    CHECK(fill.size() == 2);
+    std::memcpy(&seven, fill.data(), 2);
+    CHECK(seven == 7);
+    CHECK(codec.data_type() == "uint16");
+    // A codec from a bare configuration knows no array.
+    auto e = EXPECT_ERROR((void)codec.array_shape(), SHARD_ERR_INVALID_STATE);
+    CHECK(e && !e->message().empty() && e->io_code() == 0);
+    EXPECT_ERROR((void)codec.grid_shape(), SHARD_ERR_INVALID_STATE);
+    EXPECT_ERROR((void)codec.shard_key({0, 0}), SHARD_ERR_INVALID_STATE);
+}
+
+static void test_codec_from_zarr_json_getters() {
+    const Codec codec = Codec::from_zarr_json(ZARR_JSON);
+    CHECK(codec.array_shape() == (std::vector<std::uint64_t>{32, 32}));
+    CHECK(codec.grid_shape() == (std::vector<std::uint64_t>{2, 2}));
+    CHECK(codec.shard_shape() == (std::vector<std::uint64_t>{16, 16}));
+    CHECK(codec.shard_key({1, 0}) == "c/1/0");
+    CHECK(codec.shard_key({0, 1}) == "c/0/1");
+    auto e = EXPECT_ERROR((void)codec.shard_key({2, 0}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && !e->message().empty() && e->io_code() == 0);
+    EXPECT_ERROR((void)codec.shard_key({0}), SHARD_ERR_INVALID_ARGUMENT);
+}
+
+static void test_codec_errors() {
+    auto e = EXPECT_ERROR((void)Codec::from_zarr_json("{"), SHARD_ERR_INVALID_METADATA);
+    if (e) {
+        CHECK(!e->message().empty());
+        CHECK(e->io_code() == 0);
+        CHECK(e->host_message().empty());
+        CHECK(contains(e->message(), shard_status_str(SHARD_ERR_INVALID_METADATA)));
+        CHECK(std::string(e->what()) == "zarrshard: " + e->message());
+        // A copy keeps everything; it is a std::runtime_error too.
+        const Error copy = *e;
+        CHECK(copy.status() == e->status() && copy.message() == e->message());
+        const std::runtime_error &base = copy;
+        CHECK(std::string(base.what()) == e->what());
+    }
+    EXPECT_ERROR((void)Codec::from_zarr_json(""), SHARD_ERR_INVALID_METADATA);
+    e = EXPECT_ERROR((void)Codec::from_config(CFG_END, "uint17", {16, 16}, "0"),
+                     SHARD_ERR_INVALID_METADATA);
+    CHECK(e && contains(e->message(), "uint17"));
+    // A shard shape that is not a multiple of the inner chunk shape.
+    e = EXPECT_ERROR((void)Codec::from_config(CFG_END, "uint16", {10, 16}, "0"),
+                     SHARD_ERR_INVALID_METADATA);
+    CHECK(e && !e->message().empty());
+    // A bytes→bytes codec after sharding cannot be read chunk by chunk.
+    std::string bad = ZARR_JSON;
+    const std::string tail = R"("index_location": "end"}})";
+    bad.insert(bad.find(tail) + tail.size(), R"(, {"name": "gzip", "configuration": {"level": 1}})");
+    e = EXPECT_ERROR((void)Codec::from_zarr_json(bad), SHARD_ERR_UNSUPPORTED_CODEC);
+    CHECK(e && !e->message().empty());
+    // Invalid UTF-8.
+    EXPECT_ERROR((void)Codec::from_zarr_json(std::string_view("\xff\xfe", 2)), SHARD_ERR_INVALID_ARGUMENT);
+}
+
+// ---- tests: round trips -------------------------------------------------------------------------
+
+static void test_memory_round_trip_write_modes() {
+    const Codec codec = codec_end();
+    for (Mode mode : {Mode::WriteBuffered, Mode::WriteStreaming}) {
+        for (Flags flags : {Flags::None, Flags::MortonOrder, Flags::StoreFillChunks,
+                            Flags::MortonOrder | Flags::StoreFillChunks}) {
+            MemoryIO mem;
+            {
+                auto shard = Shard::open(codec, mem, mode, flags);
+                CHECK(mem.use_count() == 2); // ours and the shard's
+                write_all(shard, 1);
+                const auto info = shard.chunk_info({1, 2});
+                CHECK(!info.empty && info.nbytes > 0);
+                const std::uint64_t size = shard.finalize();
+                CHECK(size > 0 && size == mem.bytes().size());
+            }
+            CHECK(mem.use_count() == 1); // the shard destroyed its copy at close
+            CHECK(mem.exists());
+            const auto shard = Shard::open(codec, mem);
+            CHECK(reads_as(shard, 1));
+            const bool store_fill =
+                (static_cast<std::uint32_t>(flags) & SHARD_FLAG_STORE_FILL_CHUNKS) != 0;
+            CHECK(shard.chunk_info({0, 0}).empty == !store_fill);
+            CHECK(shard.chunk_info({3, 3}).empty == !store_fill);
+            CHECK(!shard.chunk_info({2, 1}).empty);
+        }
+    }
+}
+
+static void test_memory_round_trip_update_modes() {
+    const Codec codec = codec_end();
+    const auto changed = [](std::uint64_t cy, std::uint64_t cx, std::vector<std::uint16_t> v) {
+        if (cy == 1 && cx == 1) return chunk_values(1, 1, 5);
+        if (cy == 2 && cx == 2) return std::vector<std::uint16_t>(16, 0);
+        if (cy == 3 && cx == 3) return chunk_values(3, 3, 6);
+        return v;
+    };
+    for (Mode mode : {Mode::UpdateAppend, Mode::UpdateInPlace}) {
+        MemoryIO mem = written_shard(1);
+        const std::size_t before = mem.bytes().size();
+        {
+            auto shard = Shard::open(codec, mem, mode);
+            shard.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 5));
+            shard.erase_chunk({2, 2});
+            shard.write_chunk_as<std::uint16_t>({3, 3}, chunk_values(3, 3, 6)); // was empty
+            CHECK(shard.chunk_info({2, 2}).empty);
+            const std::uint64_t size = shard.finalize();
+            CHECK(size == mem.bytes().size());
+            if (mode == Mode::UpdateAppend) CHECK(size > before);
+        }
+        const auto shard = Shard::open(codec, mem);
+        CHECK(reads_as(shard, 1, changed));
+    }
+    // Updating a missing object makes a new shard.
+    MemoryIO fresh;
+    {
+        auto shard = Shard::open(codec, fresh, Mode::UpdateInPlace);
+        write_all(shard, 2);
+        CHECK(shard.finalize() > 0);
+    }
+    CHECK(reads_as(Shard::open(codec, fresh), 2));
+}
+
+static void test_memory_index_at_start_and_read_chunks() {
+    const Codec codec = Codec::from_config(CFG_START, "uint16", {16, 16}, "0");
+    MemoryIO mem;
+    {
+        auto shard = Shard::open(codec, mem, Mode::WriteStreaming);
+        write_all(shard, 3);
+        (void)shard.finalize();
+    }
+    const auto shard = Shard::open(codec, mem);
+    CHECK(reads_as(shard, 3));
+    // Several chunks in one call, both forms.
+    const auto many = shard.read_chunks({{0, 1}, {2, 3}, {0, 0}});
+    CHECK(many.size() == 3 * 32);
+    std::vector<std::uint8_t> want;
+    for (auto c : {std::pair<int, int>{0, 1}, {2, 3}, {0, 0}}) {
+        auto v = chunk_values(static_cast<std::uint64_t>(c.first), static_cast<std::uint64_t>(c.second), 3);
+        auto b = zarrshard::as_bytes(span<const std::uint16_t>(v));
+        want.insert(want.end(), b.begin(), b.end());
+    }
+    CHECK(many == want);
+    std::vector<std::uint8_t> out(2 * 32);
+    shard.read_chunks({0, 1, 2, 3}, out);
+    CHECK(std::vector<std::uint8_t>(want.begin(), want.begin() + 64) == out);
+    EXPECT_ERROR(shard.read_chunks({0, 1, 2}, out), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(shard.read_chunks({0, 1}, out), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR((void)shard.read_chunks({{0, 1}, {2}}), SHARD_ERR_INVALID_ARGUMENT);
+    // Into a caller buffer.
+    std::vector<std::uint8_t> one(32);
+    shard.read_chunk({2, 3}, one);
+    CHECK(std::vector<std::uint8_t>(want.begin() + 32, want.begin() + 64) == one);
+}
+
+static void test_raw_copy_and_chunk_info() {
+    const Codec codec = codec_end();
+    MemoryIO src_mem = written_shard(1);
+    const auto src = Shard::open(codec, src_mem);
+    CHECK(src.read_chunk_raw_nbytes({0, 0}) == 0);
+    CHECK(src.read_chunk_raw({0, 0}).empty());
+    MemoryIO dst_mem;
+    {
+        auto dst = Shard::open(codec, dst_mem, Mode::WriteBuffered);
+        for (std::uint64_t cy = 0; cy < 4; cy++) {
+            for (std::uint64_t cx = 0; cx < 4; cx++) {
+                const auto raw = src.read_chunk_raw({cy, cx});
+                const auto info = src.chunk_info({cy, cx});
+                CHECK(raw.size() == info.nbytes);
+                CHECK(src.read_chunk_raw_nbytes({cy, cx}) == raw.size());
+                if (!raw.empty()) dst.write_chunk_raw({cy, cx}, raw);
+            }
+        }
+        // A buffered writer assigns offsets at finalize.
+        const auto pending = dst.chunk_info({1, 0});
+        CHECK(!pending.empty && pending.offset == 0 && pending.nbytes > 0);
+        CHECK(dst.chunk_info({0, 0}).empty);
+        (void)dst.finalize();
+    }
+    CHECK(reads_as(Shard::open(codec, dst_mem), 1));
+    CHECK(dst_mem.bytes() == src_mem.bytes()); // same chunks, same order, same index
+    // A caller buffer too small for the raw bytes.
+    std::vector<std::uint8_t> tiny(1);
+    EXPECT_ERROR((void)src.read_chunk_raw({1, 1}, tiny), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR((void)src.read_chunk_raw({1, 1}, span<std::uint8_t>()), SHARD_ERR_BUFFER_SIZE);
+    CHECK(src.read_chunk_raw({0, 0}, span<std::uint8_t>()) == 0);
+    std::vector<std::uint8_t> roomy(1000, 0xee);
+    const std::size_t n = src.read_chunk_raw({1, 1}, roomy);
+    CHECK(n == src.read_chunk_raw_nbytes({1, 1}) && roomy[n] == 0xee);
+    CHECK(std::vector<std::uint8_t>(roomy.begin(), roomy.begin() + static_cast<std::ptrdiff_t>(n)) ==
+          src.read_chunk_raw({1, 1}));
+}
+
+static void test_file_round_trip_every_mode() {
+    const Codec codec = codec_end();
+    for (Mode mode : {Mode::WriteBuffered, Mode::WriteStreaming}) {
+        const std::string path = scratch("write-" + std::to_string(static_cast<int>(mode)) + ".shard");
+        std::remove(path.c_str());
+        std::string tmp;
+        {
+            auto shard = Shard::open(codec, FileIO(path, FileIO::Write), mode);
+            tmp = shard.io<FileIO>().temporary_path();
+            CHECK(!tmp.empty() && file_exists(tmp));
+            write_all(shard, 1);
+            const std::uint64_t size = shard.finalize();
+            CHECK(!file_exists(path)); // nothing visible before commit
+            shard.io<FileIO>().commit();
+            CHECK(file_exists(path) && !file_exists(tmp));
+            CHECK(file_bytes(path).size() == size);
+            EXPECT_ERROR(shard.io<FileIO>().commit(), SHARD_ERR_INVALID_STATE);
+        }
+        CHECK(!file_exists(tmp));
+        CHECK(reads_as(Shard::open(codec, FileIO(path, FileIO::Read)), 1));
+    }
+    const auto changed = [](std::uint64_t cy, std::uint64_t cx, std::vector<std::uint16_t> v) {
+        return cy == 2 && cx == 1 ? chunk_values(2, 1, 9) : v;
+    };
+    for (Mode mode : {Mode::UpdateAppend, Mode::UpdateInPlace}) {
+        const std::string path = scratch("update-" + std::to_string(static_cast<int>(mode)) + ".shard");
+        {
+            auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteStreaming);
+            write_all(shard, 1);
+            (void)shard.finalize();
+            shard.io<FileIO>().commit();
+        }
+        const auto old_bytes = file_bytes(path);
+        {
+            auto shard = Shard::open(codec, FileIO(path, FileIO::Update), mode);
+            shard.write_chunk_as<std::uint16_t>({2, 1}, chunk_values(2, 1, 9));
+            (void)shard.finalize();
+            CHECK(file_bytes(path) == old_bytes); // the old shard is intact until commit
+            shard.io<FileIO>().commit();
+        }
+        CHECK(reads_as(Shard::open(codec, FileIO(path, FileIO::Read)), 1, changed));
+    }
+}
+
+static void test_file_uncommitted_and_removed() {
+    const Codec codec = codec_end();
+    const std::string path = scratch("keep.shard");
+    {
+        auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteBuffered);
+        write_all(shard, 1);
+        (void)shard.finalize();
+        shard.io<FileIO>().commit();
+    }
+    const auto before = file_bytes(path);
+    std::string tmp;
+    {
+        // Written and finalized but never committed: the old shard stays, the temporary goes.
+        auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteStreaming);
+        tmp = shard.io<FileIO>().temporary_path();
+        write_all(shard, 2);
+        (void)shard.finalize();
+    }
+    CHECK(!file_exists(tmp));
+    CHECK(file_bytes(path) == before);
+    {
+        // Nothing stored: finalize removes the object, commit deletes PATH.
+        auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteStreaming);
+        shard.write_chunk_as<std::uint16_t>({1, 1}, std::vector<std::uint16_t>(16, 0));
+        CHECK(shard.finalize() == 0);
+        shard.io<FileIO>().commit();
+    }
+    CHECK(!file_exists(path));
+    // A missing file reads as all fill value.
+    const auto shard = Shard::open(codec, FileIO(path, FileIO::Read));
+    CHECK(shard.read_chunk_as<std::uint16_t>({2, 2}) == std::vector<std::uint16_t>(16, 0));
+    CHECK(shard.chunk_info({2, 2}).empty);
+    EXPECT_ERROR(shard.io<FileIO>().commit(), SHARD_ERR_INVALID_STATE);
+    // A FileIO that cannot be opened.
+    auto e = EXPECT_ERROR(FileIO(scratch("no/such/dir/x.shard"), FileIO::Write), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOENT && contains(e->message(), "no/such/dir"));
+}
+
+static void test_memory_missing_object_reads_fill() {
+    const Codec codec = Codec::from_config(CFG_END, "uint16", {16, 16}, "513");
+    MemoryIO missing; // NotFound from read_suffix
+    const auto shard = Shard::open(codec, missing);
+    CHECK(shard.read_chunk_as<std::uint16_t>({3, 0}) == std::vector<std::uint16_t>(16, 513));
+    // `size()` returning nullopt (no read_suffix) says the same.
+    struct SizeOnly {
+        std::size_t read(std::uint64_t, span<std::uint8_t>) { throw zarrshard::NotFound(); }
+        std::optional<std::uint64_t> size() { return std::nullopt; }
+    };
+    const auto shard2 = Shard::open(codec, SizeOnly{});
+    CHECK(shard2.chunk_info({1, 1}).empty);
+    CHECK(shard2.read_chunk({1, 1}).size() == 32);
+}
+
+// ---- tests: errors ------------------------------------------------------------------------------
+
+static void test_shard_errors() {
+    const Codec codec = codec_end();
+    MemoryIO mem = written_shard(1);
+    const auto reader = Shard::open(codec, mem);
+    auto e = EXPECT_ERROR((void)reader.read_chunk({0, 0, 0}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && !e->message().empty() && e->io_code() == 0);
+    e = EXPECT_ERROR((void)reader.read_chunk({4, 0}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && !e->message().empty());
+    std::vector<std::uint8_t> small(31);
+    EXPECT_ERROR(reader.read_chunk({1, 1}, small), SHARD_ERR_BUFFER_SIZE);
+    e = EXPECT_ERROR((void)reader.read_chunk_as<std::uint32_t>({1, 1}), SHARD_ERR_BUFFER_SIZE);
+    CHECK(e && contains(e->message(), "4 bytes"));
+    // Mode checks: write calls on a read shard, read calls on a write shard.
+    Shard &r = const_cast<Shard &>(reader);
+    e = EXPECT_ERROR(r.write_chunk({1, 1}, std::vector<std::uint8_t>(32)), SHARD_ERR_INVALID_STATE);
+    CHECK(e && !e->message().empty());
+    EXPECT_ERROR((void)r.finalize(), SHARD_ERR_INVALID_STATE);
+    EXPECT_ERROR(r.erase_chunk({1, 1}), SHARD_ERR_INVALID_STATE);
+    MemoryIO out;
+    auto writer = Shard::open(codec, out, Mode::WriteStreaming);
+    EXPECT_ERROR((void)writer.read_chunk({1, 1}), SHARD_ERR_INVALID_STATE);
+    EXPECT_ERROR(writer.write_chunk({1, 1}, std::vector<std::uint8_t>(30)), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR(writer.write_chunk_as<std::uint8_t>({1, 1}, std::vector<std::uint8_t>(32)),
+                 SHARD_ERR_BUFFER_SIZE);
+    write_all(writer, 1);
+    (void)writer.finalize();
+    e = EXPECT_ERROR(writer.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 1)),
+                     SHARD_ERR_INVALID_STATE);
+    CHECK(e && !e->message().empty());
+    EXPECT_ERROR((void)writer.finalize(), SHARD_ERR_INVALID_STATE);
+    // Unknown flag bits and modes.
+    EXPECT_ERROR((void)Shard::open(codec, MemoryIO(), Mode::WriteBuffered, static_cast<Flags>(8)),
+                 SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR((void)Shard::open(codec, MemoryIO(), static_cast<Mode>(99)), SHARD_ERR_INVALID_ARGUMENT);
+    // The wrong I/O type.
+    e = EXPECT_ERROR((void)reader.io<FileIO>(), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(&reader.io<MemoryIO>() != nullptr);
+}
+
+static void test_corrupt_shards() {
+    const Codec codec = codec_end();
+    // A damaged index: the crc32c does not match.
+    auto bytes = written_shard(1).bytes();
+    bytes[bytes.size() - 10] ^= 0xff;
+    auto e = EXPECT_ERROR((void)Shard::open(codec, MemoryIO(bytes)), SHARD_ERR_CHECKSUM);
+    CHECK(e && !e->message().empty() && e->io_code() == 0);
+    // Too short to hold an index.
+    e = EXPECT_ERROR((void)Shard::open(codec, MemoryIO(std::vector<std::uint8_t>(7, 1))),
+                     SHARD_ERR_CORRUPT);
+    CHECK(e && !e->message().empty());
+    // A damaged inner chunk (zstd frame): the read fails, later reads still work.
+    MemoryIO mem = written_shard(1);
+    {
+        const auto reader = Shard::open(codec, mem);
+        const auto loc = reader.chunk_info({1, 1});
+        auto b = mem.bytes();
+        for (std::uint64_t i = 0; i < 4 && i < loc.nbytes; i++) b[loc.offset + i] ^= 0x5a;
+        mem.set(b);
+        e = EXPECT_ERROR((void)reader.read_chunk({1, 1}), SHARD_ERR_CORRUPT);
+        CHECK(e && !e->message().empty());
+        CHECK(reader.read_chunk_as<std::uint16_t>({2, 2}) == chunk_values(2, 2, 1));
+    }
+}
+
+static void test_host_io_error_code() {
+    const Codec codec = codec_end();
+    MemoryIO mem = written_shard(1);
+    ThrowingIO io{mem, "read", Kind::IoErr};
+    auto armed = io.armed;
+    *armed = false;
+    const auto shard = Shard::open(codec, io);
+    *armed = true;
+    auto e = EXPECT_ERROR((void)shard.read_chunk({1, 1}), SHARD_ERR_IO);
+    if (e) {
+        CHECK(e->io_code() == 4242);
+        CHECK(contains(e->message(), "read"));
+        CHECK(e->host_message() == "host error in read");
+        CHECK(contains(e->what(), "host error in read"));
+    }
+    // The next, successful call does not report the old host message.
+    *armed = false;
+    CHECK(shard.read_chunk_as<std::uint16_t>({1, 1}) == chunk_values(1, 1, 1));
+    e = EXPECT_ERROR((void)shard.read_chunk({9, 9}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->host_message().empty() && e->io_code() == 0);
+}
+
+static void test_contract_violation() {
+    const Codec codec = codec_end();
+    struct Liar {
+        MemoryIO mem;
+        std::size_t read(std::uint64_t, span<std::uint8_t> buf) { return buf.size() + 1; }
+        std::optional<std::uint64_t> size() { return mem.size(); }
+    };
+    auto e = EXPECT_ERROR((void)Shard::open(codec, Liar{written_shard(1)}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == SHARD_IO_CONTRACT_VIOLATION && !e->message().empty());
+}
+
+static void test_missing_callbacks() {
+    const Codec codec = codec_end();
+    // An index at the end needs read_suffix or size.
+    auto e = EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{written_shard(1)}), SHARD_ERR_UNSUPPORTED);
+    CHECK(e && !e->message().empty());
+    // With the index at the start, read alone is enough to read.
+    const Codec start = Codec::from_config(CFG_START, "uint16", {16, 16}, "0");
+    MemoryIO mem;
+    {
+        auto w = Shard::open(start, mem, Mode::WriteBuffered);
+        write_all(w, 4);
+        (void)w.finalize();
+    }
+    CHECK(reads_as(Shard::open(start, ReadOnlyIO{mem}), 4));
+    // Writing needs write.
+    auto w = Shard::open(codec, ReadOnlyIO{MemoryIO()}, Mode::WriteStreaming);
+    e = EXPECT_ERROR(w.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 1)), SHARD_ERR_UNSUPPORTED);
+    CHECK(e && contains(e->message(), "write"));
+    // Removing an all-fill shard needs remove (CountedIO has none) once something was written.
+    MemoryIO existing = written_shard(1);
+    auto u = Shard::open(codec, CountedIO(existing), Mode::UpdateAppend);
+    for (std::uint64_t cy = 0; cy < 4; cy++)
+        for (std::uint64_t cx = 0; cx < 4; cx++) u.erase_chunk({cy, cx});
+    EXPECT_ERROR((void)u.finalize(), SHARD_ERR_UNSUPPORTED);
+}
+
+// Every exception kind from every callback surfaces as Error(SHARD_ERR_IO) with the code the
+// trampoline chose, and nothing crashes (ASan/UBSan builds run this too).
+static void test_throwing_adapter() {
+    const Codec codec = codec_end();
+    struct KindCase {
+        Kind kind;
+        std::int32_t code;
+        const char *host;
+    };
+    const KindCase kinds[] = {
+        {Kind::Runtime, zarrshard::io_code_exception, "boom in "},
+        {Kind::Int, zarrshard::io_code_unknown_exception, "not a std::exception"},
+        {Kind::IoErr, 4242, "host error in "},
+        {Kind::System, ENOSPC, "disk full"},
+        {Kind::BadAlloc, ENOMEM, "alloc"},
+    };
+    int live_before = g_live;
+    for (const auto &k : kinds) {
+        const std::string label = "kind " + std::to_string(static_cast<int>(k.kind));
+        auto check = [&](const std::optional<Error> &e, const char *where) {
+            if (!e) {
+                check_failed(__LINE__, label + " " + where + ": no Error");
+                return;
+            }
+            if (e->io_code() != k.code)
+                check_failed(__LINE__, label + " " + where + ": io_code " + std::to_string(e->io_code()));
+            if (!contains(e->host_message(), k.host))
+                check_failed(__LINE__, label + " " + where + ": host message '" + e->host_message() + "'");
+            if (!contains(e->message(), where))
+                check_failed(__LINE__, label + " " + where + ": message '" + e->message() + "'");
+        };
+        // read_suffix at open.
+        check(EXPECT_ERROR((void)Shard::open(codec, ThrowingIO{written_shard(1), "read_suffix", k.kind}),
+                           SHARD_ERR_IO),
+              "read_suffix");
+        // read, after a good open.
+        {
+            ThrowingIO io{written_shard(1), "read", k.kind};
+            *io.armed = false;
+            auto armed = io.armed;
+            const auto shard = Shard::open(codec, io);
+            *armed = true;
+            check(EXPECT_ERROR((void)shard.read_chunk({2, 2}), SHARD_ERR_IO), "read");
+            *armed = false;
+            CHECK(shard.read_chunk_as<std::uint16_t>({2, 2}) == chunk_values(2, 2, 1));
+        }
+        // write, streaming.
+        {
+            auto shard = Shard::open(codec, ThrowingIO{MemoryIO(), "write", k.kind}, Mode::WriteStreaming);
+            check(EXPECT_ERROR(shard.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 1)),
+                               SHARD_ERR_IO),
+                  "write");
+        }
+        // write, buffered: the whole object at finalize.
+        {
+            auto shard = Shard::open(codec, ThrowingIO{MemoryIO(), "write", k.kind}, Mode::WriteBuffered);
+            write_all(shard, 1);
+            check(EXPECT_ERROR((void)shard.finalize(), SHARD_ERR_IO), "write");
+        }
+        // truncate at a streaming finalize.
+        {
+            auto shard = Shard::open(codec, ThrowingIO{MemoryIO(), "truncate", k.kind}, Mode::WriteStreaming);
+            write_all(shard, 1);
+            check(EXPECT_ERROR((void)shard.finalize(), SHARD_ERR_IO), "truncate");
+        }
+        // remove when nothing is stored.
+        {
+            auto shard = Shard::open(codec, ThrowingIO{written_shard(1), "remove", k.kind}, Mode::UpdateInPlace);
+            for (std::uint64_t cy = 0; cy < 4; cy++)
+                for (std::uint64_t cx = 0; cx < 4; cx++) shard.erase_chunk({cy, cx});
+            check(EXPECT_ERROR((void)shard.finalize(), SHARD_ERR_IO), "remove");
+        }
+    }
+    // size (no read_suffix): `throw 42`.
+    auto e = EXPECT_ERROR((void)Shard::open(codec, ThrowingSizeIO{written_shard(1)}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_unknown_exception && contains(e->message(), "size"));
+    // NotFound from remove means "already gone": success.
+    {
+        auto shard = Shard::open(codec, ThrowingIO{written_shard(1), "remove", Kind::NotFoundEx},
+                                 Mode::UpdateInPlace);
+        for (std::uint64_t cy = 0; cy < 4; cy++)
+            for (std::uint64_t cx = 0; cx < 4; cx++) shard.erase_chunk({cy, cx});
+        CHECK(shard.finalize() == 0);
+    }
+    CHECK(g_live == live_before);
+}
+
+// ---- tests: ownership, moves, threads -----------------------------------------------------------
+
+static void test_io_lifetime() {
+    const Codec codec = codec_end();
+    MemoryIO mem = written_shard(1);
+    CHECK(g_live == 0);
+    {
+        // A failed open destroys the adapter (and the moved-in object) before throwing.
+        EXPECT_ERROR((void)Shard::open(codec, CountedIO(MemoryIO(std::vector<std::uint8_t>(300, 9)))),
+                     SHARD_ERR_CHECKSUM);
+        CHECK(g_live == 0);
+    }
+    {
+        auto shard = Shard::open(codec, CountedIO(mem));
+        CHECK(g_live == 1); // the handle's, the temporary is gone
+        CHECK(&shard.io<CountedIO>().mem != nullptr);
+        shard.close();
+        CHECK(g_live == 0);
+        shard.close(); // idempotent
+        CHECK(!shard);
+    }
+    {
+        // Shared ownership: the object outlives the shard, io<T>() reaches it.
+        auto shared = std::make_shared<CountedIO>(mem);
+        auto shard = Shard::open(codec, shared);
+        CHECK(shared.use_count() == 2);
+        CHECK(&shard.io<CountedIO>() == shared.get());
+        CHECK(&shard.io<std::shared_ptr<CountedIO>>() != nullptr);
+        CHECK(reads_as(shard, 1));
+        shard.close();
+        CHECK(shared.use_count() == 1 && g_live == 1);
+    }
+    CHECK(g_live == 0);
+    {
+        // Borrowed with std::ref: nothing copied, nothing destroyed by the shard.
+        CountedIO local(mem);
+        {
+            auto shard = Shard::open(codec, std::ref(local));
+            CHECK(&shard.io<CountedIO>() == &local);
+            CHECK(g_live == 1);
+        }
+        CHECK(g_live == 1);
+    }
+    {
+        // A read-only object through a pointer to const: no write callback.
+        auto shard = Shard::open(codec, std::shared_ptr<const MemoryIO>(std::make_shared<MemoryIO>(mem)));
+        CHECK(reads_as(shard, 1) && shard.io<const MemoryIO>().exists());
+        auto w = Shard::open(codec, std::shared_ptr<const MemoryIO>(std::make_shared<MemoryIO>()),
+                             Mode::WriteStreaming);
+        EXPECT_ERROR(w.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 1)), SHARD_ERR_UNSUPPORTED);
+    }
+    {
+        auto unique = std::make_unique<CountedIO>(mem);
+        auto shard = Shard::open(codec, std::move(unique));
+        CHECK(g_live == 1 && reads_as(shard, 1));
+    }
+    CHECK(g_live == 0);
+}
+
+static void test_move_semantics() {
+    Codec a = codec_end();
+    Codec b = std::move(a);
+    CHECK(!a && b);
+    auto e = EXPECT_ERROR((void)a.rank(), SHARD_ERR_NULL_POINTER);
+    CHECK(e && !e->message().empty());
+    EXPECT_ERROR((void)a.data_type(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)Shard::open(a, MemoryIO()), SHARD_ERR_NULL_POINTER);
+    a = std::move(b); // into a moved-from codec
+    CHECK(a && !b && a.rank() == 2);
+    Codec c = codec_end();
+    c = std::move(a); // frees c's own codec
+    CHECK(c.num_chunks() == 16);
+
+    MemoryIO mem = written_shard(1);
+    Shard s1 = Shard::open(c, CountedIO(mem));
+    // Shards keep their own reference to the codec.
+    c = Codec();
+    CHECK(reads_as(s1, 1));
+    Shard s2 = std::move(s1);
+    CHECK(!s1 && s2 && g_live == 1);
+    EXPECT_ERROR((void)s1.read_chunk({1, 1}), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)s1.io<CountedIO>(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)s1.finalize(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)s1.read_chunk_as<std::uint32_t>({1, 1}), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)s1.read_chunks({{1, 1}}), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)s1.chunk_info({1, 1}), SHARD_ERR_NULL_POINTER);
+    const Shard never_opened;
+    EXPECT_ERROR((void)never_opened.read_chunks({1}, span<std::uint8_t>()), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)never_opened.read_chunk_raw({1, 1}), SHARD_ERR_NULL_POINTER);
+    CHECK(reads_as(s2, 1));
+    Shard s3 = Shard::open(codec_end(), CountedIO(mem));
+    CHECK(g_live == 2);
+    s2 = std::move(s3); // closes s2's handle
+    CHECK(g_live == 1 && reads_as(s2, 1));
+    s1 = std::move(s3); // moved-from into moved-from
+    CHECK(!s1 && !s3);
+    s2 = Shard();
+    CHECK(g_live == 0);
+
+    // A moved-from FileIO neither closes nor deletes what it gave away.
+    const std::string path = scratch("moved.shard");
+    FileIO f1(path, FileIO::Write);
+    const std::string tmp = f1.temporary_path();
+    FileIO f2 = std::move(f1);
+    CHECK(f1.temporary_path().empty() && f2.temporary_path() == tmp && file_exists(tmp));
+    { FileIO sink = std::move(f2); }
+    CHECK(!file_exists(tmp));
+    // MemoryIO copies share one object.
+    MemoryIO m1;
+    MemoryIO m2 = m1;
+    m2.set({1, 2, 3});
+    CHECK(m1.exists() && m1.bytes().size() == 3 && m1.use_count() == 2);
+}
+
+static void test_concurrent_reads() {
+    const Codec codec = codec_end();
+    const auto shard = Shard::open(codec, written_shard(1));
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++) {
+        threads.emplace_back([&shard, &bad, t] {
+            try {
+                for (int round = 0; round < 25; round++) {
+                    for (std::uint64_t i = 0; i < 16; i++) {
+                        const std::uint64_t cy = (i + static_cast<std::uint64_t>(t)) % 4, cx = i / 4;
+                        if (shard.read_chunk_as<std::uint16_t>({cy, cx}) != chunk_values(cy, cx, 1)) bad++;
+                    }
+                    // Errors on one thread carry that thread's message.
+                    try {
+                        (void)shard.read_chunk({7, 7});
+                        bad++;
+                    } catch (const Error &e) {
+                        if (e.status() != SHARD_ERR_INVALID_ARGUMENT || e.message().empty()) bad++;
+                    }
+                }
+            } catch (...) {
+                bad++;
+            }
+        });
+    }
+    for (auto &th : threads) th.join();
+    CHECK(bad == 0);
+}
+
+static void test_busy_write_from_two_threads() {
+    const Codec codec = codec_end();
+    struct BlockingIO {
+        MemoryIO mem;
+        std::shared_ptr<std::promise<void>> entered = std::make_shared<std::promise<void>>();
+        std::shared_future<void> release;
+        std::size_t read(std::uint64_t o, span<std::uint8_t> b) { return mem.read(o, b); }
+        std::optional<std::uint64_t> size() { return mem.size(); }
+        void write(std::uint64_t o, span<const std::uint8_t> d) {
+            if (entered) {
+                entered->set_value();
+                entered.reset();
+                release.wait();
+            }
+            mem.write(o, d);
+        }
+    };
+    std::promise<void> release;
+    BlockingIO io;
+    io.release = release.get_future().share();
+    auto entered = io.entered->get_future();
+    auto shard = Shard::open(codec, io, Mode::WriteStreaming);
+    std::thread writer([&shard] { shard.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 1)); });
+    const bool in_write = entered.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    CHECK(in_write);
+    if (in_write) {
+        auto e = EXPECT_ERROR(shard.write_chunk_as<std::uint16_t>({2, 2}, chunk_values(2, 2, 1)),
+                              SHARD_ERR_BUSY);
+        CHECK(e && !e->message().empty());
+    }
+    release.set_value();
+    writer.join();
+    shard.write_chunk_as<std::uint16_t>({2, 2}, chunk_values(2, 2, 1));
+    CHECK(shard.finalize() > 0);
+}
+
+static void test_two_translation_units() {
+    const Codec codec = codec_end();
+    MemoryIO mem;
+    const std::uint64_t size = tu2::write_shard(codec, mem, 7);
+    CHECK(size > 0 && size == mem.bytes().size());
+    CHECK(reads_as(Shard::open(codec, mem), 7));
+    const Error e = tu2::failing_read(codec);
+    CHECK(e.status() == SHARD_ERR_IO);
+    CHECK(e.io_code() == zarrshard::io_code_exception);
+    CHECK(e.host_message() == "boom from the second translation unit");
+}
+
+// ---- the zarr-python fixture --------------------------------------------------------------------
+
+static void test_zarr_python_fixture() {
+    const std::string dir = g_fixture + "/fixture.zarr";
+    std::ifstream meta(dir + "/zarr.json");
+    CHECK(meta.good());
+    std::stringstream text;
+    text << meta.rdbuf();
+    const Codec codec = Codec::from_zarr_json(text.str());
+    const auto raw = file_bytes(g_fixture + "/fixture.raw");
+    CHECK(raw.size() == 64 * 64 * 2);
+    CHECK(codec.array_shape() == (std::vector<std::uint64_t>{64, 64}));
+    CHECK(codec.data_type() == "uint16");
+    const auto grid = codec.grid_shape();
+    const auto per = codec.chunks_per_shard();
+    const auto inner = codec.inner_chunk_shape();
+    const auto shard_shape = codec.shard_shape();
+    CHECK(grid == (std::vector<std::uint64_t>{2, 2}) && per == (std::vector<std::uint64_t>{2, 2}));
+    CHECK(inner == (std::vector<std::uint64_t>{16, 16}));
+    if (raw.size() != 64 * 64 * 2 || grid.size() != 2) return;
+    int compared = 0, mismatched = 0, empty = 0;
+    for (std::uint64_t gy = 0; gy < grid[0]; gy++) {
+        for (std::uint64_t gx = 0; gx < grid[1]; gx++) {
+            const std::string key = codec.shard_key({gy, gx});
+            CHECK(key == "c/" + std::to_string(gy) + "/" + std::to_string(gx));
+            const auto shard = Shard::open(codec, FileIO(dir + "/" + key, FileIO::Read));
+            for (std::uint64_t cy = 0; cy < per[0]; cy++) {
+                for (std::uint64_t cx = 0; cx < per[1]; cx++) {
+                    const auto got = shard.read_chunk_as<std::uint16_t>({cy, cx});
+                    compared++;
+                    if (shard.chunk_info({cy, cx}).empty) empty++;
+                    bool same = got.size() == inner[0] * inner[1];
+                    for (std::uint64_t r = 0; same && r < inner[0]; r++) {
+                        for (std::uint64_t c = 0; c < inner[1]; c++) {
+                            const std::uint64_t y = gy * shard_shape[0] + cy * inner[0] + r;
+                            const std::uint64_t x = gx * shard_shape[1] + cx * inner[1] + c;
+                            const std::size_t at = static_cast<std::size_t>((y * 64 + x) * 2);
+                            const auto want = static_cast<std::uint16_t>(raw[at] | (raw[at + 1] << 8));
+                            if (got[r * inner[1] + c] != want) {
+                                same = false;
+                                break;
+                            }
+                        }
+                    }
+                    if (!same) {
+                        mismatched++;
+                        std::cout << "    shard " << key << " inner chunk [" << cy << ", " << cx << "] differs\n";
+                    }
+                }
+            }
+        }
+    }
+    CHECK(compared == 16);
+    CHECK(mismatched == 0);
+    CHECK(empty == 4); // the top-left inner chunk of every shard is fill value, so not stored
+    std::cout << "    fixture: " << compared << " inner chunks compared with fixture.raw, " << empty
+              << " empty\n";
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        std::cerr << "usage: test_zarrshard FIXTURE_DIR SCRATCH_DIR\n";
+        return 2;
+    }
+    g_fixture = argv[1];
+    g_scratch = argv[2];
+    RUN(test_version_and_span);
+    RUN(test_codec_from_config_getters);
+    RUN(test_codec_from_zarr_json_getters);
+    RUN(test_codec_errors);
+    RUN(test_memory_round_trip_write_modes);
+    RUN(test_memory_round_trip_update_modes);
+    RUN(test_memory_index_at_start_and_read_chunks);
+    RUN(test_raw_copy_and_chunk_info);
+    RUN(test_file_round_trip_every_mode);
+    RUN(test_file_uncommitted_and_removed);
+    RUN(test_memory_missing_object_reads_fill);
+    RUN(test_shard_errors);
+    RUN(test_corrupt_shards);
+    RUN(test_host_io_error_code);
+    RUN(test_contract_violation);
+    RUN(test_missing_callbacks);
+    RUN(test_throwing_adapter);
+    RUN(test_io_lifetime);
+    RUN(test_move_semantics);
+    RUN(test_concurrent_reads);
+    RUN(test_busy_write_from_two_threads);
+    RUN(test_two_translation_units);
+    RUN(test_zarr_python_fixture);
+    std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
+    return g_failed == 0 ? 0 : 1;
+}

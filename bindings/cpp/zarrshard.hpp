@@ -1,0 +1,1312 @@
+// zarrshard.hpp: a header-only C++17 binding of the zarrshard C API (include/zarrshard.h).
+//
+//     #include "zarrshard.hpp"      // with -I<repo>/include -I<repo>/bindings/cpp
+//     // link: <repo>/target/release/libzarrshard.a -lpthread -ldl -lm
+//
+//     auto codec = zarrshard::Codec::from_zarr_json(zarr_json_text);
+//     auto shard = zarrshard::Shard::open(codec, zarrshard::FileIO(path, zarrshard::FileIO::Read));
+//     std::vector<uint16_t> chunk = shard.read_chunk_as<uint16_t>({0, 1});
+//
+// Design (after wasmtime's C++ headers):
+// * one move-only class per C handle (`Codec`, `Shard`), owning it through a `std::unique_ptr`
+//   with a custom deleter; a moved-from object holds nothing, is safe to destroy, and its
+//   calls throw `Error` with `SHARD_ERR_NULL_POINTER`;
+// * every status is checked: a failure throws `zarrshard::Error` with the status, the
+//   library's message (`shard_last_error`) and the host's I/O code (`shard_last_io_code`);
+// * host storage is any C++ object with `read(offset, span<uint8_t>)` (see "The I/O concept"
+//   below); it is adapted into a `shard_io_callbacks` table whose trampolines are `noexcept`
+//   and turn every exception into an error code, so nothing thrown ever crosses into C.
+//
+// Threads: a `Codec` may be used from any number of threads at once (const calls). A `Shard`
+// opened for reading may be read from many threads at once (its const read calls), and then
+// the I/O object's `read`, `read_suffix` and `size` must be thread-safe. Write calls need
+// exclusive use of the `Shard`; the library refuses a concurrent write with
+// `SHARD_ERR_BUSY`. Destroying or moving a `Codec`/`Shard` must not race with its use.
+#ifndef ZARRSHARD_HPP
+#define ZARRSHARD_HPP
+
+#include "zarrshard.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#define ZARRSHARD_HPP_HAVE_POSIX 1
+#endif
+
+namespace zarrshard {
+
+// ---- span -------------------------------------------------------------------------------
+
+/// A non-owning view of `size()` contiguous `T`s (a minimal `std::span` for C++17).
+///
+/// Converts implicitly from `std::vector`, `std::array`, C arrays, `std::initializer_list`
+/// (so `{0, 1}` works as coordinates; the list lives until the end of the full expression)
+/// and `span<U>` when `U*` converts to `T*` (non-const to const). Borrowed: the viewed
+/// storage must outlive the span. Never throws.
+template <class T>
+class span {
+  public:
+    using element_type = T;
+    using value_type = std::remove_cv_t<T>;
+    using size_type = std::size_t;
+    using pointer = T *;
+    using iterator = T *;
+
+    constexpr span() noexcept = default;
+    constexpr span(T *data, std::size_t size) noexcept : data_(data), size_(size) {}
+    template <std::size_t N>
+    constexpr span(T (&array)[N]) noexcept : data_(array), size_(N) {}
+    template <class U, std::size_t N,
+              std::enable_if_t<std::is_convertible<U (*)[], T (*)[]>::value, int> = 0>
+    constexpr span(std::array<U, N> &array) noexcept : data_(array.data()), size_(N) {}
+    template <class U, std::size_t N,
+              std::enable_if_t<std::is_convertible<const U (*)[], T (*)[]>::value, int> = 0>
+    constexpr span(const std::array<U, N> &array) noexcept : data_(array.data()), size_(N) {}
+    template <class U, class A,
+              std::enable_if_t<std::is_convertible<U (*)[], T (*)[]>::value, int> = 0>
+    span(std::vector<U, A> &v) noexcept : data_(v.data()), size_(v.size()) {}
+    template <class U, class A,
+              std::enable_if_t<std::is_convertible<const U (*)[], T (*)[]>::value, int> = 0>
+    span(const std::vector<U, A> &v) noexcept : data_(v.data()), size_(v.size()) {}
+    // As C++26's std::span (P2447): for arguments, where the list outlives the call. Never
+    // keep such a span in a variable (`Coords c = {0, 1};` dangles).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
+    template <class U = T, std::enable_if_t<std::is_const<U>::value, int> = 0>
+    constexpr span(std::initializer_list<value_type> list) noexcept
+        : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+    template <class U, std::enable_if_t<!std::is_same<U, T>::value &&
+                                            std::is_convertible<U (*)[], T (*)[]>::value,
+                                        int> = 0>
+    constexpr span(span<U> other) noexcept : data_(other.data()), size_(other.size()) {}
+
+    [[nodiscard]] constexpr T *data() const noexcept { return data_; }
+    [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+    [[nodiscard]] constexpr bool empty() const noexcept { return size_ == 0; }
+    constexpr T *begin() const noexcept { return data_; }
+    constexpr T *end() const noexcept { return data_ + size_; }
+    /// Element `i`; unchecked, like `std::span`.
+    constexpr T &operator[](std::size_t i) const noexcept { return data_[i]; }
+
+  private:
+    T *data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+/// Coordinates (inner chunk or shard grid), one value per dimension.
+using Coords = span<const std::uint64_t>;
+
+/// The bytes of `s` (for trivially copyable `T`). Never throws.
+template <class T>
+[[nodiscard]] span<const std::uint8_t> as_bytes(span<T> s) noexcept {
+    static_assert(std::is_trivially_copyable<std::remove_cv_t<T>>::value,
+                  "as_bytes needs a trivially copyable element type");
+    return {reinterpret_cast<const std::uint8_t *>(s.data()), s.size_bytes()};
+}
+
+/// The writable bytes of `s` (for trivially copyable, non-const `T`). Never throws.
+template <class T>
+[[nodiscard]] span<std::uint8_t> as_writable_bytes(span<T> s) noexcept {
+    static_assert(!std::is_const<T>::value, "as_writable_bytes needs a mutable span");
+    static_assert(std::is_trivially_copyable<T>::value,
+                  "as_writable_bytes needs a trivially copyable element type");
+    return {reinterpret_cast<std::uint8_t *>(s.data()), s.size_bytes()};
+}
+
+// ---- errors -----------------------------------------------------------------------------
+
+/// The I/O code a callback returns when the C++ I/O object threw a `std::exception` that is
+/// neither `IoError`, `NotFound`, `std::system_error` nor `std::bad_alloc` (which gives
+/// `ENOMEM`). Negative, so it never collides with an `errno` value.
+inline constexpr std::int32_t io_code_exception = -1;
+/// The I/O code a callback returns when the C++ I/O object threw something that is not a
+/// `std::exception` (`throw 42`).
+inline constexpr std::int32_t io_code_unknown_exception = -2;
+
+/// A failed zarrshard call.
+///
+/// `status()` is the C status (never `SHARD_OK`), `message()` the library's own message,
+/// `io_code()` the host's I/O code for `SHARD_ERR_IO` (what the failing callback returned;
+/// `io_code_exception` / `io_code_unknown_exception` when the C++ I/O object threw) and 0
+/// otherwise, `host_message()` the `what()` of the exception the I/O object threw, if any.
+/// `what()` is "zarrshard: " + the message (or the status name when there is none) + the
+/// host message. Copyable without throwing; its accessors never throw.
+class Error : public std::runtime_error {
+  public:
+    /// An error with the given parts. Throws `std::bad_alloc` only.
+    Error(shard_status status, std::string message, std::int32_t io_code = 0,
+          std::string host_message = {})
+        : std::runtime_error(describe(status, message, host_message)), status_(status),
+          io_code_(io_code), message_(std::make_shared<const Parts>(
+                                 Parts{std::move(message), std::move(host_message)})) {}
+
+    /// The C status of the failed call.
+    [[nodiscard]] shard_status status() const noexcept { return status_; }
+    /// The library's message for the failed call (from `shard_last_error`), or the binding's.
+    [[nodiscard]] const std::string &message() const noexcept { return message_->message; }
+    /// The host's code for `SHARD_ERR_IO` (`shard_last_io_code`), 0 for other statuses.
+    [[nodiscard]] std::int32_t io_code() const noexcept { return io_code_; }
+    /// What the C++ I/O object's exception said when a callback threw; empty otherwise.
+    [[nodiscard]] const std::string &host_message() const noexcept { return message_->host; }
+
+  private:
+    struct Parts {
+        std::string message;
+        std::string host;
+    };
+
+    static std::string describe(shard_status status, const std::string &message,
+                                const std::string &host) {
+        // The library's messages name their kind ("invalid metadata: ..."); the status name
+        // stands in only when there is no message.
+        std::string s = "zarrshard: ";
+        s += message.empty() ? shard_status_str(static_cast<std::uint32_t>(status)) : message;
+        if (!host.empty()) s += " (host exception: " + host + ")";
+        return s;
+    }
+
+    shard_status status_;
+    std::int32_t io_code_;
+    std::shared_ptr<const Parts> message_; // shared: copying an exception must not throw
+};
+
+/// Thrown by an I/O object's `read`, `read_suffix` or `size` to say the object does not
+/// exist; the library then reads the shard as all fill value (`SHARD_IO_NOT_FOUND`).
+/// Thrown from `remove`, it means "already gone", which is success.
+struct NotFound : std::exception {
+    const char *what() const noexcept override { return "zarrshard: object not found"; }
+};
+
+/// Thrown by an I/O object to fail a callback with a chosen host code (e.g. an `errno`
+/// value); the failing zarrshard call throws `Error` with `SHARD_ERR_IO` and `io_code() ==
+/// code()`. A code of 0 is replaced by `EIO` (0 would mean success).
+class IoError : public std::runtime_error {
+  public:
+    IoError(std::int32_t code, const std::string &what)
+        : std::runtime_error(what), code_(code != 0 ? code : EIO) {}
+    [[nodiscard]] std::int32_t code() const noexcept { return code_; }
+
+  private:
+    std::int32_t code_;
+};
+
+namespace detail {
+
+/// What the last I/O object's exception said, on this thread (callbacks run on the thread of
+/// the zarrshard call that makes them).
+inline std::string &host_message() noexcept {
+    static thread_local std::string message;
+    return message;
+}
+
+inline void record_host_message(const char *what) noexcept {
+    try {
+        host_message() = what;
+    } catch (...) {
+        host_message().clear(); // out of memory: the code alone must do
+    }
+}
+
+/// The I/O code for the exception being handled. Call only inside a `catch` block.
+inline std::int32_t current_exception_code() noexcept {
+    try {
+        throw;
+    } catch (const NotFound &) {
+        return SHARD_IO_NOT_FOUND;
+    } catch (const IoError &e) {
+        record_host_message(e.what());
+        return e.code();
+    } catch (const std::system_error &e) {
+        record_host_message(e.what());
+        const int v = e.code().value();
+        return v != 0 ? static_cast<std::int32_t>(v) : EIO;
+    } catch (const std::bad_alloc &e) {
+        record_host_message(e.what());
+        return ENOMEM;
+    } catch (const std::exception &e) {
+        record_host_message(e.what());
+        return io_code_exception;
+    } catch (...) {
+        record_host_message("an exception that is not a std::exception");
+        return io_code_unknown_exception;
+    }
+}
+
+/// The library's message for the last failure on this thread.
+inline std::string last_error_message() {
+    std::size_t n = 0;
+    if (shard_last_error(nullptr, 0, &n) != SHARD_OK || n == 0) return {};
+    std::string s(n + 1, '\0');
+    std::size_t written = 0;
+    if (shard_last_error(&s[0], s.size(), &written) != SHARD_OK) return {};
+    s.resize(written < n ? written : n);
+    return s;
+}
+
+/// Throw `Error` for a failed status, with the library's message and I/O code.
+inline void check(shard_status status) {
+    if (status == SHARD_OK) return;
+    std::string host;
+    const std::int32_t io = status == SHARD_ERR_IO ? shard_last_io_code() : 0;
+    if (status == SHARD_ERR_IO) host.swap(host_message());
+    throw Error(status, last_error_message(), io, std::move(host));
+}
+
+/// Run a C call and check its status. The host message of an earlier call is dropped first,
+/// so an `Error` only ever reports an exception from its own call.
+template <class F>
+void call(F &&f) {
+    host_message().clear();
+    check(std::forward<F>(f)());
+}
+
+// Detection idiom: which optional members an I/O object has.
+template <class, template <class> class, class = void>
+struct detect : std::false_type {};
+template <class T, template <class> class Op>
+struct detect<T, Op, std::void_t<Op<T>>> : std::true_type {};
+
+template <class T>
+using read_op = decltype(std::declval<T &>().read(std::uint64_t{}, span<std::uint8_t>{}));
+template <class T>
+using read_suffix_op = decltype(std::declval<T &>().read_suffix(span<std::uint8_t>{}));
+template <class T>
+using size_op = decltype(std::declval<T &>().size());
+template <class T>
+using write_op =
+    decltype(std::declval<T &>().write(std::uint64_t{}, span<const std::uint8_t>{}));
+template <class T>
+using truncate_op = decltype(std::declval<T &>().truncate(std::uint64_t{}));
+template <class T>
+using remove_op = decltype(std::declval<T &>().remove());
+
+// Smart pointers and reference_wrapper are looked through: the I/O object is what they point at.
+template <class T>
+struct pointee {
+    using type = T;
+    static T &get(T &t) noexcept { return t; }
+};
+template <class T, class D>
+struct pointee<std::unique_ptr<T, D>> {
+    using type = T;
+    static T &get(std::unique_ptr<T, D> &p) noexcept { return *p; }
+};
+template <class T>
+struct pointee<std::shared_ptr<T>> {
+    using type = T;
+    static T &get(std::shared_ptr<T> &p) noexcept { return *p; }
+};
+template <class T>
+struct pointee<std::reference_wrapper<T>> {
+    using type = T;
+    static T &get(std::reference_wrapper<T> &r) noexcept { return r.get(); }
+};
+
+/// The heap object a `Shard` owns as its callbacks' `userdata`.
+struct AdapterBase {
+    virtual ~AdapterBase() = default;
+    /// The I/O object when it is a `T`, else nullptr.
+    virtual void *object(const std::type_info &type) noexcept = 0;
+};
+
+} // namespace detail
+
+/// What an I/O object's `read_suffix` returns: the bytes stored at the front of the buffer
+/// and, when known, the object's size.
+struct SuffixRead {
+    std::size_t nbytes = 0;
+    std::optional<std::uint64_t> object_size;
+};
+
+/// Whether `T` satisfies the I/O concept (has `read(uint64_t, span<uint8_t>) -> size_t`).
+template <class T>
+inline constexpr bool is_io_object_v =
+    detail::detect<typename detail::pointee<std::decay_t<T>>::type, detail::read_op>::value;
+
+namespace detail {
+
+// The noexcept trampolines for an I/O object of type IO (the stored type: maybe a pointer).
+template <class IO>
+struct Adapter final : AdapterBase {
+    using Object = typename pointee<IO>::type;
+    static_assert(detect<Object, read_op>::value,
+                  "an I/O object needs read(uint64_t offset, zarrshard::span<uint8_t>) -> size_t");
+    static_assert(std::is_convertible<read_op<Object>, std::size_t>::value,
+                  "an I/O object's read must return the number of bytes read (size_t)");
+
+    template <class... A>
+    explicit Adapter(A &&...args) : io(std::forward<A>(args)...) {}
+
+    IO io; // the host's object (or a pointer to it)
+
+    void *object(const std::type_info &type) noexcept override {
+        // const_cast: a pointee may be const (std::shared_ptr<const T>); io<T>() restores it.
+        if (type == typeid(IO)) return const_cast<void *>(static_cast<const void *>(&io));
+        if (type == typeid(Object)) return const_cast<void *>(static_cast<const void *>(&obj()));
+        return nullptr;
+    }
+
+    Object &obj() noexcept { return pointee<IO>::get(io); }
+    static Adapter &self(void *ud) noexcept {
+        return static_cast<Adapter &>(*static_cast<AdapterBase *>(ud));
+    }
+
+    static std::int32_t read(void *ud, std::uint64_t offset, std::size_t len, std::uint8_t *buf,
+                             std::size_t *read_out) noexcept {
+        try {
+            *read_out = static_cast<std::size_t>(
+                self(ud).obj().read(offset, span<std::uint8_t>(buf, len)));
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t read_suffix(void *ud, std::size_t len, std::uint8_t *buf,
+                                    std::size_t *read_out,
+                                    std::uint64_t *object_size_out) noexcept {
+        try {
+            using R = read_suffix_op<Object>;
+            if constexpr (std::is_convertible<R, SuffixRead>::value) {
+                SuffixRead r = self(ud).obj().read_suffix(span<std::uint8_t>(buf, len));
+                *read_out = r.nbytes;
+                if (r.object_size) *object_size_out = *r.object_size;
+            } else {
+                *read_out =
+                    static_cast<std::size_t>(self(ud).obj().read_suffix(span<std::uint8_t>(buf, len)));
+            }
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t size(void *ud, std::uint64_t *size_out) noexcept {
+        try {
+            std::optional<std::uint64_t> s = self(ud).obj().size();
+            if (!s) return SHARD_IO_NOT_FOUND;
+            *size_out = *s;
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t write(void *ud, std::uint64_t offset, const std::uint8_t *buf,
+                              std::size_t len) noexcept {
+        try {
+            self(ud).obj().write(offset, span<const std::uint8_t>(buf, len));
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t truncate(void *ud, std::uint64_t len) noexcept {
+        try {
+            self(ud).obj().truncate(len);
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t remove(void *ud) noexcept {
+        try {
+            self(ud).obj().remove();
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static void destroy(void *ud) noexcept { delete static_cast<AdapterBase *>(ud); }
+
+    /// The table for this adapter; `userdata` is `this` as an `AdapterBase *`.
+    shard_io_callbacks table() noexcept {
+        shard_io_callbacks t;
+        std::memset(&t, 0, sizeof t);
+        t.version = SHARD_IO_VERSION;
+        t.userdata = static_cast<AdapterBase *>(this);
+        t.read = &Adapter::read;
+        if constexpr (detect<Object, read_suffix_op>::value) t.read_suffix = &Adapter::read_suffix;
+        if constexpr (detect<Object, size_op>::value) t.size = &Adapter::size;
+        if constexpr (detect<Object, write_op>::value) t.write = &Adapter::write;
+        if constexpr (detect<Object, truncate_op>::value) t.truncate = &Adapter::truncate;
+        if constexpr (detect<Object, remove_op>::value) t.remove = &Adapter::remove;
+        t.destroy = &Adapter::destroy;
+        return t;
+    }
+};
+
+struct CodecDeleter {
+    void operator()(shard_codec *c) const noexcept { shard_codec_free(c); }
+};
+struct ShardDeleter {
+    void operator()(shard_handle *h) const noexcept { shard_close(h); }
+};
+
+} // namespace detail
+
+// ---- Codec ------------------------------------------------------------------------------
+
+/// How `Shard::open` opens a shard (`shard_mode`).
+enum class Mode : std::uint32_t {
+    /// Read: the index is read at open; `read_*` and `chunk_info`.
+    Read = SHARD_MODE_READ,
+    /// Write, buffered in memory; `finalize` writes the whole object at once.
+    WriteBuffered = SHARD_MODE_WRITE_BUFFERED,
+    /// Write, each chunk as given; the index at `finalize`.
+    WriteStreaming = SHARD_MODE_WRITE_STREAMING,
+    /// Update an existing shard, appending new chunks and a new index.
+    UpdateAppend = SHARD_MODE_UPDATE_APPEND,
+    /// Update an existing shard, rewriting chunks in place where they fit.
+    UpdateInPlace = SHARD_MODE_UPDATE_IN_PLACE,
+};
+
+/// `Shard::open` flags (`SHARD_FLAG_*`); combine with `|`.
+enum class Flags : std::uint32_t {
+    None = 0,
+    /// Lay out buffered shards in Morton order.
+    MortonOrder = SHARD_FLAG_MORTON_ORDER,
+    /// Store inner chunks equal to the fill value instead of leaving them empty.
+    StoreFillChunks = SHARD_FLAG_STORE_FILL_CHUNKS,
+};
+
+/// Both flags' bits. Never throws.
+constexpr Flags operator|(Flags a, Flags b) noexcept {
+    return static_cast<Flags>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));
+}
+
+/// The library version, e.g. "0.1.0". Thread-safe; never throws.
+[[nodiscard]] inline const char *version() noexcept { return shard_version(); }
+
+/// A shard layout: the sharding codec bound to one shard shape, data type and fill value.
+///
+/// Owns a `shard_codec` (freed by the destructor). Move-only; a moved-from `Codec` is empty
+/// (`!codec`), safe to destroy and assign to, and its getters throw `Error`
+/// (`SHARD_ERR_NULL_POINTER`). Every const member is thread-safe. Shards opened with a codec
+/// keep their own reference: the `Codec` may be destroyed while they are open.
+class Codec {
+  public:
+    /// An empty codec (holds nothing). Never throws.
+    Codec() noexcept = default;
+
+    /// Take ownership of `codec` (from `shard_codec_from_*`; may be null). Never throws.
+    explicit Codec(shard_codec *codec) noexcept : ptr_(codec) {}
+
+    /// Build a codec from a Zarr v3 array `zarr.json` text (its `codecs` must hold
+    /// `sharding_indexed`). Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`,
+    /// `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_INVALID_ARGUMENT`, ...).
+    [[nodiscard]] static Codec from_zarr_json(std::string_view zarr_json) {
+        shard_codec *c = nullptr;
+        detail::call([&] {
+            return shard_codec_from_zarr_json(zarr_json.data(), zarr_json.size(), &c);
+        });
+        return Codec(c);
+    }
+
+    /// Build a codec from a bare `sharding_indexed` configuration object (JSON), a data type
+    /// name (`"uint16"`), the shard shape and the fill value as JSON (`"0"`, `"\"NaN\""`).
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_INVALID_ARGUMENT`,
+    /// `SHARD_ERR_UNSUPPORTED_CODEC`, ...).
+    [[nodiscard]] static Codec from_config(std::string_view config_json, std::string_view data_type,
+                                           Coords shard_shape, std::string_view fill_value_json) {
+        shard_codec *c = nullptr;
+        detail::call([&] {
+            return shard_codec_from_config(config_json.data(), config_json.size(),
+                                           data_type.data(), data_type.size(), shard_shape.data(),
+                                           shard_shape.size(), fill_value_json.data(),
+                                           fill_value_json.size(), &c);
+        });
+        return Codec(c);
+    }
+
+    /// Whether this holds a codec. Never throws.
+    explicit operator bool() const noexcept { return ptr_ != nullptr; }
+    /// The C handle, borrowed (still owned by this object); null when empty. Never throws.
+    [[nodiscard]] const shard_codec *get() const noexcept { return ptr_.get(); }
+    /// Give up ownership of the C handle (free it with `shard_codec_free`). Never throws.
+    [[nodiscard]] shard_codec *release() noexcept { return ptr_.release(); }
+
+    /// Number of dimensions of a shard. Throws `Error`.
+    [[nodiscard]] std::size_t rank() const {
+        std::size_t r = 0;
+        detail::call([&] { return shard_codec_rank(get(), &r); });
+        return r;
+    }
+    /// Elements per dimension of a shard. Throws `Error`.
+    [[nodiscard]] std::vector<std::uint64_t> shard_shape() const {
+        return shape(&shard_codec_shard_shape);
+    }
+    /// Elements per dimension of an inner chunk. Throws `Error`.
+    [[nodiscard]] std::vector<std::uint64_t> inner_chunk_shape() const {
+        return shape(&shard_codec_inner_chunk_shape);
+    }
+    /// Inner chunks per shard along each dimension. Throws `Error`.
+    [[nodiscard]] std::vector<std::uint64_t> chunks_per_shard() const {
+        return shape(&shard_codec_chunks_per_shard);
+    }
+    /// Array shape (codecs from `zarr.json` only; else `Error` with
+    /// `SHARD_ERR_INVALID_STATE`).
+    [[nodiscard]] std::vector<std::uint64_t> array_shape() const {
+        return shape(&shard_codec_array_shape);
+    }
+    /// Shards per dimension (codecs from `zarr.json` only; else `Error` with
+    /// `SHARD_ERR_INVALID_STATE`).
+    [[nodiscard]] std::vector<std::uint64_t> grid_shape() const {
+        return shape(&shard_codec_grid_shape);
+    }
+    /// Inner chunks per shard. Throws `Error`.
+    [[nodiscard]] std::uint64_t num_chunks() const {
+        std::uint64_t n = 0;
+        detail::call([&] { return shard_codec_num_chunks(get(), &n); });
+        return n;
+    }
+    /// Decoded bytes of one inner chunk (what `read_chunk`/`write_chunk` take). Throws `Error`.
+    [[nodiscard]] std::size_t inner_chunk_nbytes() const {
+        std::size_t n = 0;
+        detail::call([&] { return shard_codec_inner_chunk_nbytes(get(), &n); });
+        return n;
+    }
+    /// Encoded bytes of the shard index. Throws `Error`.
+    [[nodiscard]] std::uint64_t index_nbytes() const {
+        std::uint64_t n = 0;
+        detail::call([&] { return shard_codec_index_nbytes(get(), &n); });
+        return n;
+    }
+    /// Bytes of one element. Throws `Error`.
+    [[nodiscard]] std::size_t element_nbytes() const {
+        std::size_t n = 0;
+        detail::call([&] { return shard_codec_element_nbytes(get(), &n); });
+        return n;
+    }
+    /// The fill value: one element, native byte order. Throws `Error`.
+    [[nodiscard]] std::vector<std::uint8_t> fill_value() const {
+        std::vector<std::uint8_t> v(element_nbytes());
+        detail::call([&] { return shard_codec_fill_value(get(), v.data(), v.size()); });
+        return v;
+    }
+    /// The Zarr v3 data type name (`"uint16"`). Throws `Error`.
+    [[nodiscard]] std::string data_type() const {
+        std::size_t n = 0;
+        detail::call([&] { return shard_codec_data_type(get(), nullptr, 0, &n); });
+        std::string s(n + 1, '\0');
+        std::size_t written = 0;
+        detail::call([&] { return shard_codec_data_type(get(), &s[0], s.size(), &written); });
+        s.resize(written);
+        return s;
+    }
+    /// The storage key of the shard at grid coordinates `coords` (`"c/0/1"`; codecs from
+    /// `zarr.json` only). Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` outside the grid,
+    /// `SHARD_ERR_INVALID_STATE`).
+    [[nodiscard]] std::string shard_key(Coords coords) const {
+        std::size_t n = 0;
+        detail::call([&] {
+            return shard_codec_shard_key(get(), coords.data(), coords.size(), nullptr, 0, &n);
+        });
+        std::string s(n + 1, '\0');
+        std::size_t written = 0;
+        detail::call([&] {
+            return shard_codec_shard_key(get(), coords.data(), coords.size(), &s[0], s.size(),
+                                         &written);
+        });
+        s.resize(written);
+        return s;
+    }
+
+  private:
+    using ShapeFn = shard_status (*)(const shard_codec *, std::uint64_t *, std::size_t);
+    std::vector<std::uint64_t> shape(ShapeFn fn) const {
+        std::vector<std::uint64_t> v(rank());
+        detail::call([&] { return fn(get(), v.data(), v.size()); });
+        return v;
+    }
+
+    std::unique_ptr<shard_codec, detail::CodecDeleter> ptr_;
+};
+
+// ---- Shard ------------------------------------------------------------------------------
+
+/// Where an inner chunk is stored (`shard_chunk_location`).
+struct ChunkLocation {
+    /// Byte offset in the shard object (meaningless when `empty`).
+    std::uint64_t offset = 0;
+    /// Encoded size in bytes (0 when `empty`).
+    std::uint64_t nbytes = 0;
+    /// True when the chunk is not stored (it reads as the fill value).
+    bool empty = true;
+};
+
+/// One open shard object.
+///
+/// Owns a `shard_handle` (closed by the destructor or `close()`) and, through it, the I/O
+/// object given to `open` (destroyed when the handle closes). Move-only; a moved-from or
+/// closed `Shard` is empty (`!shard`), safe to destroy, and its calls throw `Error`
+/// (`SHARD_ERR_NULL_POINTER`).
+///
+/// Threads: const members (the read calls) may run from many threads at once on a read
+/// shard. Non-const members need exclusive use; a concurrent write call is refused with
+/// `SHARD_ERR_BUSY`.
+class Shard {
+  public:
+    /// An empty shard (holds nothing). Never throws.
+    Shard() noexcept = default;
+    Shard(Shard &&other) noexcept
+        : ptr_(std::move(other.ptr_)), io_(std::exchange(other.io_, nullptr)),
+          rank_(other.rank_), chunk_nbytes_(other.chunk_nbytes_),
+          element_nbytes_(other.element_nbytes_) {}
+    Shard &operator=(Shard &&other) noexcept {
+        if (this != &other) {
+            ptr_ = std::move(other.ptr_); // closes the handle this held
+            io_ = std::exchange(other.io_, nullptr);
+            rank_ = other.rank_;
+            chunk_nbytes_ = other.chunk_nbytes_;
+            element_nbytes_ = other.element_nbytes_;
+        }
+        return *this;
+    }
+    Shard(const Shard &) = delete;
+    Shard &operator=(const Shard &) = delete;
+    ~Shard() = default;
+
+    /// Open the shard object behind `io` with `codec`'s layout in `mode`.
+    ///
+    /// `io` is any object with `read(uint64_t offset, span<uint8_t> buf) -> size_t` (bytes
+    /// stored at `buf`'s front; fewer than `buf.size()` only at the object's end) and
+    /// optionally `size() -> std::optional<uint64_t>`, `read_suffix(span<uint8_t>) ->
+    /// SuffixRead`, `write(uint64_t, span<const uint8_t>)`, `truncate(uint64_t)` and
+    /// `remove()` (write modes need `write`; an index at the end needs `read_suffix` or
+    /// `size`). It signals a missing object by throwing `NotFound` (or `size()` returning
+    /// `nullopt`), a host error by throwing `IoError(code, ...)`; any other exception fails
+    /// the call too (see `io_code_exception`).
+    ///
+    /// Ownership: `io` is moved (or copied) into a heap adapter the handle owns; it lives until
+    /// the shard closes, and `io<T>()` borrows it. Pass a `std::shared_ptr<T>`,
+    /// `std::unique_ptr<T>` or `std::ref(t)` to keep it elsewhere (with `std::ref`, `t` must
+    /// outlive the shard). If `open` throws, the shard keeps nothing: the adapter and the
+    /// object moved into it are already destroyed (an empty `codec` fails before the move).
+    /// The object's destructor runs in `close` and must not throw. Thread-safe. Throws `Error` (`SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+    /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`, `SHARD_ERR_INVALID_ARGUMENT`, ...).
+    template <class IO>
+    [[nodiscard]] static Shard open(const Codec &codec, IO &&io, Mode mode = Mode::Read,
+                                    Flags flags = Flags::None) {
+        using Stored = std::decay_t<IO>;
+        static_assert(is_io_object_v<Stored>,
+                      "an I/O object needs read(uint64_t offset, zarrshard::span<uint8_t>)");
+        Shard s;
+        s.rank_ = codec.rank(); // also rejects an empty codec before anything is built
+        s.chunk_nbytes_ = codec.inner_chunk_nbytes();
+        s.element_nbytes_ = codec.element_nbytes();
+        auto adapter = std::make_unique<detail::Adapter<Stored>>(std::forward<IO>(io));
+        const shard_io_callbacks table = adapter->table();
+        shard_handle *h = nullptr;
+        detail::call([&] {
+            return shard_open_ex(codec.get(), &table, static_cast<std::uint32_t>(mode),
+                                 static_cast<std::uint32_t>(flags), &h);
+        });
+        // From here the handle owns the adapter (its destroy callback deletes it).
+        s.io_ = adapter.release();
+        s.ptr_.reset(h);
+        return s;
+    }
+
+    /// Whether this holds an open handle. Never throws.
+    explicit operator bool() const noexcept { return ptr_ != nullptr; }
+    /// The C handle, borrowed; null when empty. Never throws.
+    [[nodiscard]] const shard_handle *get() const noexcept { return ptr_.get(); }
+    /// Rank of the codec the shard was opened with. Never throws.
+    [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
+    /// Decoded bytes of one inner chunk. Never throws.
+    [[nodiscard]] std::size_t inner_chunk_nbytes() const noexcept { return chunk_nbytes_; }
+
+    /// Close the handle now: a write shard not finalized is discarded; the I/O object is
+    /// destroyed. Idempotent. Not thread-safe with other calls on this shard. Never throws.
+    void close() noexcept {
+        io_ = nullptr;
+        ptr_.reset();
+    }
+
+    /// Borrow the I/O object given to `open` when it is a `T` (or points at one, for smart
+    /// pointers and `std::ref`); valid until the shard closes. E.g.
+    /// `shard.io<FileIO>().commit()`. Throws `Error` (`SHARD_ERR_NULL_POINTER` when empty,
+    /// `SHARD_ERR_INVALID_ARGUMENT` for another type).
+    template <class T>
+    [[nodiscard]] T &io() const {
+        if (io_ == nullptr) throw Error(SHARD_ERR_NULL_POINTER, "`shard` must not be NULL (closed or moved from)");
+        void *p = io_->object(typeid(T));
+        if (p == nullptr)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT, "invalid argument: the I/O object is not a " +
+                                                        std::string(typeid(T).name()));
+        return *static_cast<T *>(p);
+    }
+
+    /// Decode inner chunk `coords` into `out` (`inner_chunk_nbytes()` bytes, C order, native
+    /// byte order; the fill value when the chunk is empty). Read shards only. Thread-safe.
+    /// Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`,
+    /// `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_INVALID_STATE`).
+    void read_chunk(Coords coords, span<std::uint8_t> out) const {
+        detail::call([&] {
+            return shard_read_chunk(get(), coords.data(), coords.size(), out.data(), out.size());
+        });
+    }
+
+    /// Decode inner chunk `coords` into a new vector. As `read_chunk(coords, out)`.
+    [[nodiscard]] std::vector<std::uint8_t> read_chunk(Coords coords) const {
+        std::vector<std::uint8_t> v(chunk_nbytes_);
+        read_chunk(coords, v);
+        return v;
+    }
+
+    /// Decode inner chunk `coords` as elements of `T` (trivially copyable, `sizeof(T)` equal
+    /// to the data type's size, e.g. `uint16_t` for `"uint16"`). Thread-safe. Throws `Error`
+    /// (`SHARD_ERR_BUFFER_SIZE` when `sizeof(T)` does not match, and as `read_chunk`).
+    template <class T>
+    [[nodiscard]] std::vector<T> read_chunk_as(Coords coords) const {
+        static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
+        check_element<T>();
+        std::vector<T> v(chunk_nbytes_ / sizeof(T));
+        read_chunk(coords, as_writable_bytes(span<T>(v)));
+        return v;
+    }
+
+    /// Decode several inner chunks in one call: `flat_coords` holds `count * rank()` values,
+    /// chunk after chunk; `out` receives `count * inner_chunk_nbytes()` bytes. Thread-safe.
+    /// Throws `Error` (as `read_chunk`; `SHARD_ERR_INVALID_ARGUMENT` when `flat_coords` is
+    /// not a multiple of the rank). On error `out`'s contents are unspecified.
+    void read_chunks(Coords flat_coords, span<std::uint8_t> out) const {
+        const std::size_t count = chunk_count(flat_coords.size());
+        detail::call([&] {
+            return shard_read_chunks(get(), flat_coords.data(), count, rank_, out.data(),
+                                     out.size());
+        });
+    }
+
+    /// Decode the inner chunks at `coords` (one coordinate vector each) into one vector, the
+    /// chunks one after another. Thread-safe. Throws `Error` as `read_chunks(flat, out)`.
+    [[nodiscard]] std::vector<std::uint8_t>
+    read_chunks(const std::vector<std::vector<std::uint64_t>> &coords) const {
+        require_open();
+        std::vector<std::uint64_t> flat;
+        flat.reserve(coords.size() * rank_);
+        for (const auto &c : coords) {
+            if (c.size() != rank_)
+                throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                            "invalid argument: chunk coordinates have " +
+                                std::to_string(c.size()) +
+                                " values, the shard has rank " + std::to_string(rank_));
+            flat.insert(flat.end(), c.begin(), c.end());
+        }
+        std::vector<std::uint8_t> v(coords.size() * chunk_nbytes_);
+        read_chunks(flat, v);
+        return v;
+    }
+
+    /// Encoded size of inner chunk `coords` from the index, without reading (0 when empty).
+    /// Read shards only. Thread-safe. Throws `Error`.
+    [[nodiscard]] std::size_t read_chunk_raw_nbytes(Coords coords) const {
+        std::size_t n = 0;
+        detail::call([&] {
+            return shard_read_chunk_raw(get(), coords.data(), coords.size(), nullptr, 0, &n);
+        });
+        return n;
+    }
+
+    /// Copy the encoded bytes of inner chunk `coords` into `out` (at least
+    /// `read_chunk_raw_nbytes(coords)` bytes); returns their number (0 for an empty chunk).
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, ...).
+    [[nodiscard]] std::size_t read_chunk_raw(Coords coords, span<std::uint8_t> out) const {
+        std::size_t n = 0;
+        if (out.empty()) {
+            // The C call would take an empty buffer as a size query and copy nothing.
+            n = read_chunk_raw_nbytes(coords);
+            if (n != 0)
+                throw Error(SHARD_ERR_BUFFER_SIZE, "wrong buffer size: expected at least " +
+                                                       std::to_string(n) + " bytes, got 0");
+            return 0;
+        }
+        detail::call([&] {
+            return shard_read_chunk_raw(get(), coords.data(), coords.size(), out.data(),
+                                        out.size(), &n);
+        });
+        return n;
+    }
+
+    /// The encoded bytes of inner chunk `coords` (empty for an empty chunk), e.g. for
+    /// `write_chunk_raw` into a shard with the same inner codecs. Thread-safe. Throws `Error`.
+    [[nodiscard]] std::vector<std::uint8_t> read_chunk_raw(Coords coords) const {
+        std::vector<std::uint8_t> v(read_chunk_raw_nbytes(coords));
+        if (v.empty()) return v;
+        v.resize(read_chunk_raw(coords, v));
+        return v;
+    }
+
+    /// Where inner chunk `coords` is stored (read shards: from the index; write shards: the
+    /// chunks written so far). Thread-safe on read shards. Throws `Error`
+    /// (`SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_BUSY`).
+    [[nodiscard]] ChunkLocation chunk_info(Coords coords) const {
+        shard_chunk_location loc{};
+        detail::call(
+            [&] { return shard_chunk_info(get(), coords.data(), coords.size(), &loc); });
+        return ChunkLocation{loc.offset, loc.nbytes, loc.empty};
+    }
+
+    /// Encode inner chunk `coords` from `data` (`inner_chunk_nbytes()` bytes, C order, native
+    /// byte order) and write it per the mode. A chunk equal to the fill value is left empty
+    /// unless `Flags::StoreFillChunks`. Write shards only; exclusive use. `data` is borrowed
+    /// for the call. Throws `Error` (`SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`,
+    /// `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_BUSY`, `SHARD_ERR_UNSUPPORTED`, ...).
+    void write_chunk(Coords coords, span<const std::uint8_t> data) {
+        detail::call([&] {
+            return shard_write_chunk(get(), coords.data(), coords.size(), data.data(),
+                                     data.size());
+        });
+    }
+
+    /// `write_chunk` from elements of `T` (`sizeof(T)` equal to the data type's size).
+    /// Throws `Error` (`SHARD_ERR_BUFFER_SIZE` when `sizeof(T)` does not match, and as
+    /// `write_chunk`).
+    template <class T>
+    void write_chunk_as(Coords coords, span<const T> values) {
+        check_element<T>();
+        write_chunk(coords, as_bytes(values));
+    }
+
+    /// Write inner chunk `coords` from already-encoded bytes, stored as given (no
+    /// re-encoding). Write shards only; exclusive use. Throws `Error` as `write_chunk`.
+    void write_chunk_raw(Coords coords, span<const std::uint8_t> encoded) {
+        detail::call([&] {
+            return shard_write_chunk_raw(get(), coords.data(), coords.size(), encoded.data(),
+                                         encoded.size());
+        });
+    }
+
+    /// Mark inner chunk `coords` empty (it then reads as the fill value). Write shards only;
+    /// exclusive use. Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_INVALID_STATE`,
+    /// `SHARD_ERR_BUSY`).
+    void erase_chunk(Coords coords) {
+        detail::call([&] { return shard_erase_chunk(get(), coords.data(), coords.size()); });
+    }
+
+    /// Write the index (and, buffered, the chunks): the shard is complete when this returns.
+    /// Returns the object's size, or 0 when nothing is stored and the object was removed.
+    /// Later write calls throw `SHARD_ERR_INVALID_STATE`; the shard should be closed (for
+    /// `FileIO`, call `io<FileIO>().commit()` first). Exclusive use. Throws `Error`
+    /// (`SHARD_ERR_IO`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_UNSUPPORTED`, `SHARD_ERR_BUSY`).
+    [[nodiscard]] std::uint64_t finalize() {
+        std::uint64_t size = 0;
+        detail::call([&] { return shard_finalize(get(), &size); });
+        return size;
+    }
+
+  private:
+    // The binding's own argument checks come after this, so that an empty shard always
+    // reports SHARD_ERR_NULL_POINTER, as the C calls do.
+    void require_open() const {
+        if (!ptr_) throw Error(SHARD_ERR_NULL_POINTER, "`shard` must not be NULL (empty Shard)");
+    }
+
+    template <class T>
+    void check_element() const {
+        require_open();
+        if (sizeof(T) != element_nbytes_)
+            throw Error(SHARD_ERR_BUFFER_SIZE,
+                        "wrong buffer size: an element type of " + std::to_string(sizeof(T)) +
+                            " bytes for a data type of " + std::to_string(element_nbytes_) +
+                            " bytes");
+    }
+
+    std::size_t chunk_count(std::size_t n) const {
+        require_open();
+        if (rank_ == 0 || n % rank_ != 0)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: " + std::to_string(n) +
+                            " coordinate values are not a multiple of rank " +
+                            std::to_string(rank_));
+        return n / rank_;
+    }
+
+    std::unique_ptr<shard_handle, detail::ShardDeleter> ptr_;
+    detail::AdapterBase *io_ = nullptr; // owned by the handle (destroy callback)
+    std::size_t rank_ = 0;
+    std::size_t chunk_nbytes_ = 0;
+    std::size_t element_nbytes_ = 0;
+};
+
+// ---- ready-made I/O objects ---------------------------------------------------------------
+
+/// One in-memory object (a byte vector that may also not exist), for tests and caches.
+///
+/// Copies share the same object (a `std::shared_ptr` to it), so a test can keep one copy,
+/// give another to `Shard::open`, and inspect the bytes after the shard is closed. Every
+/// member is thread-safe (one mutex). A moved-from `MemoryIO` is empty: its members throw
+/// `std::logic_error` (surfacing as `SHARD_ERR_IO` through a shard).
+class MemoryIO {
+  public:
+    /// A new object that does not exist yet (reads as all fill value until written).
+    MemoryIO() : s_(std::make_shared<State>()) {}
+    /// A new object holding `bytes`.
+    explicit MemoryIO(std::vector<std::uint8_t> bytes) : s_(std::make_shared<State>()) {
+        s_->data = std::move(bytes);
+        s_->exists = true;
+    }
+
+    /// Whether the object exists.
+    [[nodiscard]] bool exists() const {
+        auto l = lock();
+        return s_->exists;
+    }
+    /// A copy of the object's bytes (empty when it does not exist).
+    [[nodiscard]] std::vector<std::uint8_t> bytes() const {
+        auto l = lock();
+        return s_->data;
+    }
+    /// Replace the object's bytes (it then exists).
+    void set(std::vector<std::uint8_t> bytes) {
+        auto l = lock();
+        s_->data = std::move(bytes);
+        s_->exists = true;
+    }
+    /// How many `MemoryIO` copies (including those inside open shards) share the object.
+    [[nodiscard]] long use_count() const noexcept { return s_.use_count(); }
+
+    // The I/O concept.
+
+    /// Copy up to `buf.size()` bytes at `offset`; returns the count. Throws `NotFound`.
+    [[nodiscard]] std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) const {
+        auto l = lock();
+        if (!s_->exists) throw NotFound();
+        const auto &d = s_->data;
+        if (offset >= d.size()) return 0;
+        const std::size_t n = std::min<std::size_t>(buf.size(), d.size() - offset);
+        if (n) std::memcpy(buf.data(), d.data() + offset, n);
+        return n;
+    }
+    /// The last `buf.size()` bytes (or all) and the object's size. Throws `NotFound`.
+    [[nodiscard]] SuffixRead read_suffix(span<std::uint8_t> buf) const {
+        auto l = lock();
+        if (!s_->exists) throw NotFound();
+        const auto &d = s_->data;
+        const std::size_t n = std::min<std::size_t>(buf.size(), d.size());
+        if (n) std::memcpy(buf.data(), d.data() + (d.size() - n), n);
+        return SuffixRead{n, d.size()};
+    }
+    /// The object's size; `nullopt` when it does not exist.
+    [[nodiscard]] std::optional<std::uint64_t> size() const {
+        auto l = lock();
+        if (!s_->exists) return std::nullopt;
+        return s_->data.size();
+    }
+    /// Write `data` at `offset`, growing (zero-filled) as needed; the object then exists.
+    void write(std::uint64_t offset, span<const std::uint8_t> data) {
+        auto l = lock();
+        auto &d = s_->data;
+        if (!s_->exists) d.clear();
+        const std::uint64_t end = offset + data.size();
+        if (end < offset || end > d.max_size()) throw IoError(EFBIG, "object too large");
+        if (end > d.size()) d.resize(static_cast<std::size_t>(end));
+        if (!data.empty()) std::memcpy(d.data() + offset, data.data(), data.size());
+        s_->exists = true;
+    }
+    /// Set the size to `len` (zero-filling); the object then exists.
+    void truncate(std::uint64_t len) {
+        auto l = lock();
+        if (!s_->exists) s_->data.clear();
+        if (len > s_->data.max_size()) throw IoError(EFBIG, "object too large");
+        s_->data.resize(static_cast<std::size_t>(len));
+        s_->exists = true;
+    }
+    /// Remove the object (it no longer exists).
+    void remove() {
+        auto l = lock();
+        s_->data.clear();
+        s_->exists = false;
+    }
+
+  private:
+    struct State {
+        mutable std::mutex mutex;
+        std::vector<std::uint8_t> data;
+        bool exists = false;
+    };
+
+    std::unique_lock<std::mutex> lock() const {
+        if (!s_) throw std::logic_error("zarrshard::MemoryIO: moved-from object");
+        return std::unique_lock<std::mutex>(s_->mutex);
+    }
+
+    std::shared_ptr<State> s_;
+};
+
+#ifdef ZARRSHARD_HPP_HAVE_POSIX
+
+/// A POSIX file as one shard object (like examples-c/posix_io.c).
+///
+/// `Read` reads PATH in place with `pread` (a missing PATH reads as all fill value). `Write`
+/// writes a new temporary `PATH.tmp.<pid>.<n>`; `Update` starts that temporary as a copy of
+/// PATH (for the update modes). Nothing reaches PATH until `commit()`, called after
+/// `Shard::finalize` succeeded: it fsyncs and renames the temporary over PATH (or, when
+/// finalize removed the shard because nothing was stored, deletes PATH). A `FileIO` destroyed
+/// without a commit deletes its temporary, so a failed write leaves the previous shard intact.
+///
+/// Move-only. Reads (`read`, `read_suffix`, `size`) are thread-safe; the rest is not.
+/// Failures throw `Error` with `SHARD_ERR_IO` and the `errno` value as `io_code()` (inside
+/// a shard's callbacks they become that code).
+class FileIO {
+  public:
+    /// How the file is opened.
+    enum Access { Read = 0, Write = 1, Update = 2 };
+
+    /// Open `path` for `access`. Throws `Error` (`SHARD_ERR_IO`, `io_code()` = errno) when
+    /// the file (or, writing, the temporary) cannot be opened or, updating, copied.
+    FileIO(std::string path, Access access) : path_(std::move(path)), access_(access) {
+        if (access == Read) {
+            fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd_ < 0 && errno != ENOENT) fail("cannot open", path_);
+            return;
+        }
+        static std::atomic<unsigned long> counter{0};
+        tmp_ = path_ + ".tmp." + std::to_string(static_cast<long>(::getpid())) + "." +
+               std::to_string(counter.fetch_add(1));
+        fd_ = ::open(tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd_ < 0) {
+            tmp_.clear(); // nothing created: never unlink a name that is not ours
+            fail("cannot create a temporary for", path_);
+        }
+        if (access == Update) {
+            try {
+                copy_existing();
+            } catch (...) {
+                discard();
+                throw;
+            }
+        }
+    }
+    FileIO(FileIO &&o) noexcept
+        : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), access_(o.access_),
+          fd_(std::exchange(o.fd_, -1)), exists_(o.exists_), committed_(o.committed_) {
+        o.tmp_.clear();
+    }
+    FileIO &operator=(FileIO &&o) noexcept {
+        if (this != &o) {
+            discard();
+            path_ = std::move(o.path_);
+            tmp_ = std::exchange(o.tmp_, std::string());
+            access_ = o.access_;
+            fd_ = std::exchange(o.fd_, -1);
+            exists_ = o.exists_;
+            committed_ = o.committed_;
+        }
+        return *this;
+    }
+    FileIO(const FileIO &) = delete;
+    FileIO &operator=(const FileIO &) = delete;
+    /// Closes the file; deletes the temporary unless committed.
+    ~FileIO() { discard(); }
+
+    /// The shard's path.
+    [[nodiscard]] const std::string &path() const noexcept { return path_; }
+    /// The temporary's path (empty when reading).
+    [[nodiscard]] const std::string &temporary_path() const noexcept { return tmp_; }
+
+    /// Make a successful write visible at PATH: fsync + rename (or delete PATH when the shard
+    /// was removed), then fsync the directory. Call once, after `finalize`, before the shard
+    /// closes. Not thread-safe. Throws `Error` (`SHARD_ERR_IO`, errno; `SHARD_ERR_INVALID_STATE`
+    /// for a read `FileIO` or a second commit).
+    void commit() {
+        if (access_ == Read || committed_ || fd_ < 0)
+            throw Error(SHARD_ERR_INVALID_STATE,
+                        "invalid state: FileIO::commit needs a write FileIO, once");
+        if (!exists_) {
+            if (::unlink(path_.c_str()) != 0 && errno != ENOENT) fail("cannot delete", path_);
+            ::unlink(tmp_.c_str());
+        } else {
+            if (::fsync(fd_) != 0) fail("cannot fsync", tmp_);
+            if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename to", path_);
+        }
+        committed_ = true;
+        sync_parent();
+    }
+
+    // The I/O concept.
+
+    /// `pread` up to `buf.size()` bytes at `offset` (looping); fewer only at the end of file.
+    [[nodiscard]] std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) const {
+        if (absent()) throw NotFound();
+        return full_pread(buf.data(), buf.size(), offset);
+    }
+    /// The last `buf.size()` bytes (or all) and the file's size.
+    [[nodiscard]] SuffixRead read_suffix(span<std::uint8_t> buf) const {
+        if (absent()) throw NotFound();
+        const std::uint64_t size = file_size();
+        const std::size_t n = size < buf.size() ? static_cast<std::size_t>(size) : buf.size();
+        return SuffixRead{full_pread(buf.data(), n, size - n), size};
+    }
+    /// The file's size; `nullopt` when it does not exist.
+    [[nodiscard]] std::optional<std::uint64_t> size() const {
+        if (absent()) return std::nullopt;
+        return file_size();
+    }
+    /// `pwrite` `data` at `offset` (looping). Write and update files only.
+    void write(std::uint64_t offset, span<const std::uint8_t> data) {
+        writable();
+        std::size_t done = 0;
+        while (done < data.size()) {
+            const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
+                                       static_cast<off_t>(offset + done));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                io_fail("pwrite");
+            }
+            if (n == 0) throw IoError(EIO, "pwrite wrote nothing");
+            done += static_cast<std::size_t>(n);
+        }
+        exists_ = true;
+    }
+    /// `ftruncate` to `len`. Write and update files only.
+    void truncate(std::uint64_t len) {
+        writable();
+        while (::ftruncate(fd_, static_cast<off_t>(len)) != 0)
+            if (errno != EINTR) io_fail("ftruncate");
+        exists_ = true;
+    }
+    /// Empty the temporary and mark the object absent (`commit` then deletes PATH).
+    void remove() {
+        writable();
+        while (::ftruncate(fd_, 0) != 0)
+            if (errno != EINTR) io_fail("ftruncate");
+        exists_ = false;
+    }
+
+  private:
+    [[noreturn]] static void io_fail(const char *what) {
+        const int e = errno != 0 ? errno : EIO;
+        throw IoError(e, std::string(what) + ": " + std::strerror(e));
+    }
+    // Reads errno first: the arguments are built before anything may change it.
+    [[noreturn]] static void fail(const char *what, const std::string &name) {
+        const int e = errno != 0 ? errno : EIO;
+        throw Error(SHARD_ERR_IO, "I/O error: " + std::string(what) + " " + name + ": " +
+                                      std::strerror(e), e);
+    }
+
+    bool absent() const noexcept { return fd_ < 0 || (access_ != Read && !exists_); }
+    void writable() const {
+        if (access_ == Read || fd_ < 0) throw IoError(EBADF, "FileIO opened for reading");
+    }
+
+    std::uint64_t file_size() const {
+        struct stat st;
+        if (::fstat(fd_, &st) != 0) io_fail("fstat");
+        return static_cast<std::uint64_t>(st.st_size);
+    }
+
+    std::size_t full_pread(std::uint8_t *buf, std::size_t len, std::uint64_t offset) const {
+        std::size_t got = 0;
+        while (got < len) {
+            const ssize_t n = ::pread(fd_, buf + got, len - got, static_cast<off_t>(offset + got));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                io_fail("pread");
+            }
+            if (n == 0) break; // end of file: a short read means the object ends here
+            got += static_cast<std::size_t>(n);
+        }
+        return got;
+    }
+
+    void copy_existing() {
+        const int src = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (src < 0) {
+            if (errno == ENOENT) return; // a new, empty shard
+            fail("cannot open", path_);
+        }
+        std::vector<std::uint8_t> buf(1 << 16);
+        std::uint64_t offset = 0;
+        for (;;) {
+            const ssize_t n = ::pread(src, buf.data(), buf.size(), static_cast<off_t>(offset));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                const int e = errno;
+                ::close(src);
+                errno = e;
+                fail("cannot read", path_);
+            }
+            if (n == 0) break;
+            try {
+                write(offset, span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
+            } catch (const IoError &e) {
+                ::close(src);
+                throw Error(SHARD_ERR_IO, "I/O error: cannot copy " + path_ + ": " + e.what(),
+                            e.code());
+            }
+            offset += static_cast<std::uint64_t>(n);
+        }
+        ::close(src);
+        exists_ = true;
+    }
+
+    void sync_parent() {
+        const auto slash = path_.rfind('/');
+        const std::string dir =
+            slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) fail("cannot open directory", dir);
+        const int rc = ::fsync(fd);
+        const int e = errno;
+        ::close(fd);
+        errno = e;
+        // Some file systems refuse fsync on directories (EINVAL); that is not an error here.
+        if (rc != 0 && e != EINVAL) fail("cannot fsync directory", dir);
+    }
+
+    void discard() noexcept {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+        if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
+        tmp_.clear();
+    }
+
+    std::string path_;
+    std::string tmp_; // empty when reading or after a move
+    Access access_ = Read;
+    int fd_ = -1;          // -1: PATH is missing (read) or the object was moved from
+    bool exists_ = false;  // write files: whether the object logically exists
+    bool committed_ = false;
+};
+
+#endif // ZARRSHARD_HPP_HAVE_POSIX
+
+} // namespace zarrshard
+
+#endif // ZARRSHARD_HPP

@@ -1,0 +1,1043 @@
+/*
+ * zarrshard_jni: the JNI glue of the Java binding (package io.zarrshard), a thin shim over
+ * the stable C ABI in include/zarrshard.h. It owns no logic of its own: it converts Java
+ * arguments, calls one shard_* function, and turns the result into a return value or a Java
+ * exception. The only state it keeps is the JavaVM, cached classes and method IDs, and one
+ * per-thread slot for the exception a host ShardIO threw during the current call.
+ *
+ * Rules every entry point follows (the model is libsignal's JNI bridge):
+ *  - a failed shard_* call becomes a ShardException (status, library message, host I/O code,
+ *    and as cause the Java exception a ShardIO callback threw during the call, if any);
+ *  - a failure of the shim itself (out of memory, a NULL array, a heap ByteBuffer) becomes a
+ *    standard Java exception; nothing ever aborts the JVM;
+ *  - no JNI function is called while an exception is pending, except the ones JNI allows
+ *    (DeleteLocalRef, DeleteGlobalRef, ExceptionCheck/Occurred/Clear);
+ *  - no Get*Critical: the library calls back into Java during a call, which a critical
+ *    region forbids. Java arrays are copied through malloc'd buffers; direct ByteBuffers are
+ *    used in place.
+ *
+ * Handles are passed to Java as jlong (the shard_codec / shard_handle pointer). The Java
+ * side guarantees a handle is not freed while a call is using it.
+ */
+#include <jni.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zarrshard.h"
+
+/* The host I/O code zarrshard records (shard_last_io_code) when a ShardIO method threw;
+ * io.zarrshard.ShardException.IO_JAVA_EXCEPTION. */
+#define IO_JAVA_EXCEPTION (-1)
+/* ... when the callback could not get a JNIEnv (attach failed); ShardException.IO_NO_JVM. */
+#define IO_NO_JVM (-2)
+/* The largest buffer handed to Java in one piece (a ByteBuffer's capacity is an int). */
+#define MAX_PIECE ((size_t)0x7FFFF000)
+/* Capability bits Java passes to shardOpen: which optional ShardIO methods the host
+ * overrides (only those become callbacks, so the library's fallbacks apply to the rest). */
+#define CAP_READ_SUFFIX 1
+#define CAP_TRUNCATE 2
+#define CAP_REMOVE 4
+
+static JavaVM *g_vm;
+
+static jclass g_ShardException, g_NotFound, g_NullPointerException, g_IllegalArgumentException,
+    g_IllegalStateException, g_OutOfMemoryError, g_ByteBuffer;
+static jmethodID g_ShardException_fromNative, g_io_read, g_io_readSuffix, g_io_size, g_io_write,
+    g_io_truncate, g_io_remove, g_ByteBuffer_asReadOnlyBuffer, g_ByteBuffer_position;
+
+/* ---- per-thread record of a ShardIO exception --------------------------------------- */
+
+/* The first exception a ShardIO method threw on this thread during the current entry point
+ * (a global ref), and how many entry points are active on this thread (a ShardIO may itself
+ * use another Shard, so scopes nest). The library calls callbacks on the thread that called
+ * it, so the thread that sees the exception is the one that reports the error. */
+static _Thread_local jobject t_pending;
+static _Thread_local int t_depth;
+
+typedef struct {
+    jobject saved;
+} scope;
+
+static void scope_begin(scope *s) {
+    s->saved = t_pending;
+    t_pending = NULL;
+    t_depth++;
+}
+
+/* Leave the scope; returns the exception remembered in it as a local ref, or NULL. */
+static jthrowable scope_end(JNIEnv *env, scope *s) {
+    jobject g = t_pending;
+    jthrowable local = NULL;
+    t_pending = s->saved;
+    t_depth--;
+    if (g != NULL) {
+        local = (jthrowable)(*env)->NewLocalRef(env, g);
+        (*env)->DeleteGlobalRef(env, g);
+    }
+    return local;
+}
+
+/* ---- throwing ------------------------------------------------------------------------ */
+
+static void throw_new(JNIEnv *env, jclass cls, const char *msg) {
+    if (!(*env)->ExceptionCheck(env)) (*env)->ThrowNew(env, cls, msg);
+}
+
+static void throw_oom(JNIEnv *env) { throw_new(env, g_OutOfMemoryError, "zarrshard_jni: malloc failed"); }
+
+/* Throw the ShardException for `st`, which the library just returned on this thread: its
+ * message and I/O code are read first, before anything else can touch them. */
+static void throw_status(JNIEnv *env, shard_status st, jthrowable cause) {
+    size_t len = 0, written = 0;
+    char *msg = NULL;
+    int32_t io_code = shard_last_io_code();
+    jbyteArray jmsg;
+    jobject exc;
+    if (shard_last_error(NULL, 0, &len) == SHARD_OK) {
+        msg = (char *)malloc(len + 1);
+        if (msg != NULL && shard_last_error(msg, len + 1, &written) != SHARD_OK) written = 0;
+    }
+    if ((*env)->ExceptionCheck(env)) goto out;
+    jmsg = (*env)->NewByteArray(env, (jsize)written);
+    if (jmsg == NULL) goto out;
+    if (written > 0) (*env)->SetByteArrayRegion(env, jmsg, 0, (jsize)written, (const jbyte *)msg);
+    exc = (*env)->CallStaticObjectMethod(env, g_ShardException, g_ShardException_fromNative,
+                                         (jint)st, jmsg, (jint)io_code, cause);
+    /* If building the exception failed, that failure (e.g. OutOfMemoryError) is pending. */
+    if (!(*env)->ExceptionCheck(env) && exc != NULL) (*env)->Throw(env, (jthrowable)exc);
+    (*env)->DeleteLocalRef(env, jmsg);
+    if (exc != NULL) (*env)->DeleteLocalRef(env, exc);
+out:
+    free(msg);
+}
+
+/* The end of every library call: leaves the scope and turns a failure into a pending
+ * ShardException. Returns 1 on SHARD_OK. */
+static int finish(JNIEnv *env, scope *s, shard_status st) {
+    jthrowable cause = scope_end(env, s);
+    int ok = st == SHARD_OK;
+    if (!ok) throw_status(env, st, cause);
+    if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
+    return ok;
+}
+
+/* ---- argument conversion ------------------------------------------------------------- */
+
+#define INLINE_COORDS 8
+
+typedef struct {
+    uint64_t *v;
+    size_t n;
+    uint64_t inline_v[INLINE_COORDS];
+} coords_buf;
+
+/* Copy a long[] (coordinates, a shape) into c; throws and returns 0 on failure. */
+static int get_coords(JNIEnv *env, jlongArray arr, coords_buf *c) {
+    jsize n;
+    c->v = c->inline_v;
+    c->n = 0;
+    if (arr == NULL) {
+        throw_new(env, g_NullPointerException, "coordinates");
+        return 0;
+    }
+    n = (*env)->GetArrayLength(env, arr);
+    if (n > INLINE_COORDS) {
+        c->v = (uint64_t *)malloc((size_t)n * sizeof(uint64_t));
+        if (c->v == NULL) {
+            c->v = c->inline_v;
+            throw_oom(env);
+            return 0;
+        }
+    }
+    c->n = (size_t)n;
+    /* jlong and uint64_t have the same size; negative values become huge and are refused by
+     * the library as out of range. */
+    if (n > 0) (*env)->GetLongArrayRegion(env, arr, 0, n, (jlong *)c->v);
+    return 1;
+}
+
+static void free_coords(coords_buf *c) {
+    if (c->v != c->inline_v) free(c->v);
+}
+
+/* Copy a byte[] into a new malloc'd buffer (1 byte for an empty array); NULL and an
+ * exception on failure. */
+static uint8_t *get_bytes(JNIEnv *env, jbyteArray arr, size_t *len_out) {
+    jsize n;
+    uint8_t *buf;
+    if (arr == NULL) {
+        throw_new(env, g_NullPointerException, "byte array");
+        return NULL;
+    }
+    n = (*env)->GetArrayLength(env, arr);
+    buf = (uint8_t *)malloc(n > 0 ? (size_t)n : 1);
+    if (buf == NULL) {
+        throw_oom(env);
+        return NULL;
+    }
+    if (n > 0) (*env)->GetByteArrayRegion(env, arr, 0, n, (jbyte *)buf);
+    *len_out = (size_t)n;
+    return buf;
+}
+
+/* The bytes [pos, pos + len) of a direct ByteBuffer; NULL and an exception otherwise. */
+static uint8_t *direct_range(JNIEnv *env, jobject buffer, jint pos, jint len) {
+    uint8_t *addr;
+    jlong cap;
+    if (buffer == NULL) {
+        throw_new(env, g_NullPointerException, "buffer");
+        return NULL;
+    }
+    addr = (uint8_t *)(*env)->GetDirectBufferAddress(env, buffer);
+    cap = (*env)->GetDirectBufferCapacity(env, buffer);
+    if (addr == NULL || cap < 0) {
+        throw_new(env, g_IllegalArgumentException, "the ByteBuffer must be direct");
+        return NULL;
+    }
+    if (pos < 0 || len < 0 || (jlong)pos + (jlong)len > cap) {
+        throw_new(env, g_IllegalArgumentException, "range outside the ByteBuffer");
+        return NULL;
+    }
+    /* A zero-length range of an empty buffer may have no address; never dereferenced. */
+    return addr + pos;
+}
+
+static jbyteArray new_bytes(JNIEnv *env, const void *data, size_t len) {
+    jbyteArray arr;
+    if (len > (size_t)INT32_MAX) {
+        throw_new(env, g_IllegalArgumentException, "result larger than a Java array");
+        return NULL;
+    }
+    arr = (*env)->NewByteArray(env, (jsize)len);
+    if (arr != NULL && len > 0) (*env)->SetByteArrayRegion(env, arr, 0, (jsize)len, (const jbyte *)data);
+    return arr;
+}
+
+static jlongArray new_longs(JNIEnv *env, const uint64_t *v, size_t n) {
+    jlongArray arr = (*env)->NewLongArray(env, (jsize)n);
+    if (arr != NULL && n > 0) (*env)->SetLongArrayRegion(env, arr, 0, (jsize)n, (const jlong *)v);
+    return arr;
+}
+
+static const shard_codec *CODEC(jlong p) { return (const shard_codec *)(uintptr_t)p; }
+static const shard_handle *SHARD(jlong p) { return (const shard_handle *)(uintptr_t)p; }
+
+/* A closed or never-opened handle reaching native code is a bug in the Java layer; refuse
+ * it instead of passing NULL on (which the library would report as SHARD_ERR_NULL_POINTER). */
+static int live(JNIEnv *env, jlong p) {
+    if (p == 0) throw_new(env, g_IllegalStateException, "zarrshard: handle is closed");
+    return p != 0;
+}
+
+/* ---- the ShardIO trampolines ---------------------------------------------------------- */
+
+/* The callbacks' userdata: the host's ShardIO, kept alive by a global ref that the handle
+ * owns from a successful open until destroy. */
+typedef struct {
+    jobject io;
+} jni_io;
+
+/* The JNIEnv of the thread the library calls back on. Threads that call in from Java are
+ * attached already; a thread the JVM does not know is attached for the duration of the
+ * callback (and detached again by cb_leave), never one that was attached before. */
+static JNIEnv *cb_enter(int *attached) {
+    JNIEnv *env = NULL;
+    jint rc = (*g_vm)->GetEnv(g_vm, (void **)&env, JNI_VERSION_1_8);
+    *attached = 0;
+    if (rc == JNI_OK) return env;
+    if (rc != JNI_EDETACHED) return NULL;
+    if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&env, NULL) != JNI_OK) return NULL;
+    *attached = 1;
+    return env;
+}
+
+static void cb_leave(int attached) {
+    if (attached) (*g_vm)->DetachCurrentThread(g_vm);
+}
+
+/* After a call into the host's ShardIO: 0 when it returned normally. Otherwise the exception
+ * is cleared (it must never escape into the library) and becomes the callback's return code:
+ * SHARD_IO_NOT_FOUND for ShardIO.NotFound where the contract allows it, else
+ * IO_JAVA_EXCEPTION, and the exception is remembered for the entry point to chain as cause.
+ * Outside any entry point (a native thread) there is nobody to hand it to; it is dropped and
+ * the caller gets the code alone. */
+static int32_t cb_exception(JNIEnv *env, int not_found_ok) {
+    jthrowable exc;
+    if (!(*env)->ExceptionCheck(env)) return 0;
+    exc = (*env)->ExceptionOccurred(env);
+    (*env)->ExceptionClear(env);
+    if (exc == NULL) return IO_JAVA_EXCEPTION;
+    if (not_found_ok && (*env)->IsInstanceOf(env, exc, g_NotFound)) {
+        (*env)->DeleteLocalRef(env, exc);
+        return SHARD_IO_NOT_FOUND;
+    }
+    if (t_depth > 0 && t_pending == NULL) t_pending = (*env)->NewGlobalRef(env, exc);
+    /* NewGlobalRef can only fail by running out of memory; the code is still reported. */
+    if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
+    (*env)->DeleteLocalRef(env, exc);
+    return IO_JAVA_EXCEPTION;
+}
+
+/* A ShardIO method returned a value the contract forbids: remember an
+ * IllegalStateException saying so and report a contract violation. */
+static int32_t cb_contract(JNIEnv *env, const char *what, jlong got, size_t asked) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "ShardIO.%s returned %lld for a %zu-byte buffer", what,
+             (long long)got, asked);
+    (*env)->ThrowNew(env, g_IllegalStateException, msg);
+    cb_exception(env, 0);
+    return SHARD_IO_CONTRACT_VIOLATION;
+}
+
+/* A direct ByteBuffer over library memory, valid only during the callback (the host must
+ * not keep it). */
+static jobject cb_buffer(JNIEnv *env, const uint8_t *buf, size_t len, int read_only) {
+    jobject bb = (*env)->NewDirectByteBuffer(env, (void *)buf, (jlong)len);
+    jobject ro;
+    if (bb == NULL || !read_only) return bb;
+    ro = (*env)->CallObjectMethod(env, bb, g_ByteBuffer_asReadOnlyBuffer);
+    if ((*env)->ExceptionCheck(env)) ro = NULL; /* the caller reports the pending exception */
+    (*env)->DeleteLocalRef(env, bb);
+    return ro;
+}
+
+static int32_t cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    size_t got = 0;
+    int32_t rc = 0;
+    if (env == NULL) return IO_NO_JVM;
+    if ((*env)->PushLocalFrame(env, 4) != 0) {
+        rc = cb_exception(env, 0);
+        cb_leave(attached);
+        return rc != 0 ? rc : IO_JAVA_EXCEPTION;
+    }
+    /* One call per piece of at most MAX_PIECE bytes; a short piece ends the object. */
+    while (got < len) {
+        size_t piece = len - got < MAX_PIECE ? len - got : MAX_PIECE;
+        jobject bb = cb_buffer(env, buf + got, piece, 0);
+        jint n;
+        if (bb == NULL) {
+            rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+            break;
+        }
+        n = (*env)->CallIntMethod(env, io->io, g_io_read, (jlong)(offset + got), bb);
+        (*env)->DeleteLocalRef(env, bb);
+        if ((rc = cb_exception(env, 1)) != 0) break;
+        if (n < 0 || (size_t)n > piece) {
+            rc = cb_contract(env, "read", n, piece);
+            break;
+        }
+        got += (size_t)n;
+        if ((size_t)n < piece) break;
+    }
+    (*env)->PopLocalFrame(env, NULL);
+    if (rc == 0) *read_out = got;
+    cb_leave(attached);
+    return rc;
+}
+
+static int32_t cb_read_suffix(void *ud, size_t len, uint8_t *buf, size_t *read_out,
+                              uint64_t *object_size_out) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc = 0;
+    jobject bb;
+    jlong size = 0;
+    jint got = 0;
+    if (env == NULL) return IO_NO_JVM;
+    if ((*env)->PushLocalFrame(env, 4) != 0) {
+        rc = cb_exception(env, 0);
+        cb_leave(attached);
+        return rc != 0 ? rc : IO_JAVA_EXCEPTION;
+    }
+    if (len > MAX_PIECE) {
+        /* An index this large does not fit one ByteBuffer; the contract allows no fallback
+         * from inside the callback, so say so. */
+        (*env)->ThrowNew(env, g_IllegalArgumentException,
+                         "zarrshard: suffix read larger than a ByteBuffer");
+        rc = cb_exception(env, 0);
+    } else if ((bb = cb_buffer(env, buf, len, 0)) == NULL) {
+        rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+    } else {
+        size = (*env)->CallLongMethod(env, io->io, g_io_readSuffix, bb);
+        rc = cb_exception(env, 1);
+        if (rc == 0 && size < 0) rc = SHARD_IO_NOT_FOUND;
+        if (rc == 0) {
+            /* The bytes the host put: exactly min(len, size), or the contract is broken. */
+            got = (*env)->CallIntMethod(env, bb, g_ByteBuffer_position);
+            rc = cb_exception(env, 0);
+            if (rc == 0 && (uint64_t)got != ((uint64_t)size < (uint64_t)len ? (uint64_t)size : len))
+                rc = cb_contract(env, "readSuffix (bytes put)", got, len);
+        }
+        (*env)->DeleteLocalRef(env, bb);
+    }
+    (*env)->PopLocalFrame(env, NULL);
+    if (rc == 0) {
+        *read_out = (size_t)got;
+        *object_size_out = (uint64_t)size;
+    }
+    cb_leave(attached);
+    return rc;
+}
+
+static int32_t cb_size(void *ud, uint64_t *size_out) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc;
+    jlong size;
+    if (env == NULL) return IO_NO_JVM;
+    size = (*env)->CallLongMethod(env, io->io, g_io_size);
+    rc = cb_exception(env, 1);
+    if (rc == 0 && size < 0) rc = SHARD_IO_NOT_FOUND;
+    if (rc == 0) *size_out = (uint64_t)size;
+    cb_leave(attached);
+    return rc;
+}
+
+static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    size_t done = 0;
+    int32_t rc = 0;
+    if (env == NULL) return IO_NO_JVM;
+    if ((*env)->PushLocalFrame(env, 4) != 0) {
+        rc = cb_exception(env, 0);
+        cb_leave(attached);
+        return rc != 0 ? rc : IO_JAVA_EXCEPTION;
+    }
+    do {
+        size_t piece = len - done < MAX_PIECE ? len - done : MAX_PIECE;
+        /* Read-only: the host must not scribble on the library's buffer. */
+        jobject bb = cb_buffer(env, buf + done, piece, 1);
+        if (bb == NULL) {
+            rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+            break;
+        }
+        (*env)->CallVoidMethod(env, io->io, g_io_write, (jlong)(offset + done), bb);
+        (*env)->DeleteLocalRef(env, bb);
+        if ((rc = cb_exception(env, 0)) != 0) break;
+        done += piece;
+    } while (done < len);
+    (*env)->PopLocalFrame(env, NULL);
+    cb_leave(attached);
+    return rc;
+}
+
+static int32_t cb_truncate(void *ud, uint64_t len) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc;
+    if (env == NULL) return IO_NO_JVM;
+    (*env)->CallVoidMethod(env, io->io, g_io_truncate, (jlong)len);
+    rc = cb_exception(env, 0);
+    cb_leave(attached);
+    return rc;
+}
+
+static int32_t cb_remove(void *ud) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc;
+    if (env == NULL) return IO_NO_JVM;
+    (*env)->CallVoidMethod(env, io->io, g_io_remove);
+    /* Removing a missing object succeeds; NotFound is allowed by the contract. */
+    rc = cb_exception(env, 1);
+    cb_leave(attached);
+    return rc;
+}
+
+/* Called once from shard_close: the handle no longer needs the host's ShardIO. */
+static void cb_destroy(void *ud) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    /* Without a JNIEnv the global ref leaks (a ShardIO object stays reachable); nothing else
+     * can be done safely. */
+    if (env != NULL) (*env)->DeleteGlobalRef(env, io->io);
+    free(io);
+    cb_leave(attached);
+}
+
+/* ---- library ---------------------------------------------------------------------------- */
+
+static jclass global_class(JNIEnv *env, const char *name) {
+    jclass local = (*env)->FindClass(env, name);
+    jclass global;
+    if (local == NULL) return NULL;
+    global = (jclass)(*env)->NewGlobalRef(env, local);
+    (*env)->DeleteLocalRef(env, local);
+    return global;
+}
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+    JNIEnv *env;
+    jclass io;
+    (void)reserved;
+    g_vm = vm;
+    if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
+    if ((g_ShardException = global_class(env, "io/zarrshard/ShardException")) == NULL ||
+        (g_NotFound = global_class(env, "io/zarrshard/ShardIO$NotFound")) == NULL ||
+        (g_NullPointerException = global_class(env, "java/lang/NullPointerException")) == NULL ||
+        (g_IllegalArgumentException = global_class(env, "java/lang/IllegalArgumentException")) ==
+            NULL ||
+        (g_IllegalStateException = global_class(env, "java/lang/IllegalStateException")) == NULL ||
+        (g_OutOfMemoryError = global_class(env, "java/lang/OutOfMemoryError")) == NULL ||
+        (g_ByteBuffer = global_class(env, "java/nio/ByteBuffer")) == NULL)
+        return JNI_ERR;
+    g_ShardException_fromNative =
+        (*env)->GetStaticMethodID(env, g_ShardException, "fromNative",
+                                  "(I[BILjava/lang/Throwable;)Lio/zarrshard/ShardException;");
+    if (g_ShardException_fromNative == NULL) return JNI_ERR;
+    g_ByteBuffer_asReadOnlyBuffer =
+        (*env)->GetMethodID(env, g_ByteBuffer, "asReadOnlyBuffer", "()Ljava/nio/ByteBuffer;");
+    if (g_ByteBuffer_asReadOnlyBuffer == NULL) return JNI_ERR;
+    g_ByteBuffer_position = (*env)->GetMethodID(env, g_ByteBuffer, "position", "()I");
+    if (g_ByteBuffer_position == NULL) return JNI_ERR;
+    if ((io = (*env)->FindClass(env, "io/zarrshard/ShardIO")) == NULL) return JNI_ERR;
+    g_io_read = (*env)->GetMethodID(env, io, "read", "(JLjava/nio/ByteBuffer;)I");
+    if (g_io_read != NULL)
+        g_io_readSuffix = (*env)->GetMethodID(env, io, "readSuffix", "(Ljava/nio/ByteBuffer;)J");
+    if (g_io_readSuffix != NULL) g_io_size = (*env)->GetMethodID(env, io, "size", "()J");
+    if (g_io_size != NULL)
+        g_io_write = (*env)->GetMethodID(env, io, "write", "(JLjava/nio/ByteBuffer;)V");
+    if (g_io_write != NULL) g_io_truncate = (*env)->GetMethodID(env, io, "truncate", "(J)V");
+    if (g_io_truncate != NULL) g_io_remove = (*env)->GetMethodID(env, io, "remove", "()V");
+    (*env)->DeleteLocalRef(env, io);
+    return g_io_remove != NULL ? JNI_VERSION_1_8 : JNI_ERR;
+}
+
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_version(JNIEnv *env, jclass cls) {
+    const char *v = shard_version();
+    (void)cls;
+    return new_bytes(env, v, strlen(v));
+}
+
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_statusString(JNIEnv *env, jclass cls,
+                                                                   jint status) {
+    const char *s = shard_status_str((uint32_t)status);
+    (void)cls;
+    return new_bytes(env, s, strlen(s));
+}
+
+/* ---- codec ------------------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_codecFromZarrJson(JNIEnv *env, jclass cls,
+                                                                   jbyteArray json) {
+    size_t len = 0;
+    uint8_t *buf = get_bytes(env, json, &len);
+    shard_codec *codec = NULL;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (buf == NULL) return 0;
+    scope_begin(&s);
+    st = shard_codec_from_zarr_json((const char *)buf, len, &codec);
+    free(buf);
+    return finish(env, &s, st) ? (jlong)(uintptr_t)codec : 0;
+}
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_codecFromConfig(JNIEnv *env, jclass cls,
+                                                                 jbyteArray config,
+                                                                 jbyteArray data_type,
+                                                                 jlongArray shape,
+                                                                 jbyteArray fill) {
+    size_t config_len = 0, dt_len = 0, fill_len = 0;
+    uint8_t *config_buf = NULL, *dt_buf = NULL, *fill_buf = NULL;
+    coords_buf c;
+    shard_codec *codec = NULL;
+    shard_status st;
+    scope s;
+    jlong result = 0;
+    (void)cls;
+    if (!get_coords(env, shape, &c)) return 0;
+    if ((config_buf = get_bytes(env, config, &config_len)) == NULL ||
+        (dt_buf = get_bytes(env, data_type, &dt_len)) == NULL ||
+        (fill_buf = get_bytes(env, fill, &fill_len)) == NULL)
+        goto out;
+    scope_begin(&s);
+    st = shard_codec_from_config((const char *)config_buf, config_len, (const char *)dt_buf,
+                                 dt_len, c.v, c.n, (const char *)fill_buf, fill_len, &codec);
+    if (finish(env, &s, st)) result = (jlong)(uintptr_t)codec;
+out:
+    free(config_buf);
+    free(dt_buf);
+    free(fill_buf);
+    free_coords(&c);
+    return result;
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_codecFree(JNIEnv *env, jclass cls, jlong codec) {
+    (void)env;
+    (void)cls;
+    shard_codec_free((shard_codec *)(uintptr_t)codec);
+}
+
+/* Scalar getters, by number (Native.CODEC_*). */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_codecLong(JNIEnv *env, jclass cls, jlong codec,
+                                                           jint which) {
+    size_t z = 0;
+    uint64_t u = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, codec)) return 0;
+    scope_begin(&s);
+    switch (which) {
+    case 0: st = shard_codec_rank(CODEC(codec), &z); break;
+    case 1: st = shard_codec_num_chunks(CODEC(codec), &u); break;
+    case 2: st = shard_codec_inner_chunk_nbytes(CODEC(codec), &z); break;
+    case 3: st = shard_codec_index_nbytes(CODEC(codec), &u); break;
+    case 4: st = shard_codec_element_nbytes(CODEC(codec), &z); break;
+    default:
+        scope_end(env, &s);
+        throw_new(env, g_IllegalArgumentException, "codecLong: unknown getter");
+        return 0;
+    }
+    if (!finish(env, &s, st)) return 0;
+    return which == 1 || which == 3 ? (jlong)u : (jlong)z;
+}
+
+/* Shape getters, by number (Native.SHAPE_*). */
+JNIEXPORT jlongArray JNICALL Java_io_zarrshard_Native_codecShape(JNIEnv *env, jclass cls,
+                                                                 jlong codec, jint which,
+                                                                 jint rank) {
+    uint64_t *v;
+    shard_status st;
+    scope s;
+    jlongArray result = NULL;
+    (void)cls;
+    if (!live(env, codec)) return NULL;
+    if (rank < 0) {
+        throw_new(env, g_IllegalArgumentException, "negative rank");
+        return NULL;
+    }
+    if ((v = (uint64_t *)malloc((size_t)rank * sizeof(uint64_t) + 1)) == NULL) {
+        throw_oom(env);
+        return NULL;
+    }
+    scope_begin(&s);
+    switch (which) {
+    case 0: st = shard_codec_shard_shape(CODEC(codec), v, (size_t)rank); break;
+    case 1: st = shard_codec_inner_chunk_shape(CODEC(codec), v, (size_t)rank); break;
+    case 2: st = shard_codec_chunks_per_shard(CODEC(codec), v, (size_t)rank); break;
+    case 3: st = shard_codec_array_shape(CODEC(codec), v, (size_t)rank); break;
+    case 4: st = shard_codec_grid_shape(CODEC(codec), v, (size_t)rank); break;
+    default:
+        scope_end(env, &s);
+        free(v);
+        throw_new(env, g_IllegalArgumentException, "codecShape: unknown getter");
+        return NULL;
+    }
+    if (finish(env, &s, st)) result = new_longs(env, v, (size_t)rank);
+    free(v);
+    return result;
+}
+
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_codecFillValue(JNIEnv *env, jclass cls,
+                                                                     jlong codec, jint nbytes) {
+    uint8_t *v;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (!live(env, codec)) return NULL;
+    if (nbytes < 0) {
+        throw_new(env, g_IllegalArgumentException, "negative size");
+        return NULL;
+    }
+    if ((v = (uint8_t *)malloc((size_t)nbytes + 1)) == NULL) {
+        throw_oom(env);
+        return NULL;
+    }
+    scope_begin(&s);
+    st = shard_codec_fill_value(CODEC(codec), v, (size_t)nbytes);
+    if (finish(env, &s, st)) result = new_bytes(env, v, (size_t)nbytes);
+    free(v);
+    return result;
+}
+
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_codecDataType(JNIEnv *env, jclass cls,
+                                                                    jlong codec) {
+    size_t len = 0, written = 0;
+    char *buf;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (!live(env, codec)) return NULL;
+    scope_begin(&s);
+    st = shard_codec_data_type(CODEC(codec), NULL, 0, &len);
+    if (!finish(env, &s, st)) return NULL;
+    if ((buf = (char *)malloc(len + 1)) == NULL) {
+        throw_oom(env);
+        return NULL;
+    }
+    scope_begin(&s);
+    st = shard_codec_data_type(CODEC(codec), buf, len + 1, &written);
+    if (finish(env, &s, st)) result = new_bytes(env, buf, written);
+    free(buf);
+    return result;
+}
+
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_codecShardKey(JNIEnv *env, jclass cls,
+                                                                    jlong codec,
+                                                                    jlongArray coords) {
+    size_t len = 0, written = 0;
+    char *buf;
+    coords_buf c;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (!live(env, codec) || !get_coords(env, coords, &c)) return NULL;
+    scope_begin(&s);
+    st = shard_codec_shard_key(CODEC(codec), c.v, c.n, NULL, 0, &len);
+    if (finish(env, &s, st)) {
+        if ((buf = (char *)malloc(len + 1)) == NULL) {
+            throw_oom(env);
+        } else {
+            scope_begin(&s);
+            st = shard_codec_shard_key(CODEC(codec), c.v, c.n, buf, len + 1, &written);
+            if (finish(env, &s, st)) result = new_bytes(env, buf, written);
+            free(buf);
+        }
+    }
+    free_coords(&c);
+    return result;
+}
+
+/* ---- shard --------------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_shardOpen(JNIEnv *env, jclass cls, jlong codec,
+                                                           jobject host, jint mode, jint flags,
+                                                           jint caps) {
+    shard_io_callbacks cb;
+    shard_handle *handle = NULL;
+    jni_io *io;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, codec)) return 0;
+    if (host == NULL) {
+        throw_new(env, g_NullPointerException, "io");
+        return 0;
+    }
+    if ((io = (jni_io *)calloc(1, sizeof *io)) == NULL) {
+        throw_oom(env);
+        return 0;
+    }
+    if ((io->io = (*env)->NewGlobalRef(env, host)) == NULL) {
+        free(io);
+        throw_oom(env);
+        return 0;
+    }
+    memset(&cb, 0, sizeof cb);
+    cb.version = SHARD_IO_VERSION;
+    cb.userdata = io;
+    cb.read = cb_read;
+    cb.read_suffix = (caps & CAP_READ_SUFFIX) ? cb_read_suffix : NULL;
+    cb.size = cb_size;
+    cb.write = cb_write;
+    cb.truncate = (caps & CAP_TRUNCATE) ? cb_truncate : NULL;
+    cb.remove = (caps & CAP_REMOVE) ? cb_remove : NULL;
+    cb.destroy = cb_destroy;
+    scope_begin(&s);
+    st = shard_open_ex(CODEC(codec), &cb, (uint32_t)mode, (uint32_t)flags, &handle);
+    if (st != SHARD_OK) {
+        /* A failed open leaves userdata with us: release the ShardIO here. */
+        (*env)->DeleteGlobalRef(env, io->io);
+        free(io);
+    }
+    return finish(env, &s, st) ? (jlong)(uintptr_t)handle : 0;
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_shardClose(JNIEnv *env, jclass cls, jlong shard) {
+    (void)env;
+    (void)cls;
+    /* destroy (cb_destroy) runs in here, on this thread. */
+    shard_close((shard_handle *)(uintptr_t)shard);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunk(JNIEnv *env, jclass cls, jlong shard,
+                                                          jlongArray coords, jbyteArray out) {
+    coords_buf c;
+    uint8_t *buf;
+    jsize n;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return;
+    if (out == NULL) {
+        throw_new(env, g_NullPointerException, "out");
+        goto out;
+    }
+    n = (*env)->GetArrayLength(env, out);
+    if ((buf = (uint8_t *)malloc(n > 0 ? (size_t)n : 1)) == NULL) {
+        throw_oom(env);
+        goto out;
+    }
+    scope_begin(&s);
+    st = shard_read_chunk(SHARD(shard), c.v, c.n, buf, (size_t)n);
+    if (finish(env, &s, st) && n > 0) (*env)->SetByteArrayRegion(env, out, 0, n, (jbyte *)buf);
+    free(buf);
+out:
+    free_coords(&c);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunkDirect(JNIEnv *env, jclass cls,
+                                                                jlong shard, jlongArray coords,
+                                                                jobject buffer, jint pos,
+                                                                jint len) {
+    coords_buf c;
+    uint8_t *addr;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return;
+    if ((addr = direct_range(env, buffer, pos, len)) != NULL) {
+        scope_begin(&s);
+        st = shard_read_chunk(SHARD(shard), c.v, c.n, addr, (size_t)len);
+        finish(env, &s, st);
+    }
+    free_coords(&c);
+}
+
+/* coords holds count * rank values; out receives count chunks. */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunks(JNIEnv *env, jclass cls, jlong shard,
+                                                           jlongArray coords, jint rank,
+                                                           jobject buffer, jint pos, jint len) {
+    coords_buf c;
+    uint8_t *addr;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return;
+    if (rank <= 0 || c.n % (size_t)rank != 0) {
+        throw_new(env, g_IllegalArgumentException, "coordinates are not count x rank values");
+    } else if ((addr = direct_range(env, buffer, pos, len)) != NULL) {
+        scope_begin(&s);
+        st = shard_read_chunks(SHARD(shard), c.v, c.n / (size_t)rank, (size_t)rank, addr,
+                               (size_t)len);
+        finish(env, &s, st);
+    }
+    free_coords(&c);
+}
+
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, jclass cls,
+                                                                   jlong shard,
+                                                                   jlongArray coords) {
+    coords_buf c;
+    size_t size = 0, got = 0;
+    uint8_t *buf;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return NULL;
+    scope_begin(&s);
+    st = shard_read_chunk_raw(SHARD(shard), c.v, c.n, NULL, 0, &size);
+    if (!finish(env, &s, st)) goto out;
+    if (size == 0) {
+        result = (*env)->NewByteArray(env, 0);
+        goto out;
+    }
+    if (size > (size_t)INT32_MAX) {
+        throw_new(env, g_IllegalArgumentException, "encoded chunk larger than a Java array");
+        goto out;
+    }
+    if ((buf = (uint8_t *)malloc(size)) == NULL) {
+        throw_oom(env);
+        goto out;
+    }
+    scope_begin(&s);
+    st = shard_read_chunk_raw(SHARD(shard), c.v, c.n, buf, size, &got);
+    if (finish(env, &s, st)) result = new_bytes(env, buf, got);
+    free(buf);
+out:
+    free_coords(&c);
+    return result;
+}
+
+/* {offset, nbytes, empty ? 1 : 0} */
+JNIEXPORT jlongArray JNICALL Java_io_zarrshard_Native_chunkInfo(JNIEnv *env, jclass cls,
+                                                                jlong shard, jlongArray coords) {
+    coords_buf c;
+    shard_chunk_location loc;
+    shard_status st;
+    scope s;
+    jlongArray result = NULL;
+    (void)cls;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return NULL;
+    scope_begin(&s);
+    st = shard_chunk_info(SHARD(shard), c.v, c.n, &loc);
+    if (finish(env, &s, st)) {
+        uint64_t v[3];
+        v[0] = loc.offset;
+        v[1] = loc.nbytes;
+        v[2] = loc.empty ? 1 : 0;
+        result = new_longs(env, v, 3);
+    }
+    free_coords(&c);
+    return result;
+}
+
+typedef shard_status (*write_fn)(const shard_handle *, const uint64_t *, size_t, const uint8_t *,
+                                 size_t);
+
+static void write_bytes(JNIEnv *env, write_fn fn, jlong shard, jlongArray coords,
+                        jbyteArray data) {
+    coords_buf c;
+    uint8_t *buf;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return;
+    if ((buf = get_bytes(env, data, &len)) != NULL) {
+        scope_begin(&s);
+        st = fn(SHARD(shard), c.v, c.n, buf, len);
+        finish(env, &s, st);
+        free(buf);
+    }
+    free_coords(&c);
+}
+
+static void write_direct(JNIEnv *env, write_fn fn, jlong shard, jlongArray coords,
+                         jobject buffer, jint pos, jint len) {
+    coords_buf c;
+    uint8_t *addr;
+    shard_status st;
+    scope s;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return;
+    if ((addr = direct_range(env, buffer, pos, len)) != NULL) {
+        scope_begin(&s);
+        st = fn(SHARD(shard), c.v, c.n, addr, (size_t)len);
+        finish(env, &s, st);
+    }
+    free_coords(&c);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_writeChunk(JNIEnv *env, jclass cls, jlong shard,
+                                                           jlongArray coords, jbyteArray data) {
+    (void)cls;
+    write_bytes(env, shard_write_chunk, shard, coords, data);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_writeChunkDirect(JNIEnv *env, jclass cls,
+                                                                 jlong shard, jlongArray coords,
+                                                                 jobject buffer, jint pos,
+                                                                 jint len) {
+    (void)cls;
+    write_direct(env, shard_write_chunk, shard, coords, buffer, pos, len);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_writeChunkRaw(JNIEnv *env, jclass cls,
+                                                              jlong shard, jlongArray coords,
+                                                              jbyteArray data) {
+    (void)cls;
+    write_bytes(env, shard_write_chunk_raw, shard, coords, data);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_writeChunkRawDirect(JNIEnv *env, jclass cls,
+                                                                    jlong shard,
+                                                                    jlongArray coords,
+                                                                    jobject buffer, jint pos,
+                                                                    jint len) {
+    (void)cls;
+    write_direct(env, shard_write_chunk_raw, shard, coords, buffer, pos, len);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_eraseChunk(JNIEnv *env, jclass cls, jlong shard,
+                                                           jlongArray coords) {
+    coords_buf c;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return;
+    scope_begin(&s);
+    st = shard_erase_chunk(SHARD(shard), c.v, c.n);
+    finish(env, &s, st);
+    free_coords(&c);
+}
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_finalizeShard(JNIEnv *env, jclass cls,
+                                                               jlong shard) {
+    uint64_t size = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, shard)) return 0;
+    scope_begin(&s);
+    st = shard_finalize(SHARD(shard), &size);
+    return finish(env, &s, st) ? (jlong)size : 0;
+}
+
+/* ---- test hook ------------------------------------------------------------------------ */
+
+/* Read one chunk on a fresh native thread that the JVM does not know, so the ShardIO
+ * callbacks have to attach it (and detach it again). Returns the status; io_out[0] receives
+ * shard_last_io_code of that thread. Used by the tests only. */
+
+typedef struct {
+    const shard_handle *shard;
+    coords_buf *coords;
+    uint8_t *buf;
+    size_t len;
+    shard_status st;
+    int32_t io_code;
+} native_read;
+
+static void *native_read_main(void *arg) {
+    native_read *r = (native_read *)arg;
+    r->st = shard_read_chunk(r->shard, r->coords->v, r->coords->n, r->buf, r->len);
+    r->io_code = r->st == SHARD_OK ? 0 : shard_last_io_code();
+    return NULL;
+}
+
+JNIEXPORT jint JNICALL Java_io_zarrshard_Native_readChunkOnNativeThread(
+    JNIEnv *env, jclass cls, jlong shard, jlongArray coords, jbyteArray out, jintArray io_out) {
+    coords_buf c;
+    native_read r;
+    pthread_t t;
+    jsize n;
+    jint io_code;
+    (void)cls;
+    if (out == NULL || io_out == NULL) {
+        throw_new(env, g_NullPointerException, "out");
+        return -1;
+    }
+    if (!live(env, shard) || !get_coords(env, coords, &c)) return -1;
+    n = (*env)->GetArrayLength(env, out);
+    memset(&r, 0, sizeof r);
+    r.shard = SHARD(shard);
+    r.coords = &c;
+    r.len = (size_t)n;
+    if ((r.buf = (uint8_t *)malloc(n > 0 ? (size_t)n : 1)) == NULL) {
+        free_coords(&c);
+        throw_oom(env);
+        return -1;
+    }
+    if (pthread_create(&t, NULL, native_read_main, &r) != 0) {
+        free(r.buf);
+        free_coords(&c);
+        throw_new(env, g_IllegalStateException, "pthread_create failed");
+        return -1;
+    }
+    pthread_join(t, NULL);
+    if (r.st == SHARD_OK && n > 0) (*env)->SetByteArrayRegion(env, out, 0, n, (jbyte *)r.buf);
+    io_code = r.io_code;
+    if (!(*env)->ExceptionCheck(env)) (*env)->SetIntArrayRegion(env, io_out, 0, 1, &io_code);
+    free(r.buf);
+    free_coords(&c);
+    return (jint)r.st;
+}

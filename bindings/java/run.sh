@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The Java binding, end to end:
+#
+#   1. tools: a JDK (javac), gcc and junit4 from apt when missing (idempotent)
+#   2. the library (cargo build --release)
+#   3. the interop fixture written by zarr-python (bindings/make_fixture.py; scripts/venv.sh
+#      first when .venv is missing)
+#   4. the JNI shim, bindings/java/native/zarrshard_jni.c -> libzarrshard_jni.so, with
+#      -Wall -Wextra -Werror, linked with the static libzarrshard.a and --no-undefined
+#   5. the Java classes (javac --release 17 -Xlint:all -Werror): library, tests, example
+#   6. the JUnit 4 tests
+#   7. the same tests under -Xcheck:jni: must pass and print no JNI warning
+#   8. the example (bindings/java/example/Example.java), and zarr-python reading its array
+#
+# Everything it builds goes to target/bindings/java/ (logs in target/bindings/java/logs/).
+# One PASS/FAIL line per step; last a line `N passed, M failed` (steps); exit status 0 only
+# when nothing failed. The JUnit steps echo the runner's own `N passed, M failed` line.
+set -uo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$REPO"
+SRC="$REPO/bindings/java"
+OUT="$REPO/target/bindings/java"
+LOGS="$OUT/logs"
+mkdir -p "$OUT" "$LOGS"
+passed=0
+failed=0
+
+# step NAME COMMAND...: run COMMAND with its output in $LOGS/NAME.log; one line of result.
+step() {
+    local name="$1"
+    shift
+    local log="$LOGS/$name.log" t0=$SECONDS detail
+    if "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        detail="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)"
+        echo "PASS $name${detail:+ ($detail)} [$((SECONDS - t0))s]"
+    else
+        failed=$((failed + 1))
+        detail="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)"
+        echo "FAIL $name${detail:+ ($detail)} [$((SECONDS - t0))s] -- last lines of $log:"
+        tail -n 30 "$log" | sed 's/^/    /'
+    fi
+}
+
+JUNIT_JAR=/usr/share/java/junit4.jar
+HAMCREST_JAR=/usr/share/java/hamcrest-core.jar
+
+# ---- 1. tools ------------------------------------------------------------------------------
+
+install_tools() {
+    local missing=()
+    command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+    command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+    [ -f "$JUNIT_JAR" ] && [ -f "$HAMCREST_JAR" ] || missing+=(junit4)
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing: ${missing[*]}"
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "not root: install ${missing[*]} yourself" >&2
+            return 1
+        fi
+        # A stale package index is the usual reason an install fails; update once and retry.
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ||
+            { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+                --no-install-recommends "${missing[@]}"; } || return 1
+    else
+        echo "all tools present"
+    fi
+    javac -version && java -version && gcc --version | head -n 1 && ls "$JUNIT_JAR" "$HAMCREST_JAR"
+}
+step tools install_tools
+
+# JAVA_HOME from the javac on the PATH (its include/ has jni.h).
+JDK="${JAVA_HOME:-}"
+if [ -z "$JDK" ] || [ ! -f "$JDK/include/jni.h" ]; then
+    JDK="$(dirname "$(dirname "$(readlink -f "$(command -v javac 2>/dev/null || echo /usr/bin/javac)")")")"
+fi
+
+# ---- 2. the library -------------------------------------------------------------------------
+
+LIBZS="$REPO/target/release/libzarrshard.a"
+build_library() {
+    cargo build --release && [ -f "$LIBZS" ] && [ -f "$REPO/include/zarrshard.h" ]
+}
+step build-library build_library
+
+# ---- 3. the interop fixture -----------------------------------------------------------------
+
+FIXTURE="$OUT/fixture"
+make_fixture() {
+    if [ ! -x "$REPO/.venv/bin/python" ]; then
+        "$REPO/scripts/venv.sh" || return 1
+    fi
+    rm -rf "$FIXTURE"
+    "$REPO/.venv/bin/python" "$REPO/bindings/make_fixture.py" "$FIXTURE" &&
+        [ -f "$FIXTURE/fixture.raw" ] && [ -f "$FIXTURE/fixture.zarr/zarr.json" ]
+}
+step fixture make_fixture
+
+# ---- 4. the JNI shim ------------------------------------------------------------------------
+
+LIBDIR="$OUT/lib"
+build_jni() (
+    mkdir -p "$LIBDIR"
+    set -x
+    # --exclude-libs: the Rust library's symbols stay private to the shim, so another copy
+    # of libzarrshard in the same process cannot clash with it. --no-undefined: a missing
+    # system library fails here, not at System.loadLibrary.
+    gcc -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared \
+        -I"$JDK/include" -I"$JDK/include/linux" -I"$REPO/include" \
+        "$SRC/native/zarrshard_jni.c" -o "$LIBDIR/libzarrshard_jni.so" \
+        "$LIBZS" -lpthread -ldl -lm \
+        -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,--gc-sections
+)
+step build-jni build_jni
+
+# ---- 5. the Java classes --------------------------------------------------------------------
+
+CLASSES="$OUT/classes"
+TEST_CLASSES="$OUT/test-classes"
+EXAMPLE_CLASSES="$OUT/example-classes"
+TEST_CP="$CLASSES:$TEST_CLASSES:$JUNIT_JAR:$HAMCREST_JAR"
+build_java() (
+    rm -rf "$CLASSES" "$TEST_CLASSES" "$EXAMPLE_CLASSES"
+    mkdir -p "$CLASSES" "$TEST_CLASSES" "$EXAMPLE_CLASSES"
+    set -x
+    javac --release 17 -Xlint:all -Werror -d "$CLASSES" \
+        $(find "$SRC/src/main/java" -name '*.java' | sort) &&
+    javac --release 17 -Xlint:all -Xlint:-serial -Werror -cp "$CLASSES:$JUNIT_JAR:$HAMCREST_JAR" \
+        -d "$TEST_CLASSES" $(find "$SRC/src/test/java" -name '*.java' | sort) &&
+    javac --release 17 -Xlint:all -Werror -cp "$CLASSES" -d "$EXAMPLE_CLASSES" \
+        "$SRC/example/Example.java"
+)
+step build-java build_java
+
+# ---- 6, 7. the tests ------------------------------------------------------------------------
+
+JAVA_PROPS=(-Djava.library.path="$LIBDIR" -Dzarrshard.fixture="$FIXTURE"
+    -Dzarrshard.test.tmp="$OUT/tmp")
+run_tests() {
+    rm -rf "$OUT/tmp"
+    java "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain
+}
+step test run_tests
+
+run_tests_checkjni() {
+    local log="$OUT/checkjni-output.log" rc
+    rm -rf "$OUT/tmp"
+    java -Xcheck:jni "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    [ $rc -eq 0 ] || return $rc
+    # -Xcheck:jni reports problems as "WARNING in native method: ...", "WARNING: JNI local
+    # refs: ...", or "FATAL ERROR in native method: ..." (and aborts).
+    if grep -nE 'WARNING|FATAL ERROR|JNI local refs' "$log"; then
+        echo "-Xcheck:jni printed the warnings above"
+        return 1
+    fi
+    echo "-Xcheck:jni: no warnings"
+}
+step test-xcheck-jni run_tests_checkjni
+
+# ---- 8. the example -------------------------------------------------------------------------
+
+run_example() {
+    local dir="$OUT/example-out/example.zarr"
+    rm -rf "$OUT/example-out"
+    java -Djava.library.path="$LIBDIR" -cp "$CLASSES:$EXAMPLE_CLASSES" Example "$dir" || return 1
+    # The array the example wrote, as zarr-python reads it.
+    "$REPO/.venv/bin/python" - "$dir" <<'PY'
+import sys
+import numpy as np
+import zarr
+a = zarr.open_array(sys.argv[1], mode="r")[...]
+r, c = np.indices((64, 64))
+want = ((r * 64 + c) % 65536).astype("uint16")
+want[(r >= 32) & (c >= 32)] = 0
+assert a.dtype == np.uint16 and a.shape == (64, 64), (a.dtype, a.shape)
+assert (a == want).all(), "zarr-python reads different values"
+print("zarr-python reads the example's array: equal")
+PY
+}
+step example run_example
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

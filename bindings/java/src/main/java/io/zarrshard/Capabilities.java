@@ -1,0 +1,37 @@
+package io.zarrshard;
+
+import java.nio.ByteBuffer;
+
+/** Which optional {@link ShardIO} methods a class overrides (cached per class). */
+final class Capabilities {
+    private Capabilities() {}
+
+    private static final ClassValue<Integer> CAPS = new ClassValue<>() {
+        @Override
+        protected Integer computeValue(Class<?> type) {
+            int caps = 0;
+            if (overrides(type, "readSuffix", ByteBuffer.class)) {
+                caps |= Native.CAP_READ_SUFFIX;
+            }
+            if (overrides(type, "truncate", long.class)) {
+                caps |= Native.CAP_TRUNCATE;
+            }
+            if (overrides(type, "remove")) {
+                caps |= Native.CAP_REMOVE;
+            }
+            return caps;
+        }
+    };
+
+    static int of(ShardIO io) {
+        return CAPS.get(io.getClass());
+    }
+
+    private static boolean overrides(Class<?> type, String name, Class<?>... params) {
+        try {
+            return type.getMethod(name, params).getDeclaringClass() != ShardIO.class;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,88 @@
+package io.zarrshard;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The JNI entry points of {@code libzarrshard_jni} (bindings/java/native/zarrshard_jni.c), one
+ * per C ABI function. Handles are {@code long}s (the C pointers). Every method throws instead
+ * of returning a status: {@link ShardException} for a failed library call, a standard
+ * exception for a failure of the shim itself. Callers guarantee that a handle is live for the
+ * whole call ({@link NativeRef}).
+ */
+final class Native {
+    private Native() {}
+
+    static {
+        // -Dzarrshard.jni.library=/abs/path/libzarrshard_jni.so, else java.library.path.
+        String path = System.getProperty("zarrshard.jni.library");
+        if (path != null && !path.isEmpty()) {
+            System.load(path);
+        } else {
+            System.loadLibrary("zarrshard_jni");
+        }
+    }
+
+    /** Forces the library to load (and JNI_OnLoad to run) now. */
+    static void load() {}
+
+    // codecLong getters
+    static final int CODEC_RANK = 0, CODEC_NUM_CHUNKS = 1, CODEC_INNER_CHUNK_NBYTES = 2,
+            CODEC_INDEX_NBYTES = 3, CODEC_ELEMENT_NBYTES = 4;
+    // codecShape getters
+    static final int SHAPE_SHARD = 0, SHAPE_INNER_CHUNK = 1, SHAPE_CHUNKS_PER_SHARD = 2,
+            SHAPE_ARRAY = 3, SHAPE_GRID = 4;
+    // shardOpen capabilities: optional ShardIO methods the host overrides
+    static final int CAP_READ_SUFFIX = 1, CAP_TRUNCATE = 2, CAP_REMOVE = 4;
+
+    static native byte[] version();
+
+    static native byte[] statusString(int status);
+
+    static native long codecFromZarrJson(byte[] json);
+
+    static native long codecFromConfig(byte[] config, byte[] dataType, long[] shardShape,
+            byte[] fillValue);
+
+    static native void codecFree(long codec);
+
+    static native long codecLong(long codec, int which);
+
+    static native long[] codecShape(long codec, int which, int rank);
+
+    static native byte[] codecFillValue(long codec, int nbytes);
+
+    static native byte[] codecDataType(long codec);
+
+    static native byte[] codecShardKey(long codec, long[] gridCoords);
+
+    static native long shardOpen(long codec, ShardIO io, int mode, int flags, int caps);
+
+    static native void shardClose(long shard);
+
+    static native void readChunk(long shard, long[] coords, byte[] out);
+
+    static native void readChunkDirect(long shard, long[] coords, ByteBuffer dst, int pos, int len);
+
+    static native void readChunks(long shard, long[] coords, int rank, ByteBuffer dst, int pos,
+            int len);
+
+    static native byte[] readChunkRaw(long shard, long[] coords);
+
+    static native long[] chunkInfo(long shard, long[] coords);
+
+    static native void writeChunk(long shard, long[] coords, byte[] data);
+
+    static native void writeChunkDirect(long shard, long[] coords, ByteBuffer src, int pos, int len);
+
+    static native void writeChunkRaw(long shard, long[] coords, byte[] data);
+
+    static native void writeChunkRawDirect(long shard, long[] coords, ByteBuffer src, int pos,
+            int len);
+
+    static native void eraseChunk(long shard, long[] coords);
+
+    static native long finalizeShard(long shard);
+
+    /** Test hook: read on a native thread the JVM does not know; returns the status. */
+    static native int readChunkOnNativeThread(long shard, long[] coords, byte[] out, int[] ioOut);
+}

@@ -1,0 +1,326 @@
+package io.zarrshard;
+
+import java.lang.ref.Cleaner;
+import java.nio.ByteBuffer;
+import java.util.Objects;
+
+/**
+ * One open shard object (C {@code shard_handle}), read or written through a host
+ * {@link ShardIO}.
+ *
+ * <pre>{@code
+ * try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.READ);
+ *      Shard shard = Shard.open(codec, io, Shard.Mode.READ)) {
+ *     byte[] chunk = shard.readChunk(0, 1);            // C order, native byte order
+ * }
+ * }</pre>
+ *
+ * <p><b>Threads.</b> A read handle may be read from any number of threads at once. A write
+ * handle takes one call at a time (a concurrent call fails with {@link Status#BUSY}).
+ * {@link #close()} may be called from any thread at any time: it waits for nothing, and the
+ * native handle is freed when the last call in flight returns; later calls throw
+ * {@link IllegalStateException}.
+ *
+ * <p><b>Buffers.</b> Chunks are C order, native byte order ({@link java.nio.ByteOrder#nativeOrder()}).
+ * The {@link ByteBuffer} variants take direct buffers and use {@code remaining()} bytes from
+ * {@code position()}; on success the position moves past them.
+ *
+ * <p><b>Errors.</b> Failed calls throw {@link ShardException} with the library's status and
+ * message; if the {@link ShardIO} threw, the status is {@link Status#IO} and the cause is that
+ * exception.
+ */
+public final class Shard implements AutoCloseable {
+
+    /** How a shard is opened ({@code shard_mode}). */
+    public enum Mode {
+        /** Read: the index is read at open. */
+        READ(0),
+        /** Write, buffered: chunks kept encoded in memory, the whole shard written at finalize. */
+        WRITE_BUFFERED(1),
+        /** Write, streaming: each chunk written as given; the index at finalize. */
+        WRITE_STREAMING(2),
+        /** Update an existing shard, appending new chunks and a new index. */
+        UPDATE_APPEND(3),
+        /** Update an existing shard, rewriting chunks in place where they fit. */
+        UPDATE_IN_PLACE(4);
+
+        final int code;
+
+        Mode(int code) {
+            this.code = code;
+        }
+    }
+
+    /** Flag: lay out buffered shards in Morton order instead of C order. */
+    public static final int FLAG_MORTON_ORDER = 1;
+    /** Flag: store inner chunks equal to the fill value instead of leaving them empty. */
+    public static final int FLAG_STORE_FILL_CHUNKS = 2;
+
+    private final NativeRef ref;
+    private final Cleaner.Cleanable cleanable;
+    private final Mode mode;
+    private final int rank;
+    private final int chunkNbytes;
+
+    private Shard(long ptr, Mode mode, ShardCodec codec) {
+        this.ref = new NativeRef(ptr, Native::shardClose, "Shard");
+        this.mode = mode;
+        this.rank = codec.rank();
+        this.chunkNbytes = codec.innerChunkNbytes();
+        // The safety net: a Shard that becomes unreachable without close() is closed by the
+        // Cleaner thread (which frees the handle and releases the ShardIO).
+        this.cleanable = ShardCodec.CLEANER.register(this, ref);
+    }
+
+    /** {@link #open(ShardCodec, ShardIO, Mode, int)} with no flags. */
+    public static Shard open(ShardCodec codec, ShardIO io, Mode mode) {
+        return open(codec, io, mode, 0);
+    }
+
+    /**
+     * Open the shard object behind {@code io} with {@code codec}'s layout. Read and update
+     * modes read the index here. On success the Shard keeps {@code io} reachable until closed;
+     * on failure it keeps nothing.
+     *
+     * @param flags a bitwise OR of {@code FLAG_*}, 0 for none
+     */
+    public static Shard open(ShardCodec codec, ShardIO io, Mode mode, int flags) {
+        Objects.requireNonNull(codec, "codec");
+        Objects.requireNonNull(io, "io");
+        Objects.requireNonNull(mode, "mode");
+        int caps = Capabilities.of(io);
+        long c = codec.ref.acquire();
+        long h;
+        try {
+            h = Native.shardOpen(c, io, mode.code, flags, caps);
+        } finally {
+            codec.ref.release();
+        }
+        try {
+            return new Shard(h, mode, codec);
+        } catch (Throwable t) {
+            Native.shardClose(h);
+            throw t;
+        }
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    /** Bytes of one decoded inner chunk. */
+    public int chunkNbytes() {
+        return chunkNbytes;
+    }
+
+    /** Inner chunk {@code coords}, decoded (the fill value when it is not stored). */
+    public byte[] readChunk(long... coords) {
+        Objects.requireNonNull(coords, "coords");
+        byte[] out = new byte[chunkNbytes];
+        long h = ref.acquire();
+        try {
+            Native.readChunk(h, coords, out);
+        } finally {
+            ref.release();
+        }
+        return out;
+    }
+
+    /** Decode inner chunk {@code coords} into the direct buffer {@code dst} (remaining must be
+     * {@link #chunkNbytes()}, else {@link Status#BUFFER_SIZE}). */
+    public void readChunk(long[] coords, ByteBuffer dst) {
+        Objects.requireNonNull(coords, "coords");
+        int pos = directWritable(dst);
+        int len = dst.remaining();
+        long h = ref.acquire();
+        try {
+            Native.readChunkDirect(h, coords, dst, pos, len);
+        } finally {
+            ref.release();
+        }
+        dst.position(pos + len);
+    }
+
+    /** Decode several inner chunks in one call, one after another in the result. */
+    public byte[] readChunks(long[]... coords) {
+        long total = (long) coords.length * chunkNbytes;
+        if (total > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("the chunks do not fit one byte[]");
+        }
+        ByteBuffer dst = ByteBuffer.allocateDirect((int) total);
+        readChunks(coords, dst);
+        byte[] out = new byte[(int) total];
+        dst.flip().get(out);
+        return out;
+    }
+
+    /** Decode several inner chunks into the direct buffer {@code dst}
+     * ({@code coords.length * chunkNbytes()} bytes remaining). */
+    public void readChunks(long[][] coords, ByteBuffer dst) {
+        long[] flat = flatten(coords);
+        int pos = directWritable(dst);
+        int len = dst.remaining();
+        long h = ref.acquire();
+        try {
+            Native.readChunks(h, flat, rank, dst, pos, len);
+        } finally {
+            ref.release();
+        }
+        dst.position(pos + len);
+    }
+
+    /** The encoded bytes of inner chunk {@code coords}, as stored (empty when not stored). */
+    public byte[] readChunkRaw(long... coords) {
+        Objects.requireNonNull(coords, "coords");
+        long h = ref.acquire();
+        try {
+            return Native.readChunkRaw(h, coords);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /** Where inner chunk {@code coords} is stored. */
+    public ChunkLocation chunkInfo(long... coords) {
+        Objects.requireNonNull(coords, "coords");
+        long[] v;
+        long h = ref.acquire();
+        try {
+            v = Native.chunkInfo(h, coords);
+        } finally {
+            ref.release();
+        }
+        return new ChunkLocation(v[0], v[1], v[2] != 0);
+    }
+
+    /** Encode and write inner chunk {@code coords} ({@link #chunkNbytes()} bytes). */
+    public void writeChunk(long[] coords, byte[] data) {
+        Objects.requireNonNull(coords, "coords");
+        Objects.requireNonNull(data, "data");
+        long h = ref.acquire();
+        try {
+            Native.writeChunk(h, coords, data);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /** Encode and write inner chunk {@code coords} from a direct buffer. */
+    public void writeChunk(long[] coords, ByteBuffer src) {
+        Objects.requireNonNull(coords, "coords");
+        int pos = direct(src);
+        int len = src.remaining();
+        long h = ref.acquire();
+        try {
+            Native.writeChunkDirect(h, coords, src, pos, len);
+        } finally {
+            ref.release();
+        }
+        src.position(pos + len);
+    }
+
+    /** Write inner chunk {@code coords} from already-encoded bytes (e.g. {@link #readChunkRaw}
+     * of a shard with the same inner codecs), stored as given. */
+    public void writeChunkRaw(long[] coords, byte[] encoded) {
+        Objects.requireNonNull(coords, "coords");
+        Objects.requireNonNull(encoded, "encoded");
+        long h = ref.acquire();
+        try {
+            Native.writeChunkRaw(h, coords, encoded);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /** {@link #writeChunkRaw(long[], byte[])} from a direct buffer. */
+    public void writeChunkRaw(long[] coords, ByteBuffer encoded) {
+        Objects.requireNonNull(coords, "coords");
+        int pos = direct(encoded);
+        int len = encoded.remaining();
+        long h = ref.acquire();
+        try {
+            Native.writeChunkRawDirect(h, coords, encoded, pos, len);
+        } finally {
+            ref.release();
+        }
+        encoded.position(pos + len);
+    }
+
+    /** Mark inner chunk {@code coords} empty (it then reads as the fill value). */
+    public void eraseChunk(long... coords) {
+        Objects.requireNonNull(coords, "coords");
+        long h = ref.acquire();
+        try {
+            Native.eraseChunk(h, coords);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * Write the index (and, buffered, the chunks): the shard is complete when this returns.
+     * Returns the object's size, or 0 when nothing was stored and the object was removed.
+     * Afterwards every write call fails with {@link Status#INVALID_STATE}; close the Shard.
+     */
+    public long finalizeShard() {
+        long h = ref.acquire();
+        try {
+            return Native.finalizeShard(h);
+        } finally {
+            ref.release();
+        }
+    }
+
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    /**
+     * Close the handle: a write handle not finalized is discarded. Idempotent; safe while other
+     * threads are reading (the handle is freed when they return). The ShardIO is released.
+     */
+    @Override
+    public synchronized void close() {
+        cleanable.clean();
+    }
+
+    /** Test hook: read on a native thread unknown to the JVM. Returns the C status. */
+    int readChunkOnNativeThread(long[] coords, byte[] out, int[] ioCode) {
+        long h = ref.acquire();
+        try {
+            return Native.readChunkOnNativeThread(h, coords, out, ioCode);
+        } finally {
+            ref.release();
+        }
+    }
+
+    private long[] flatten(long[][] coords) {
+        Objects.requireNonNull(coords, "coords");
+        long[] flat = new long[Math.multiplyExact(coords.length, rank)];
+        for (int i = 0; i < coords.length; i++) {
+            long[] c = Objects.requireNonNull(coords[i], "coords[i]");
+            if (c.length != rank) {
+                throw new IllegalArgumentException(
+                        "coords[" + i + "] has " + c.length + " values, the shard rank is " + rank);
+            }
+            System.arraycopy(c, 0, flat, i * rank, rank);
+        }
+        return flat;
+    }
+
+    private static int direct(ByteBuffer b) {
+        Objects.requireNonNull(b, "buffer");
+        if (!b.isDirect()) {
+            throw new IllegalArgumentException("a direct ByteBuffer is required");
+        }
+        return b.position();
+    }
+
+    private static int directWritable(ByteBuffer b) {
+        int pos = direct(b);
+        if (b.isReadOnly()) {
+            throw new java.nio.ReadOnlyBufferException();
+        }
+        return pos;
+    }
+}

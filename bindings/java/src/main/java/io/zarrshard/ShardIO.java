@@ -1,0 +1,99 @@
+package io.zarrshard;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * The host's storage for one shard object: the Java face of the C {@code shard_io_callbacks}.
+ * Offsets are positional; there is no seek state.
+ *
+ * <p><b>Buffers.</b> {@code dst}/{@code src} are direct buffers over the library's memory,
+ * valid only during the call: never keep them, or a view of them, after returning.
+ * {@code src} is read-only.
+ *
+ * <p><b>Missing object.</b> {@link #read}, {@link #readSuffix}, {@link #size} and
+ * {@link #remove} may throw {@link NotFound} (size and readSuffix may instead return a negative
+ * value): the object then reads as all fill value.
+ *
+ * <p><b>Errors.</b> Any other exception (checked or not) is caught at the JNI boundary, never
+ * crosses into native code, and fails the zarrshard call with a {@link ShardException} of
+ * status {@link Status#IO} whose cause is that exception.
+ *
+ * <p><b>Threads.</b> {@link #read}, {@link #readSuffix} and {@link #size} are called
+ * concurrently from every thread reading a read-mode {@link Shard}: they must be thread-safe.
+ * {@link #write}, {@link #truncate} and {@link #remove} are called only from the thread calling
+ * a write method of a write handle, never concurrently.
+ *
+ * <p><b>Optional methods.</b> {@link #readSuffix}, {@link #truncate} and {@link #remove} are
+ * offered to the library only when the implementing class overrides them; otherwise the
+ * library uses its fallback (a suffix read becomes size + read) or reports
+ * {@link Status#UNSUPPORTED} when it needs the operation.
+ *
+ * <p><b>Lifetime.</b> A {@link Shard} keeps its ShardIO reachable (a JNI global reference)
+ * from a successful open until it is closed; it never closes the ShardIO. The host closes its
+ * own resources (e.g. {@link FileShardIO#close()}) after the shard.
+ */
+public interface ShardIO {
+
+    /** Thrown by a ShardIO to say that the object does not exist. */
+    final class NotFound extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        public NotFound() {
+            super("object not found", null);
+        }
+
+        public NotFound(String message) {
+            super(message);
+        }
+
+        /** No stack trace: this is a normal answer, not a failure. */
+        @Override
+        public synchronized Throwable fillInStackTrace() {
+            return this;
+        }
+    }
+
+    /**
+     * Read up to {@code dst.remaining()} bytes at {@code offset} into {@code dst}. Return the
+     * number of bytes read; fewer than asked only when the object ends there (loop over your
+     * own partial transfers). Required.
+     */
+    int read(long offset, ByteBuffer dst) throws IOException;
+
+    /** The object's size in bytes; negative (or {@link NotFound}) when it does not exist. */
+    long size() throws IOException;
+
+    /**
+     * Write all of {@code src} at {@code offset}, creating or extending the object. Required
+     * for write handles; a read-only ShardIO may throw {@link UnsupportedOperationException}.
+     */
+    void write(long offset, ByteBuffer src) throws IOException;
+
+    /**
+     * Optional: put the last {@code dst.remaining()} bytes of the object (the whole object if
+     * it is shorter) into {@code dst}, advancing its position by exactly
+     * {@code min(dst.remaining(), size)}, and return the object's size (negative, or
+     * {@link NotFound}, when it does not exist). One request instead of {@code size} + {@code
+     * read} when the shard index is at the end.
+     */
+    default long readSuffix(ByteBuffer dst) throws IOException {
+        throw new UnsupportedOperationException("readSuffix");
+    }
+
+    /**
+     * Optional: set the object's size to {@code length} (a rewrite shorter than the old object
+     * needs it unless the object always starts empty).
+     */
+    default void truncate(long length) throws IOException {
+        throw new UnsupportedOperationException("truncate");
+    }
+
+    /**
+     * Optional: remove the object (a shard left with no stored chunk is removed at finalize).
+     * Removing a missing object must succeed (return, or throw {@link NotFound}).
+     */
+    default void remove() throws IOException {
+        throw new UnsupportedOperationException("remove");
+    }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The performance benchmark: zarrshard against zarrs, tensorstore and zarr-python, in one run
+# on the same data and metadata, implementations alternated, one table.
+#
+#   scripts/bench.sh        -> table on stdout and in target/bench/results.md
+#
+# Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
+# missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
+# mode (bench/, its own cargo package and target dir), runs it. About 5 minutes on 2 cores.
+#
+# Environment: ZARRSHARD_BENCH_NO_PEERS=1 skips the Python peers; ZARRSHARD_BENCH_QUICK=1
+# runs 2 repetitions per measurement (a smoke test, not numbers to quote);
+# ZARRSHARD_BENCH_KEEP=1 keeps the work directory (then `bench/peers.py --workdir DIR`
+# reruns the peers alone); ZARRSHARD_BENCH_DIR=DIR puts it at DIR (default: under $TMPDIR
+# or /tmp, which must be a local disk).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT_DIR="$REPO/target/bench"
+OUT="$OUT_DIR/results.md"
+log() { echo "[bench.sh] $*" >&2; }
+
+start=$(date +%s)
+
+if [ -z "${ZARRSHARD_BENCH_NO_PEERS:-}" ]; then
+    log "Python venv (scripts/venv.sh)"
+    ZARRSHARD_BENCH_PYTHON="$("$REPO/scripts/venv.sh" | tail -n 1)"
+    export ZARRSHARD_BENCH_PYTHON
+fi
+
+log "building the harness (release)"
+cargo bench --manifest-path "$REPO/bench/Cargo.toml" --no-run >&2
+
+mkdir -p "$OUT_DIR"
+log "running (progress on stderr; the table goes to $OUT)"
+tmp="$(mktemp "$OUT_DIR/results.md.XXXXXX")"
+trap 'rm -f "$tmp"' EXIT
+cargo bench --manifest-path "$REPO/bench/Cargo.toml" --bench compare -q > "$tmp"
+mv "$tmp" "$OUT"
+trap - EXIT
+cat "$OUT"
+log "done in $(( $(date +%s) - start )) s; table in $OUT"
