@@ -194,7 +194,8 @@ typedef struct {
    */
   int32_t (*read)(void *userdata, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out);
   /**
-   * Optional. Read the last `len` bytes (the whole object if shorter) into `buf`; store the
+   * Optional. Read the last `len` bytes (the whole object if shorter) into the start of
+   * `buf`; store the
    * count in `*read_out` and, if known, the object's size in `*object_size_out` (leave it
    * untouched otherwise). Without it, a suffix read costs a `size` call plus a `read`.
    */
@@ -233,8 +234,8 @@ typedef struct {
  */
 typedef struct {
   /**
-   * Byte offset in the shard object (meaningless when `empty`; 0 for chunks a buffered
-   * writer holds until finalize).
+   * Byte offset in the shard object: `UINT64_MAX` when `empty`; 0 for chunks a buffered
+   * writer holds until finalize.
    */
   uint64_t offset;
   /**
@@ -300,8 +301,10 @@ shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard
  * String arguments are pointer + length, UTF-8, no NUL needed.
  *
  * On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
- * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
- * `SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (a string
+ * argument is not UTF-8), `SHARD_ERR_INVALID_METADATA` (malformed JSON, unknown data type,
+ * a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`),
+ * `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_from_config(const char *config_json,
                                      size_t config_len,
@@ -437,8 +440,9 @@ shard_status shard_open(const shard_codec *codec,
                         shard_handle **shard_out);
 
 /**
- * `shard_open` with `flags`: a bitwise OR of `SHARD_FLAG_*` (0 for none). Unknown flag bits
- * give `SHARD_ERR_INVALID_ARGUMENT`. Returns what `shard_open` returns.
+ * `shard_open` with `flags`: a bitwise OR of `SHARD_FLAG_*` (0 for none). The flags concern
+ * writing and are ignored by `SHARD_MODE_READ`; unknown flag bits give
+ * `SHARD_ERR_INVALID_ARGUMENT`. Returns what `shard_open` returns.
  */
 shard_status shard_open_ex(const shard_codec *codec,
                            const shard_io_callbacks *io,

@@ -345,16 +345,23 @@ fn a_failed_write_blocks_the_writer() {
         }
         fn write_at(&self, o: u64, d: &[u8]) -> Result<()> {
             if self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
-                return Err(Error::Io { code: 5, message: "disk full".into() });
+                return Err(Error::Io {
+                    code: 5,
+                    message: "disk full".into(),
+                });
             }
             self.0.write_at(o, d)
         }
     }
     let l = layout(raw(), "end", &[2], &[3], DataType::UInt8);
     let io = FailSecond(MemoryIo::new(), Default::default());
-    let mut w = ShardWriter::new(l, &io, WriteStrategy::Streaming, WriteOptions::default()).unwrap();
+    let mut w =
+        ShardWriter::new(l, &io, WriteStrategy::Streaming, WriteOptions::default()).unwrap();
     w.write_chunk(&[0], &[1, 1]).unwrap();
-    assert!(matches!(w.write_chunk(&[1], &[2, 2]), Err(Error::Io { code: 5, .. })));
+    assert!(matches!(
+        w.write_chunk(&[1], &[2, 2]),
+        Err(Error::Io { code: 5, .. })
+    ));
     // Nothing may finish a shard that silently lacks chunk 1.
     for r in [w.write_chunk(&[2], &[3, 3]), w.finalize().map(|_| ())] {
         assert_eq!(

@@ -82,8 +82,10 @@ pub unsafe extern "C" fn shard_codec_from_zarr_json(
 /// String arguments are pointer + length, UTF-8, no NUL needed.
 ///
 /// On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
-/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
-/// `SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (a string
+/// argument is not UTF-8), `SHARD_ERR_INVALID_METADATA` (malformed JSON, unknown data type,
+/// a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`),
+/// `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_from_config(
     config_json: *const c_char,

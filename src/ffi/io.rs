@@ -61,7 +61,8 @@ pub struct shard_io_callbacks {
             read_out: *mut usize,
         ) -> i32,
     >,
-    /// Optional. Read the last `len` bytes (the whole object if shorter) into `buf`; store the
+    /// Optional. Read the last `len` bytes (the whole object if shorter) into the start of
+    /// `buf`; store the
     /// count in `*read_out` and, if known, the object's size in `*object_size_out` (leave it
     /// untouched otherwise). Without it, a suffix read costs a `size` call plus a `read`.
     pub read_suffix: Option<

@@ -43,8 +43,8 @@ pub const SHARD_FLAG_STORE_FILL_CHUNKS: u32 = 2;
 #[repr(C)]
 #[allow(non_camel_case_types)]
 pub struct shard_chunk_location {
-    /// Byte offset in the shard object (meaningless when `empty`; 0 for chunks a buffered
-    /// writer holds until finalize).
+    /// Byte offset in the shard object: `UINT64_MAX` when `empty`; 0 for chunks a buffered
+    /// writer holds until finalize.
     pub offset: u64,
     /// Encoded size in bytes (0 when `empty`).
     pub nbytes: u64,
@@ -118,8 +118,9 @@ pub unsafe extern "C" fn shard_open(
     unsafe { shard_open_ex(codec, io, mode, 0, shard_out) }
 }
 
-/// `shard_open` with `flags`: a bitwise OR of `SHARD_FLAG_*` (0 for none). Unknown flag bits
-/// give `SHARD_ERR_INVALID_ARGUMENT`. Returns what `shard_open` returns.
+/// `shard_open` with `flags`: a bitwise OR of `SHARD_FLAG_*` (0 for none). The flags concern
+/// writing and are ignored by `SHARD_MODE_READ`; unknown flag bits give
+/// `SHARD_ERR_INVALID_ARGUMENT`. Returns what `shard_open` returns.
 #[no_mangle]
 pub unsafe extern "C" fn shard_open_ex(
     codec: *const shard_codec,
