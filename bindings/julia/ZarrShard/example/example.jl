@@ -1,0 +1,119 @@
+# ZarrShard.jl example: read the interop fixture zarr-python wrote, check every inner chunk of
+# every shard against fixture.raw, print one chunk; then write a rank-3 shard in memory and
+# read it back.
+#
+#     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
+#     cargo build --release --lib
+#     ZARRSHARD_LIBRARY=$PWD/target/release/libzarrshard.so \
+#         julia --project=bindings/julia/ZarrShard bindings/julia/ZarrShard/example/example.jl /tmp/fx
+#
+# bindings/julia/calls.c makes exactly the C calls this script makes, in the same order, and
+# its comments map each line here ([1], [2], ...) to those calls. Keep the two in step.
+#
+# Dimension order: the Julian layer shows every shape and coordinate reversed and 1-based, so
+# a C-order chunk element [i][j] is A[j+1, i+1] and C shard c/0/1 is grid coordinate (2, 1).
+
+using ZarrShard
+using ZarrShard: LibZarrShard
+
+# A bare sharding_indexed configuration (Zarr JSON: C order), one line so that calls.c can
+# pass byte for byte the same text.
+const CONFIG3 = """{"chunk_shape":[2,3,5],"codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd","configuration":{"level":1,"checksum":false}}],"index_codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"crc32c"}],"index_location":"end"}"""
+
+function main(dir::AbstractString)
+    array = joinpath(dir, "fixture.zarr")
+    println("libzarrshard ", ZarrShard.version())                                   # [1]
+
+    # The array: 64x64 uint16, shards 32x32, inner chunks 16x16 (zarr.json is C order).
+    codec = Codec(read(joinpath(array, "zarr.json"), String))                        # [2]
+    shape = array_shape(codec)                                                       # [3]
+    grid = grid_shape(codec)                                                         # [4]
+    per_shard = chunks_per_shard(codec)                                              # [5]
+    shard_dims = shard_shape(codec)                                                  # [6]
+    inner = inner_chunk_shape(codec)                                                 # [7]
+
+    # fixture.raw is the whole array, C order, little-endian: as a Julia array of the
+    # reversed shape, expected[c+1, r+1] is the value at row r, column c.
+    expected = reshape(ltoh.(reinterpret(UInt16, read(joinpath(dir, "fixture.raw")))), shape)
+
+    checked = 0
+    for s in CartesianIndices(grid)                  # Julia order: C's last index fastest
+        key = shard_key(codec, s)                                                    # [8]
+        open(codec, FileShardIO(joinpath(array, key))) do shard                      # [9]
+            for c in CartesianIndices(per_shard)
+                A = read_chunk(shard, c)                                             # [10]
+                origin = (Tuple(s) .- 1) .* shard_dims .+ (Tuple(c) .- 1) .* inner
+                want = expected[map((o, n) -> o+1:o+n, origin, inner)...]
+                A == want || error("shard $key, inner chunk $(Tuple(c)): values differ")
+                checked += 1
+            end
+        end                                                                          # [11]
+    end
+    println("checked $checked inner chunks of $(length(grid)) shards against fixture.raw")
+
+    # Shard c/0/1 is grid (2, 1); its inner chunk [0][1] (C) is (2, 1) here. It holds rows
+    # 0..15 and columns 48..63 of the array: A[j+1, i+1] = value(row i, column 48 + j).
+    open(codec, FileShardIO(joinpath(array, shard_key(codec, (2, 1))))) do shard     # [12]
+        A = read_chunk(shard, (2, 1))                                                # [13]
+        A[2, 1] == UInt16((0 * 64 + 49) * 7) || error("A[2, 1] is not C element [0][1]")
+        println("shard c/0/1, inner chunk [0][1] (C) = (2, 1) (Julia), ", summary(A),
+                "; A[1:4, 1:3] (A[j, i] is row i-1, column 47+j):")
+        show(stdout, "text/plain", A[1:4, 1:3])
+        println()
+        info = chunk_info(shard, (1, 1))             # top-left: all fill, not stored  # [14]
+        info.empty || error("the top-left inner chunk should not be stored")
+        err = try                                                                    # [15]
+            read_chunk(shard, (3, 1))                # C [0][2]: outside the 2x2 chunk grid
+            nothing
+        catch e
+            e
+        end
+        err isa ZarrShardError &&
+            err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
+            error("expected a ZarrShardError, got $(repr(err))")
+        println("as expected: ", sprint(showerror, err))
+    end                                                                              # [16]
+
+    # A missing object reads as the fill value (the callbacks return SHARD_IO_NOT_FOUND).
+    open(codec, MemoryShardIO()) do shard                                            # [17]
+        all(iszero, read_chunk(shard, (1, 1))) || error("a missing shard reads as fill") # [18]
+    end                                                                              # [19]
+
+    # A rank-3 int32 shard in memory, from a bare sharding configuration. C shard shape
+    # [4][6][10], inner chunks [2][3][5]; in Julia (10, 6, 4) and (5, 3, 2).
+    codec3 = Codec(CONFIG3, "int32", (10, 6, 4), "-1")                                # [20]
+    fill_value(codec3) == Int32(-1) || error("fill value")                           # [21]
+    inner3 = inner_chunk_shape(codec3)                                               # [22]
+    per3 = chunks_per_shard(codec3)                                                  # [23]
+    # data[k+1, j+1, i+1] is C element [i][j][k] = 10000 i + 100 j + k.
+    data = [Int32(10000i + 100j + k) for k in 0:9, j in 0:5, i in 0:3]
+    part(c) = data[map((x, n) -> (x-1)*n+1:x*n, Tuple(c), inner3)...]
+
+    mem = MemoryShardIO()
+    open(codec3, mem; mode = :buffered) do shard                                     # [24]
+        for c in CartesianIndices(per3)
+            write_chunk(shard, c, part(c))                                           # [25]
+        end
+        erase_chunk(shard, (2, 1, 1))                # C inner chunk [0][0][1]        # [26]
+        nbytes = finalize_shard!(shard)                                              # [27]
+        println("wrote a rank-3 shard of $nbytes bytes in memory")
+    end                                                                              # [28]
+
+    open(codec3, mem) do shard                                                       # [29]
+        for c in CartesianIndices(per3)
+            A = read_chunk(shard, c)                                                 # [30]
+            want = Tuple(c) == (2, 1, 1) ? fill(Int32(-1), inner3) : part(c)
+            A == want || error("rank-3 inner chunk $(Tuple(c)): values differ")
+        end
+        isempty(read_chunk_raw(shard, (2, 1, 1))) || error("erased chunk is stored")  # [31]
+        both = read_chunks(shard, [(1, 1, 1), (2, 2, 2)])                            # [32]
+        both[:, :, :, 2] == part((2, 2, 2)) || error("read_chunks")
+        println("rank 3: A[k, j, i] == C[i-1][j-1][k-1]; ", summary(both),
+                " from read_chunks, A[5, 3, 2] = ", both[5, 3, 2, 1])
+    end                                                                              # [33]
+    close(codec3)                                                                    # [34]
+    close(codec)                                                                     # [35]
+    println("ok")
+end
+
+main(length(ARGS) >= 1 ? ARGS[1] : "fixture")

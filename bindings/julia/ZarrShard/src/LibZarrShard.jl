@@ -1,0 +1,328 @@
+"""
+    LibZarrShard
+
+The raw layer: one `ccall` wrapper per function of `include/zarrshard.h`, with the C types of
+the header, and the header's constants, enums and structs. Nothing here allocates, checks or
+converts: statuses come back as `Cint`, coordinates are C order and 0-based, buffers are raw
+pointers (Julia arrays passed to these functions are converted and rooted by `ccall`).
+
+Use the Julian layer (`ZarrShard.Codec`, `ZarrShard.Shard`) unless you need the C API as is.
+`bindings/julia/check` verifies statically that every wrapper here matches the header.
+"""
+module LibZarrShard
+
+"""
+The shared library. Set `ZARRSHARD_LIBRARY` to the full path of `libzarrshard.so`
+(`.dylib`, `.dll`) before the package is precompiled; otherwise the dynamic loader's search
+path is used. `ccall` needs a constant here, so the value is fixed at precompile time.
+"""
+const libzarrshard = get(ENV, "ZARRSHARD_LIBRARY", "libzarrshard")
+
+# ---------------------------------------------------------------------------------------------
+# Constants (#define)
+
+"The callback table version this header defines (`shard_io_callbacks.version`)."
+const SHARD_IO_VERSION = UInt32(1)
+"Returned by `read`, `read_suffix`, `size` when the object does not exist (reads as fill)."
+const SHARD_IO_NOT_FOUND = Int32(2147483647)
+"`shard_last_io_code` after a callback reported more bytes than it was asked for."
+const SHARD_IO_CONTRACT_VIOLATION = Int32(2147483646)
+"`shard_open_ex` flag: lay out buffered shards in Morton order."
+const SHARD_FLAG_MORTON_ORDER = UInt32(1)
+"`shard_open_ex` flag: store inner chunks equal to the fill value."
+const SHARD_FLAG_STORE_FILL_CHUNKS = UInt32(2)
+
+# ---------------------------------------------------------------------------------------------
+# Enums. The functions return `Cint`, not `shard_status`, so that a status this binding does
+# not know yet still arrives intact; compare with `Cint(SHARD_OK)`.
+
+"Result of every fallible `shard_*` function (`Cint` in C)."
+@enum shard_status::Cint begin
+    SHARD_OK = 0
+    SHARD_ERR_NULL_POINTER = 1
+    SHARD_ERR_INVALID_METADATA = 2
+    SHARD_ERR_UNSUPPORTED_CODEC = 3
+    SHARD_ERR_CORRUPT = 4
+    SHARD_ERR_CHECKSUM = 5
+    SHARD_ERR_IO = 6
+    SHARD_ERR_BUFFER_SIZE = 7
+    SHARD_ERR_INVALID_ARGUMENT = 8
+    SHARD_ERR_INVALID_STATE = 9
+    SHARD_ERR_UNSUPPORTED = 10
+    SHARD_ERR_PANIC = 11
+    SHARD_ERR_BUSY = 12
+end
+
+"How `shard_open` opens the shard; passed as a `UInt32`."
+@enum shard_mode::UInt32 begin
+    SHARD_MODE_READ = 0
+    SHARD_MODE_WRITE_BUFFERED = 1
+    SHARD_MODE_WRITE_STREAMING = 2
+    SHARD_MODE_UPDATE_APPEND = 3
+    SHARD_MODE_UPDATE_IN_PLACE = 4
+end
+
+# ---------------------------------------------------------------------------------------------
+# Types
+
+"Opaque: a shard layout (`shard_codec *`). Only ever used as `Ptr{shard_codec}`."
+mutable struct shard_codec end
+
+"Opaque: an open shard object (`shard_handle *`). Only ever used as `Ptr{shard_handle}`."
+mutable struct shard_handle end
+
+"""
+The host's storage for one shard object: the C struct, field for field. The callbacks are C
+function pointers (`@cfunction`); see the header for the whole contract.
+"""
+struct shard_io_callbacks
+    version::UInt32
+    userdata::Ptr{Cvoid}
+    read::Ptr{Cvoid}        # int32_t (*)(void *, uint64_t, size_t, uint8_t *, size_t *)
+    read_suffix::Ptr{Cvoid} # int32_t (*)(void *, size_t, uint8_t *, size_t *, uint64_t *)
+    size::Ptr{Cvoid}        # int32_t (*)(void *, uint64_t *)
+    write::Ptr{Cvoid}       # int32_t (*)(void *, uint64_t, const uint8_t *, size_t)
+    truncate::Ptr{Cvoid}    # int32_t (*)(void *, uint64_t)
+    remove::Ptr{Cvoid}      # int32_t (*)(void *)
+    destroy::Ptr{Cvoid}     # void (*)(void *)
+end
+
+"Where an inner chunk is stored (`shard_chunk_info`)."
+struct shard_chunk_location
+    offset::UInt64
+    nbytes::UInt64
+    empty::Bool
+end
+
+# ---------------------------------------------------------------------------------------------
+# Functions, in the header's order.
+
+"`const char *shard_version(void)`"
+function shard_version()
+    ccall((:shard_version, libzarrshard), Cstring, ())
+end
+
+"`const char *shard_status_str(uint32_t status)`"
+function shard_status_str(status)
+    ccall((:shard_status_str, libzarrshard), Cstring, (UInt32,), status)
+end
+
+"`shard_status shard_last_error(char *buf, size_t len, size_t *written_out)`"
+function shard_last_error(buf, len, written_out)
+    ccall((:shard_last_error, libzarrshard), Cint,
+          (Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+          buf, len, written_out)
+end
+
+"`int32_t shard_last_io_code(void)`"
+function shard_last_io_code()
+    ccall((:shard_last_io_code, libzarrshard), Int32, ())
+end
+
+"`shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard_codec **codec_out)`"
+function shard_codec_from_zarr_json(json, json_len, codec_out)
+    ccall((:shard_codec_from_zarr_json, libzarrshard), Cint,
+          (Ptr{UInt8}, Csize_t, Ref{Ptr{shard_codec}}),
+          json, json_len, codec_out)
+end
+
+"""
+`shard_status shard_codec_from_config(const char *config_json, size_t config_len,
+const char *data_type, size_t data_type_len, const uint64_t *shard_shape, size_t rank,
+const char *fill_value_json, size_t fill_value_len, shard_codec **codec_out)`
+"""
+function shard_codec_from_config(config_json, config_len, data_type, data_type_len,
+                                 shard_shape, rank, fill_value_json, fill_value_len, codec_out)
+    ccall((:shard_codec_from_config, libzarrshard), Cint,
+          (Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t,
+           Ref{Ptr{shard_codec}}),
+          config_json, config_len, data_type, data_type_len, shard_shape, rank,
+          fill_value_json, fill_value_len, codec_out)
+end
+
+"`void shard_codec_free(shard_codec *codec)`"
+function shard_codec_free(codec)
+    ccall((:shard_codec_free, libzarrshard), Cvoid, (Ptr{shard_codec},), codec)
+end
+
+"`shard_status shard_codec_rank(const shard_codec *codec, size_t *rank_out)`"
+function shard_codec_rank(codec, rank_out)
+    ccall((:shard_codec_rank, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{Csize_t}), codec, rank_out)
+end
+
+"`shard_status shard_codec_shard_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank)`"
+function shard_codec_shard_shape(codec, shape_out, rank)
+    ccall((:shard_codec_shard_shape, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt64}, Csize_t), codec, shape_out, rank)
+end
+
+"`shard_status shard_codec_inner_chunk_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank)`"
+function shard_codec_inner_chunk_shape(codec, shape_out, rank)
+    ccall((:shard_codec_inner_chunk_shape, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt64}, Csize_t), codec, shape_out, rank)
+end
+
+"`shard_status shard_codec_chunks_per_shard(const shard_codec *codec, uint64_t *shape_out, size_t rank)`"
+function shard_codec_chunks_per_shard(codec, shape_out, rank)
+    ccall((:shard_codec_chunks_per_shard, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt64}, Csize_t), codec, shape_out, rank)
+end
+
+"`shard_status shard_codec_num_chunks(const shard_codec *codec, uint64_t *count_out)`"
+function shard_codec_num_chunks(codec, count_out)
+    ccall((:shard_codec_num_chunks, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{UInt64}), codec, count_out)
+end
+
+"`shard_status shard_codec_inner_chunk_nbytes(const shard_codec *codec, size_t *nbytes_out)`"
+function shard_codec_inner_chunk_nbytes(codec, nbytes_out)
+    ccall((:shard_codec_inner_chunk_nbytes, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{Csize_t}), codec, nbytes_out)
+end
+
+"`shard_status shard_codec_index_nbytes(const shard_codec *codec, uint64_t *nbytes_out)`"
+function shard_codec_index_nbytes(codec, nbytes_out)
+    ccall((:shard_codec_index_nbytes, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{UInt64}), codec, nbytes_out)
+end
+
+"`shard_status shard_codec_element_nbytes(const shard_codec *codec, size_t *nbytes_out)`"
+function shard_codec_element_nbytes(codec, nbytes_out)
+    ccall((:shard_codec_element_nbytes, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{Csize_t}), codec, nbytes_out)
+end
+
+"`shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size_t len)`"
+function shard_codec_fill_value(codec, buf, len)
+    ccall((:shard_codec_fill_value, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt8}, Csize_t), codec, buf, len)
+end
+
+"`shard_status shard_codec_data_type(const shard_codec *codec, char *buf, size_t len, size_t *written_out)`"
+function shard_codec_data_type(codec, buf, len, written_out)
+    ccall((:shard_codec_data_type, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+          codec, buf, len, written_out)
+end
+
+"`shard_status shard_codec_array_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank)`"
+function shard_codec_array_shape(codec, shape_out, rank)
+    ccall((:shard_codec_array_shape, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt64}, Csize_t), codec, shape_out, rank)
+end
+
+"`shard_status shard_codec_grid_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank)`"
+function shard_codec_grid_shape(codec, shape_out, rank)
+    ccall((:shard_codec_grid_shape, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt64}, Csize_t), codec, shape_out, rank)
+end
+
+"""
+`shard_status shard_codec_shard_key(const shard_codec *codec, const uint64_t *coords,
+size_t rank, char *buf, size_t len, size_t *written_out)`
+"""
+function shard_codec_shard_key(codec, coords, rank, buf, len, written_out)
+    ccall((:shard_codec_shard_key, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+          codec, coords, rank, buf, len, written_out)
+end
+
+"""
+`shard_status shard_open(const shard_codec *codec, const shard_io_callbacks *io,
+uint32_t mode, shard_handle **shard_out)`
+"""
+function shard_open(codec, io, mode, shard_out)
+    ccall((:shard_open, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{shard_io_callbacks}, UInt32, Ref{Ptr{shard_handle}}),
+          codec, io, mode, shard_out)
+end
+
+"""
+`shard_status shard_open_ex(const shard_codec *codec, const shard_io_callbacks *io,
+uint32_t mode, uint32_t flags, shard_handle **shard_out)`
+"""
+function shard_open_ex(codec, io, mode, flags, shard_out)
+    ccall((:shard_open_ex, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{shard_io_callbacks}, UInt32, UInt32, Ref{Ptr{shard_handle}}),
+          codec, io, mode, flags, shard_out)
+end
+
+"`void shard_close(shard_handle *shard)`"
+function shard_close(shard)
+    ccall((:shard_close, libzarrshard), Cvoid, (Ptr{shard_handle},), shard)
+end
+
+"""
+`shard_status shard_read_chunk(const shard_handle *shard, const uint64_t *coords,
+size_t rank, uint8_t *buf, size_t len)`
+"""
+function shard_read_chunk(shard, coords, rank, buf, len)
+    ccall((:shard_read_chunk, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t),
+          shard, coords, rank, buf, len)
+end
+
+"""
+`shard_status shard_read_chunks(const shard_handle *shard, const uint64_t *coords,
+size_t count, size_t rank, uint8_t *buf, size_t len)`
+"""
+function shard_read_chunks(shard, coords, count, rank, buf, len)
+    ccall((:shard_read_chunks, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t, Csize_t, Ptr{UInt8}, Csize_t),
+          shard, coords, count, rank, buf, len)
+end
+
+"""
+`shard_status shard_read_chunk_raw(const shard_handle *shard, const uint64_t *coords,
+size_t rank, uint8_t *buf, size_t len, size_t *nbytes_out)`
+"""
+function shard_read_chunk_raw(shard, coords, rank, buf, len, nbytes_out)
+    ccall((:shard_read_chunk_raw, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+          shard, coords, rank, buf, len, nbytes_out)
+end
+
+"""
+`shard_status shard_chunk_info(const shard_handle *shard, const uint64_t *coords,
+size_t rank, shard_chunk_location *info_out)`
+"""
+function shard_chunk_info(shard, coords, rank, info_out)
+    ccall((:shard_chunk_info, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t, Ref{shard_chunk_location}),
+          shard, coords, rank, info_out)
+end
+
+"""
+`shard_status shard_write_chunk(const shard_handle *shard, const uint64_t *coords,
+size_t rank, const uint8_t *data, size_t len)`
+"""
+function shard_write_chunk(shard, coords, rank, data, len)
+    ccall((:shard_write_chunk, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t),
+          shard, coords, rank, data, len)
+end
+
+"""
+`shard_status shard_write_chunk_raw(const shard_handle *shard, const uint64_t *coords,
+size_t rank, const uint8_t *data, size_t len)`
+"""
+function shard_write_chunk_raw(shard, coords, rank, data, len)
+    ccall((:shard_write_chunk_raw, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t),
+          shard, coords, rank, data, len)
+end
+
+"`shard_status shard_erase_chunk(const shard_handle *shard, const uint64_t *coords, size_t rank)`"
+function shard_erase_chunk(shard, coords, rank)
+    ccall((:shard_erase_chunk, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ptr{UInt64}, Csize_t), shard, coords, rank)
+end
+
+"`shard_status shard_finalize(const shard_handle *shard, uint64_t *size_out)`"
+function shard_finalize(shard, size_out)
+    ccall((:shard_finalize, libzarrshard), Cint,
+          (Ptr{shard_handle}, Ref{UInt64}), shard, size_out)
+end
+
+end # module LibZarrShard

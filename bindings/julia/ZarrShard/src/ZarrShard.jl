@@ -1,0 +1,621 @@
+"""
+    ZarrShard
+
+Julia binding of zarrshard (Zarr v3 sharding, `sharding_indexed`) over its C ABI.
+
+Two layers, as in LibGit2 and CodecZstd.jl: [`LibZarrShard`](@ref) is the raw `ccall` layer
+(C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: [`Codec`](@ref)
+and [`Shard`](@ref) objects with finalizers and an idempotent `close`, do-block `open`,
+[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object.
+
+# Dimension order and indexing (read this once)
+
+Zarr stores inner chunks in C order (row-major, last index fastest). Julia arrays are
+column-major (first index fastest) and 1-based. This binding follows Zarr.jl and HDF5.jl:
+**every Julia-side shape and coordinate is in reversed dimension order and 1-based**, so that
+no data is ever copied or permuted:
+
+| what                                  | C / Zarr (`zarr.json`, raw layer) | Julian layer                 |
+|:--------------------------------------|:----------------------------------|:-----------------------------|
+| inner chunk shape                     | `(d0, d1, …, dn)`                 | `(dn, …, d1, d0)`            |
+| inner chunk coordinates               | `[i0, i1, …, in]`, 0-based        | `(in+1, …, i1+1, i0+1)`      |
+| element `[a][b]` of a rank-2 chunk    | `buf[a*d1 + b]`                   | `A[b+1, a+1]`                |
+| shard grid coordinates (`shard_key`)  | `c/i0/i1`, 0-based                | `(i1+1, i0+1)`               |
+
+`read_chunk` returns `reshape(bytes, reverse(c_shape)...)`-shaped data in the codec's element
+type: the very bytes the library decoded, so `A[j, i] == C[i][j]` (0-based C, shifted by one).
+Use `permutedims(A, ndims(A):-1:1)` for the C-shaped view of the same values. JSON text
+(`zarr.json`, a sharding configuration) is Zarr's and stays in C order.
+
+# Ownership of the `ShardIO`
+
+The `ShardIO` given to `Shard`/`open` belongs to the shard from then on: the shard keeps it
+alive (its `userdata` pointer points at it), and the C library calls `release!(io)` exactly
+once, from `close` (or the finalizer). If opening fails, the binding calls `release!(io)`
+itself (the C contract leaves `userdata` with the host after a failed open).
+"""
+module ZarrShard
+
+include("LibZarrShard.jl")
+const L = LibZarrShard
+
+export Codec, Shard, ZarrShardError, ObjectNotFound,
+       ShardIO, FileShardIO, MemoryShardIO,
+       read_at!, write_at, objectsize, truncate_object!, remove_object!, release!, commit!,
+       writable, contents,
+       read_chunk, read_chunk!, read_chunks, read_chunk_raw, chunk_info,
+       write_chunk, write_chunk_raw, erase_chunk, finalize_shard!,
+       data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
+       inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
+       array_shape, grid_shape, shard_key
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+"""
+    ZarrShardError(status, message, io_code, cause)
+
+A failed `shard_*` call. `status` is the C `shard_status` (`Int32`; see
+`LibZarrShard.shard_status`), `message` the text of `shard_last_error`, `io_code` the value
+of `shard_last_io_code` (the code a failing I/O callback returned; 0 otherwise) and `cause`
+the Julia exception that callback caught, or `nothing`.
+"""
+struct ZarrShardError <: Exception
+    status::Int32
+    message::String
+    io_code::Int32
+    cause::Any
+end
+
+"""
+    ZarrShardError(status)
+
+Build the exception for a failed call: reads `shard_last_error` and `shard_last_io_code`.
+Call it right after the failing call, on the same task (no yield in between): the C library
+keeps the message per OS thread.
+"""
+function ZarrShardError(status::Integer)
+    message = last_error_message()
+    io_code = L.shard_last_io_code()
+    return ZarrShardError(Int32(status), message, io_code, _take_callback_exception(io_code))
+end
+
+"The name of a status (`:SHARD_ERR_IO`), or `Symbol(\"status <n>\")` for one this binding does not know."
+function status_name(status::Integer)
+    for s in instances(L.shard_status)
+        Int32(s) == status && return Symbol(s)
+    end
+    return Symbol("status ", status)
+end
+
+function Base.showerror(io::IO, e::ZarrShardError)
+    print(io, "ZarrShardError: ", status_name(e.status), ": ", e.message)
+    e.io_code == 0 || print(io, " (I/O code ", e.io_code, ")")
+    if e.cause !== nothing
+        print(io, "\ncaused by: ")
+        showerror(io, e.cause)
+    end
+end
+
+"""
+    last_error_message() -> String
+
+The message of the last failed call on this thread (`shard_last_error`): a size query, then
+the copy. Empty when no call failed.
+"""
+function last_error_message()
+    n = Ref{Csize_t}(0)
+    L.shard_last_error(C_NULL, 0, n) == Cint(0) || return ""
+    n[] == 0 && return ""
+    buf = Vector{UInt8}(undef, n[] + 1)
+    L.shard_last_error(buf, length(buf), n) == Cint(0) || return ""
+    return String(resize!(buf, min(n[], length(buf) - 1)))
+end
+
+"""
+    @check call
+
+Run a raw `shard_*` call that returns a `shard_status`; throw [`ZarrShardError`](@ref) unless
+it returned `SHARD_OK`. Evaluates to `nothing`.
+"""
+macro check(expr)
+    return quote
+        local status = $(esc(expr))
+        status == Cint(0) || throw(ZarrShardError(status))
+        nothing
+    end
+end
+
+"The library version (`shard_version`)."
+version() = unsafe_string(L.shard_version())
+
+"A static description of a status (`shard_status_str`)."
+status_string(status::Integer) = unsafe_string(L.shard_status_str(status % UInt32))
+
+# ---------------------------------------------------------------------------------------------
+# Dimension order: Julia order and 1-based outside, C order and 0-based inside.
+
+"C-order `UInt64` shape (e.g. from the library) -> Julia-order `Int` tuple."
+julia_shape(v::AbstractVector{UInt64}) = ntuple(i -> Int(v[length(v) - i + 1]), length(v))
+
+"Julia-order shape -> C-order `UInt64` vector."
+function c_shape(shape)
+    t = Tuple(shape)
+    return UInt64[t[length(t) - k + 1] for k in 1:length(t)]
+end
+
+"""
+    c_coords(rank, coords) -> Vector{UInt64}
+
+1-based Julia-order coordinates (tuple, vector or `CartesianIndex`) -> 0-based C-order ones.
+"""
+function c_coords(rank::Integer, coords)
+    t = Tuple(coords)
+    length(t) == rank ||
+        throw(DimensionMismatch("$(length(t)) coordinates given for rank $rank"))
+    v = Vector{UInt64}(undef, rank)
+    for k in 1:rank
+        x = t[rank - k + 1]
+        x >= 1 || throw(ArgumentError("coordinates are 1-based, got $t"))
+        v[k] = UInt64(x - 1)
+    end
+    return v
+end
+
+# ---------------------------------------------------------------------------------------------
+# Codec
+
+const ELTYPES = Dict{String,DataType}(
+    "bool" => Bool, "int8" => Int8, "int16" => Int16, "int32" => Int32, "int64" => Int64,
+    "uint8" => UInt8, "uint16" => UInt16, "uint32" => UInt32, "uint64" => UInt64,
+    "float16" => Float16, "float32" => Float32, "float64" => Float64,
+    "complex64" => ComplexF32, "complex128" => ComplexF64,
+)
+
+"The Julia element type of a Zarr data type; raw bits `r<N>` are `NTuple{N÷8,UInt8}`."
+function julia_eltype(name::AbstractString)
+    T = get(ELTYPES, name, nothing)
+    T === nothing || return T
+    if startswith(name, "r")
+        bits = tryparse(Int, name[2:end])
+        bits !== nothing && bits > 0 && bits % 8 == 0 && return NTuple{bits ÷ 8,UInt8}
+    end
+    throw(ArgumentError("zarrshard data type $(repr(name)) has no Julia element type"))
+end
+
+"""
+    Codec(zarr_json::AbstractString)
+    Codec(config_json, data_type, shard_shape, fill_value_json)
+
+A shard layout (`shard_codec`): from the text of a Zarr v3 array's `zarr.json`
+(`shard_codec_from_zarr_json`), or from a bare `sharding_indexed` configuration object, a data
+type name (`"uint16"`), the shard shape **in Julia order** and the fill value as JSON
+(`shard_codec_from_config`). JSON text is Zarr's own, in C order.
+
+Immutable and shareable between tasks and threads. `close(codec)` frees it (idempotent; also
+done by the finalizer); shards opened with it stay valid.
+
+The constructor makes these C calls, in this order: the constructor call, then
+`shard_codec_rank`, `shard_codec_data_type` (size query, then copy),
+`shard_codec_inner_chunk_shape`, `shard_codec_inner_chunk_nbytes`; the results are cached.
+Every other accessor calls the library when it is called.
+"""
+mutable struct Codec
+    ptr::Ptr{L.shard_codec}
+    rank::Int
+    data_type::String
+    eltype::DataType
+    chunk_shape_c::Vector{UInt64}   # inner chunk shape, C order
+    chunk_nbytes::Int
+
+    function Codec(ptr::Ptr{L.shard_codec})
+        c = new(ptr, 0, "", Nothing, UInt64[], 0)
+        finalizer(_free_codec!, c)
+        try
+            _describe!(c)
+        catch
+            close(c)
+            rethrow()
+        end
+        return c
+    end
+end
+
+function Codec(zarr_json::AbstractString)
+    json = String(zarr_json)
+    out = Ref{Ptr{L.shard_codec}}(C_NULL)
+    @check L.shard_codec_from_zarr_json(json, sizeof(json), out)
+    return Codec(out[])
+end
+
+function Codec(config_json::AbstractString, data_type::AbstractString, shard_shape,
+               fill_value_json::AbstractString)
+    config = String(config_json)
+    dtype = String(data_type)
+    fill = String(fill_value_json)
+    shape = c_shape(shard_shape)
+    out = Ref{Ptr{L.shard_codec}}(C_NULL)
+    @check L.shard_codec_from_config(config, sizeof(config), dtype, sizeof(dtype),
+                                     shape, length(shape), fill, sizeof(fill), out)
+    return Codec(out[])
+end
+
+function _describe!(c::Codec)
+    rank = Ref{Csize_t}(0)
+    @check L.shard_codec_rank(c, rank)
+    c.rank = Int(rank[])
+    n = Ref{Csize_t}(0)
+    @check L.shard_codec_data_type(c, C_NULL, 0, n)
+    name = Vector{UInt8}(undef, n[] + 1)
+    @check L.shard_codec_data_type(c, name, length(name), n)
+    c.data_type = String(resize!(name, n[]))
+    c.eltype = julia_eltype(c.data_type)
+    c.chunk_shape_c = zeros(UInt64, c.rank)
+    @check L.shard_codec_inner_chunk_shape(c, c.chunk_shape_c, length(c.chunk_shape_c))
+    nbytes = Ref{Csize_t}(0)
+    @check L.shard_codec_inner_chunk_nbytes(c, nbytes)
+    c.chunk_nbytes = Int(nbytes[])
+    expected = prod(Int.(c.chunk_shape_c)) * sizeof(c.eltype)   # prod(Int[]) == 1
+    c.chunk_nbytes == expected || error("zarrshard reports $(c.chunk_nbytes)-byte inner " *
+                                        "chunks, the element type and shape give $expected")
+    return c
+end
+
+function _free_codec!(c::Codec)
+    p = c.ptr
+    c.ptr = C_NULL
+    p == C_NULL || L.shard_codec_free(p)
+    return nothing
+end
+
+"Free the codec (`shard_codec_free`). Idempotent. Do not close a codec other tasks are using."
+Base.close(c::Codec) = _free_codec!(c)
+Base.isopen(c::Codec) = c.ptr != C_NULL
+
+# Passing a Codec to a raw wrapper roots it for the duration of the ccall.
+function Base.unsafe_convert(::Type{Ptr{L.shard_codec}}, c::Codec)
+    p = c.ptr
+    p == C_NULL && throw(ArgumentError("the Codec is closed"))
+    return p
+end
+
+Base.ndims(c::Codec) = c.rank
+"The element type of decoded chunks."
+Base.eltype(c::Codec) = c.eltype
+"The Zarr data type name, e.g. `\"uint16\"` (cached)."
+data_type(c::Codec) = c.data_type
+
+"Inner chunk shape in Julia order, from the cache (no C call)."
+chunk_dims(c::Codec) = julia_shape(c.chunk_shape_c)
+
+function _shape_query(f, c::Codec)
+    v = zeros(UInt64, c.rank)
+    @check f(c, v, length(v))
+    return julia_shape(v)
+end
+
+"Shard shape, Julia order (`shard_codec_shard_shape`)."
+shard_shape(c::Codec) = _shape_query(L.shard_codec_shard_shape, c)
+"Inner chunk shape, Julia order (`shard_codec_inner_chunk_shape`)."
+inner_chunk_shape(c::Codec) = _shape_query(L.shard_codec_inner_chunk_shape, c)
+"Inner chunks per shard along each dimension, Julia order (`shard_codec_chunks_per_shard`)."
+chunks_per_shard(c::Codec) = _shape_query(L.shard_codec_chunks_per_shard, c)
+"Array shape, Julia order; codec from `zarr.json` only (`shard_codec_array_shape`)."
+array_shape(c::Codec) = _shape_query(L.shard_codec_array_shape, c)
+"Shards per dimension, Julia order; codec from `zarr.json` only (`shard_codec_grid_shape`)."
+grid_shape(c::Codec) = _shape_query(L.shard_codec_grid_shape, c)
+
+"Inner chunks per shard (`shard_codec_num_chunks`)."
+function num_chunks(c::Codec)
+    n = Ref{UInt64}(0)
+    @check L.shard_codec_num_chunks(c, n)
+    return Int(n[])
+end
+
+"Decoded bytes of one inner chunk (`shard_codec_inner_chunk_nbytes`)."
+function inner_chunk_nbytes(c::Codec)
+    n = Ref{Csize_t}(0)
+    @check L.shard_codec_inner_chunk_nbytes(c, n)
+    return Int(n[])
+end
+
+"Encoded bytes of the shard index (`shard_codec_index_nbytes`)."
+function index_nbytes(c::Codec)
+    n = Ref{UInt64}(0)
+    @check L.shard_codec_index_nbytes(c, n)
+    return Int(n[])
+end
+
+"Bytes of one element (`shard_codec_element_nbytes`)."
+function element_nbytes(c::Codec)
+    n = Ref{Csize_t}(0)
+    @check L.shard_codec_element_nbytes(c, n)
+    return Int(n[])
+end
+
+"The fill value as an `eltype(c)` (`shard_codec_element_nbytes`, `shard_codec_fill_value`)."
+function fill_value(c::Codec)
+    buf = Vector{UInt8}(undef, element_nbytes(c))
+    @check L.shard_codec_fill_value(c, buf, length(buf))
+    return reinterpret(c.eltype, buf)[1]
+end
+
+"""
+    shard_key(codec, coords) -> String
+
+The storage key (`"c/0/1"`) of the shard at grid coordinates `coords`: 1-based, Julia order,
+so `shard_key(codec, (2, 1)) == "c/0/1"` (`shard_codec_shard_key`: size query, then copy).
+"""
+function shard_key(c::Codec, coords)
+    cc = c_coords(c.rank, coords)
+    n = Ref{Csize_t}(0)
+    @check L.shard_codec_shard_key(c, cc, length(cc), C_NULL, 0, n)
+    buf = Vector{UInt8}(undef, n[] + 1)
+    @check L.shard_codec_shard_key(c, cc, length(cc), buf, length(buf), n)
+    return String(resize!(buf, n[]))
+end
+
+function Base.show(io::IO, c::Codec)
+    print(io, "ZarrShard.Codec(", c.data_type, ", inner chunk ", chunk_dims(c))
+    isopen(c) || print(io, ", closed")
+    print(io, ")")
+end
+
+# ---------------------------------------------------------------------------------------------
+# Storage (ShardIO, the callbacks, FileShardIO, MemoryShardIO)
+
+include("io.jl")
+
+# ---------------------------------------------------------------------------------------------
+# Shard
+
+const MODES = Dict{Symbol,L.shard_mode}(
+    :read => L.SHARD_MODE_READ,
+    :buffered => L.SHARD_MODE_WRITE_BUFFERED,
+    :streaming => L.SHARD_MODE_WRITE_STREAMING,
+    :append => L.SHARD_MODE_UPDATE_APPEND,
+    :in_place => L.SHARD_MODE_UPDATE_IN_PLACE,
+)
+
+"""
+    Shard(codec, io::ShardIO; mode = :read, morton = false, store_fill_chunks = false)
+    open(codec, io; kwargs...) -> Shard
+    open(f, codec, io; kwargs...)
+
+Open the shard object stored in `io` with `codec`'s layout (`shard_open_ex`). `mode` is
+`:read`, `:buffered`, `:streaming` (new shard), `:append` or `:in_place` (update an existing
+one); `morton` and `store_fill_chunks` are the `SHARD_FLAG_*` flags.
+
+`io` belongs to the shard from this call on (see the module docstring): keep using it only
+through the shard; `close(shard)` calls `release!(io)`. Reads may run on many tasks and
+threads at once; writes on one at a time; `close` must not race any other call.
+
+The do-block form closes the shard when `f` returns or throws, and for a write mode calls
+[`finalize_shard!`](@ref) first if `f` returned normally and did not finalize itself.
+"""
+mutable struct Shard
+    ptr::Ptr{L.shard_handle}
+    codec::Codec
+    io::ShardIO      # the handle's userdata points here: this field keeps it alive
+    mode::Symbol
+    finalized::Bool
+    lock::ReentrantLock
+end
+
+function Shard(codec::Codec, io::ShardIO; mode::Symbol = :read, morton::Bool = false,
+               store_fill_chunks::Bool = false)
+    m = get(MODES, mode, nothing)
+    problem = m === nothing ? "unknown mode $(repr(mode)); one of $(sort!(collect(keys(MODES))))" :
+              !ismutable(io) ? "a ShardIO must be a mutable struct (its address is the userdata)" :
+              (mode !== :read && !writable(io)) ? "mode $(repr(mode)) needs a writable ShardIO" :
+              nothing
+    if problem !== nothing
+        _release_quietly(io)
+        throw(ArgumentError(problem))
+    end
+    flags = (morton ? L.SHARD_FLAG_MORTON_ORDER : UInt32(0)) |
+            (store_fill_chunks ? L.SHARD_FLAG_STORE_FILL_CHUNKS : UInt32(0))
+    out = Ref{Ptr{L.shard_handle}}(C_NULL)
+    shard = GC.@preserve io begin
+        table = callback_table(io, pointer_from_objref(io), mode !== :read)
+        status = L.shard_open_ex(codec, Ref(table), UInt32(m), flags, out)
+        if status != Cint(0)
+            err = ZarrShardError(status)
+            _release_quietly(io)   # a failed open leaves userdata with the host: us
+            throw(err)
+        end
+        s = Shard(out[], codec, io, mode, false, ReentrantLock())
+        finalizer(_close_handle!, s)
+        s
+    end
+    return shard
+end
+
+Base.open(codec::Codec, io::ShardIO; kwargs...) = Shard(codec, io; kwargs...)
+
+function Base.open(f::Function, codec::Codec, io::ShardIO; kwargs...)
+    shard = Shard(codec, io; kwargs...)
+    try
+        result = f(shard)
+        if shard.mode !== :read && !shard.finalized && isopen(shard)
+            finalize_shard!(shard)
+        end
+        return result
+    finally
+        close(shard)
+    end
+end
+
+# Finalizer: nothing else can reach the object, so no lock.
+function _close_handle!(s::Shard)
+    p = s.ptr
+    s.ptr = C_NULL
+    p == C_NULL || L.shard_close(p)   # calls release!(s.io) through the destroy callback
+    return nothing
+end
+
+"""
+    close(shard)
+
+Close the handle (`shard_close`), which releases its `ShardIO`. Idempotent. A write shard
+that was not finalized is discarded (a `FileShardIO` deletes its temporary file).
+"""
+function Base.close(s::Shard)
+    lock(s.lock)
+    try
+        _close_handle!(s)
+    finally
+        unlock(s.lock)
+    end
+    return nothing
+end
+
+Base.isopen(s::Shard) = s.ptr != C_NULL
+
+function Base.unsafe_convert(::Type{Ptr{L.shard_handle}}, s::Shard)
+    p = s.ptr
+    p == C_NULL && throw(ArgumentError("the Shard is closed"))
+    return p
+end
+
+function Base.show(io::IO, s::Shard)
+    print(io, "ZarrShard.Shard(", s.mode, ", ", s.codec.data_type, ", inner chunk ",
+          chunk_dims(s.codec), isopen(s) ? "" : ", closed", ")")
+end
+
+"""
+    read_chunk(shard, coords) -> Array{T,N}
+
+Decode the inner chunk at `coords` (1-based, Julia order) into a new
+`Array{eltype(codec)}` of size `reverse(C inner chunk shape)`: `A[j, i]` is C element
+`[i-1][j-1]`. An empty chunk reads as the fill value. One `shard_read_chunk` call.
+"""
+function read_chunk(s::Shard, coords)
+    c = s.codec
+    A = Array{c.eltype}(undef, chunk_dims(c))
+    return read_chunk!(A, s, coords)
+end
+
+"""
+    read_chunk!(A, shard, coords) -> A
+
+[`read_chunk`](@ref) into an existing `Array` of the chunk's Julia shape and element type.
+"""
+function read_chunk!(A::Array, s::Shard, coords)
+    c = s.codec
+    eltype(A) === c.eltype ||
+        throw(ArgumentError("element type $(eltype(A)) given, the codec's is $(c.eltype)"))
+    size(A) == chunk_dims(c) ||
+        throw(DimensionMismatch("array of size $(size(A)), inner chunks are $(chunk_dims(c))"))
+    cc = c_coords(c.rank, coords)
+    GC.@preserve A begin
+        @check L.shard_read_chunk(s, cc, length(cc), Ptr{UInt8}(pointer(A)), sizeof(A))
+    end
+    return A
+end
+
+"""
+    read_chunks(shard, coords_list) -> Array{T,N+1}
+
+Decode many inner chunks in one call (`shard_read_chunks`): chunk `k` of the list is
+`A[.., k]` (the last dimension counts the chunks).
+"""
+function read_chunks(s::Shard, coords_list)
+    c = s.codec
+    list = collect(coords_list)
+    count = length(list)
+    cc = Vector{UInt64}(undef, count * c.rank)
+    for (k, coords) in enumerate(list)
+        cc[(k - 1) * c.rank + 1:k * c.rank] = c_coords(c.rank, coords)
+    end
+    A = Array{c.eltype}(undef, (chunk_dims(c)..., count))
+    GC.@preserve A begin
+        @check L.shard_read_chunks(s, cc, count, c.rank, Ptr{UInt8}(pointer(A)), sizeof(A))
+    end
+    return A
+end
+
+"""
+    read_chunk_raw(shard, coords) -> Vector{UInt8}
+
+The encoded bytes of an inner chunk, empty for an empty chunk (`shard_read_chunk_raw`: size
+query, then copy).
+"""
+function read_chunk_raw(s::Shard, coords)
+    cc = c_coords(s.codec.rank, coords)
+    n = Ref{Csize_t}(0)
+    @check L.shard_read_chunk_raw(s, cc, length(cc), C_NULL, 0, n)
+    buf = Vector{UInt8}(undef, n[])
+    isempty(buf) && return buf
+    @check L.shard_read_chunk_raw(s, cc, length(cc), buf, length(buf), n)
+    return resize!(buf, n[])
+end
+
+"""
+    chunk_info(shard, coords) -> (offset, nbytes, empty)
+
+Where an inner chunk is stored (`shard_chunk_info`), as a `NamedTuple`.
+"""
+function chunk_info(s::Shard, coords)
+    cc = c_coords(s.codec.rank, coords)
+    info = Ref{L.shard_chunk_location}()
+    @check L.shard_chunk_info(s, cc, length(cc), info)
+    loc = info[]
+    return (offset = loc.offset, nbytes = loc.nbytes, empty = loc.empty)
+end
+
+"""
+    write_chunk(shard, coords, data::AbstractArray)
+
+Encode and write one inner chunk (`shard_write_chunk`). `data` has the chunk's Julia shape
+(reversed C shape); it is converted to `Array{eltype(codec)}` when it is not one already. A
+chunk equal to the fill value is left empty unless the shard was opened with
+`store_fill_chunks = true`.
+"""
+function write_chunk(s::Shard, coords, data::AbstractArray)
+    c = s.codec
+    size(data) == chunk_dims(c) ||
+        throw(DimensionMismatch("data of size $(size(data)), inner chunks are $(chunk_dims(c))"))
+    A = data isa Array && eltype(data) === c.eltype ? data : convert(Array{c.eltype}, data)
+    cc = c_coords(c.rank, coords)
+    GC.@preserve A begin
+        @check L.shard_write_chunk(s, cc, length(cc), Ptr{UInt8}(pointer(A)), sizeof(A))
+    end
+    return nothing
+end
+
+"""
+    write_chunk_raw(shard, coords, bytes::AbstractVector{UInt8})
+
+Write already-encoded bytes as inner chunk `coords` (`shard_write_chunk_raw`).
+"""
+function write_chunk_raw(s::Shard, coords, bytes::AbstractVector{UInt8})
+    b = bytes isa Vector{UInt8} ? bytes : Vector{UInt8}(bytes)
+    cc = c_coords(s.codec.rank, coords)
+    @check L.shard_write_chunk_raw(s, cc, length(cc), b, length(b))
+    return nothing
+end
+
+"Mark inner chunk `coords` empty: it then reads as the fill value (`shard_erase_chunk`)."
+function erase_chunk(s::Shard, coords)
+    cc = c_coords(s.codec.rank, coords)
+    @check L.shard_erase_chunk(s, cc, length(cc))
+    return nothing
+end
+
+"""
+    finalize_shard!(shard) -> UInt64
+
+Complete a write shard (`shard_finalize`), then `commit!` its `ShardIO` (a `FileShardIO`
+renames its temporary file over the shard's path). Returns the object's size, 0 when nothing
+was stored and the object was removed. Close the shard afterwards.
+"""
+function finalize_shard!(s::Shard)
+    size_out = Ref{UInt64}(0)
+    @check L.shard_finalize(s, size_out)
+    s.finalized = true
+    commit!(s.io)
+    return size_out[]
+end
+
+end # module ZarrShard

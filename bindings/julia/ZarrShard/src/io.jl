@@ -1,0 +1,514 @@
+# Storage: the ShardIO protocol, the C callbacks that call it, and two implementations.
+# Included into module ZarrShard.
+
+"""
+    ShardIO
+
+The storage of one shard object, implemented in Julia. Subtypes must be `mutable struct`s
+(the object's address is the callbacks' `userdata`). Methods:
+
+| method                                | needed for            | does                                                       |
+|:--------------------------------------|:----------------------|:-----------------------------------------------------------|
+| `read_at!(io, offset::UInt64, buf)::Int` | always             | fill `buf` from byte `offset`; return the count; fewer than `length(buf)` only where the object ends; throw [`ObjectNotFound`](@ref) if it does not exist |
+| `write_at(io, offset::UInt64, data)`  | write modes           | write all of `data` at `offset`, creating or extending the object |
+| `objectsize(io)::UInt64`              | optional              | the object's size (or throw `ObjectNotFound`); enables the one-call suffix read of the index |
+| `truncate_object!(io, len::UInt64)`   | optional, write modes | set the size                                               |
+| `remove_object!(io)`                  | optional, write modes | remove the object (a shard with nothing stored is removed)  |
+| `writable(io)::Bool`                  | optional              | whether write modes may use it (default: a `write_at` method exists) |
+| `commit!(io)`                         | optional              | make a finished write visible; called after a successful `finalize_shard!` |
+| `release!(io)`                        | optional              | free resources; called exactly once, from `close(shard)` (maybe from a finalizer: do not block or yield) |
+
+`buf` and `data` are `Vector{UInt8}`s wrapping the library's memory: valid only during the
+call, never keep them. `read_at!`, `objectsize` may be called from many threads at once (make
+them thread-safe); write-side methods from one thread at a time. Any exception is caught at
+the C boundary and becomes an error code: `ObjectNotFound` -> `SHARD_IO_NOT_FOUND`,
+`SystemError` -> its `errno`, `Base.IOError` -> its code, anything else ->
+[`IO_CODE_EXCEPTION`](@ref); the failing call then throws a `ZarrShardError` whose `cause` is
+that exception.
+"""
+abstract type ShardIO end
+
+"""
+    ObjectNotFound(what)
+
+Thrown by a `ShardIO` when its object does not exist: the shard then reads as fill value.
+"""
+struct ObjectNotFound <: Exception
+    what::String
+end
+
+"The I/O code a callback returns for a Julia exception that carries no error number."
+const IO_CODE_EXCEPTION = Int32(0x4A4C4558)   # "JLEX"
+
+"Read into `buf` from `offset`; return the count (see [`ShardIO`](@ref))."
+function read_at! end
+"Write all of `data` at `offset` (see [`ShardIO`](@ref))."
+function write_at end
+"The object's size (optional, see [`ShardIO`](@ref))."
+function objectsize end
+"Set the object's size (optional, see [`ShardIO`](@ref))."
+function truncate_object! end
+"Remove the object (optional, see [`ShardIO`](@ref))."
+function remove_object! end
+
+"Whether write modes may use `io`; by default, whether it has a `write_at` method."
+writable(io::ShardIO) = applicable(write_at, io, UInt64(0), UInt8[])
+"Make a finished write visible (after a successful `finalize_shard!`). Default: nothing."
+commit!(io::ShardIO) = nothing
+"Free `io`'s resources; called once, when its shard is closed. Default: nothing."
+release!(io::ShardIO) = nothing
+
+function _release_quietly(io::ShardIO)
+    try
+        release!(io)
+    catch
+    end
+    return nothing
+end
+
+# ---------------------------------------------------------------------------------------------
+# The C callbacks. Each one runs on the thread that called into the library, recovers the
+# ShardIO from userdata, and catches every exception: nothing may unwind into the library.
+
+const CALLBACK_EXCEPTION = :ZarrShard_callback_exception
+
+"The code for an exception thrown by a `ShardIO` method (never 0)."
+function io_code(e)::Int32
+    e isa ObjectNotFound && return L.SHARD_IO_NOT_FOUND
+    if e isa SystemError && e.errnum != 0
+        return Int32(e.errnum)
+    end
+    if e isa Base.IOError && e.code != 0
+        return Int32(e.code)
+    end
+    return IO_CODE_EXCEPTION
+end
+
+# Remember the exception on the current task, for the ZarrShardError the failing call throws
+# on that same task. Never throws.
+function _callback_failed(e)::Int32
+    code = IO_CODE_EXCEPTION
+    try
+        code = io_code(e)
+        code == L.SHARD_IO_NOT_FOUND || task_local_storage(CALLBACK_EXCEPTION, (code, e))
+    catch
+    end
+    return code
+end
+
+function _take_callback_exception(io_code::Int32)
+    entry = pop!(task_local_storage(), CALLBACK_EXCEPTION, nothing)
+    entry === nothing && return nothing
+    code, e = entry
+    return code == io_code ? e : nothing
+end
+
+function _checked_count(n::Integer, len::Integer)::Csize_t
+    0 <= n <= len || throw(ArgumentError("a ShardIO reported $n bytes for a $len-byte buffer"))
+    return Csize_t(n)
+end
+
+_shardio(ud::Ptr{Cvoid}) = unsafe_pointer_to_objref(ud)::ShardIO
+
+# int32_t (*read)(void *userdata, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out)
+function cb_read(ud::Ptr{Cvoid}, offset::UInt64, len::Csize_t, buf::Ptr{UInt8},
+                 read_out::Ptr{Csize_t})::Int32
+    try
+        io = _shardio(ud)
+        n = read_at!(io, offset, unsafe_wrap(Array, buf, Int(len)))
+        unsafe_store!(read_out, _checked_count(n, len))
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*read_suffix)(void *userdata, size_t len, uint8_t *buf, size_t *read_out,
+#                        uint64_t *object_size_out)
+function cb_read_suffix(ud::Ptr{Cvoid}, len::Csize_t, buf::Ptr{UInt8}, read_out::Ptr{Csize_t},
+                        object_size_out::Ptr{UInt64})::Int32
+    try
+        io = _shardio(ud)
+        total = UInt64(objectsize(io))
+        n = min(total, UInt64(len))
+        got = read_at!(io, total - n, unsafe_wrap(Array, buf, Int(n)))
+        unsafe_store!(read_out, _checked_count(got, n))
+        unsafe_store!(object_size_out, total)
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*size)(void *userdata, uint64_t *size_out)
+function cb_size(ud::Ptr{Cvoid}, size_out::Ptr{UInt64})::Int32
+    try
+        unsafe_store!(size_out, UInt64(objectsize(_shardio(ud))))
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*write)(void *userdata, uint64_t offset, const uint8_t *buf, size_t len)
+function cb_write(ud::Ptr{Cvoid}, offset::UInt64, buf::Ptr{UInt8}, len::Csize_t)::Int32
+    try
+        write_at(_shardio(ud), offset, unsafe_wrap(Array, buf, Int(len)))
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*truncate)(void *userdata, uint64_t len)
+function cb_truncate(ud::Ptr{Cvoid}, len::UInt64)::Int32
+    try
+        truncate_object!(_shardio(ud), len)
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*remove)(void *userdata)
+function cb_remove(ud::Ptr{Cvoid})::Int32
+    try
+        remove_object!(_shardio(ud))
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# void (*destroy)(void *userdata): the last callback; a failure can only be swallowed.
+function cb_destroy(ud::Ptr{Cvoid})::Cvoid
+    try
+        release!(_shardio(ud))
+    catch
+    end
+    return nothing
+end
+
+# C function pointers are process-specific: made in __init__, never precompiled.
+const CB_READ = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_READ_SUFFIX = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_SIZE = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_WRITE = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_TRUNCATE = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_REMOVE = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
+
+function __init__()
+    CB_READ[] = @cfunction(cb_read, Int32,
+                           (Ptr{Cvoid}, UInt64, Csize_t, Ptr{UInt8}, Ptr{Csize_t}))
+    CB_READ_SUFFIX[] = @cfunction(cb_read_suffix, Int32,
+                                  (Ptr{Cvoid}, Csize_t, Ptr{UInt8}, Ptr{Csize_t}, Ptr{UInt64}))
+    CB_SIZE[] = @cfunction(cb_size, Int32, (Ptr{Cvoid}, Ptr{UInt64}))
+    CB_WRITE[] = @cfunction(cb_write, Int32, (Ptr{Cvoid}, UInt64, Ptr{UInt8}, Csize_t))
+    CB_TRUNCATE[] = @cfunction(cb_truncate, Int32, (Ptr{Cvoid}, UInt64))
+    CB_REMOVE[] = @cfunction(cb_remove, Int32, (Ptr{Cvoid},))
+    CB_DESTROY[] = @cfunction(cb_destroy, Cvoid, (Ptr{Cvoid},))
+    return nothing
+end
+
+"""
+    callback_table(io, userdata, write) -> LibZarrShard.shard_io_callbacks
+
+The C callback table for `io`. `read` and `destroy` always; `read_suffix` and `size` when
+`io` has an `objectsize` method; for write modes `write`, and `truncate`/`remove` when `io`
+has those methods. The caller must keep `io` alive (and `userdata` is its address).
+"""
+function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
+    sized = applicable(objectsize, io)
+    w = write && writable(io)
+    return L.shard_io_callbacks(
+        L.SHARD_IO_VERSION,
+        userdata,
+        CB_READ[],
+        sized ? CB_READ_SUFFIX[] : C_NULL,
+        sized ? CB_SIZE[] : C_NULL,
+        w ? CB_WRITE[] : C_NULL,
+        w && applicable(truncate_object!, io, UInt64(0)) ? CB_TRUNCATE[] : C_NULL,
+        w && applicable(remove_object!, io) ? CB_REMOVE[] : C_NULL,
+        CB_DESTROY[],
+    )
+end
+
+# ---------------------------------------------------------------------------------------------
+# FileShardIO
+
+"""
+    FileShardIO(path; mode = :read)
+
+One shard object = one file, like `examples-c/posix_io.c`.
+
+* `mode = :read`: reads `path` in place; a missing file reads as fill value.
+* `mode = :write` (for `Shard` modes `:buffered`, `:streaming`): writes `path.tmp.<pid>`;
+  `finalize_shard!` commits it by renaming it over `path` (or deletes `path` when the shard
+  was removed because nothing is stored). Closing a shard that was not finalized deletes the
+  temporary: `path` is never left half-written.
+* `mode = :update` (for `:append`, `:in_place`): as `:write`, but the temporary starts as a
+  copy of `path`.
+
+Unlike posix_io.c this does not `fsync` (Julia's `IOStream` has no portable fsync): the commit
+is atomic against failed or interrupted writes, not against power loss. One write context per
+path per process at a time. Reads take a lock (seek + read on one stream), so many threads may
+read, one at a time.
+"""
+mutable struct FileShardIO <: ShardIO
+    path::String
+    mode::Symbol
+    tmp::String                       # "" in read mode
+    stream::Union{IOStream,Nothing}   # nothing: no file (read mode), or closed
+    exists::Bool                      # whether the object logically exists
+    committed::Bool
+    released::Bool
+    lock::ReentrantLock
+end
+
+function FileShardIO(path::AbstractString; mode::Symbol = :read)
+    p = String(path)
+    if mode === :read
+        stream = _open_existing(p)
+        return FileShardIO(p, mode, "", stream, stream !== nothing, false, false, ReentrantLock())
+    elseif mode === :write || mode === :update
+        tmp = string(p, ".tmp.", getpid())
+        stream = open(tmp, "w+")
+        f = FileShardIO(p, mode, tmp, stream, false, false, false, ReentrantLock())
+        try
+            mode === :update && (f.exists = _copy_existing(stream, p))
+        catch
+            release!(f)
+            rethrow()
+        end
+        return f
+    end
+    throw(ArgumentError("FileShardIO mode must be :read, :write or :update, not $(repr(mode))"))
+end
+
+function _open_existing(path::String)
+    try
+        return open(path, "r")
+    catch e
+        e isa SystemError && e.errnum == Libc.ENOENT && return nothing
+        rethrow()
+    end
+end
+
+function _copy_existing(dst::IOStream, path::String)
+    src = _open_existing(path)
+    src === nothing && return false
+    try
+        buf = Vector{UInt8}(undef, 1 << 16)
+        while !eof(src)
+            n = readbytes!(src, buf, length(buf))
+            write(dst, view(buf, 1:n)) == n || throw(EOFError())
+        end
+    finally
+        close(src)
+    end
+    return true
+end
+
+function _stream(f::FileShardIO)
+    f.released && throw(ArgumentError("FileShardIO($(repr(f.path))) was released"))
+    s = f.stream
+    (s === nothing || !f.exists) && throw(ObjectNotFound(f.path))
+    return s
+end
+
+function read_at!(f::FileShardIO, offset::UInt64, buf::Vector{UInt8})
+    lock(f.lock)
+    try
+        s = _stream(f)
+        seek(s, offset)
+        return readbytes!(s, buf, length(buf))   # loops to length(buf) or the end of file
+    finally
+        unlock(f.lock)
+    end
+end
+
+function objectsize(f::FileShardIO)
+    lock(f.lock)
+    try
+        s = _stream(f)
+        flush(s)
+        return UInt64(position(seekend(s)))
+    finally
+        unlock(f.lock)
+    end
+end
+
+writable(f::FileShardIO) = f.mode !== :read
+
+function write_at(f::FileShardIO, offset::UInt64, data::Vector{UInt8})
+    writable(f) || throw(ArgumentError("FileShardIO($(repr(f.path))) is read-only"))
+    lock(f.lock)
+    try
+        f.released && throw(ArgumentError("FileShardIO($(repr(f.path))) was released"))
+        s = f.stream::IOStream
+        seek(s, offset)
+        write(s, data) == length(data) || throw(EOFError())
+        f.exists = true
+    finally
+        unlock(f.lock)
+    end
+    return nothing
+end
+
+function truncate_object!(f::FileShardIO, len::UInt64)
+    lock(f.lock)
+    try
+        s = f.stream::IOStream
+        flush(s)
+        truncate(s, len)
+        f.exists = true
+    finally
+        unlock(f.lock)
+    end
+    return nothing
+end
+
+# The temporary is emptied, not unlinked; commit! then deletes `path`.
+function remove_object!(f::FileShardIO)
+    lock(f.lock)
+    try
+        s = f.stream::IOStream
+        flush(s)
+        truncate(s, 0)
+        f.exists = false
+    finally
+        unlock(f.lock)
+    end
+    return nothing
+end
+
+function commit!(f::FileShardIO)
+    f.mode === :read && return nothing
+    lock(f.lock)
+    try
+        (f.committed || f.released) && throw(ArgumentError("FileShardIO: nothing to commit"))
+        s = f.stream::IOStream
+        flush(s)
+        close(s)
+        f.stream = nothing
+        if f.exists
+            Base.Filesystem.rename(f.tmp, f.path)   # atomic replace, unlike mv(; force)
+        else
+            rm(f.path; force = true)                # nothing stored: no shard object
+            rm(f.tmp; force = true)
+        end
+        f.committed = true
+    finally
+        unlock(f.lock)
+    end
+    return nothing
+end
+
+# Runs after the last callback (from shard_close), maybe in a finalizer: no lock, no yield.
+function release!(f::FileShardIO)
+    f.released && return nothing
+    f.released = true
+    s = f.stream
+    f.stream = nothing
+    s === nothing || close(s)
+    if !isempty(f.tmp) && !f.committed
+        rm(f.tmp; force = true)
+    end
+    return nothing
+end
+
+# ---------------------------------------------------------------------------------------------
+# MemoryShardIO
+
+"""
+    MemoryShardIO()
+    MemoryShardIO(bytes)
+
+A shard object in memory: `nothing` (no object; reads as fill value) or a byte vector.
+Thread-safe (one lock). `release!` does nothing, so one `MemoryShardIO` can be written by one
+shard and read by the next; [`contents`](@ref) copies its bytes out.
+"""
+mutable struct MemoryShardIO <: ShardIO
+    data::Union{Vector{UInt8},Nothing}
+    lock::ReentrantLock
+end
+
+MemoryShardIO() = MemoryShardIO(nothing, ReentrantLock())
+MemoryShardIO(bytes::AbstractVector{UInt8}) = MemoryShardIO(Vector{UInt8}(bytes), ReentrantLock())
+
+"A copy of the object's bytes, or `nothing` when it does not exist."
+function contents(m::MemoryShardIO)
+    lock(m.lock)
+    try
+        return m.data === nothing ? nothing : copy(m.data)
+    finally
+        unlock(m.lock)
+    end
+end
+
+function read_at!(m::MemoryShardIO, offset::UInt64, buf::Vector{UInt8})
+    lock(m.lock)
+    try
+        d = m.data
+        d === nothing && throw(ObjectNotFound("MemoryShardIO"))
+        n = offset >= length(d) ? 0 : Int(min(UInt64(length(buf)), length(d) - offset))
+        n > 0 && copyto!(buf, 1, d, Int(offset) + 1, n)
+        return n
+    finally
+        unlock(m.lock)
+    end
+end
+
+function objectsize(m::MemoryShardIO)
+    lock(m.lock)
+    try
+        m.data === nothing && throw(ObjectNotFound("MemoryShardIO"))
+        return UInt64(length(m.data))
+    finally
+        unlock(m.lock)
+    end
+end
+
+writable(::MemoryShardIO) = true
+
+function _resize_zeroed!(d::Vector{UInt8}, len::Integer)
+    old = length(d)
+    resize!(d, len)
+    len > old && fill!(view(d, old + 1:len), 0x00)
+    return d
+end
+
+function write_at(m::MemoryShardIO, offset::UInt64, data::Vector{UInt8})
+    lock(m.lock)
+    try
+        d = m.data === nothing ? UInt8[] : m.data
+        stop = Int(offset) + length(data)
+        length(d) < stop && _resize_zeroed!(d, stop)
+        isempty(data) || copyto!(d, Int(offset) + 1, data, 1, length(data))
+        m.data = d
+    finally
+        unlock(m.lock)
+    end
+    return nothing
+end
+
+function truncate_object!(m::MemoryShardIO, len::UInt64)
+    lock(m.lock)
+    try
+        m.data = _resize_zeroed!(m.data === nothing ? UInt8[] : m.data, Int(len))
+    finally
+        unlock(m.lock)
+    end
+    return nothing
+end
+
+function remove_object!(m::MemoryShardIO)
+    lock(m.lock)
+    try
+        m.data = nothing
+    finally
+        unlock(m.lock)
+    end
+    return nothing
+end

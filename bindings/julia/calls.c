@@ -1,0 +1,755 @@
+/*
+ * calls.c: the C calls ZarrShard.jl's example makes, made from C against the real library.
+ *
+ * No Julia runtime is available where this project is built, so bindings/julia/check proves
+ * statically that every ccall matches the header, and this program proves that the sequence
+ * of calls the Julia example (ZarrShard/example/example.jl) makes works against the built
+ * libzarrshard and reads what zarr-python wrote: EXACTLY the same C calls, in the same order,
+ * with the same argument types and values, through callbacks that do what the Julia ShardIO
+ * implementations do (FileShardIO read mode, MemoryShardIO), and the same column-major index
+ * transform the Julian layer applies (Julia A[x, y] is C element [y-1][x-1]).
+ *
+ *     calls FIXTURE_DIR [EXAMPLE_JL]   (FIXTURE_DIR/fixture.zarr and fixture.raw from
+ *                                       bindings/make_fixture.py; EXAMPLE_JL: example.jl, to
+ *                                       compare its CONFIG3 literal with ours)
+ *
+ * Each example line [n] maps to its C calls in the comments below, "julia: ... -> C: ...".
+ * Prints one line per check and ends with "N passed, M failed"; exit status 1 on failure.
+ *
+ * Beyond the Julia example it also counts callback invocations, to check the contract the
+ * binding relies on (one read_suffix at open, one read per stored chunk, none for an empty
+ * one, destroy exactly once per successful open, called from shard_close).
+ */
+#define _XOPEN_SOURCE 700
+
+#include "zarrshard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok) passed++;
+    else failed++;
+}
+
+/* A fatal problem: the rest cannot run. */
+static void die(const char *what) {
+    printf("FAIL %s\n", what);
+    failed++;
+    printf("%d passed, %d failed\n", passed, failed);
+    exit(1);
+}
+
+/* ZarrShardError(status): what the Julian layer's @check does on failure, call for call:
+ * shard_last_error size query, the copy (only when non-empty), then shard_last_io_code. */
+typedef struct {
+    shard_status status;
+    char message[512];
+    int32_t io_code;
+} zs_error;
+
+static zs_error zarrshard_error(shard_status status) {
+    zs_error e;
+    size_t n = 0;
+    e.status = status;
+    e.message[0] = '\0';
+    if (shard_last_error(NULL, 0, &n) == SHARD_OK && n > 0) {
+        char *buf = (char *)malloc(n + 1);
+        if (buf != NULL && shard_last_error(buf, n + 1, &n) == SHARD_OK) {
+            snprintf(e.message, sizeof e.message, "%s", buf);
+        }
+        free(buf);
+    }
+    e.io_code = shard_last_io_code();
+    return e;
+}
+
+/* @check: a failing status in the example is a test failure. */
+#define CHECK_OK(call, what)                                                                 \
+    do {                                                                                     \
+        shard_status st_ = (call);                                                           \
+        if (st_ != SHARD_OK) {                                                               \
+            zs_error e_ = zarrshard_error(st_);                                              \
+            printf("FAIL %s: status %d: %s (io code %d)\n", what, (int)st_, e_.message,      \
+                   (int)e_.io_code);                                                         \
+            failed++;                                                                        \
+        } else {                                                                             \
+            passed++;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+/* ---- callback counters (not part of the Julia example) ---------------------------------- */
+
+enum { K_READ, K_READ_SUFFIX, K_SIZE, K_WRITE, K_TRUNCATE, K_REMOVE, K_DESTROY, K_KINDS };
+static unsigned long calls_of[K_KINDS];
+static unsigned long reads(void) { return calls_of[K_READ] + calls_of[K_READ_SUFFIX]; }
+
+/* ---- FileShardIO(path; mode = :read), in C ------------------------------------------------
+ * read_at!: seek + read to len or end of file; ObjectNotFound when the file is missing.
+ * objectsize: the file's size. Registered callbacks (read mode): read, read_suffix, size,
+ * destroy (release!: close the file). */
+typedef struct {
+    int fd; /* -1: the file does not exist */
+} file_io;
+
+static int32_t errno_code(void) { return errno != 0 ? (int32_t)errno : (int32_t)EIO; }
+
+static int32_t file_read_at(file_io *f, uint64_t offset, uint8_t *buf, size_t len, size_t *got_out) {
+    size_t got = 0;
+    if (f->fd < 0) return SHARD_IO_NOT_FOUND;
+    while (got < len) {
+        ssize_t n = pread(f->fd, buf + got, len - got, (off_t)(offset + got));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_code();
+        }
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    *got_out = got;
+    return 0;
+}
+
+static int32_t file_objectsize(file_io *f, uint64_t *size_out) {
+    struct stat st;
+    if (f->fd < 0) return SHARD_IO_NOT_FOUND;
+    if (fstat(f->fd, &st) != 0) return errno_code();
+    *size_out = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* cb_read */
+static int32_t file_cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out) {
+    calls_of[K_READ]++;
+    return file_read_at((file_io *)ud, offset, buf, len, read_out);
+}
+
+/* cb_read_suffix: total = objectsize(io); n = min(total, len); read_at!(io, total - n, ...) */
+static int32_t file_cb_read_suffix(void *ud, size_t len, uint8_t *buf, size_t *read_out,
+                                   uint64_t *object_size_out) {
+    uint64_t total = 0;
+    size_t n;
+    int32_t rc;
+    calls_of[K_READ_SUFFIX]++;
+    if ((rc = file_objectsize((file_io *)ud, &total)) != 0) return rc;
+    n = total < (uint64_t)len ? (size_t)total : len;
+    if ((rc = file_read_at((file_io *)ud, total - n, buf, n, read_out)) != 0) return rc;
+    *object_size_out = total;
+    return 0;
+}
+
+static int32_t file_cb_size(void *ud, uint64_t *size_out) {
+    calls_of[K_SIZE]++;
+    return file_objectsize((file_io *)ud, size_out);
+}
+
+static void file_cb_destroy(void *ud) {
+    file_io *f = (file_io *)ud;
+    calls_of[K_DESTROY]++;
+    if (f->fd >= 0) close(f->fd);
+    free(f);
+}
+
+/* FileShardIO(path): open if it exists (a missing file is "no object"). */
+static file_io *file_io_open(const char *path) {
+    file_io *f = (file_io *)malloc(sizeof *f);
+    if (f == NULL) die("out of memory");
+    f->fd = open(path, O_RDONLY);
+    if (f->fd < 0 && errno != ENOENT) die("cannot open a shard file");
+    return f;
+}
+
+/* callback_table(io, pointer_from_objref(io), write = false) for a FileShardIO. */
+static shard_io_callbacks file_table(file_io *f) {
+    shard_io_callbacks t;
+    t.version = SHARD_IO_VERSION;
+    t.userdata = f;
+    t.read = file_cb_read;
+    t.read_suffix = file_cb_read_suffix; /* objectsize(::FileShardIO) exists */
+    t.size = file_cb_size;
+    t.write = NULL;    /* mode :read */
+    t.truncate = NULL;
+    t.remove = NULL;
+    t.destroy = file_cb_destroy;
+    return t;
+}
+
+/* ---- MemoryShardIO, in C -------------------------------------------------------------------
+ * data == NULL && !exists: no object. release! does nothing (the host keeps the object). */
+typedef struct {
+    uint8_t *data;
+    size_t len;
+    int exists;
+} mem_io;
+
+static int32_t mem_cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out) {
+    mem_io *m = (mem_io *)ud;
+    size_t n = 0;
+    calls_of[K_READ]++;
+    if (!m->exists) return SHARD_IO_NOT_FOUND;
+    if (offset < m->len) n = (m->len - (size_t)offset) < len ? m->len - (size_t)offset : len;
+    if (n > 0) memcpy(buf, m->data + offset, n);
+    *read_out = n;
+    return 0;
+}
+
+static int32_t mem_cb_read_suffix(void *ud, size_t len, uint8_t *buf, size_t *read_out,
+                                  uint64_t *object_size_out) {
+    mem_io *m = (mem_io *)ud;
+    size_t n;
+    calls_of[K_READ_SUFFIX]++;
+    if (!m->exists) return SHARD_IO_NOT_FOUND;
+    n = m->len < len ? m->len : len;
+    if (n > 0) memcpy(buf, m->data + (m->len - n), n);
+    *read_out = n;
+    *object_size_out = m->len;
+    return 0;
+}
+
+static int32_t mem_cb_size(void *ud, uint64_t *size_out) {
+    mem_io *m = (mem_io *)ud;
+    calls_of[K_SIZE]++;
+    if (!m->exists) return SHARD_IO_NOT_FOUND;
+    *size_out = m->len;
+    return 0;
+}
+
+static int mem_resize(mem_io *m, size_t len) {
+    uint8_t *d = (uint8_t *)realloc(m->data, len > 0 ? len : 1);
+    if (d == NULL) return ENOMEM;
+    if (len > m->len) memset(d + m->len, 0, len - m->len);
+    m->data = d;
+    m->len = len;
+    return 0;
+}
+
+static int32_t mem_cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
+    mem_io *m = (mem_io *)ud;
+    size_t stop = (size_t)offset + len;
+    calls_of[K_WRITE]++;
+    if (!m->exists) m->len = 0;
+    if (stop > m->len && mem_resize(m, stop) != 0) return ENOMEM;
+    if (len > 0) memcpy(m->data + offset, buf, len);
+    m->exists = 1;
+    return 0;
+}
+
+static int32_t mem_cb_truncate(void *ud, uint64_t len) {
+    mem_io *m = (mem_io *)ud;
+    calls_of[K_TRUNCATE]++;
+    if (!m->exists) m->len = 0;
+    if (mem_resize(m, (size_t)len) != 0) return ENOMEM;
+    m->exists = 1;
+    return 0;
+}
+
+static int32_t mem_cb_remove(void *ud) {
+    mem_io *m = (mem_io *)ud;
+    calls_of[K_REMOVE]++;
+    free(m->data);
+    m->data = NULL;
+    m->len = 0;
+    m->exists = 0;
+    return 0;
+}
+
+static void mem_cb_destroy(void *ud) {
+    (void)ud; /* release!(::MemoryShardIO) does nothing */
+    calls_of[K_DESTROY]++;
+}
+
+/* callback_table(io, pointer_from_objref(io), write) for a MemoryShardIO: objectsize,
+ * truncate_object! and remove_object! exist, so write modes get every callback. */
+static shard_io_callbacks mem_table(mem_io *m, int write) {
+    shard_io_callbacks t;
+    t.version = SHARD_IO_VERSION;
+    t.userdata = m;
+    t.read = mem_cb_read;
+    t.read_suffix = mem_cb_read_suffix;
+    t.size = mem_cb_size;
+    t.write = write ? mem_cb_write : NULL;
+    t.truncate = write ? mem_cb_truncate : NULL;
+    t.remove = write ? mem_cb_remove : NULL;
+    t.destroy = mem_cb_destroy;
+    return t;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static uint8_t *read_file(const char *path, size_t *len_out) {
+    FILE *fp = fopen(path, "rb");
+    uint8_t *buf;
+    long n;
+    if (fp == NULL) return NULL;
+    if (fseek(fp, 0, SEEK_END) != 0 || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+        fclose(fp);
+        return NULL;
+    }
+    buf = (uint8_t *)malloc((size_t)n + 1);
+    if (buf != NULL && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(fp);
+    if (buf != NULL) buf[n] = 0;
+    *len_out = (size_t)n;
+    return buf;
+}
+
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* shard_key(codec, coords): size query, then the copy into n + 1 bytes. */
+static char *shard_key(const shard_codec *codec, const uint64_t *cc, size_t rank) {
+    size_t n = 0;
+    char *buf;
+    CHECK_OK(shard_codec_shard_key(codec, cc, rank, NULL, 0, &n), "shard_codec_shard_key (size)");
+    buf = (char *)malloc(n + 1);
+    if (buf == NULL) die("out of memory");
+    CHECK_OK(shard_codec_shard_key(codec, cc, rank, buf, n + 1, &n), "shard_codec_shard_key");
+    return buf;
+}
+
+/* Rank-3 data: C element [i][j][k] of the shard = 10000 i + 100 j + k. */
+static int32_t value3(size_t i, size_t j, size_t k) { return (int32_t)(10000 * i + 100 * j + k); }
+
+/* part(c) for C chunk (ci, cj, ck) of the [4][6][10] shard with [2][3][5] chunks, C order. */
+static void part3(size_t ci, size_t cj, size_t ck, int32_t *out) {
+    size_t a, b, c;
+    for (a = 0; a < 2; a++)
+        for (b = 0; b < 3; b++)
+            for (c = 0; c < 5; c++) out[(a * 3 + b) * 5 + c] = value3(ci * 2 + a, cj * 3 + b, ck * 5 + c);
+}
+
+int main(int argc, char **argv) {
+    char path[4096];
+    const char *dir = argc > 1 ? argv[1] : "fixture";
+    const char *example_path = argc > 2 ? argv[2] : NULL;
+    uint8_t *raw;
+    size_t raw_len = 0, json_len = 0;
+    char *json;
+    shard_codec *codec = NULL;
+    size_t rank = 0, n = 0, nbytes = 0;
+    char *dtype;
+    uint64_t inner_c[2], shape_c[2], grid_c[2], per_shard_c[2], shard_c[2], inner2_c[2];
+    uint64_t gi, gj, ci, cj;
+    unsigned long checked = 0;
+
+    snprintf(path, sizeof path, "%s/fixture.raw", dir);
+    raw = read_file(path, &raw_len);
+    if (raw == NULL || raw_len != 64 * 64 * 2) die("fixture.raw: missing or not 64x64 uint16");
+
+    /* julia: println("libzarrshard ", ZarrShard.version())                       [1]
+     * C:     shard_version()                                                         */
+    printf("libzarrshard %s\n", shard_version());
+
+    /* julia: codec = Codec(read(joinpath(array, "zarr.json"), String))           [2]
+     * C:     shard_codec_from_zarr_json(json, sizeof(json), &codec)
+     *        shard_codec_rank(codec, &rank)
+     *        shard_codec_data_type(codec, NULL, 0, &n)
+     *        shard_codec_data_type(codec, buf, n + 1, &n)
+     *        shard_codec_inner_chunk_shape(codec, shape, rank)
+     *        shard_codec_inner_chunk_nbytes(codec, &nbytes)                           */
+    snprintf(path, sizeof path, "%s/fixture.zarr/zarr.json", dir);
+    json = (char *)read_file(path, &json_len);
+    if (json == NULL) die("fixture.zarr/zarr.json: missing");
+    CHECK_OK(shard_codec_from_zarr_json(json, json_len, &codec), "[2] shard_codec_from_zarr_json");
+    if (codec == NULL) die("no codec");
+    CHECK_OK(shard_codec_rank(codec, &rank), "[2] shard_codec_rank");
+    check(rank == 2, "[2] rank %zu == 2", rank);
+    if (rank != 2) die("the fixture must be 2-d");
+    CHECK_OK(shard_codec_data_type(codec, NULL, 0, &n), "[2] shard_codec_data_type (size)");
+    dtype = (char *)malloc(n + 1);
+    if (dtype == NULL) die("out of memory");
+    CHECK_OK(shard_codec_data_type(codec, dtype, n + 1, &n), "[2] shard_codec_data_type");
+    check(strcmp(dtype, "uint16") == 0, "[2] data type %s == uint16 (Julia eltype UInt16)", dtype);
+    CHECK_OK(shard_codec_inner_chunk_shape(codec, inner_c, rank), "[2] shard_codec_inner_chunk_shape");
+    CHECK_OK(shard_codec_inner_chunk_nbytes(codec, &nbytes), "[2] shard_codec_inner_chunk_nbytes");
+    check(nbytes == inner_c[0] * inner_c[1] * sizeof(uint16_t),
+          "[2] inner chunk bytes %zu == prod(shape) * sizeof(UInt16)", nbytes);
+
+    /* julia: shape = array_shape(codec)                                            [3]
+     * C:     shard_codec_array_shape(codec, v, 2)         (Julia: reverse(v))           */
+    CHECK_OK(shard_codec_array_shape(codec, shape_c, rank), "[3] shard_codec_array_shape");
+    /* julia: grid = grid_shape(codec)                                              [4] */
+    CHECK_OK(shard_codec_grid_shape(codec, grid_c, rank), "[4] shard_codec_grid_shape");
+    /* julia: per_shard = chunks_per_shard(codec)                                   [5] */
+    CHECK_OK(shard_codec_chunks_per_shard(codec, per_shard_c, rank), "[5] shard_codec_chunks_per_shard");
+    /* julia: shard_dims = shard_shape(codec)                                       [6] */
+    CHECK_OK(shard_codec_shard_shape(codec, shard_c, rank), "[6] shard_codec_shard_shape");
+    /* julia: inner = inner_chunk_shape(codec)                                      [7] */
+    CHECK_OK(shard_codec_inner_chunk_shape(codec, inner2_c, rank), "[7] shard_codec_inner_chunk_shape");
+    check(shape_c[0] == 64 && shape_c[1] == 64 && grid_c[0] == 2 && grid_c[1] == 2 &&
+              per_shard_c[0] == 2 && per_shard_c[1] == 2 && shard_c[0] == 32 && shard_c[1] == 32 &&
+              inner2_c[0] == 16 && inner2_c[1] == 16,
+          "[3-7] array 64x64, grid 2x2, 2x2 chunks per shard, shards 32x32, chunks 16x16");
+
+    /* julia: expected = reshape(ltoh.(reinterpret(UInt16, read(fixture.raw))), shape)
+     *        -> expected[a, b] (1-based, Julia order) == raw[(a-1) + (b-1)*64]: row b-1, col a-1
+     *
+     * julia: for s in CartesianIndices(grid)           (s[1] fastest: C's last index)
+     *            key = shard_key(codec, s)                                         [8]
+     *            open(codec, FileShardIO(joinpath(array, key))) do shard            [9]
+     *                for c in CartesianIndices(per_shard)
+     *                    A = read_chunk(shard, c)                                  [10]
+     *                    A == expected[origin .+ (1:16, 1:16)]
+     *                end
+     *            end                                                              [11]
+     * C:     s = (gj+1, gi+1) -> cc = {gi, gj}; c = (cj+1, ci+1) -> {ci, cj}
+     *        [8]  shard_codec_shard_key(codec, cc, 2, NULL, 0, &n); (..., buf, n + 1, &n)
+     *        [9]  shard_open_ex(codec, &{1, io, read, read_suffix, size, NULL, NULL, NULL,
+     *                           destroy}, SHARD_MODE_READ, 0, &h)
+     *        [10] shard_read_chunk(h, {ci, cj}, 2, (uint8_t *)A, 512)
+     *        [11] shard_close(h)                                                          */
+    for (gi = 0; gi < grid_c[0]; gi++) {
+        for (gj = 0; gj < grid_c[1]; gj++) {
+            uint64_t cc[2];
+            char *key;
+            file_io *f;
+            shard_io_callbacks io;
+            shard_handle *h = NULL;
+            shard_status st;
+            cc[0] = gi;
+            cc[1] = gj;
+            key = shard_key(codec, cc, rank);                                          /* [8] */
+            snprintf(path, sizeof path, "%s/fixture.zarr/%s", dir, key);
+            f = file_io_open(path);
+            io = file_table(f);
+            memset(calls_of, 0, sizeof calls_of);
+            st = shard_open_ex(codec, &io, SHARD_MODE_READ, 0, &h);                     /* [9] */
+            if (st != SHARD_OK) {
+                zs_error e = zarrshard_error(st);
+                file_cb_destroy(f); /* a failed open leaves userdata with us: release! */
+                printf("FAIL [9] shard_open_ex %s: %s\n", key, e.message);
+                failed++;
+                free(key);
+                continue;
+            }
+            passed++;
+            check(reads() == 1, "[9] %s: open read the index with %lu read call(s) (read_suffix %lu)",
+                  key, reads(), calls_of[K_READ_SUFFIX]);
+            for (ci = 0; ci < per_shard_c[0]; ci++) {
+                for (cj = 0; cj < per_shard_c[1]; cj++) {
+                    uint16_t A[16 * 16]; /* Julia Array{UInt16}(undef, 16, 16): A[x, y] = A[(x-1) + (y-1)*16] */
+                    uint64_t chunk[2];
+                    unsigned long before = calls_of[K_READ];
+                    /* origin = (s .- 1) .* shard_dims .+ (c .- 1) .* inner, Julia order */
+                    uint64_t o1 = gj * shard_c[1] + cj * inner_c[1]; /* along Julia dim 1 = C columns */
+                    uint64_t o2 = gi * shard_c[0] + ci * inner_c[0]; /* along Julia dim 2 = C rows */
+                    int julia_ok = 1, c_ok = 1, stored;
+                    size_t x, y, i, j;
+                    chunk[0] = ci;
+                    chunk[1] = cj;
+                    CHECK_OK(shard_read_chunk(h, chunk, rank, (uint8_t *)A, sizeof A), "[10] shard_read_chunk"); /* [10] */
+                    /* The Julia comparison: A[x, y] == expected[o1 + x, o2 + y]. */
+                    for (x = 1; x <= 16; x++)
+                        for (y = 1; y <= 16; y++) {
+                            size_t a = (size_t)o1 + x, b = (size_t)o2 + y;
+                            if (A[(x - 1) + (y - 1) * 16] != le16(raw + 2 * ((a - 1) + (b - 1) * 64))) julia_ok = 0;
+                        }
+                    /* The same bytes read the C way: C element [i][j] = value(row, col). */
+                    for (i = 0; i < 16; i++)
+                        for (j = 0; j < 16; j++) {
+                            size_t row = (size_t)o2 + i, col = (size_t)o1 + j;
+                            uint16_t want = (row % 32 < 16 && col % 32 < 16) ? 0 : (uint16_t)((row * 64 + col) * 7 % 65536);
+                            if (A[i * 16 + j] != want) c_ok = 0;
+                        }
+                    stored = !(ci == 0 && cj == 0);
+                    check(julia_ok && c_ok,
+                          "[10] %s chunk C [%llu][%llu] = Julia (%llu, %llu): A[x, y] == expected[%llu + x, %llu + y] "
+                          "and A[(x-1) + 16(y-1)] == C element [y-1][x-1]",
+                          key, (unsigned long long)ci, (unsigned long long)cj, (unsigned long long)cj + 1,
+                          (unsigned long long)ci + 1, (unsigned long long)o1, (unsigned long long)o2);
+                    check(calls_of[K_READ] - before == (unsigned long)stored,
+                          "[10] %s chunk [%llu][%llu]: %lu read callback(s) for a %s chunk", key,
+                          (unsigned long long)ci, (unsigned long long)cj, calls_of[K_READ] - before,
+                          stored ? "stored" : "empty");
+                    checked++;
+                }
+            }
+            shard_close(h);                                                            /* [11] */
+            check(calls_of[K_DESTROY] == 1, "[11] %s: destroy called once by shard_close", key);
+            free(key);
+        }
+    }
+    check(checked == 16, "checked %lu inner chunks of 4 shards against fixture.raw", checked);
+
+    /* julia: open(codec, FileShardIO(joinpath(array, shard_key(codec, (2, 1))))) do shard [12]
+     * C:     shard_codec_shard_key(codec, {0, 1}, 2, NULL, 0, &n); (..., buf, n + 1, &n)
+     *        shard_open_ex(codec, &file table, SHARD_MODE_READ, 0, &h)                   */
+    {
+        uint64_t cc[2] = {0, 1};
+        char *key = shard_key(codec, cc, rank);
+        file_io *f;
+        shard_io_callbacks io;
+        shard_handle *h = NULL;
+        shard_status st;
+        check(strcmp(key, "c/0/1") == 0, "[12] shard_key(codec, (2, 1)) == \"%s\" (c/0/1)", key);
+        snprintf(path, sizeof path, "%s/fixture.zarr/%s", dir, key);
+        f = file_io_open(path);
+        io = file_table(f);
+        st = shard_open_ex(codec, &io, SHARD_MODE_READ, 0, &h);
+        if (st != SHARD_OK) {
+            file_cb_destroy(f);
+            die("[12] shard_open_ex c/0/1");
+        }
+        passed++;
+        {
+            /* julia: A = read_chunk(shard, (2, 1))                                     [13]
+             * C:     shard_read_chunk(h, {0, 1}, 2, A, 512)                               */
+            uint16_t A[16 * 16];
+            uint64_t chunk[2] = {0, 1};
+            shard_chunk_location info;
+            CHECK_OK(shard_read_chunk(h, chunk, rank, (uint8_t *)A, sizeof A), "[13] shard_read_chunk");
+            /* julia: A[2, 1] == UInt16((0 * 64 + 49) * 7): A[2, 1] is A[(2-1) + (1-1)*16] */
+            check(A[(2 - 1) + (1 - 1) * 16] == (0 * 64 + 49) * 7, "[13] A[2, 1] = %u == C element [0][1] = 343",
+                  (unsigned)A[1]);
+            printf("     A[1:4, 1:3] (Julia) = C [0..2][0..3] of shard c/0/1, chunk [0][1]:\n");
+            {
+                int x, y;
+                for (x = 1; x <= 4; x++) {
+                    printf("      ");
+                    for (y = 1; y <= 3; y++) printf(" %6u", (unsigned)A[(x - 1) + (y - 1) * 16]);
+                    printf("\n");
+                }
+            }
+            /* julia: info = chunk_info(shard, (1, 1))                                  [14]
+             * C:     shard_chunk_info(h, {0, 0}, 2, &info)                                */
+            chunk[0] = 0;
+            chunk[1] = 0;
+            CHECK_OK(shard_chunk_info(h, chunk, rank, &info), "[14] shard_chunk_info");
+            check(info.empty, "[14] the top-left inner chunk is not stored (empty)");
+            /* julia: read_chunk(shard, (3, 1)) -> ZarrShardError                       [15]
+             * C:     shard_read_chunk(h, {0, 2}, 2, A, 512) -> SHARD_ERR_INVALID_ARGUMENT,
+             *        then shard_last_error(NULL, 0, &n), shard_last_error(buf, n + 1, &n),
+             *        shard_last_io_code()                                                 */
+            chunk[0] = 0;
+            chunk[1] = 2;
+            st = shard_read_chunk(h, chunk, rank, (uint8_t *)A, sizeof A);
+            {
+                zs_error e = zarrshard_error(st);
+                check(e.status == SHARD_ERR_INVALID_ARGUMENT && e.message[0] != '\0' && e.io_code == 0,
+                      "[15] out-of-range chunk: status %d (SHARD_ERR_INVALID_ARGUMENT), io code %d, \"%s\"",
+                      (int)e.status, (int)e.io_code, e.message);
+            }
+        }
+        /* julia: end of do-block -> close(shard)                                      [16]
+         * C:     shard_close(h)                                                           */
+        shard_close(h);
+        free(key);
+    }
+
+    /* julia: open(codec, MemoryShardIO()) do shard                                 [17]
+     *            read_chunk(shard, (1, 1))                                          [18]
+     *        end                                                                   [19]
+     * C:     shard_open_ex(codec, &mem table (read mode), SHARD_MODE_READ, 0, &h)
+     *        shard_read_chunk(h, {0, 0}, 2, A, 512); shard_close(h)                       */
+    {
+        mem_io m = {NULL, 0, 0};
+        shard_io_callbacks io = mem_table(&m, 0);
+        shard_handle *h = NULL;
+        uint16_t A[16 * 16];
+        uint64_t chunk[2] = {0, 0};
+        size_t k;
+        int zero = 1;
+        CHECK_OK(shard_open_ex(codec, &io, SHARD_MODE_READ, 0, &h), "[17] shard_open_ex (missing object)");
+        if (h == NULL) die("[17] no handle");
+        CHECK_OK(shard_read_chunk(h, chunk, rank, (uint8_t *)A, sizeof A), "[18] shard_read_chunk");
+        for (k = 0; k < 256; k++)
+            if (A[k] != 0) zero = 0;
+        check(zero, "[18] a missing object (SHARD_IO_NOT_FOUND) reads as the fill value");
+        shard_close(h);                                                                /* [19] */
+    }
+
+    /* julia: codec3 = Codec(config, "int32", (10, 6, 4), "-1")                        [20]
+     * C:     shard_codec_from_config(config, sizeof(config), "int32", 5, {4, 6, 10}, 3,
+     *                                "-1", 2, &codec3), then as [2]: rank, data_type x2,
+     *                                inner_chunk_shape, inner_chunk_nbytes                */
+    {
+        /* CONFIG3 of the example, byte for byte. */
+        static const char config[] =
+            "{\"chunk_shape\":[2,3,5],\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},"
+            "{\"name\":\"zstd\",\"configuration\":{\"level\":1,\"checksum\":false}}],\"index_codecs\":[{\"name\":"
+            "\"bytes\",\"configuration\":{\"endian\":\"little\"}},{\"name\":\"crc32c\"}],\"index_location\":\"end\"}";
+        /* julia c_shape((10, 6, 4)) = UInt64[4, 6, 10] */
+        uint64_t shard3[3] = {4, 6, 10};
+        shard_codec *codec3 = NULL;
+        size_t rank3 = 0, n3 = 0, nb3 = 0, elsize = 0;
+        char dt3[16];
+        uint64_t inner3[3], inner3b[3], per3[3];
+        int32_t fill = 0;
+        mem_io m = {NULL, 0, 0};
+        shard_io_callbacks io;
+        shard_handle *h = NULL;
+        uint64_t size_out = 0;
+        size_t ci3, cj3, ck3;
+
+        if (example_path != NULL) {
+            /* The Julia literal, so that both sides pass byte for byte the same JSON. */
+            size_t ex_len = 0;
+            char *ex = (char *)read_file(example_path, &ex_len);
+            const char *marker = "const CONFIG3 = \"\"\"";
+            const char *start = ex != NULL ? strstr(ex, marker) : NULL;
+            const char *body = start != NULL ? start + strlen(marker) : NULL;
+            const char *end = body != NULL ? strstr(body, "\"\"\"") : NULL;
+            check(end != NULL && (size_t)(end - body) == sizeof config - 1 &&
+                      memcmp(body, config, sizeof config - 1) == 0,
+                  "[20] the configuration text is example.jl's CONFIG3, byte for byte");
+            free(ex);
+        }
+        CHECK_OK(shard_codec_from_config(config, sizeof config - 1, "int32", 5, shard3, 3, "-1", 2, &codec3),
+                 "[20] shard_codec_from_config");
+        if (codec3 == NULL) die("[20] no codec");
+        CHECK_OK(shard_codec_rank(codec3, &rank3), "[20] shard_codec_rank");
+        CHECK_OK(shard_codec_data_type(codec3, NULL, 0, &n3), "[20] shard_codec_data_type (size)");
+        if (n3 + 1 > sizeof dt3) die("[20] data type name too long");
+        CHECK_OK(shard_codec_data_type(codec3, dt3, n3 + 1, &n3), "[20] shard_codec_data_type");
+        CHECK_OK(shard_codec_inner_chunk_shape(codec3, inner3, rank3), "[20] shard_codec_inner_chunk_shape");
+        CHECK_OK(shard_codec_inner_chunk_nbytes(codec3, &nb3), "[20] shard_codec_inner_chunk_nbytes");
+        check(rank3 == 3 && strcmp(dt3, "int32") == 0 && nb3 == 2 * 3 * 5 * 4,
+              "[20] rank 3, int32, %zu-byte inner chunks == prod(shape) * sizeof(Int32)", nb3);
+
+        /* julia: fill_value(codec3) == Int32(-1)                                      [21]
+         * C:     shard_codec_element_nbytes(codec3, &n); shard_codec_fill_value(codec3, buf, n) */
+        CHECK_OK(shard_codec_element_nbytes(codec3, &elsize), "[21] shard_codec_element_nbytes");
+        if (elsize != sizeof fill) die("[21] int32 elements are 4 bytes");
+        CHECK_OK(shard_codec_fill_value(codec3, (uint8_t *)&fill, elsize), "[21] shard_codec_fill_value");
+        check(fill == -1, "[21] fill value %d == -1", (int)fill);
+        /* julia: inner3 = inner_chunk_shape(codec3)   -> (5, 3, 2)                     [22] */
+        CHECK_OK(shard_codec_inner_chunk_shape(codec3, inner3b, rank3), "[22] shard_codec_inner_chunk_shape");
+        /* julia: per3 = chunks_per_shard(codec3)      -> (2, 2, 2)                     [23] */
+        CHECK_OK(shard_codec_chunks_per_shard(codec3, per3, rank3), "[23] shard_codec_chunks_per_shard");
+        check(inner3b[0] == 2 && inner3b[1] == 3 && inner3b[2] == 5 && per3[0] == 2 && per3[1] == 2 &&
+                  per3[2] == 2,
+              "[22-23] C inner chunk [2][3][5] (Julia (5, 3, 2)), 2x2x2 chunks per shard");
+
+        /* julia: open(codec3, mem; mode = :buffered) do shard                          [24]
+         *            for c in CartesianIndices(per3); write_chunk(shard, c, part(c)); end [25]
+         *            erase_chunk(shard, (2, 1, 1))                                      [26]
+         *            nbytes = finalize_shard!(shard)                                    [27]
+         *        end                                                                   [28]
+         * C:     shard_open_ex(codec3, &mem table (every callback), SHARD_MODE_WRITE_BUFFERED, 0, &h)
+         *        8 x shard_write_chunk(h, {ci, cj, ck}, 3, part, 120)   (c = (ck+1, cj+1, ci+1))
+         *        shard_erase_chunk(h, {0, 0, 1}, 3)
+         *        shard_finalize(h, &size)      (then commit!(::MemoryShardIO): nothing)
+         *        shard_close(h)                (the do-block: already finalized, so only close) */
+        io = mem_table(&m, 1);
+        memset(calls_of, 0, sizeof calls_of);
+        CHECK_OK(shard_open_ex(codec3, &io, SHARD_MODE_WRITE_BUFFERED, 0, &h), "[24] shard_open_ex (buffered)");
+        if (h == NULL) die("[24] no handle");
+        for (ci3 = 0; ci3 < 2; ci3++)
+            for (cj3 = 0; cj3 < 2; cj3++)
+                for (ck3 = 0; ck3 < 2; ck3++) {
+                    int32_t part[30];
+                    uint64_t cc[3];
+                    cc[0] = ci3;
+                    cc[1] = cj3;
+                    cc[2] = ck3;
+                    part3(ci3, cj3, ck3, part);
+                    CHECK_OK(shard_write_chunk(h, cc, 3, (const uint8_t *)part, sizeof part), "[25] shard_write_chunk");
+                }
+        {
+            uint64_t cc[3] = {0, 0, 1};
+            CHECK_OK(shard_erase_chunk(h, cc, 3), "[26] shard_erase_chunk");
+        }
+        CHECK_OK(shard_finalize(h, &size_out), "[27] shard_finalize");
+        check(m.exists && size_out == m.len && calls_of[K_WRITE] >= 1,
+              "[27] wrote a rank-3 shard of %llu bytes in memory (%lu write callback(s))",
+              (unsigned long long)size_out, calls_of[K_WRITE]);
+        shard_close(h);                                                                /* [28] */
+        check(calls_of[K_DESTROY] == 1, "[28] destroy called once by shard_close");
+
+        /* julia: open(codec3, mem) do shard                                           [29]
+         *            A = read_chunk(shard, c) for each c                              [30]
+         *            read_chunk_raw(shard, (2, 1, 1))                                  [31]
+         *            read_chunks(shard, [(1, 1, 1), (2, 2, 2)])                       [32]
+         *        end                                                                   [33]
+         * C:     shard_open_ex(codec3, &mem table (read mode), SHARD_MODE_READ, 0, &h)
+         *        8 x shard_read_chunk(h, {ci, cj, ck}, 3, A, 120)
+         *        shard_read_chunk_raw(h, {0, 0, 1}, 3, NULL, 0, &n)    (n == 0: no copy call)
+         *        shard_read_chunks(h, {0, 0, 0, 1, 1, 1}, 2, 3, both, 240)
+         *        shard_close(h)                                                           */
+        io = mem_table(&m, 0);
+        h = NULL;
+        CHECK_OK(shard_open_ex(codec3, &io, SHARD_MODE_READ, 0, &h), "[29] shard_open_ex (read)");
+        if (h == NULL) die("[29] no handle");
+        for (ci3 = 0; ci3 < 2; ci3++)
+            for (cj3 = 0; cj3 < 2; cj3++)
+                for (ck3 = 0; ck3 < 2; ck3++) {
+                    int32_t A[30], want[30];
+                    uint64_t cc[3];
+                    int julia_ok = 1, c_ok = 1;
+                    size_t a, b, c, k;
+                    int erased = ci3 == 0 && cj3 == 0 && ck3 == 1;
+                    cc[0] = ci3;
+                    cc[1] = cj3;
+                    cc[2] = ck3;
+                    CHECK_OK(shard_read_chunk(h, cc, 3, (uint8_t *)A, sizeof A), "[30] shard_read_chunk");
+                    /* julia: A == part(c): A[k, j, i] (1-based) is A[(k-1) + 5(j-1) + 15(i-1)]
+                     * and part(c)[k, j, i] = data[(ck)*5 + k, (cj)*3 + j, (ci)*2 + i]
+                     *                      = 10000 (2ci + i-1) + 100 (3cj + j-1) + (5ck + k-1) */
+                    for (k = 1; k <= 5; k++)
+                        for (b = 1; b <= 3; b++)
+                            for (a = 1; a <= 2; a++) {
+                                int32_t w = erased ? -1 : value3(ci3 * 2 + a - 1, cj3 * 3 + b - 1, ck3 * 5 + k - 1);
+                                if (A[(k - 1) + 5 * (b - 1) + 15 * (a - 1)] != w) julia_ok = 0;
+                            }
+                    /* The C view: element [a][b][c] at (a*3 + b)*5 + c. */
+                    if (erased)
+                        for (k = 0; k < 30; k++) want[k] = -1;
+                    else
+                        part3(ci3, cj3, ck3, want);
+                    for (a = 0; a < 2; a++)
+                        for (b = 0; b < 3; b++)
+                            for (c = 0; c < 5; c++)
+                                if (A[(a * 3 + b) * 5 + c] != want[(a * 3 + b) * 5 + c]) c_ok = 0;
+                    check(julia_ok && c_ok,
+                          "[30] rank-3 chunk C [%zu][%zu][%zu] = Julia (%zu, %zu, %zu)%s: A[k, j, i] == C[i-1][j-1][k-1]",
+                          ci3, cj3, ck3, ck3 + 1, cj3 + 1, ci3 + 1, erased ? " (erased: fill -1)" : "");
+                }
+        {
+            uint64_t cc[3] = {0, 0, 1};
+            size_t raw_n = 99;
+            CHECK_OK(shard_read_chunk_raw(h, cc, 3, NULL, 0, &raw_n), "[31] shard_read_chunk_raw (size)");
+            check(raw_n == 0, "[31] the erased chunk has no encoded bytes (%zu)", raw_n);
+        }
+        {
+            uint64_t cc[6] = {0, 0, 0, 1, 1, 1};
+            int32_t both[60], want[30];
+            /* julia: both[:, :, :, 2] == part((2, 2, 2)); both[5, 3, 2, 1] printed */
+            CHECK_OK(shard_read_chunks(h, cc, 2, 3, (uint8_t *)both, sizeof both), "[32] shard_read_chunks");
+            part3(1, 1, 1, want);
+            check(memcmp(both + 30, want, sizeof want) == 0, "[32] read_chunks: chunk 2 is C [1][1][1]");
+            check(both[(5 - 1) + 5 * (3 - 1) + 15 * (2 - 1) + 30 * (1 - 1)] == 10204,
+                  "[32] both[5, 3, 2, 1] = %d == C [1][2][4] of chunk [0][0][0] = 10204",
+                  (int)both[4 + 10 + 15]);
+        }
+        shard_close(h);                                                                /* [33] */
+
+        /* julia: close(codec3)                                                         [34] */
+        shard_codec_free(codec3);
+        free(m.data);
+    }
+    /* julia: close(codec)                                                              [35] */
+    shard_codec_free(codec);
+
+    free(dtype);
+    free(json);
+    free(raw);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,447 @@
+//! The rules. Each check yields one `Finding`, passed or failed.
+
+use crate::compat::{compat, parse_jtype, JType, JuliaTypes, Pos};
+use crate::header::{FieldType, Header, Struct};
+use crate::julia::{self, CFunction, Ccall, Facts, Source};
+use anyhow::Result;
+
+/// The library the ccalls must name, and the constant that must hold it.
+pub const LIB: &str = "libzarrshard";
+
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub at: String,
+    pub ok: bool,
+    pub msg: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} [{}] {}: {}", if self.ok { "ok  " } else { "FAIL" }, self.rule, self.at, self.msg)
+    }
+}
+
+fn finding(rule: &'static str, at: impl ToString, r: Result<String, String>) -> Finding {
+    match r {
+        Ok(msg) => Finding { rule, at: at.to_string(), ok: true, msg },
+        Err(msg) => Finding { rule, at: at.to_string(), ok: false, msg },
+    }
+}
+
+/// Parse every source and run every rule against the header.
+pub fn run(h: &Header, header_name: &str, sources: &[Source]) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    out.push(Finding {
+        rule: "header",
+        at: header_name.to_string(),
+        ok: true,
+        msg: format!(
+            "{} functions, {} structs, {} enums, {} opaque types, {} integer #defines",
+            h.functions.len(),
+            h.structs.len(),
+            h.enums.len(),
+            h.opaque.len(),
+            h.defines.len()
+        ),
+    });
+    let mut parser = julia::parser()?;
+    let mut facts = Facts::default();
+    for s in sources {
+        let tree = julia::parse(&mut parser, &s.text)?;
+        let r = match julia::parse_error(&tree, &s.text) {
+            Some((line, what)) => Err(format!("parse error at line {line} {what}")),
+            None => Ok("parses without error".to_string()),
+        };
+        out.push(finding("parse", &s.name, r));
+        julia::collect(&tree, &s.name, &s.text, &mut facts);
+    }
+
+    let mut jt = JuliaTypes::default();
+    for s in &facts.structs {
+        jt.structs.insert(s.name.clone(), s.mutable);
+    }
+    for e in &facts.enums {
+        if let Some(b) = &e.base {
+            jt.enums.insert(e.name.clone(), b.clone());
+        }
+    }
+    let lib_defined = facts.consts.iter().any(|c| c.name == LIB);
+
+    for cc in &facts.ccalls {
+        out.push(finding("ccall", &cc.loc, check_ccall(cc, h, &jt, lib_defined)));
+    }
+    for f in &h.functions {
+        let sites: Vec<String> =
+            facts.ccalls.iter().filter(|c| c.symbol.as_deref() == Some(&f.name)).map(|c| c.loc.to_string()).collect();
+        let r = if sites.is_empty() {
+            Err(format!("{} is not wrapped by any ccall", f.name))
+        } else {
+            Ok(format!("{} wrapped at {}", f.name, sites.join(", ")))
+        };
+        out.push(finding("coverage", format!("{header_name}:{}", f.line), r));
+    }
+    for s in &h.structs {
+        check_struct(s, h, &jt, &facts, &mut out);
+    }
+    for o in &h.opaque {
+        let r = match facts.structs.iter().find(|s| &s.name == o) {
+            Some(s) => Ok(format!("opaque {o} is the Julia type {o} ({})", s.loc)),
+            None => Err(format!("no Julia type `{o}` for the opaque handle (declare `mutable struct {o} end`)")),
+        };
+        out.push(finding("opaque", header_name, r));
+    }
+    for e in &h.enums {
+        out.push(check_enum(e, &facts, header_name));
+    }
+    for (name, v) in &h.defines {
+        let r = match facts.consts.iter().find(|c| &c.name == name) {
+            None => Err(format!("#define {name} {v} has no Julia const")),
+            Some(c) if c.value == Some(*v) => Ok(format!("{name} = {} ({})", c.value_text, c.loc)),
+            Some(c) => Err(format!("{name} is {v} in C, {} in Julia ({})", c.value_text, c.loc)),
+        };
+        out.push(finding("const", header_name, r));
+    }
+    for p in &facts.pointers {
+        let r = if p.preserved.is_empty() {
+            Err(format!("`{}` is not inside a GC.@preserve block", p.text))
+        } else {
+            match &p.root {
+                None => Err(format!("`{}`: cannot tell which object it points into; preserve a variable", p.text)),
+                Some(r) if p.preserved.iter().any(|v| v.contains(r)) => {
+                    Ok(format!("`{}` inside GC.@preserve {r}", p.text))
+                }
+                Some(r) => Err(format!(
+                    "`{}`: `{r}` is not among the preserved variables ({})",
+                    p.text,
+                    p.preserved.concat().join(", ")
+                )),
+            }
+        };
+        out.push(finding("preserve", &p.loc, r));
+    }
+    check_callbacks(h, &jt, &facts, header_name, &mut out);
+    for rc in &facts.raw_calls {
+        out.push(finding("raw-call", &rc.loc, check_raw_call(rc, h, &facts)));
+    }
+    Ok(out)
+}
+
+fn jtype(s: &str) -> Result<JType, String> {
+    parse_jtype(s).ok_or_else(|| format!("cannot read the Julia type {s:?}"))
+}
+
+fn check_ccall(cc: &Ccall, h: &Header, jt: &JuliaTypes, lib_defined: bool) -> Result<String, String> {
+    if let Some(p) = &cc.problem {
+        return Err(p.clone());
+    }
+    let sym = cc.symbol.as_deref().unwrap_or("?");
+    match cc.lib.as_deref() {
+        Some(LIB) if lib_defined => {}
+        Some(LIB) => return Err(format!("{sym}: no `const {LIB} = ...` is defined")),
+        Some(other) => return Err(format!("{sym}: calls into `{other}`, not `{LIB}`")),
+        None => return Err(format!("{sym}: no library given; use ({sym}, {LIB})")),
+    }
+    let Some(f) = h.function(sym) else {
+        return Err(format!("`{sym}` is not declared in zarrshard.h"));
+    };
+    let mut errs = Vec::new();
+    if cc.arg_types.len() != f.params.len() {
+        errs.push(format!("{} argument types, the C function takes {}", cc.arg_types.len(), f.params.len()));
+    } else if cc.n_values != cc.arg_types.len() {
+        errs.push(format!("{} argument types but {} values", cc.arg_types.len(), cc.n_values));
+    }
+    match jtype(&cc.ret) {
+        Ok(j) => {
+            if let Err(e) = compat(&f.ret, &j, Pos::Ret, h, jt) {
+                errs.push(format!("return type: {e}"));
+            }
+        }
+        Err(e) => errs.push(e),
+    }
+    for (i, (t, p)) in cc.arg_types.iter().zip(&f.params).enumerate() {
+        match jtype(t) {
+            Ok(j) => {
+                if let Err(e) = compat(&p.ty, &j, Pos::Arg, h, jt) {
+                    errs.push(format!("argument {} ({}): {e}", i + 1, p.name));
+                }
+            }
+            Err(e) => errs.push(e),
+        }
+    }
+    if errs.is_empty() {
+        Ok(format!("{} {sym}({}) -> {}", cc.form, cc.arg_types.join(", "), cc.ret))
+    } else {
+        Err(format!("{sym}: {}", errs.join("; ")))
+    }
+}
+
+/// A call into the raw layer has the wrapper's arity, and a status it returns is not dropped.
+fn check_raw_call(rc: &julia::RawCall, h: &Header, facts: &Facts) -> Result<String, String> {
+    let methods: Vec<_> = facts.funcs.iter().filter(|f| f.name == rc.name).collect();
+    if methods.is_empty() {
+        // Not a function: a type, constant or enum value of the raw layer.
+        let known = facts.structs.iter().any(|s| s.name == rc.name) || facts.consts.iter().any(|c| c.name == rc.name);
+        return if known { Ok(format!("{} (a type)", rc.name)) } else { Err(format!("the raw layer defines no `{}`", rc.name)) };
+    }
+    if !rc.splat && !methods.iter().any(|m| m.params.len() == rc.n_args) {
+        let arities: Vec<String> = methods.iter().map(|m| m.params.len().to_string()).collect();
+        return Err(format!("{}: called with {} arguments, defined with {}", rc.name, rc.n_args, arities.join(" or ")));
+    }
+    let returns_status = h.function(&rc.name).is_some_and(|f| h.is_enum(&f.ret.base) && f.ret.ptr == 0);
+    if returns_status {
+        if let Some(ctx) = &rc.discarded_in {
+            return Err(format!("{}: the shard_status it returns is thrown away (a statement in {ctx}); use @check", rc.name));
+        }
+    }
+    Ok(format!("{}: {} arguments{}", rc.name, rc.n_args, if returns_status { ", status used" } else { "" }))
+}
+
+fn check_struct(s: &Struct, h: &Header, jt: &JuliaTypes, facts: &Facts, out: &mut Vec<Finding>) {
+    let defs: Vec<_> = facts.structs.iter().filter(|d| d.name == s.name).collect();
+    if defs.is_empty() {
+        out.push(finding("struct", "-", Err(format!("no Julia struct `{}` mirrors the C struct", s.name))));
+        return;
+    }
+    for d in defs {
+        let mut errs = Vec::new();
+        if d.mutable {
+            errs.push("is a mutable struct (the C layout needs an immutable one)".to_string());
+        }
+        let names: Vec<&str> = d.fields.iter().map(|f| f.0.as_str()).collect();
+        let want: Vec<&str> = s.fields.iter().map(|f| f.name.as_str()).collect();
+        if names != want {
+            errs.push(format!("fields are ({}), the C struct has ({})", names.join(", "), want.join(", ")));
+        } else {
+            for (cf, (name, ty)) in s.fields.iter().zip(&d.fields) {
+                let Some(ty) = ty else {
+                    errs.push(format!("field {name} has no type"));
+                    continue;
+                };
+                let r = jtype(ty).and_then(|j| match &cf.ty {
+                    FieldType::Value(c) => compat(c, &j, Pos::Field, h, jt),
+                    FieldType::FnPtr { .. } => match &j {
+                        JType::Apply(w, a) if w == "Ptr" && a.len() == 1 && matches!(&a[0], JType::Name(n) if n == "Cvoid" || n == "Nothing") => Ok(()),
+                        _ => Err(format!("a function pointer is Ptr{{Cvoid}}, not {j}")),
+                    },
+                });
+                if let Err(e) = r {
+                    errs.push(format!("field {name} (`{}`): {e}", cf.ty));
+                }
+            }
+        }
+        let r = if errs.is_empty() {
+            Ok(format!("{}: {} fields match in order and type", s.name, s.fields.len()))
+        } else {
+            Err(format!("{}: {}", s.name, errs.join("; ")))
+        };
+        out.push(finding("struct", &d.loc, r));
+    }
+}
+
+fn check_enum(e: &crate::header::Enum, facts: &Facts, header_name: &str) -> Finding {
+    let Some(d) = facts.enums.iter().find(|d| d.name == e.name) else {
+        return finding("enum", header_name, Err(format!("no Julia @enum {}", e.name)));
+    };
+    let mut errs = Vec::new();
+    match d.base.as_deref() {
+        Some("Cint" | "Int32" | "Cuint" | "UInt32") => {}
+        other => errs.push(format!("base type {} is not 32-bit", other.unwrap_or("(none: Int32 by default, name it)"))),
+    }
+    let want: Vec<(String, Option<i64>)> = e.members.iter().map(|(n, v)| (n.clone(), Some(*v))).collect();
+    if d.members != want {
+        let show = |m: &[(String, Option<i64>)]| {
+            m.iter().map(|(n, v)| format!("{n}={}", v.map_or("?".into(), |v| v.to_string()))).collect::<Vec<_>>().join(" ")
+        };
+        errs.push(format!("members are [{}], C has [{}]", show(&d.members), show(&want)));
+    }
+    let r = if errs.is_empty() {
+        Ok(format!("@enum {}: {} members with the C values", e.name, e.members.len()))
+    } else {
+        Err(format!("@enum {}: {}", e.name, errs.join("; ")))
+    };
+    finding("enum", &d.loc, r)
+}
+
+/// Aliases Julia resolves to one type (for comparing a method's annotations with the
+/// `@cfunction` signature; platform-dependent ones like `Cchar`, `UInt` stay as written).
+fn canonical(j: &JType) -> JType {
+    match j {
+        JType::Name(n) => JType::Name(
+            match n.as_str() {
+                "Cint" => "Int32",
+                "Cuint" => "UInt32",
+                "Cvoid" => "Nothing",
+                "Clonglong" => "Int64",
+                "Culonglong" => "UInt64",
+                "Cuchar" => "UInt8",
+                "Cshort" => "Int16",
+                "Cushort" => "UInt16",
+                "Cfloat" => "Float32",
+                "Cdouble" => "Float64",
+                "Csize_t" => "UInt",
+                "Cssize_t" => "Int",
+                other => other,
+            }
+            .to_string(),
+        ),
+        JType::Apply(n, a) => JType::Apply(n.clone(), a.iter().map(canonical).collect()),
+    }
+}
+
+/// `CB_READ_SUFFIX` -> `read_suffix`; `cb_read_suffix` / `_cb_read_suffix` -> `read_suffix`.
+fn field_from_target(t: &str) -> Option<String> {
+    t.strip_prefix("CB_").map(|s| s.to_ascii_lowercase())
+}
+fn field_from_callee(c: &str) -> Option<String> {
+    c.trim_start_matches('_').strip_prefix("cb_").map(|s| s.to_string())
+}
+
+fn cfunction_field(cf: &CFunction) -> Result<String, String> {
+    let a = cf.target.as_deref().and_then(field_from_target);
+    let b = cf.callee.as_deref().and_then(field_from_callee);
+    match (a, b) {
+        (Some(a), Some(b)) if a != b => Err(format!(
+            "stored in {} (field {a}) but the callback is {} (field {b})",
+            cf.target.as_deref().unwrap_or("?"),
+            cf.callee.as_deref().unwrap_or("?")
+        )),
+        (Some(a), _) => Ok(a),
+        (None, Some(b)) => Ok(b),
+        (None, None) => Err("cannot tell which callback field this is: store it in CB_<FIELD> or name the function cb_<field>".into()),
+    }
+}
+
+fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str, out: &mut Vec<Finding>) {
+    let Some(table) = h.structs.iter().find(|s| s.fields.iter().any(|f| matches!(f.ty, FieldType::FnPtr { .. }))) else {
+        return;
+    };
+    let mut covered: Vec<String> = Vec::new();
+    for cf in &facts.cfunctions {
+        // Signature against the C field.
+        let sig = (|| -> Result<(String, String), String> {
+            if let Some(p) = &cf.problem {
+                return Err(p.clone());
+            }
+            let field = cfunction_field(cf)?;
+            let Some(fd) = table.fields.iter().find(|f| f.name == field) else {
+                return Err(format!("{} has no field `{field}`", table.name));
+            };
+            let FieldType::FnPtr { ret, params } = &fd.ty else {
+                return Err(format!("{}.{field} is not a function pointer", table.name));
+            };
+            let mut errs = Vec::new();
+            if cf.arg_types.len() != params.len() {
+                errs.push(format!("{} argument types, `{}` takes {}", cf.arg_types.len(), fd.ty, params.len()));
+            } else {
+                for (i, (t, p)) in cf.arg_types.iter().zip(params).enumerate() {
+                    if let Err(e) = jtype(t).and_then(|j| compat(&p.ty, &j, Pos::CbArg, h, jt)) {
+                        errs.push(format!("argument {} ({}): {e}", i + 1, p.name));
+                    }
+                }
+            }
+            if let Err(e) = jtype(&cf.ret).and_then(|j| compat(ret, &j, Pos::CbRet, h, jt)) {
+                errs.push(format!("return type: {e}"));
+            }
+            // The Julia method the pointer is made from must take exactly these types.
+            let callee = cf.callee.clone().unwrap_or_default();
+            let methods: Vec<_> = facts.funcs.iter().filter(|f| f.name == callee && f.params.len() == cf.arg_types.len()).collect();
+            if methods.is_empty() {
+                errs.push(format!("no method {callee} with {} arguments is defined", cf.arg_types.len()));
+            }
+            for m in &methods {
+                for (i, (pt, ct)) in m.params.iter().zip(&cf.arg_types).enumerate() {
+                    if let (Some(pt), Ok(cj)) = (pt, jtype(ct)) {
+                        if jtype(pt).map(|j| canonical(&j)) != Ok(canonical(&cj)) {
+                            errs.push(format!("{callee} ({}) declares argument {} as {pt}, the @cfunction says {ct}", m.loc, i + 1));
+                        }
+                    }
+                }
+                if let (Some(r), Ok(cr)) = (&m.ret, jtype(&cf.ret)) {
+                    if jtype(r).map(|j| canonical(&j)) != Ok(canonical(&cr)) {
+                        errs.push(format!("{callee} ({}) returns {r}, the @cfunction says {}", m.loc, cf.ret));
+                    }
+                }
+            }
+            if errs.is_empty() {
+                Ok((field.clone(), format!("{callee} as {}.{field}: {}", table.name, fd.ty)))
+            } else {
+                Err(format!("{callee} as {}.{field}: {}", table.name, errs.join("; ")))
+            }
+        })();
+        match sig {
+            Ok((field, msg)) => {
+                covered.push(field);
+                out.push(finding("cfunction", &cf.loc, Ok(msg)));
+            }
+            Err(e) => out.push(finding("cfunction", &cf.loc, Err(e))),
+        }
+        // The callback must catch every exception.
+        if let Some(callee) = &cf.callee {
+            let methods: Vec<_> = facts.funcs.iter().filter(|f| &f.name == callee).collect();
+            let r = if methods.is_empty() {
+                Err(format!("{callee} is not defined in the package"))
+            } else {
+                let bad: Vec<String> = methods
+                    .iter()
+                    .filter_map(|m| m.catches_all.as_ref().err().map(|e| format!("{} ({}): {e}", callee, m.loc)))
+                    .collect();
+                if bad.is_empty() {
+                    Ok(format!("{callee}: the whole body is try/catch and the catch does not throw"))
+                } else {
+                    Err(bad.join("; "))
+                }
+            };
+            out.push(finding("callback", &cf.loc, r));
+        }
+    }
+    for f in &table.fields {
+        if let FieldType::FnPtr { .. } = f.ty {
+            let r = if covered.contains(&f.name) {
+                Ok(format!("{}.{} has a matching @cfunction", table.name, f.name))
+            } else {
+                Err(format!("{}.{} has no matching @cfunction", table.name, f.name))
+            };
+            out.push(finding("callback-coverage", header_name, r));
+        }
+    }
+    // Wiring: each constructor argument goes to the right field.
+    let ctors: Vec<_> = facts.ctor_calls.iter().collect();
+    if ctors.is_empty() {
+        out.push(finding("wiring", "-", Err(format!("{} is never constructed", table.name))));
+    }
+    for c in ctors {
+        let r = (|| {
+            if c.args.len() != table.fields.len() {
+                return Err(format!("{} arguments, {} has {} fields", c.args.len(), table.name, table.fields.len()));
+            }
+            let mut errs = Vec::new();
+            for (f, a) in table.fields.iter().zip(&c.args) {
+                let tokens: Vec<&str> =
+                    a.split(|ch: char| !(ch.is_alphanumeric() || ch == '_')).filter(|t| !t.is_empty()).collect();
+                match f.ty {
+                    FieldType::FnPtr { .. } => {
+                        let want = format!("CB_{}", f.name.to_ascii_uppercase());
+                        let cbs: Vec<&&str> = tokens.iter().filter(|t| t.starts_with("CB_")).collect();
+                        let ok = a.trim() == "C_NULL" || (cbs.iter().all(|t| **t == want) && !cbs.is_empty());
+                        if !ok {
+                            errs.push(format!("field {} gets `{a}`, expected {want} (or C_NULL)", f.name));
+                        }
+                    }
+                    FieldType::Value(_) if f.name == "version" => {
+                        if !tokens.contains(&"SHARD_IO_VERSION") {
+                            errs.push(format!("field version gets `{a}`, expected SHARD_IO_VERSION"));
+                        }
+                    }
+                    FieldType::Value(_) => {}
+                }
+            }
+            if errs.is_empty() {
+                Ok(format!("{}(...): every callback goes to its own field", table.name))
+            } else {
+                Err(errs.join("; "))
+            }
+        })();
+        out.push(finding("wiring", &c.loc, r));
+    }
+}
