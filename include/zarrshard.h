@@ -17,9 +17,10 @@
 #include <stdint.h>
 
 /**
- * The callback table version this header defines.
+ * The callback table version this header defines. Version 1: `read` … `destroy`; version 2
+ * appends `read_vectored`.
  */
-#define SHARD_IO_VERSION 1
+#define SHARD_IO_VERSION 2
 
 /**
  * Return this from `read`, `read_suffix` or `size` when the object does not exist: it then
@@ -157,9 +158,10 @@ typedef struct shard_handle shard_handle;
  * The host's storage for one shard object.
  *
  * **Contract.**
- * * `version` must be `SHARD_IO_VERSION` (1) or higher; a library reads only the fields of
- *   the versions it knows, so a table from a newer header still works with an older library.
- *   Later versions only append fields.
+ * * `version` is the table's version (`SHARD_IO_VERSION`, or 1 for a table from an older
+ *   header, which then ends after `destroy`). The library reads only the fields the given
+ *   version has, so old tables keep working; a table from a newer header works too (fields the
+ *   library does not know are ignored). Later versions only append fields.
  * * `userdata` is passed to every callback. It is owned by the host until `shard_open`
  *   succeeds; from then on the handle owns it and calls `destroy(userdata)` exactly once, from
  *   `shard_close`. When `shard_open` fails, `destroy` is not called.
@@ -205,7 +207,8 @@ typedef struct {
                          size_t *read_out,
                          uint64_t *object_size_out);
   /**
-   * Optional. Store the object's size in `*size_out`.
+   * Optional. Store the object's size in `*size_out`. A read handle on a shard whose index
+   * is at the end needs `read_suffix` or `size` (`SHARD_ERR_UNSUPPORTED` without both).
    */
   int32_t (*size)(void *userdata, uint64_t *size_out);
   /**
@@ -227,6 +230,19 @@ typedef struct {
    * Optional. Release `userdata`; called once, at `shard_close`.
    */
   void (*destroy)(void *userdata);
+  /**
+   * Version 2, optional. Read `count` ranges in one call, e.g. as concurrent HTTP range
+   * requests or one io_uring submission: range `k` is `lens[k]` bytes at `offsets[k]`, into
+   * `bufs[k]`; store its byte count in `read_outs[k]` (short = end of object). Return as
+   * `read` does. Used when several inner chunks are read at once (`shard_read_chunks`);
+   * without it, the ranges are read one `read` call at a time.
+   */
+  int32_t (*read_vectored)(void *userdata,
+                           size_t count,
+                           const uint64_t *offsets,
+                           const size_t *lens,
+                           uint8_t *const *bufs,
+                           size_t *read_outs);
 } shard_io_callbacks;
 
 /**
@@ -267,11 +283,28 @@ const char *shard_status_str(uint32_t status);
 /**
  * Copy the message of the last failed call on this thread into `buf` as a NUL-terminated
  * string, truncated to `len` bytes; `*written_out` receives the bytes written without the
- * NUL. With `(NULL, 0)` only the full length is stored (a size query). The message is empty
+ * NUL: at most `len - 1` bytes, cut at a UTF-8 character boundary, then the NUL. With
+ * `(NULL, 0)` only the full length is stored (a size query). The message is empty
  * when no call has failed on this thread. The caller owns `buf`; nothing is allocated for it.
  * Thread-safe (the message is per thread). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
  */
 shard_status shard_last_error(char *buf, size_t len, size_t *written_out);
+
+/**
+ * Set the number of threads the library uses to encode and decode inner chunks in parallel:
+ * 0 = one per core (the default, or the `ZARRSHARD_THREADS` environment variable), 1 = only
+ * the calling thread (for hosts that manage their own threads). Process-wide; takes effect for
+ * calls that start afterwards. The library's threads never call the host's callbacks.
+ * Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_INVALID_ARGUMENT` (the threads could not be
+ * started), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_set_threads(size_t threads);
+
+/**
+ * Store the number of threads the library encodes and decodes with in `*threads_out`.
+ * Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+ */
+shard_status shard_get_threads(size_t *threads_out);
 
 /**
  * The host's own error code from the last `SHARD_ERR_IO` on this thread (what the failing
@@ -315,6 +348,13 @@ shard_status shard_codec_from_config(const char *config_json,
                                      const char *fill_value_json,
                                      size_t fill_value_len,
                                      shard_codec **codec_out);
+
+/**
+ * Store in `*codec_out` a new reference to the same codec (no copy: codecs are immutable and
+ * shared). Free each reference with `shard_codec_free`. Thread-safe. Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_codec_clone(const shard_codec *codec, shard_codec **codec_out);
 
 /**
  * Free a codec. NULL is a no-op. Shard handles opened with it stay valid (they hold their
@@ -475,11 +515,22 @@ shard_status shard_read_chunk(const shard_handle *shard,
                               size_t len);
 
 /**
+ * Set the gap (bytes) below which the byte ranges of chunks wanted by one
+ * `shard_read_chunks` call are fetched with one read; 0 merges only touching ranges, a large
+ * value reads the whole span. The default is 65536. Read handles only; thread-safe (takes
+ * effect for calls that start afterwards). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+ * `SHARD_ERR_INVALID_STATE` (write handle), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_set_coalesce_gap(const shard_handle *shard, uint64_t gap);
+
+/**
  * Decode `count` inner chunks in one call: `coords` holds `count * rank` values (chunk after
  * chunk), `buf` receives the decoded chunks one after another (`len` must be `count *
- * shard_codec_inner_chunk_nbytes`). Byte ranges of the wanted chunks closer than 64 KiB are
- * fetched in one `read` (the whole data region once when most of it is wanted), so the host
- * sees at most one read per run of nearby chunks; chunks are decoded in parallel.
+ * shard_codec_inner_chunk_nbytes`). Byte ranges of the wanted chunks closer than the
+ * coalescing gap (`shard_set_coalesce_gap`, 64 KiB by default) are fetched as one range (the
+ * whole span once when most of it is wanted); all ranges go to one `read_vectored` call when
+ * the table has it, else one `read` each. Chunks are decoded in parallel on the library's
+ * threads (`shard_set_threads`), which never call back into the host.
  *
  * Read handles only. Thread-safe. Returns what `shard_read_chunk` returns; on error the
  * contents of `buf` are unspecified.

@@ -213,26 +213,6 @@ fn plan_runs(locs: &[Option<ChunkLocation>], gap: u64) -> Vec<(u64, u64)> {
     runs
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(offset: u64, nbytes: u64) -> Option<ChunkLocation> {
-        Some(ChunkLocation { offset, nbytes })
-    }
-
-    #[test]
-    fn runs_by_hand() {
-        // Touching and near ranges merge; a far one stays apart; empties are skipped.
-        let locs = [at(0, 10), None, at(10, 5), at(20, 5), at(1000, 10)];
-        assert_eq!(plan_runs(&locs, 5), vec![(0, 25), (1000, 1010)]);
-        assert_eq!(plan_runs(&locs, 0), vec![(0, 15), (20, 25), (1000, 1010)]);
-        // Most of the span wanted: one read of the whole span.
-        let locs = [at(0, 100), at(150, 100), at(300, 100)];
-        assert_eq!(plan_runs(&locs, 0), vec![(0, 400)]);
-        assert_eq!(plan_runs(&[None, None], 10), vec![]);
-    }
-}
 
 /// Read and validate the index of a shard object in one read (a suffix read when the index is
 /// at the end). `Ok(None)` when the object does not exist; otherwise the index and the object
@@ -268,4 +248,25 @@ pub fn read_whole_shard(layout: &ShardLayout, io: &dyn ShardIo) -> Result<Option
     let mut shard = vec![0u8; layout.shard_repr().byte_size()? as usize];
     layout.decode_shard_into(&out.data, &mut shard)?;
     Ok(Some(shard))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(offset: u64, nbytes: u64) -> Option<ChunkLocation> {
+        Some(ChunkLocation { offset, nbytes })
+    }
+
+    #[test]
+    fn runs_by_hand() {
+        // Touching and near ranges merge; a far one stays apart; empties are skipped.
+        let locs = [at(0, 10), None, at(10, 5), at(20, 5), at(1000, 10)];
+        assert_eq!(plan_runs(&locs, 5), vec![(0, 25), (1000, 1010)]);
+        assert_eq!(plan_runs(&locs, 0), vec![(0, 15), (20, 25), (1000, 1010)]);
+        // Most of the span wanted: one read of the whole span.
+        let locs = [at(0, 100), at(150, 100), at(300, 100)];
+        assert_eq!(plan_runs(&locs, 0), vec![(0, 400)]);
+        assert_eq!(plan_runs(&[None, None], 10), vec![]);
+    }
 }

@@ -150,6 +150,7 @@ fn callbacks(m: &Mem) -> shard_io_callbacks {
         truncate: Some(cb_truncate),
         remove: Some(cb_remove),
         destroy: Some(cb_destroy),
+        read_vectored: None,
     }
 }
 
@@ -806,4 +807,100 @@ fn concurrent_reads_share_one_handle_and_concurrent_writes_are_refused() {
         "the shard is consistent whatever was refused"
     );
     unsafe { shard_codec_free(c) };
+}
+
+/// Counts vectored calls and the ranges they carried.
+static VEC_CALLS: AtomicUsize = AtomicUsize::new(0);
+static VEC_RANGES: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn cb_read_vectored(
+    ud: *mut c_void,
+    count: usize,
+    offsets: *const u64,
+    lens: *const usize,
+    bufs: *const *mut u8,
+    outs: *mut usize,
+) -> i32 {
+    VEC_CALLS.fetch_add(1, Ordering::SeqCst);
+    VEC_RANGES.fetch_add(count, Ordering::SeqCst);
+    for k in 0..count {
+        let rc = unsafe { cb_read(ud, *offsets.add(k), *lens.add(k), *bufs.add(k), outs.add(k)) };
+        if rc != 0 {
+            return rc;
+        }
+    }
+    0
+}
+
+#[test]
+fn version_1_tables_vectored_reads_threads_clone_and_gap() {
+    let c = codec();
+    let m = Mem::default();
+    assert_eq!(write_all(c, &m, 1), SHARD_OK);
+    unsafe {
+        // A table from a version-1 header: exactly the first nine fields, nothing after them.
+        let full = callbacks(&m);
+        let v1_size = std::mem::offset_of!(shard_io_callbacks, read_vectored);
+        let mut bytes = vec![0u8; v1_size];
+        std::ptr::copy_nonoverlapping(&full as *const _ as *const u8, bytes.as_mut_ptr(), v1_size);
+        let mut v1 = bytes.into_boxed_slice();
+        (v1.as_mut_ptr() as *mut u32).write_unaligned(1);
+        let mut h = null_mut();
+        assert_eq!(
+            shard_open(c, v1.as_ptr() as *const shard_io_callbacks, 0, &mut h),
+            SHARD_OK
+        );
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            shard_read_chunk(h, [0u64, 1].as_ptr(), 2, buf.as_mut_ptr(), 8),
+            SHARD_OK
+        );
+        assert_eq!(&buf[..], &chunk_data(0, 1)[..]);
+        shard_close(h);
+
+        // Version 2 with read_vectored: a multi-run read_chunks is one host call.
+        let mut cb = callbacks(&m);
+        cb.read_vectored = Some(cb_read_vectored);
+        assert_eq!(shard_open(c, &cb, 0, &mut h), SHARD_OK);
+        assert_eq!(shard_set_coalesce_gap(h, 0), SHARD_OK);
+        let coords = [0u64, 0, 1, 1];
+        let mut two = [0u8; 16];
+        let (calls, ranges) = (
+            VEC_CALLS.load(Ordering::SeqCst),
+            VEC_RANGES.load(Ordering::SeqCst),
+        );
+        assert_eq!(
+            shard_read_chunks(h, coords.as_ptr(), 2, 2, two.as_mut_ptr(), 16),
+            SHARD_OK
+        );
+        assert_eq!(&two[..8], &chunk_data(0, 0)[..]);
+        assert_eq!(&two[8..], &chunk_data(1, 1)[..]);
+        assert_eq!(VEC_CALLS.load(Ordering::SeqCst) - calls, 1);
+        // Chunks (0,0) and (1,1) are not adjacent in C order: two ranges with no gap allowed.
+        assert_eq!(VEC_RANGES.load(Ordering::SeqCst) - ranges, 2);
+        shard_close(h);
+        let mut w = null_mut();
+        assert_eq!(
+            shard_open(c, &cb, SHARD_MODE_WRITE_BUFFERED as u32, &mut w),
+            SHARD_OK
+        );
+        assert_eq!(shard_set_coalesce_gap(w, 0), SHARD_ERR_INVALID_STATE);
+        shard_close(w);
+
+        // Threads: settable, readable, and 1 still decodes.
+        let mut n = 0usize;
+        assert_eq!(shard_set_threads(1), SHARD_OK);
+        assert_eq!(shard_get_threads(&mut n), SHARD_OK);
+        assert_eq!(n, 1);
+        assert_eq!(read_all(c, &m), SHARD_OK);
+        assert_eq!(shard_set_threads(0), SHARD_OK);
+        assert_eq!(shard_get_threads(null_mut()), SHARD_ERR_NULL_POINTER);
+
+        // A clone outlives the original.
+        let mut c2 = null_mut();
+        assert_eq!(shard_codec_clone(c, &mut c2), SHARD_OK);
+        shard_codec_free(c);
+        assert_eq!(read_all(c2, &m), SHARD_OK);
+        shard_codec_free(c2);
+    }
 }

@@ -175,6 +175,17 @@ static file_io *file_io_open(const char *path) {
 }
 
 /* callback_table(io, pointer_from_objref(io), write = false) for a FileShardIO. */
+/* cb_read_vectored in io.jl: one read_at! per range, i.e. the table's own read per range. */
+static int32_t file_cb_read_vectored(void *ud, size_t count, const uint64_t *offsets,
+                                     const size_t *lens, uint8_t *const *bufs, size_t *read_outs) {
+    size_t k;
+    for (k = 0; k < count; k++) {
+        int32_t rc = file_cb_read(ud, offsets[k], lens[k], bufs[k], &read_outs[k]);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
 static shard_io_callbacks file_table(file_io *f) {
     shard_io_callbacks t;
     t.version = SHARD_IO_VERSION;
@@ -186,6 +197,7 @@ static shard_io_callbacks file_table(file_io *f) {
     t.truncate = NULL;
     t.remove = NULL;
     t.destroy = file_cb_destroy;
+    t.read_vectored = file_cb_read_vectored; /* callback_table always sets it (version 2) */
     return t;
 }
 
@@ -275,6 +287,16 @@ static void mem_cb_destroy(void *ud) {
 
 /* callback_table(io, pointer_from_objref(io), write) for a MemoryShardIO: objectsize,
  * truncate_object! and remove_object! exist, so write modes get every callback. */
+static int32_t mem_cb_read_vectored(void *ud, size_t count, const uint64_t *offsets,
+                                    const size_t *lens, uint8_t *const *bufs, size_t *read_outs) {
+    size_t k;
+    for (k = 0; k < count; k++) {
+        int32_t rc = mem_cb_read(ud, offsets[k], lens[k], bufs[k], &read_outs[k]);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
 static shard_io_callbacks mem_table(mem_io *m, int write) {
     shard_io_callbacks t;
     t.version = SHARD_IO_VERSION;
@@ -286,6 +308,7 @@ static shard_io_callbacks mem_table(mem_io *m, int write) {
     t.truncate = write ? mem_cb_truncate : NULL;
     t.remove = write ? mem_cb_remove : NULL;
     t.destroy = mem_cb_destroy;
+    t.read_vectored = mem_cb_read_vectored;
     return t;
 }
 

@@ -129,6 +129,26 @@ pub unsafe extern "C" fn shard_codec_from_config(
     })
 }
 
+/// Store in `*codec_out` a new reference to the same codec (no copy: codecs are immutable and
+/// shared). Free each reference with `shard_codec_free`. Thread-safe. Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_codec_clone(
+    codec: *const shard_codec,
+    codec_out: *mut *mut shard_codec,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let c = unsafe { shard_codec::borrow(codec, "codec") }?;
+        let codec_out = unsafe { out(codec_out, "codec_out") }?;
+        *codec_out = shard_codec::into_ptr(CodecHandle {
+            layout: c.layout.clone(),
+            array: c.array.clone(),
+        });
+        Ok(())
+    })
+}
+
 /// Free a codec. NULL is a no-op. Shard handles opened with it stay valid (they hold their
 /// own reference). Not thread-safe with other calls on the same codec.
 #[no_mangle]

@@ -34,15 +34,6 @@ pub(crate) trait Handle: Sized {
     }
 }
 
-/// Borrow a required input pointer.
-///
-/// # Safety
-/// `p` is NULL or valid for reads of one `T` for `'a`.
-pub(crate) unsafe fn arg<'a, T>(p: *const T, name: &'static str) -> FfiResult<&'a T> {
-    // SAFETY: per the contract.
-    unsafe { p.as_ref() }.ok_or(Failure::Null(name))
-}
-
 /// A required out-parameter; written only on success by the caller of this helper.
 ///
 /// # Safety

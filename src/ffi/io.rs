@@ -6,8 +6,9 @@ use crate::error::{Error, Result};
 use crate::io::{ByteRange, ReadOutput, ShardIo};
 use std::ffi::c_void;
 
-/// The callback table version this header defines.
-pub const SHARD_IO_VERSION: u32 = 1;
+/// The callback table version this header defines. Version 1: `read` … `destroy`; version 2
+/// appends `read_vectored`.
+pub const SHARD_IO_VERSION: u32 = 2;
 
 /// Return this from `read`, `read_suffix` or `size` when the object does not exist: it then
 /// reads as all fill value. Any other non-zero return is an error code that zarrshard keeps
@@ -21,9 +22,10 @@ pub const SHARD_IO_CONTRACT_VIOLATION: i32 = 2147483646;
 /// The host's storage for one shard object.
 ///
 /// **Contract.**
-/// * `version` must be `SHARD_IO_VERSION` (1) or higher; a library reads only the fields of
-///   the versions it knows, so a table from a newer header still works with an older library.
-///   Later versions only append fields.
+/// * `version` is the table's version (`SHARD_IO_VERSION`, or 1 for a table from an older
+///   header, which then ends after `destroy`). The library reads only the fields the given
+///   version has, so old tables keep working; a table from a newer header works too (fields the
+///   library does not know are ignored). Later versions only append fields.
 /// * `userdata` is passed to every callback. It is owned by the host until `shard_open`
 ///   succeeds; from then on the handle owns it and calls `destroy(userdata)` exactly once, from
 ///   `shard_close`. When `shard_open` fails, `destroy` is not called.
@@ -74,7 +76,8 @@ pub struct shard_io_callbacks {
             object_size_out: *mut u64,
         ) -> i32,
     >,
-    /// Optional. Store the object's size in `*size_out`.
+    /// Optional. Store the object's size in `*size_out`. A read handle on a shard whose index
+    /// is at the end needs `read_suffix` or `size` (`SHARD_ERR_UNSUPPORTED` without both).
     pub size: Option<unsafe extern "C" fn(userdata: *mut c_void, size_out: *mut u64) -> i32>,
     /// Required for write handles. Write `len` bytes from `buf` at `offset`, creating or
     /// extending the object.
@@ -89,6 +92,62 @@ pub struct shard_io_callbacks {
     pub remove: Option<unsafe extern "C" fn(userdata: *mut c_void) -> i32>,
     /// Optional. Release `userdata`; called once, at `shard_close`.
     pub destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    /// Version 2, optional. Read `count` ranges in one call, e.g. as concurrent HTTP range
+    /// requests or one io_uring submission: range `k` is `lens[k]` bytes at `offsets[k]`, into
+    /// `bufs[k]`; store its byte count in `read_outs[k]` (short = end of object). Return as
+    /// `read` does. Used when several inner chunks are read at once (`shard_read_chunks`);
+    /// without it, the ranges are read one `read` call at a time.
+    pub read_vectored: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            count: usize,
+            offsets: *const u64,
+            lens: *const usize,
+            bufs: *const *mut u8,
+            read_outs: *mut usize,
+        ) -> i32,
+    >,
+}
+
+/// The fields of a version-1 table, as laid out at the start of every later version.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CallbacksV1 {
+    version: u32,
+    userdata: *mut c_void,
+    read: Option<unsafe extern "C" fn(*mut c_void, u64, usize, *mut u8, *mut usize) -> i32>,
+    read_suffix:
+        Option<unsafe extern "C" fn(*mut c_void, usize, *mut u8, *mut usize, *mut u64) -> i32>,
+    size: Option<unsafe extern "C" fn(*mut c_void, *mut u64) -> i32>,
+    write: Option<unsafe extern "C" fn(*mut c_void, u64, *const u8, usize) -> i32>,
+    truncate: Option<unsafe extern "C" fn(*mut c_void, u64) -> i32>,
+    remove: Option<unsafe extern "C" fn(*mut c_void) -> i32>,
+    destroy: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+/// Copy a host's table, reading only the fields its version has.
+///
+/// # Safety
+/// `p` points at a table of at least the size its `version` field implies.
+pub(crate) unsafe fn read_table(p: *const shard_io_callbacks) -> shard_io_callbacks {
+    // SAFETY: every version starts with the version-1 fields.
+    let v1 = unsafe { std::ptr::read(p.cast::<CallbacksV1>()) };
+    if v1.version >= 2 {
+        // SAFETY: a version-2 (or later) table holds at least the version-2 fields.
+        return unsafe { std::ptr::read(p) };
+    }
+    shard_io_callbacks {
+        version: v1.version,
+        userdata: v1.userdata,
+        read: v1.read,
+        read_suffix: v1.read_suffix,
+        size: v1.size,
+        write: v1.write,
+        truncate: v1.truncate,
+        remove: v1.remove,
+        destroy: v1.destroy,
+        read_vectored: None,
+    }
 }
 
 /// The callback table as a [`ShardIo`]. It does not own `userdata`: a successful `shard_open`
@@ -228,6 +287,62 @@ impl ShardIo for CallbackIo {
                     Some(size),
                 ))
             }
+        }
+    }
+
+    fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
+        let bounded: Option<Vec<(u64, usize)>> = ranges
+            .iter()
+            .map(|r| match *r {
+                ByteRange::FromStart(o, Some(n)) => usize::try_from(n).ok().map(|n| (o, n)),
+                _ => None,
+            })
+            .collect();
+        let (Some(read_vectored), Some(bounded), true) =
+            (self.cb.read_vectored, bounded, ranges.len() > 1)
+        else {
+            return ranges.iter().map(|r| self.read(*r)).collect();
+        };
+        let offsets: Vec<u64> = bounded.iter().map(|b| b.0).collect();
+        let lens: Vec<usize> = bounded.iter().map(|b| b.1).collect();
+        let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&n| vec![0u8; n]).collect();
+        let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        let mut got = vec![0usize; ranges.len()];
+        // SAFETY: every array has `ranges.len()` entries and each buffer `lens[k]` bytes, all
+        // valid during the call.
+        let rc = unsafe {
+            read_vectored(
+                self.cb.userdata,
+                ranges.len(),
+                offsets.as_ptr(),
+                lens.as_ptr(),
+                ptrs.as_ptr(),
+                got.as_mut_ptr(),
+            )
+        };
+        match rc {
+            0 => bufs
+                .into_iter()
+                .zip(got)
+                .zip(lens)
+                .map(|((mut b, n), len)| {
+                    if n > len {
+                        return Err(Error::Io {
+                            code: SHARD_IO_CONTRACT_VIOLATION,
+                            message: format!(
+                                "the host's read_vectored callback reported {n} bytes for {len}"
+                            ),
+                        });
+                    }
+                    b.truncate(n);
+                    Ok(Some(ReadOutput {
+                        data: b,
+                        object_size: None,
+                    }))
+                })
+                .collect(),
+            SHARD_IO_NOT_FOUND => Ok(vec![None; ranges.len()]),
+            code => Err(self.fail("read_vectored", code)),
         }
     }
 

@@ -70,7 +70,8 @@ pub extern "C" fn shard_status_str(status: u32) -> *const c_char {
 
 /// Copy the message of the last failed call on this thread into `buf` as a NUL-terminated
 /// string, truncated to `len` bytes; `*written_out` receives the bytes written without the
-/// NUL. With `(NULL, 0)` only the full length is stored (a size query). The message is empty
+/// NUL: at most `len - 1` bytes, cut at a UTF-8 character boundary, then the NUL. With
+/// `(NULL, 0)` only the full length is stored (a size query). The message is empty
 /// when no call has failed on this thread. The caller owns `buf`; nothing is allocated for it.
 /// Thread-safe (the message is per thread). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
 #[no_mangle]
@@ -97,6 +98,28 @@ pub unsafe extern "C" fn shard_last_error(
         copy_cstr(&msg, buf)
     };
     shard_status::SHARD_OK
+}
+
+/// Set the number of threads the library uses to encode and decode inner chunks in parallel:
+/// 0 = one per core (the default, or the `ZARRSHARD_THREADS` environment variable), 1 = only
+/// the calling thread (for hosts that manage their own threads). Process-wide; takes effect for
+/// calls that start afterwards. The library's threads never call the host's callbacks.
+/// Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_INVALID_ARGUMENT` (the threads could not be
+/// started), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub extern "C" fn shard_set_threads(threads: usize) -> shard_status {
+    error::guard(|| crate::parallel::set_threads(threads).map_err(Into::into))
+}
+
+/// Store the number of threads the library encodes and decodes with in `*threads_out`.
+/// Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_get_threads(threads_out: *mut usize) -> shard_status {
+    error::guard(|| {
+        // SAFETY: per the documented contract.
+        *unsafe { out(threads_out, "threads_out") }? = crate::parallel::threads();
+        Ok(())
+    })
 }
 
 /// The host's own error code from the last `SHARD_ERR_IO` on this thread (what the failing

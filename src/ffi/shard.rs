@@ -3,7 +3,7 @@
 
 use super::codec::shard_codec;
 use super::error::{guard, Failure, FfiResult};
-use super::handle::{arg, bytes, bytes_mut, out, Handle};
+use super::handle::{bytes, bytes_mut, out, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
 use crate::error::Error;
@@ -132,7 +132,11 @@ pub unsafe extern "C" fn shard_open_ex(
     guard(|| {
         // SAFETY: per the documented contract.
         let codec = unsafe { shard_codec::borrow(codec, "codec") }?;
-        let io = unsafe { arg(io, "io") }?;
+        if io.is_null() {
+            return Err(Failure::Null("io"));
+        }
+        // Not borrowed as a whole: a version-1 table is shorter than this header's struct.
+        let io = &unsafe { super::io::read_table(io) };
         let shard_out = unsafe { out(shard_out, "shard_out") }?;
         if flags & !(SHARD_FLAG_MORTON_ORDER | SHARD_FLAG_STORE_FILL_CHUNKS) != 0 {
             return Err(Error::InvalidArgument(format!("unknown flags {flags:#x}")).into());
@@ -217,11 +221,31 @@ pub unsafe extern "C" fn shard_read_chunk(
     })
 }
 
+/// Set the gap (bytes) below which the byte ranges of chunks wanted by one
+/// `shard_read_chunks` call are fetched with one read; 0 merges only touching ranges, a large
+/// value reads the whole span. The default is 65536. Read handles only; thread-safe (takes
+/// effect for calls that start afterwards). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+/// `SHARD_ERR_INVALID_STATE` (write handle), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_set_coalesce_gap(
+    shard: *const shard_handle,
+    gap: u64,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_handle::borrow(shard, "shard") }?;
+        h.reader()?.set_coalesce_gap(gap);
+        Ok(())
+    })
+}
+
 /// Decode `count` inner chunks in one call: `coords` holds `count * rank` values (chunk after
 /// chunk), `buf` receives the decoded chunks one after another (`len` must be `count *
-/// shard_codec_inner_chunk_nbytes`). Byte ranges of the wanted chunks closer than 64 KiB are
-/// fetched in one `read` (the whole data region once when most of it is wanted), so the host
-/// sees at most one read per run of nearby chunks; chunks are decoded in parallel.
+/// shard_codec_inner_chunk_nbytes`). Byte ranges of the wanted chunks closer than the
+/// coalescing gap (`shard_set_coalesce_gap`, 64 KiB by default) are fetched as one range (the
+/// whole span once when most of it is wanted); all ranges go to one `read_vectored` call when
+/// the table has it, else one `read` each. Chunks are decoded in parallel on the library's
+/// threads (`shard_set_threads`), which never call back into the host.
 ///
 /// Read handles only. Thread-safe. Returns what `shard_read_chunk` returns; on error the
 /// contents of `buf` are unspecified.

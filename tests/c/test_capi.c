@@ -246,7 +246,7 @@ static void test_version_and_status_strings(void) {
     CHECK(strcmp(shard_status_str(13), "unknown status") == 0);
     CHECK(strcmp(shard_status_str(0xFFFFFFFFu), "unknown status") == 0);
     CHECK(strcmp(shard_status_str(SHARD_ERR_IO), shard_status_str(SHARD_ERR_CORRUPT)) != 0);
-    CHECK(SHARD_IO_VERSION == 1 && SHARD_IO_NOT_FOUND == 2147483647);
+    CHECK(SHARD_IO_VERSION == 2 && SHARD_IO_NOT_FOUND == 2147483647);
     CHECK(SHARD_OK == 0 && SHARD_ERR_NULL_POINTER == 1 && SHARD_ERR_INVALID_METADATA == 2 &&
           SHARD_ERR_UNSUPPORTED_CODEC == 3 && SHARD_ERR_CORRUPT == 4 && SHARD_ERR_CHECKSUM == 5 &&
           SHARD_ERR_IO == 6 && SHARD_ERR_BUFFER_SIZE == 7 && SHARD_ERR_INVALID_ARGUMENT == 8 &&

@@ -22,7 +22,7 @@ const libzarrshard = get(ENV, "ZARRSHARD_LIBRARY", "libzarrshard")
 # Constants (#define)
 
 "The callback table version this header defines (`shard_io_callbacks.version`)."
-const SHARD_IO_VERSION = UInt32(1)
+const SHARD_IO_VERSION = UInt32(2)
 "Returned by `read`, `read_suffix`, `size` when the object does not exist (reads as fill)."
 const SHARD_IO_NOT_FOUND = Int32(2147483647)
 "`shard_last_io_code` after a callback reported more bytes than it was asked for."
@@ -85,6 +85,7 @@ struct shard_io_callbacks
     truncate::Ptr{Cvoid}    # int32_t (*)(void *, uint64_t)
     remove::Ptr{Cvoid}      # int32_t (*)(void *)
     destroy::Ptr{Cvoid}     # void (*)(void *)
+    read_vectored::Ptr{Cvoid} # int32_t (*)(void *, size_t, const uint64_t *, const size_t *, uint8_t *const *, size_t *)
 end
 
 "Where an inner chunk is stored (`shard_chunk_info`)."
@@ -138,6 +139,27 @@ function shard_codec_from_config(config_json, config_len, data_type, data_type_l
            Ref{Ptr{shard_codec}}),
           config_json, config_len, data_type, data_type_len, shard_shape, rank,
           fill_value_json, fill_value_len, codec_out)
+end
+
+"`shard_status shard_codec_clone(const shard_codec *codec, shard_codec **codec_out)`"
+function shard_codec_clone(codec, codec_out)
+    ccall((:shard_codec_clone, libzarrshard), Cint,
+          (Ptr{shard_codec}, Ref{Ptr{shard_codec}}), codec, codec_out)
+end
+
+"`shard_status shard_set_threads(size_t threads)`"
+function shard_set_threads(threads)
+    ccall((:shard_set_threads, libzarrshard), Cint, (Csize_t,), threads)
+end
+
+"`shard_status shard_get_threads(size_t *threads_out)`"
+function shard_get_threads(threads_out)
+    ccall((:shard_get_threads, libzarrshard), Cint, (Ref{Csize_t},), threads_out)
+end
+
+"`shard_status shard_set_coalesce_gap(const shard_handle *shard, uint64_t gap)`"
+function shard_set_coalesce_gap(shard, gap)
+    ccall((:shard_set_coalesce_gap, libzarrshard), Cint, (Ptr{shard_handle}, UInt64), shard, gap)
 end
 
 "`void shard_codec_free(shard_codec *codec)`"

@@ -123,6 +123,25 @@ function cb_read(ud::Ptr{Cvoid}, offset::UInt64, len::Csize_t, buf::Ptr{UInt8},
     end
 end
 
+# int32_t (*read_vectored)(void *userdata, size_t count, const uint64_t *offsets,
+#                          const size_t *lens, uint8_t *const *bufs, size_t *read_outs)
+# Version 2 of the table: several ranges in one call (here simply one read_at! each).
+function cb_read_vectored(ud::Ptr{Cvoid}, count::Csize_t, offsets::Ptr{UInt64},
+                          lens::Ptr{Csize_t}, bufs::Ptr{Ptr{UInt8}},
+                          read_outs::Ptr{Csize_t})::Int32
+    try
+        io = _shardio(ud)
+        for k in 1:Int(count)
+            len = unsafe_load(lens, k)
+            n = read_at!(io, unsafe_load(offsets, k), unsafe_wrap(Array, unsafe_load(bufs, k), Int(len)))
+            unsafe_store!(read_outs, _checked_count(n, len), k)
+        end
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
 # int32_t (*read_suffix)(void *userdata, size_t len, uint8_t *buf, size_t *read_out,
 #                        uint64_t *object_size_out)
 function cb_read_suffix(ud::Ptr{Cvoid}, len::Csize_t, buf::Ptr{UInt8}, read_out::Ptr{Csize_t},
@@ -197,6 +216,7 @@ const CB_WRITE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_TRUNCATE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_REMOVE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_READ_VECTORED = Ref{Ptr{Cvoid}}(C_NULL)
 
 function __init__()
     CB_READ[] = @cfunction(cb_read, Int32,
@@ -208,13 +228,16 @@ function __init__()
     CB_TRUNCATE[] = @cfunction(cb_truncate, Int32, (Ptr{Cvoid}, UInt64))
     CB_REMOVE[] = @cfunction(cb_remove, Int32, (Ptr{Cvoid},))
     CB_DESTROY[] = @cfunction(cb_destroy, Cvoid, (Ptr{Cvoid},))
+    CB_READ_VECTORED[] = @cfunction(cb_read_vectored, Int32,
+                                    (Ptr{Cvoid}, Csize_t, Ptr{UInt64}, Ptr{Csize_t},
+                                     Ptr{Ptr{UInt8}}, Ptr{Csize_t}))
     return nothing
 end
 
 """
     callback_table(io, userdata, write) -> LibZarrShard.shard_io_callbacks
 
-The C callback table for `io`. `read` and `destroy` always; `read_suffix` and `size` when
+The C callback table for `io` (version 2). `read`, `read_vectored` and `destroy` always; `read_suffix` and `size` when
 `io` has an `objectsize` method; for write modes `write`, and `truncate`/`remove` when `io`
 has those methods. The caller must keep `io` alive (and `userdata` is its address).
 """
@@ -231,6 +254,7 @@ function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
         w && applicable(truncate_object!, io, UInt64(0)) ? CB_TRUNCATE[] : C_NULL,
         w && applicable(remove_object!, io) ? CB_REMOVE[] : C_NULL,
         CB_DESTROY[],
+        CB_READ_VECTORED[],
     )
 end
 

@@ -14,5 +14,6 @@ function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
         w && applicable(truncate_object!, io, UInt64(0)) ? CB_TRUNCATE[] : C_NULL,
         w && applicable(remove_object!, io) ? CB_REMOVE[] : C_NULL,
         CB_DESTROY[],
+        CB_READ_VECTORED[],
     )
 end
