@@ -213,7 +213,6 @@ fn plan_runs(locs: &[Option<ChunkLocation>], gap: u64) -> Vec<(u64, u64)> {
     runs
 }
 
-
 /// Read and validate the index of a shard object in one read (a suffix read when the index is
 /// at the end). `Ok(None)` when the object does not exist; otherwise the index and the object
 /// size if the back end reported it.

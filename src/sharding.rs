@@ -356,6 +356,16 @@ impl ShardLayout {
     /// True when every element of `chunk` equals the fill value (byte for byte).
     pub fn is_fill(&self, chunk: &[u8]) -> bool {
         let fill = &self.shard.fill_value.0;
+        if fill.iter().all(|&b| b == fill[0]) {
+            // One repeated byte (0 for most arrays): a word-at-a-time scan.
+            let b = fill[0];
+            let w = u64::from_ne_bytes([b; 8]);
+            let (body, tail) = chunk.split_at(chunk.len() / 8 * 8);
+            return body
+                .chunks_exact(8)
+                .all(|x| u64::from_ne_bytes(x.try_into().unwrap()) == w)
+                && tail.iter().all(|&x| x == b);
+        }
         chunk.chunks_exact(fill.len()).all(|e| e == fill.as_slice())
     }
 
@@ -450,6 +460,9 @@ impl ShardLayout {
             self.extract_chunk(i, data, &mut chunk);
             if !store_fill_chunks && self.is_fill(&chunk) {
                 return Ok(None);
+            }
+            if self.plain {
+                return Ok(Some(chunk)); // stored as is: no second copy
             }
             self.codec.codecs.encode(&chunk, &self.inner).map(Some)
         })

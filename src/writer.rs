@@ -315,24 +315,27 @@ impl<I: ShardIo> ShardWriter<I> {
                     ChunkOrder::Morton => nd::morton_order(layout.chunks_per_shard()),
                 };
                 let at_start = layout.codec().index_location == IndexLocation::Start;
-                let mut body: Vec<u8> = Vec::new();
                 let base = if at_start { index_size } else { 0 };
+                // One buffer for the whole object: room for the index first when it goes there.
+                let body_len: usize = chunks.iter().flatten().map(Vec::len).sum();
+                let mut object: Vec<u8> = Vec::with_capacity(body_len + index_size as usize);
+                object.resize(base as usize, 0);
                 for i in order {
                     if let Some(c) = chunks[i as usize].take() {
                         let loc = ChunkLocation {
-                            offset: base + body.len() as u64,
+                            offset: object.len() as u64,
                             nbytes: c.len() as u64,
                         };
                         self.index.set(i as usize, Some(loc));
-                        body.extend_from_slice(&c);
+                        object.extend_from_slice(&c);
                     }
                 }
                 let index = self.index.encode(layout)?;
-                let object = if at_start {
-                    [index, body].concat()
+                if at_start {
+                    object[..index.len()].copy_from_slice(&index);
                 } else {
-                    [body, index].concat()
-                };
+                    object.extend_from_slice(&index);
+                }
                 self.io.put(&object)?;
                 Ok(Finalized::Written {
                     size: object.len() as u64,
