@@ -6,7 +6,9 @@
 #
 # Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
 # missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
-# mode (bench/, its own cargo package and target dir), runs it. About 5 minutes on 2 cores.
+# mode (bench/, its own cargo package and target dir), runs it. About 2-3 minutes on 2 cores
+# (longer while other processes keep the machine busy: the harness waits for quiet, within a
+# 240 s budget).
 #
 # Environment: ZARRSHARD_BENCH_NO_PEERS=1 skips the Python peers; ZARRSHARD_BENCH_QUICK=1
 # runs 2 repetitions per measurement (a smoke test, not numbers to quote);
@@ -36,6 +38,7 @@ log "running (progress on stderr; the table goes to $OUT)"
 tmp="$(mktemp "$OUT_DIR/results.md.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 cargo bench --manifest-path "$REPO/bench/Cargo.toml" --bench compare -q > "$tmp"
+chmod 644 "$tmp"
 mv "$tmp" "$OUT"
 trap - EXIT
 cat "$OUT"

@@ -6,6 +6,7 @@ use crate::index::ShardIndex;
 use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
 use crate::nd;
+use crate::parallel;
 use crate::reader::ShardReader;
 use crate::store::Store;
 use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
@@ -257,8 +258,11 @@ impl<S: Store> Array<S> {
         let zeros = vec![0; meta.shape.len()];
         for (slab_shape, places) in self.slabs() {
             let mut slab = meta.fill_value.0.repeat(nd_len(&slab_shape)?);
-            for p in places {
-                let Some(shard) = self.read_shard(&p.coords)? else {
+            // The slab's shards are read and decoded in parallel (each also decodes its inner
+            // chunks in parallel), then placed.
+            let shards = parallel::map(places.len(), |k| self.read_shard(&places[k].coords))?;
+            for (p, shard) in places.iter().zip(shards) {
+                let Some(shard) = shard else {
                     continue;
                 };
                 nd::copy_box(
@@ -304,7 +308,9 @@ impl<S: Store> Array<S> {
                 _ => e.into(),
             })?;
             raw_order(&mut slab, meta.data_type);
-            for p in places {
+            // The slab's shards are cut out, encoded and written in parallel.
+            parallel::map(places.len(), |k| {
+                let p = &places[k];
                 let mut shard = meta.chunk_repr().filled()?;
                 nd::copy_box(
                     &slab,
@@ -316,8 +322,8 @@ impl<S: Store> Array<S> {
                     &p.region,
                     elem,
                 );
-                self.write_shard_with(&p.coords, &shard, strategy, options)?;
-            }
+                self.write_shard_with(&p.coords, &shard, strategy, options)
+            })?;
         }
         if input.read(&mut [0u8])? != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -350,11 +356,14 @@ impl<S: Store> Array<S> {
             // The whole shard is in memory anyway: encode its chunks in parallel.
             for (i, chunk) in layout
                 .encode_chunks(&data, options.store_fill_chunks)?
-                .iter()
+                .into_iter()
                 .enumerate()
             {
                 if let Some(c) = chunk {
-                    writer.write_chunk_raw(&nd::unravel(i as u64, layout.chunks_per_shard()), c)?;
+                    writer.write_chunk_encoded(
+                        &nd::unravel(i as u64, layout.chunks_per_shard()),
+                        c,
+                    )?;
                 }
             }
             return writer.finalize();

@@ -28,6 +28,17 @@ impl ChunkLocation {
     }
 }
 
+/// The bytes of an object of `object_size` (when known) where inner chunks may live:
+/// `(start, end)`, `end` unknown without the size (index at the end).
+fn data_region(layout: &ShardLayout, object_size: Option<u64>) -> (u64, Option<u64>) {
+    let index_size = layout.index_size();
+    match (layout.codec().index_location, object_size) {
+        (IndexLocation::Start, size) => (index_size, size),
+        (IndexLocation::End, Some(size)) => (0, Some(size.saturating_sub(index_size))),
+        (IndexLocation::End, None) => (0, None),
+    }
+}
+
 /// A decoded shard index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardIndex {
@@ -137,17 +148,12 @@ impl ShardIndex {
                         raw.len()
                     )));
                 }
-                let big = b.endian == Some(Endian::Big);
-                raw.chunks_exact(8)
-                    .map(|w| {
-                        let w = w.try_into().unwrap();
-                        if big {
-                            u64::from_be_bytes(w)
-                        } else {
-                            u64::from_le_bytes(w)
-                        }
-                    })
-                    .collect()
+                let words = raw.chunks_exact(8).map(|w| <[u8; 8]>::try_from(w).unwrap());
+                if b.endian == Some(Endian::Big) {
+                    words.map(u64::from_be_bytes).collect()
+                } else {
+                    words.map(u64::from_le_bytes).collect()
+                }
             }
             _ => chain
                 .decode(bytes, layout.index_repr())
@@ -170,7 +176,22 @@ impl ShardIndex {
 
     /// Check every entry; `object_size` is the size of the whole shard object when known.
     pub fn validate(&self, layout: &ShardLayout, object_size: Option<u64>) -> Result<()> {
-        (0..self.len()).try_for_each(|i| self.check_entry(i, layout, object_size))
+        // One tight pass over the pairs; the detailed check (which builds the error) runs only
+        // for an entry that fails it.
+        let (start, end) = data_region(layout, object_size);
+        let end = end.unwrap_or(u64::MAX);
+        for (i, pair) in self.entries.chunks_exact(2).enumerate() {
+            let (offset, nbytes) = (pair[0], pair[1]);
+            let ok = (offset == EMPTY && nbytes == EMPTY)
+                || (offset != EMPTY
+                    && nbytes != EMPTY
+                    && offset >= start
+                    && offset.checked_add(nbytes).is_some_and(|e| e <= end));
+            if !ok {
+                self.check_entry(i, layout, object_size)?;
+            }
+        }
+        Ok(())
     }
 
     /// Every bad entry, as `(linear index, error)`.
@@ -190,12 +211,7 @@ impl ShardIndex {
 
     fn check_entry(&self, i: usize, layout: &ShardLayout, object_size: Option<u64>) -> Result<()> {
         let index_size = layout.index_size();
-        // The bytes where inner chunks may live.
-        let (data_start, data_end) = match (layout.codec().index_location, object_size) {
-            (IndexLocation::Start, size) => (index_size, size),
-            (IndexLocation::End, Some(size)) => (0, Some(size.saturating_sub(index_size))),
-            (IndexLocation::End, None) => (0, None),
-        };
+        let (data_start, data_end) = data_region(layout, object_size);
         {
             let (offset, nbytes) = (self.entries[2 * i], self.entries[2 * i + 1]);
             let bad = |why: String| Error::Corrupt {

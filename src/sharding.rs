@@ -480,9 +480,9 @@ impl ShardLayout {
             WriteStrategy::Buffered,
             WriteOptions::default(),
         )?;
-        for (i, chunk) in encoded.iter().enumerate() {
+        for (i, chunk) in encoded.into_iter().enumerate() {
             if let Some(c) = chunk {
-                writer.write_chunk_raw(&nd::unravel(i as u64, &self.chunks_per_shard), c)?;
+                writer.write_chunk_encoded(&nd::unravel(i as u64, &self.chunks_per_shard), c)?;
             }
         }
         match writer.finalize()? {

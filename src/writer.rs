@@ -227,6 +227,13 @@ impl<I: ShardIo> ShardWriter<I> {
         self.put_encoded(i, encoded.to_vec())
     }
 
+    /// [`ShardWriter::write_chunk_raw`] taking the bytes by value (no copy).
+    pub fn write_chunk_encoded(&mut self, coords: &[u64], encoded: Vec<u8>) -> Result<()> {
+        self.check_open()?;
+        let i = self.layout.linear_index(coords)?;
+        self.put_encoded(i, encoded)
+    }
+
     /// Mark inner chunk `coords` empty (it reads as the fill value).
     pub fn erase_chunk(&mut self, coords: &[u64]) -> Result<()> {
         self.check_open()?;
