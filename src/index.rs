@@ -10,6 +10,7 @@ use crate::codec::ArrayToBytes;
 use crate::error::{ChunkCoords, Error, Result};
 use crate::nd;
 use crate::sharding::{IndexLocation, ShardLayout};
+use std::borrow::Cow;
 
 /// Marker for "no data" in both fields of an entry.
 pub const EMPTY: u64 = u64::MAX;
@@ -40,46 +41,68 @@ fn data_region(layout: &ShardLayout, object_size: Option<u64>) -> (u64, Option<u
 }
 
 /// A decoded shard index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Kept as the little-endian bytes of the `(offset, nbytes)` pairs — the form the usual index
+/// codecs (`bytes` little-endian, `crc32c`) store — so an index read from storage is used in
+/// place: no conversion pass and no second 16-bytes-per-chunk buffer (a 1M-entry index is
+/// 16 MiB). Entries are decoded on access.
+#[derive(Debug, Clone)]
 pub struct ShardIndex {
-    /// `2 * num_chunks` values: offset, nbytes, offset, nbytes, …
-    entries: Vec<u64>,
+    /// `16 * num` bytes of pairs (a trailing checksum may follow; it is not part of the index).
+    raw: Vec<u8>,
+    num: usize,
 }
+
+impl PartialEq for ShardIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.num == other.num && self.pairs() == other.pairs()
+    }
+}
+impl Eq for ShardIndex {}
 
 impl ShardIndex {
     /// An index with every inner chunk empty.
     pub fn new_empty(num_chunks: usize) -> Self {
         ShardIndex {
-            entries: vec![EMPTY; 2 * num_chunks],
+            raw: vec![0xff; 16 * num_chunks],
+            num: num_chunks,
         }
     }
 
     /// Number of inner chunks the index describes.
     pub fn len(&self) -> usize {
-        self.entries.len() / 2
+        self.num
     }
 
     /// True when the index describes no inner chunk at all (a zero-size shard).
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.num == 0
     }
 
-    /// Location of inner chunk `i` (C-order linear index), `None` when empty.
-    pub fn get(&self, i: usize) -> Option<ChunkLocation> {
-        let (offset, nbytes) = (self.entries[2 * i], self.entries[2 * i + 1]);
-        (offset != EMPTY || nbytes != EMPTY).then_some(ChunkLocation { offset, nbytes })
+    fn pairs(&self) -> &[u8] {
+        &self.raw[..16 * self.num]
     }
 
     /// The raw `(offset, nbytes)` pair of inner chunk `i`, unchecked.
     pub fn entry(&self, i: usize) -> (u64, u64) {
-        (self.entries[2 * i], self.entries[2 * i + 1])
+        let p = &self.raw[16 * i..16 * i + 16];
+        (
+            u64::from_le_bytes(p[..8].try_into().unwrap()),
+            u64::from_le_bytes(p[8..].try_into().unwrap()),
+        )
+    }
+
+    /// Location of inner chunk `i` (C-order linear index), `None` when empty.
+    pub fn get(&self, i: usize) -> Option<ChunkLocation> {
+        let (offset, nbytes) = self.entry(i);
+        (offset != EMPTY || nbytes != EMPTY).then_some(ChunkLocation { offset, nbytes })
     }
 
     /// Set or clear the location of inner chunk `i`.
     pub fn set(&mut self, i: usize, loc: Option<ChunkLocation>) {
         let (o, n) = loc.map_or((EMPTY, EMPTY), |l| (l.offset, l.nbytes));
-        self.entries[2 * i] = o;
-        self.entries[2 * i + 1] = n;
+        self.raw[16 * i..16 * i + 8].copy_from_slice(&o.to_le_bytes());
+        self.raw[16 * i + 8..16 * i + 16].copy_from_slice(&n.to_le_bytes());
     }
 
     /// Locations of all stored inner chunks as `(linear index, location)`.
@@ -108,7 +131,17 @@ impl ShardIndex {
     /// Decode an index from exactly `layout.index_size()` bytes and validate every entry
     /// against an object of `object_size` bytes (when known).
     pub fn decode(bytes: &[u8], layout: &ShardLayout, object_size: Option<u64>) -> Result<Self> {
-        let index = Self::decode_unchecked(bytes, layout)?;
+        Self::decode_owned(bytes.to_vec(), layout, object_size)
+    }
+
+    /// [`ShardIndex::decode`] taking the bytes by value: with the usual index codecs they
+    /// become the index itself, without a copy.
+    pub fn decode_owned(
+        bytes: Vec<u8>,
+        layout: &ShardLayout,
+        object_size: Option<u64>,
+    ) -> Result<Self> {
+        let index = Self::decode_unchecked_owned(bytes, layout)?;
         index.validate(layout, object_size)?;
         Ok(index)
     }
@@ -116,6 +149,10 @@ impl ShardIndex {
     /// Decode an index (checksum included) without checking its entries; for tools that
     /// report every bad entry ([`ShardIndex::entry_errors`]) rather than stop at the first.
     pub fn decode_unchecked(bytes: &[u8], layout: &ShardLayout) -> Result<Self> {
+        Self::decode_unchecked_owned(bytes.to_vec(), layout)
+    }
+
+    fn decode_unchecked_owned(bytes: Vec<u8>, layout: &ShardLayout) -> Result<Self> {
         if bytes.len() as u64 != layout.index_size() {
             return Err(Error::corrupt(format!(
                 "shard index is {} bytes, expected {}",
@@ -136,38 +173,53 @@ impl ShardIndex {
             Error::Corrupt { reason, .. } => Error::corrupt(format!("shard index: {reason}")),
             other => other,
         };
-        let entries = match (&chain.array_to_bytes, chain.array_to_array.is_empty()) {
-            // The usual `bytes` (+ crc32c): verify, then read the integers in one pass.
+        let num = layout.num_chunks();
+        let le = |raw: &[u8], big: bool| -> Vec<u8> {
+            if big {
+                raw.chunks_exact(8)
+                    .flat_map(|w| u64::from_be_bytes(w.try_into().unwrap()).to_le_bytes())
+                    .collect()
+            } else {
+                raw.to_vec()
+            }
+        };
+        let raw = match (&chain.array_to_bytes, chain.array_to_array.is_empty()) {
+            // The usual `bytes` (+ crc32c): verify, and keep the bytes as they are.
             (ArrayToBytes::Bytes(b), true) => {
-                let raw = chain
-                    .decode_bytes_stage(bytes, layout.index_repr())
+                let stage = chain
+                    .decode_bytes_stage(&bytes, layout.index_repr())
                     .map_err(name_errors)?;
-                if raw.len() as u64 != 16 * layout.num_chunks() as u64 {
+                if stage.len() as u64 != 16 * num as u64 {
                     return Err(Error::corrupt(format!(
                         "shard index: {} bytes after its codecs",
-                        raw.len()
+                        stage.len()
                     )));
                 }
-                let words = raw.chunks_exact(8).map(|w| <[u8; 8]>::try_from(w).unwrap());
-                if b.endian == Some(Endian::Big) {
-                    words.map(u64::from_be_bytes).collect()
-                } else {
-                    words.map(u64::from_le_bytes).collect()
+                match (stage, b.endian == Some(Endian::Big)) {
+                    // Borrowed: the codecs only checked (crc32c); the pairs are a prefix.
+                    (Cow::Borrowed(_), false) => bytes,
+                    (stage, big) => le(&stage, big),
                 }
             }
-            _ => chain
-                .decode(bytes, layout.index_repr())
-                .map_err(name_errors)?
-                .chunks_exact(8)
-                .map(|w| u64::from_ne_bytes(w.try_into().unwrap()))
-                .collect(),
+            _ => le(
+                &chain
+                    .decode(&bytes, layout.index_repr())
+                    .map_err(name_errors)?,
+                cfg!(target_endian = "big"),
+            ),
         };
-        Ok(ShardIndex { entries })
+        Ok(ShardIndex { raw, num })
     }
 
     /// Encode through the index codecs.
     pub fn encode(&self, layout: &ShardLayout) -> Result<Vec<u8>> {
-        let raw: Vec<u8> = self.entries.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let raw: Vec<u8> = (0..self.num)
+            .flat_map(|i| {
+                let (o, n) = self.entry(i);
+                [o.to_ne_bytes(), n.to_ne_bytes()]
+            })
+            .flatten()
+            .collect();
         layout
             .codec()
             .index_codecs
@@ -180,8 +232,9 @@ impl ShardIndex {
         // for an entry that fails it.
         let (start, end) = data_region(layout, object_size);
         let end = end.unwrap_or(u64::MAX);
-        for (i, pair) in self.entries.chunks_exact(2).enumerate() {
-            let (offset, nbytes) = (pair[0], pair[1]);
+        for (i, pair) in self.pairs().chunks_exact(16).enumerate() {
+            let offset = u64::from_le_bytes(pair[..8].try_into().unwrap());
+            let nbytes = u64::from_le_bytes(pair[8..].try_into().unwrap());
             let ok = (offset == EMPTY && nbytes == EMPTY)
                 || (offset != EMPTY
                     && nbytes != EMPTY
@@ -213,7 +266,7 @@ impl ShardIndex {
         let index_size = layout.index_size();
         let (data_start, data_end) = data_region(layout, object_size);
         {
-            let (offset, nbytes) = (self.entries[2 * i], self.entries[2 * i + 1]);
+            let (offset, nbytes) = self.entry(i);
             let bad = |why: String| Error::Corrupt {
                 chunk: Some(ChunkCoords(nd::unravel(
                     i as u64,

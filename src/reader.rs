@@ -234,7 +234,7 @@ pub fn load_index(
             out.data.len()
         )));
     }
-    let index = ShardIndex::decode(&out.data, layout, out.object_size)?;
+    let index = ShardIndex::decode_owned(out.data, layout, out.object_size)?;
     Ok(Some((index, out.object_size)))
 }
 
