@@ -22,55 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from procs import describe_exit, run_with_timeout, squash  # noqa: E402
 
 
-def describe_exit(rc: int) -> str:
-    if rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        return f"killed by {name}"
-    return f"exit status {rc}"
 
-
-def squash(text: str, limit: int = 400) -> str:
-    text = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
-    # keep the end: that is where tracebacks and error chains say what went wrong
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def run_with_timeout(cmd, timeout):
-    """Run cmd in its own process group; on timeout kill the whole group (so
-    grandchildren holding the pipes cannot hang us) and raise TimeoutExpired.
-    Return (returncode, stderr text); stdout is discarded."""
-    with tempfile.TemporaryFile() as err_file:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err_file, start_new_session=True)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            raise
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                proc.wait()
-        # reap anything the tool left running in its group
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        err_file.seek(0)
-        return proc.returncode, err_file.read().decode("utf-8", "replace")
 
 
 def first_difference(a: bytes, b: bytes) -> int:

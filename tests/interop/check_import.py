@@ -57,12 +57,13 @@ import concurrent.futures as cf
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from procs import describe_exit, run_with_timeout, squash  # noqa: E402
 
 STRATEGIES = [("buffered", "c"), ("buffered", "morton"), ("streaming", "c"), ("update", "c")]
 BYTE_IDENTITY_STRATEGY = ("buffered", "c")
@@ -75,47 +76,7 @@ UNCOMPRESSED_CODECS = {"bytes", "crc32c", "transpose"}
 # ---------------------------------------------------------------------------
 
 
-def describe_exit(rc: int) -> str:
-    if rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        return f"killed by {name}"
-    return f"exit status {rc}"
 
-
-def squash(text: str, limit: int = 400) -> str:
-    text = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
-    # keep the end: that is where error chains say what went wrong
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def run_with_timeout(cmd, timeout):
-    """Run cmd in its own process group; on timeout kill the group and raise
-    TimeoutExpired. Return (returncode, stderr text); stdout is discarded."""
-    with tempfile.TemporaryFile() as err_file:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err_file, start_new_session=True)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            raise
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                proc.wait()
-        try:  # reap anything the tool left running in its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        err_file.seek(0)
-        return proc.returncode, err_file.read().decode("utf-8", "replace")
 
 
 def run_import(binary, expected_path, new_dir, strategy, order, timeout):

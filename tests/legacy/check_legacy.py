@@ -34,51 +34,16 @@ import itertools
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import legacy_formats as lf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from procs import run  # noqa: E402
 
 
-def describe_exit(rc: int) -> str:
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exit status {rc}"
 
-
-def squash(text: str, limit: int = 400) -> str:
-    text = " | ".join(l.strip() for l in text.strip().splitlines() if l.strip())
-    return text if len(text) <= limit else "..." + text[-limit:]
-
-
-def run(cmd, timeout):
-    """-> None on success, else a one-line reason."""
-    with tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, start_new_session=True)
-        except OSError as e:
-            return f"cannot run {cmd[0]}: {e}"
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            return f"timed out after {timeout:g} s"
-        if proc.returncode != 0:
-            err.seek(0)
-            msg = squash(err.read().decode("utf-8", "replace"))
-            return f"{describe_exit(proc.returncode)}" + (f": {msg}" if msg else "")
-    return None
 
 
 def first_difference(got: bytes, want: bytes, itemsize: int) -> str:
