@@ -299,6 +299,10 @@ impl<S: Store> Array<S> {
         let elem = meta.data_type.size();
         let zeros = vec![0; meta.shape.len()];
         let total = crate::codec::checked_product(&meta.shape)?.saturating_mul(elem as u64);
+        // Buffered, sharded, no array→array codec: chunks are cut straight out of the slab.
+        let direct = strategy == WriteStrategy::Buffered
+            && meta.supports_partial_reads()
+            && meta.codecs.array_to_array.is_empty();
         for (slab_shape, places) in self.slabs() {
             let mut slab = vec![0u8; nd_len(&slab_shape)? * elem];
             input.read_exact(&mut slab).map_err(|e| match e.kind() {
@@ -311,6 +315,9 @@ impl<S: Store> Array<S> {
             // The slab's shards are cut out, encoded and written in parallel.
             parallel::map(places.len(), |k| {
                 let p = &places[k];
+                if direct {
+                    return self.import_shard_direct(&slab, &slab_shape, p, options);
+                }
                 let mut shard = meta.chunk_repr().filled()?;
                 nd::copy_box(
                     &slab,
@@ -331,6 +338,49 @@ impl<S: Store> Array<S> {
             )));
         }
         Ok(())
+    }
+
+    /// Import one shard of a slab with the buffered writer, cutting each inner chunk straight
+    /// out of the slab (no shard-sized intermediate copy); chunks past the array's edge are
+    /// padded with the fill value.
+    fn import_shard_direct(
+        &self,
+        slab: &[u8],
+        slab_shape: &[u64],
+        p: &ShardPlace,
+        options: WriteOptions,
+    ) -> Result<Finalized> {
+        let meta = &self.meta;
+        let layout = Arc::new(meta.shard_layout().expect("sharded"));
+        let inner = &layout.inner_repr().shape;
+        let (rank, elem) = (inner.len(), meta.data_type.size());
+        let fill = &meta.fill_value.0;
+        let encoded = layout.encode_chunks_with(options.store_fill_chunks, |i, chunk| {
+            let origin = layout.chunk_origin(i);
+            // Where the chunk starts in the slab, and how much of it lies inside the array.
+            let start: Vec<u64> = p.in_slab.iter().zip(&origin).map(|(a, b)| a + b).collect();
+            let region: Vec<u64> = (0..rank)
+                .map(|d| inner[d].min(p.region[d].saturating_sub(origin[d])))
+                .collect();
+            if region != *inner {
+                for e in chunk.chunks_exact_mut(fill.len()) {
+                    e.copy_from_slice(fill);
+                }
+            }
+            nd::copy_box(
+                slab,
+                slab_shape,
+                &start,
+                chunk,
+                inner,
+                &vec![0; rank],
+                &region,
+                elem,
+            );
+        })?;
+        let io = self.store.shard_io(&self.shard_key(&p.coords))?;
+        let writer = ShardWriter::new(layout.clone(), io, WriteStrategy::Buffered, options)?;
+        finish_buffered(writer, &layout, encoded)
     }
 
     /// Write one decoded shard with `strategy` (see [`Array::import`]).
@@ -354,19 +404,8 @@ impl<S: Store> Array<S> {
         let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
         if strategy == WriteStrategy::Buffered {
             // The whole shard is in memory anyway: encode its chunks in parallel.
-            for (i, chunk) in layout
-                .encode_chunks(&data, options.store_fill_chunks)?
-                .into_iter()
-                .enumerate()
-            {
-                if let Some(c) = chunk {
-                    writer.write_chunk_encoded(
-                        &nd::unravel(i as u64, layout.chunks_per_shard()),
-                        c,
-                    )?;
-                }
-            }
-            return writer.finalize();
+            let encoded = layout.encode_chunks(&data, options.store_fill_chunks)?;
+            return finish_buffered(writer, &layout, encoded);
         }
         let mut chunk = vec![0u8; layout.inner_byte_size()];
         for i in 0..layout.num_chunks() {
@@ -533,6 +572,20 @@ fn nd_len(shape: &[u64]) -> Result<usize> {
     crate::codec::checked_product(shape).and_then(|n| {
         usize::try_from(n).map_err(|_| Error::InvalidArgument(format!("{shape:?} is too large")))
     })
+}
+
+/// Hand already-encoded chunks (`None`: not stored) to a buffered writer and finalize.
+fn finish_buffered<I: crate::io::ShardIo>(
+    mut writer: ShardWriter<I>,
+    layout: &crate::sharding::ShardLayout,
+    encoded: Vec<Option<Vec<u8>>>,
+) -> Result<Finalized> {
+    for (i, chunk) in encoded.into_iter().enumerate() {
+        if let Some(c) = chunk {
+            writer.write_chunk_encoded(&nd::unravel(i as u64, layout.chunks_per_shard()), c)?;
+        }
+    }
+    writer.finalize()
 }
 
 /// Where a shard sits in a slab (see `Array::slabs`).

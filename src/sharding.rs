@@ -455,9 +455,22 @@ impl ShardLayout {
         store_fill_chunks: bool,
     ) -> Result<Vec<Option<Vec<u8>>>> {
         crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
+        self.encode_chunks_with(store_fill_chunks, |i, chunk| {
+            self.extract_chunk(i, data, chunk)
+        })
+    }
+
+    /// [`ShardLayout::encode_chunks`] where `fill(i, chunk)` writes inner chunk `i`'s decoded
+    /// bytes (so a caller can cut chunks straight out of a larger array, without first
+    /// assembling the shard).
+    pub fn encode_chunks_with(
+        &self,
+        store_fill_chunks: bool,
+        fill: impl Fn(usize, &mut [u8]) + Sync + Send,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         parallel::map(self.num_chunks, |i| {
             let mut chunk = vec![0u8; self.inner_byte_size()];
-            self.extract_chunk(i, data, &mut chunk);
+            fill(i, &mut chunk);
             if !store_fill_chunks && self.is_fill(&chunk) {
                 return Ok(None);
             }
