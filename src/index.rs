@@ -228,19 +228,21 @@ impl ShardIndex {
 
     /// Check every entry; `object_size` is the size of the whole shard object when known.
     pub fn validate(&self, layout: &ShardLayout, object_size: Option<u64>) -> Result<()> {
-        // One tight pass over the pairs; the detailed check (which builds the error) runs only
-        // for an entry that fails it.
+        // One branch-free pass over the pairs (it vectorises); only when it finds a bad entry
+        // does the detailed check run, to name the first one.
         let (start, end) = data_region(layout, object_size);
         let end = end.unwrap_or(u64::MAX);
-        for (i, pair) in self.pairs().chunks_exact(16).enumerate() {
+        let mut all_ok = true;
+        for pair in self.pairs().chunks_exact(16) {
             let offset = u64::from_le_bytes(pair[..8].try_into().unwrap());
             let nbytes = u64::from_le_bytes(pair[8..].try_into().unwrap());
-            let ok = (offset == EMPTY && nbytes == EMPTY)
-                || (offset != EMPTY
-                    && nbytes != EMPTY
-                    && offset >= start
-                    && offset.checked_add(nbytes).is_some_and(|e| e <= end));
-            if !ok {
+            let empty = (offset & nbytes) == EMPTY;
+            // `offset <= end` first, so `end - offset` cannot underflow when it matters.
+            let inside = (offset >= start) & (offset <= end) & (nbytes <= end.wrapping_sub(offset));
+            all_ok &= empty | inside;
+        }
+        if !all_ok {
+            for i in 0..self.num {
                 self.check_entry(i, layout, object_size)?;
             }
         }

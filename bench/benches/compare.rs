@@ -1735,6 +1735,22 @@ fn main() {
         }
         {
             let (bytes, layout, index) = (&bytes, &layout, &index);
+            // `ShardIndex::decode_owned`: what the reader does with the buffer its index read
+            // returned (checksum + validation in place, no copy). The buffer is made outside
+            // the clock, as the I/O makes it.
+            runners.push(Runner::zs("zarrshard: ShardIndex::decode_owned (the reader's path, on the read buffer)", 1, move |check| {
+                let owned = bytes.to_vec();
+                let clk = Clock::start();
+                let got = zarrshard::ShardIndex::decode_owned(owned, layout, Some(object_size)).s()?;
+                let s = clk.stop();
+                if check && &got != index {
+                    return Err("index differs".into());
+                }
+                Ok(s)
+            }));
+        }
+        {
+            let (bytes, layout, index) = (&bytes, &layout, &index);
             // `ShardIndex::decode_unchecked`: the same without validating the entries (what
             // zarrs does), to show what validation costs.
             runners.push(Runner::zs("zarrshard: ShardIndex::decode_unchecked (checksum only, no entry validation)", 1, move |check| {

@@ -429,16 +429,24 @@ fn undo_bytes_to_bytes<'a>(
     let mut bytes = Cow::Borrowed(encoded);
     for (i, c) in codecs.iter().enumerate().rev() {
         let max_out = sizes[i].max().unwrap_or(UNBOUNDED_DECODE_LIMIT);
-        let decoded = c.decode(&bytes, max_out)?;
+        bytes = match (c, bytes) {
+            // A checksum only checks: keep borrowing (or shorten the owned buffer), no copy.
+            (BytesToBytes::Crc32c(crc), Cow::Borrowed(b)) => Cow::Borrowed(crc.decode(b)?),
+            (BytesToBytes::Crc32c(crc), Cow::Owned(mut v)) => {
+                let n = crc.decode(&v)?.len();
+                v.truncate(n);
+                Cow::Owned(v)
+            }
+            (c, b) => Cow::Owned(c.decode(&b, max_out)?),
+        };
         if let EncodedSize::Fixed(n) = sizes[i] {
-            if decoded.len() as u64 != n {
+            if bytes.len() as u64 != n {
                 return Err(Error::corrupt(format!(
                     "decoded {} bytes where {n} were expected",
-                    decoded.len()
+                    bytes.len()
                 )));
             }
         }
-        bytes = Cow::Owned(decoded);
     }
     Ok(bytes)
 }
