@@ -354,7 +354,6 @@ impl<S: Store> Array<S> {
         let layout = Arc::new(meta.shard_layout().expect("sharded"));
         let inner = &layout.inner_repr().shape;
         let (rank, elem) = (inner.len(), meta.data_type.size());
-        let fill = &meta.fill_value.0;
         let encoded = layout.encode_chunks_with(options.store_fill_chunks, |i, chunk| {
             let origin = layout.chunk_origin(i);
             // Where the chunk starts in the slab, and how much of it lies inside the array.
@@ -363,9 +362,7 @@ impl<S: Store> Array<S> {
                 .map(|d| inner[d].min(p.region[d].saturating_sub(origin[d])))
                 .collect();
             if region != *inner {
-                for e in chunk.chunks_exact_mut(fill.len()) {
-                    e.copy_from_slice(fill);
-                }
+                meta.fill_value.fill(chunk);
             }
             nd::copy_box(
                 slab,

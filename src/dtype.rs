@@ -109,6 +109,25 @@ impl DataType {
 pub struct FillValue(pub Vec<u8>);
 
 impl FillValue {
+    /// Fill `out` (a whole number of elements) with this value: a memset when the element's
+    /// bytes are all equal (0, NaN patterns aside, is the common case), otherwise by doubling
+    /// copies — never element by element.
+    pub fn fill(&self, out: &mut [u8]) {
+        let v = &self.0;
+        if v.iter().all(|&b| b == v[0]) {
+            out.fill(v[0]);
+            return;
+        }
+        let n = v.len().min(out.len());
+        out[..n].copy_from_slice(&v[..n]);
+        let mut done = n;
+        while done < out.len() {
+            let k = done.min(out.len() - done);
+            out.copy_within(..k, done);
+            done += k;
+        }
+    }
+
     /// All-zero fill value of `dtype`.
     pub fn zero(dtype: DataType) -> Self {
         FillValue(vec![0; dtype.size()])
@@ -341,6 +360,21 @@ mod tests {
         assert_eq!(&c[..4], &1.0f32.to_ne_bytes());
         assert!(f32::from_ne_bytes(c[4..].try_into().unwrap()).is_nan());
         assert_eq!(fv(json!([1, 2, 3]), "r24").unwrap(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn fill_repeats_the_element() {
+        for (v, n) in [
+            (vec![0u8], 5),
+            (vec![1u8, 2], 6),
+            (vec![1u8, 2, 3], 9),
+            (vec![7u8; 4], 8),
+            (vec![9u8, 8], 0),
+        ] {
+            let mut out = vec![0xaau8; n];
+            FillValue(v.clone()).fill(&mut out);
+            assert_eq!(out, v.repeat(n / v.len()));
+        }
     }
 
     #[test]

@@ -115,10 +115,7 @@ impl<I: ShardIo> ShardReader<I> {
         match self.read_chunk_raw(coords)? {
             Some(bytes) => self.layout.decode_chunk_into(i, &bytes, out),
             None => {
-                let fill = &self.layout.inner_repr().fill_value.0;
-                for e in out.chunks_exact_mut(fill.len()) {
-                    e.copy_from_slice(fill);
-                }
+                self.layout.inner_repr().fill_value.fill(out);
                 Ok(())
             }
         }
@@ -169,12 +166,10 @@ impl<I: ShardIo> ShardReader<I> {
             }
             data.push((*start, got.data));
         }
-        let fill = &self.layout.inner_repr().fill_value.0;
+        let fill = &self.layout.inner_repr().fill_value;
         parallel::for_each_piece(out, each, |k, piece| match locs[k] {
             None => {
-                for e in piece.chunks_exact_mut(fill.len()) {
-                    e.copy_from_slice(fill);
-                }
+                fill.fill(piece);
                 Ok(())
             }
             Some(loc) => {

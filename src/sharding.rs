@@ -378,10 +378,7 @@ impl ShardLayout {
         crate::codec::check_len(out.len(), self.shard.byte_size()?)?;
         let index = self.decode_index(object)?;
         if index.stored().count() < self.num_chunks {
-            let fill = &self.shard.fill_value.0;
-            for e in out.chunks_exact_mut(fill.len()) {
-                e.copy_from_slice(fill);
-            }
+            self.shard.fill_value.fill(out);
         }
         let bytes_of = |i: usize| {
             index
