@@ -117,15 +117,6 @@ impl<S: Store> Array<S> {
         &self.format
     }
 
-    /// An array from metadata the caller already has.
-    pub fn with_metadata(meta: ArrayMetadata, store: S) -> Self {
-        Array {
-            meta,
-            store,
-            format: Format::V3,
-        }
-    }
-
     pub fn metadata(&self) -> &ArrayMetadata {
         &self.meta
     }
@@ -164,8 +155,7 @@ impl<S: Store> Array<S> {
     /// fill value is deleted instead of written.
     pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<Finalized> {
         let key = self.shard_key(coords);
-        let fill = &self.meta.fill_value.0;
-        if data.chunks_exact(fill.len()).all(|e| e == fill.as_slice()) {
+        if self.meta.fill_value.fills(data) {
             self.store.delete(&key)?;
             return Ok(Finalized::Deleted);
         }
@@ -377,7 +367,7 @@ impl<S: Store> Array<S> {
         })?;
         let io = self.store.shard_io(&self.shard_key(&p.coords))?;
         let writer = ShardWriter::new(layout.clone(), io, WriteStrategy::Buffered, options)?;
-        finish_buffered(writer, &layout, encoded)
+        writer.finish_with(encoded)
     }
 
     /// Write one decoded shard with `strategy` (see [`Array::import`]).
@@ -402,7 +392,7 @@ impl<S: Store> Array<S> {
         if strategy == WriteStrategy::Buffered {
             // The whole shard is in memory anyway: encode its chunks in parallel.
             let encoded = layout.encode_chunks(&data, options.store_fill_chunks)?;
-            return finish_buffered(writer, &layout, encoded);
+            return writer.finish_with(encoded);
         }
         let mut chunk = vec![0u8; layout.inner_byte_size()];
         for i in 0..layout.num_chunks() {
@@ -569,20 +559,6 @@ fn nd_len(shape: &[u64]) -> Result<usize> {
     crate::codec::checked_product(shape).and_then(|n| {
         usize::try_from(n).map_err(|_| Error::InvalidArgument(format!("{shape:?} is too large")))
     })
-}
-
-/// Hand already-encoded chunks (`None`: not stored) to a buffered writer and finalize.
-fn finish_buffered<I: crate::io::ShardIo>(
-    mut writer: ShardWriter<I>,
-    layout: &crate::sharding::ShardLayout,
-    encoded: Vec<Option<Vec<u8>>>,
-) -> Result<Finalized> {
-    for (i, chunk) in encoded.into_iter().enumerate() {
-        if let Some(c) = chunk {
-            writer.write_chunk_encoded(&nd::unravel(i as u64, layout.chunks_per_shard()), c)?;
-        }
-    }
-    writer.finalize()
 }
 
 /// Where a shard sits in a slab (see `Array::slabs`).

@@ -128,6 +128,21 @@ impl FillValue {
         }
     }
 
+    /// True when every element of `data` is this value, byte for byte. A one-byte pattern (0
+    /// for most arrays) is checked a word at a time.
+    pub fn fills(&self, data: &[u8]) -> bool {
+        let v = &self.0;
+        if v.iter().all(|&b| b == v[0]) {
+            let w = u64::from_ne_bytes([v[0]; 8]);
+            let (body, tail) = data.split_at(data.len() / 8 * 8);
+            return body
+                .chunks_exact(8)
+                .all(|x| u64::from_ne_bytes(x.try_into().unwrap()) == w)
+                && tail.iter().all(|&x| x == v[0]);
+        }
+        data.chunks_exact(v.len()).all(|e| e == v.as_slice())
+    }
+
     /// All-zero fill value of `dtype`.
     pub fn zero(dtype: DataType) -> Self {
         FillValue(vec![0; dtype.size()])
@@ -360,6 +375,14 @@ mod tests {
         assert_eq!(&c[..4], &1.0f32.to_ne_bytes());
         assert!(f32::from_ne_bytes(c[4..].try_into().unwrap()).is_nan());
         assert_eq!(fv(json!([1, 2, 3]), "r24").unwrap(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn fills_recognises_only_the_value() {
+        assert!(FillValue(vec![0]).fills(&[0u8; 19]));
+        assert!(!FillValue(vec![0]).fills(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 1]));
+        assert!(FillValue(vec![1, 2]).fills(&[1, 2, 1, 2]));
+        assert!(!FillValue(vec![1, 2]).fills(&[1, 2, 2, 1]));
     }
 
     #[test]

@@ -398,11 +398,6 @@ impl<T> CountingIo<T> {
 }
 
 impl<T: ShardIo> ShardIo for CountingIo<T> {
-    /// Counts one read per range (a batched back end would make it one host call; count
-    /// what the host would see).
-    fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
-        ranges.iter().map(|r| self.read(*r)).collect()
-    }
     fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let out = self.inner.read(range)?;

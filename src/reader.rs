@@ -49,17 +49,6 @@ impl<I: ShardIo> ShardReader<I> {
         })
     }
 
-    /// Open a shard whose index the caller already holds (no read).
-    pub fn with_index(layout: Arc<ShardLayout>, io: I, index: Option<ShardIndex>) -> Self {
-        ShardReader {
-            layout,
-            io,
-            index,
-            object_size: None,
-            coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
-        }
-    }
-
     /// Size of the shard object, when the back end reported it while the index was read.
     pub fn object_size(&self) -> Option<u64> {
         self.object_size

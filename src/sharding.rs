@@ -355,18 +355,7 @@ impl ShardLayout {
 
     /// True when every element of `chunk` equals the fill value (byte for byte).
     pub fn is_fill(&self, chunk: &[u8]) -> bool {
-        let fill = &self.shard.fill_value.0;
-        if fill.iter().all(|&b| b == fill[0]) {
-            // One repeated byte (0 for most arrays): a word-at-a-time scan.
-            let b = fill[0];
-            let w = u64::from_ne_bytes([b; 8]);
-            let (body, tail) = chunk.split_at(chunk.len() / 8 * 8);
-            return body
-                .chunks_exact(8)
-                .all(|x| u64::from_ne_bytes(x.try_into().unwrap()) == w)
-                && tail.iter().all(|&x| x == b);
-        }
-        chunk.chunks_exact(fill.len()).all(|e| e == fill.as_slice())
+        self.shard.fill_value.fills(chunk)
     }
 
     /// Decode a whole shard object held in memory into `out` (the shard's decoded size).
@@ -484,18 +473,13 @@ impl ShardLayout {
     pub fn encode_shard(&self, data: &[u8]) -> Result<Vec<u8>> {
         let encoded = self.encode_chunks(data, false)?;
         let io = MemoryIo::new();
-        let mut writer = ShardWriter::new(
+        let writer = ShardWriter::new(
             Arc::new(self.clone()),
             &io,
             WriteStrategy::Buffered,
             WriteOptions::default(),
         )?;
-        for (i, chunk) in encoded.into_iter().enumerate() {
-            if let Some(c) = chunk {
-                writer.write_chunk_encoded(&nd::unravel(i as u64, &self.chunks_per_shard), c)?;
-            }
-        }
-        match writer.finalize()? {
+        match writer.finish_with(encoded)? {
             Finalized::Written { .. } => Ok(io.bytes().expect("a written shard exists")),
             Finalized::Deleted => ShardIndex::new_empty(self.num_chunks).encode(self),
         }

@@ -234,6 +234,18 @@ impl<I: ShardIo> ShardWriter<I> {
         self.put_encoded(i, encoded)
     }
 
+    /// Store every chunk of `encoded` (indexed by linear chunk number; `None` = not stored,
+    /// e.g. from [`ShardLayout::encode_chunks`]) and finalize.
+    pub fn finish_with(mut self, encoded: Vec<Option<Vec<u8>>>) -> Result<Finalized> {
+        for (i, chunk) in encoded.into_iter().enumerate() {
+            if let Some(c) = chunk {
+                self.check_open()?;
+                self.put_encoded(i, c)?;
+            }
+        }
+        self.finalize()
+    }
+
     /// Mark inner chunk `coords` empty (it reads as the fill value).
     pub fn erase_chunk(&mut self, coords: &[u64]) -> Result<()> {
         self.check_open()?;
