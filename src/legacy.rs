@@ -16,6 +16,7 @@
 //! [`ShardingCodec`]: crate::sharding::ShardingCodec
 
 use crate::codec::bytes::Endian;
+use crate::codec::BytesToBytes;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::metadata::ArrayMetadata;
@@ -93,6 +94,53 @@ pub fn numcodecs_to_v3(id: &str, config: &Map<String, Value>, itemsize: usize) -
         }
         other => return Err(Error::UnsupportedCodec(other.to_string())),
     })
+}
+
+/// The reverse of [`numcodecs_to_v3`]: a Zarr v3 bytes→bytes codec as the numcodecs
+/// configuration Zarr v2 readers decode the same stream with. Every bytes→bytes codec this
+/// build has has one (crc32c is numcodecs' `crc32c` with the checksum at the end, as v3 puts it).
+pub fn v3_to_numcodecs(codec: &BytesToBytes) -> Value {
+    match codec {
+        BytesToBytes::Zlib(c) => json!({"id": "zlib", "level": c.level}),
+        BytesToBytes::Gzip(c) => json!({"id": "gzip", "level": c.level}),
+        BytesToBytes::Zstd(c) => json!({"id": "zstd", "level": c.level, "checksum": c.checksum}),
+        BytesToBytes::Blosc(c) => json!({"id": "blosc", "cname": c.cname, "clevel": c.clevel,
+            "shuffle": c.shuffle as i64, "blocksize": c.blocksize}),
+        BytesToBytes::Crc32c(_) => json!({"id": "crc32c", "location": "end"}),
+    }
+}
+
+/// The reverse of [`parse_typestr`]: the numpy type string of `dtype` stored in `endian`
+/// order (`<u2`, `>f8`, `|b1`). Raw bits (`r<N>`) have no spelling the v2 readers agree on.
+pub fn typestr(dtype: DataType, endian: Option<Endian>) -> Result<String> {
+    let body = match dtype {
+        DataType::Bool => "b1",
+        DataType::Int8 => "i1",
+        DataType::Int16 => "i2",
+        DataType::Int32 => "i4",
+        DataType::Int64 => "i8",
+        DataType::UInt8 => "u1",
+        DataType::UInt16 => "u2",
+        DataType::UInt32 => "u4",
+        DataType::UInt64 => "u8",
+        DataType::Float16 => "f2",
+        DataType::Float32 => "f4",
+        DataType::Float64 => "f8",
+        DataType::Complex64 => "c8",
+        DataType::Complex128 => "c16",
+        DataType::RawBits(_) => {
+            return Err(Error::InvalidArgument(format!(
+                "data type {} has no Zarr v2 dtype that readers agree on",
+                dtype.name()
+            )))
+        }
+    };
+    let order = match endian {
+        _ if dtype.swap_unit() == 1 => '|',
+        Some(Endian::Big) => '>',
+        _ => '<',
+    };
+    Ok(format!("{order}{body}"))
 }
 
 /// What a legacy array's metadata says, in the engine's terms.

@@ -10,6 +10,7 @@
 //! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
 //!   strategies, compaction;
 //! * [`store`] and [`array`]: a whole array in a directory (export, verify).
+//! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks.
 
 pub mod array;
 pub mod codec;
@@ -23,6 +24,7 @@ pub mod metadata;
 pub mod nd;
 pub mod parallel;
 pub mod reader;
+pub mod refs;
 pub mod sharding;
 pub mod store;
 pub mod writer;

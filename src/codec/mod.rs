@@ -124,7 +124,7 @@ impl ArrayToArray {
             ArrayToArray::Transpose(t) => t.decode(data, decoded),
         }
     }
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             ArrayToArray::Transpose(t) => t.to_json(),
         }

@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+mod refs;
+
 use zarrshard::{
     Array, ChunkOrder, FsStore, IndexLocation, ShardIndex, Store, UpdateMode, WriteOptions,
     WriteStrategy,
@@ -77,6 +79,11 @@ enum Command {
         array_dir: PathBuf,
         shard_key: String,
     },
+    /// Write a kerchunk reference set: the array described unsharded, each stored inner chunk
+    /// a [URL/SHARD_KEY, offset, nbytes] reference, for fsspec's ReferenceFileSystem.
+    ///
+    /// Example: zarrshard refs data/image.zarr --format json-v1 --url-prefix http://host/image.zarr -o image.json
+    Refs(refs::RefsArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -244,6 +251,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
             inspect(&open(&array_dir)?, &shard_key)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Refs(args) => refs::run(args),
     }
 }
 

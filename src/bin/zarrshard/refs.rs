@@ -1,0 +1,131 @@
+//! `zarrshard refs`: a kerchunk reference set over the array's inner chunks (JSON version 0,
+//! version 1, or fsspec's Parquet layout). The arguments are a contract used by checks
+//! outside the project.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use zarrshard::refs::{MetadataFormat, References};
+use zarrshard::{Error, Result};
+
+#[derive(clap::Args)]
+pub struct RefsArgs {
+    array_dir: PathBuf,
+    /// Reference set format.
+    #[arg(long, value_enum)]
+    format: RefsFormat,
+    /// Where readers find the array's folder (`http://host/data/image.zarr`,
+    /// `file:///data/image.zarr`); each reference is `URL/SHARD_KEY`.
+    #[arg(long)]
+    url_prefix: String,
+    /// Output: a JSON file, or for Parquet a directory that does not exist yet (or is empty).
+    #[arg(short = 'o', long = "output")]
+    out: PathBuf,
+    /// Metadata of the unsharded array in the set: 3 (`zarr.json`, the default) or 2
+    /// (`.zarray`); Parquet implies 2.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
+    zarr_format: Option<u8>,
+    /// Put the array under NAME/ in the set (Parquet: default the array folder's name; JSON:
+    /// default at the root).
+    #[arg(long)]
+    name: Option<String>,
+    /// Separator of Zarr v2 chunk keys (`0.1` or `0/1`); Parquet needs `.`.
+    #[arg(long, default_value = ".", value_parser = ["." , "/"])]
+    dimension_separator: String,
+    /// Parquet: references per file (LazyReferenceMapper's `record_size`).
+    #[arg(long, default_value_t = 10000)]
+    record_size: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RefsFormat {
+    JsonV0,
+    JsonV1,
+    Parquet,
+}
+
+pub fn run(args: RefsArgs) -> Result<ExitCode> {
+    let zarr_format = match (args.format, args.zarr_format) {
+        (RefsFormat::Parquet, Some(3)) => {
+            return Err(Error::InvalidArgument(
+                "--format parquet needs --zarr-format 2: fsspec reads the Parquet layout only with Zarr v2 metadata".into(),
+            ))
+        }
+        (RefsFormat::Parquet, _) => 2,
+        (_, v) => v.unwrap_or(3),
+    };
+    let separator = if args.dimension_separator == "/" { '/' } else { '.' };
+    let format = match zarr_format {
+        2 => MetadataFormat::V2 { separator },
+        _ => MetadataFormat::V3,
+    };
+    let array = super::open(&args.array_dir)?;
+    let refs = References::from_array(&array, format)?;
+    match args.format {
+        RefsFormat::JsonV0 | RefsFormat::JsonV1 => {
+            let name = args.name.as_deref();
+            let set = if args.format == RefsFormat::JsonV0 {
+                refs.to_json_v0(&args.url_prefix, name)
+            } else {
+                refs.to_json_v1(&args.url_prefix, name)
+            };
+            write_json(&set, &args.out)?;
+        }
+        RefsFormat::Parquet => {
+            let name = match &args.name {
+                Some(n) => n.clone(),
+                None => folder_name(&args.array_dir)?,
+            };
+            write_parquet(&refs, &args, &name)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "parquet")]
+fn write_parquet(refs: &References, args: &RefsArgs, name: &str) -> Result<()> {
+    zarrshard::refs::write_parquet(refs, &args.url_prefix, name, args.record_size, &args.out)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn write_parquet(_: &References, _: &RefsArgs, _: &str) -> Result<()> {
+    Err(Error::InvalidArgument(
+        "this build has no Parquet support (cargo feature `parquet`)".into(),
+    ))
+}
+
+/// The array folder's name (`image.zarr` for `data/image.zarr/`; `image` for a v3-draft
+/// `…/meta/root/image.array.json`).
+fn folder_name(array_dir: &Path) -> Result<String> {
+    let canonical = std::fs::canonicalize(array_dir)?;
+    let name = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".array.json").unwrap_or(&name).to_string();
+    if name.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{} has no folder name; give --name",
+            array_dir.display()
+        )));
+    }
+    Ok(name)
+}
+
+/// Write into a temporary sibling and rename, so a failure never leaves a truncated set.
+fn write_json(set: &serde_json::Value, out: &Path) -> Result<()> {
+    let mut tmp_name = out.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".partial");
+    let tmp = out.with_file_name(tmp_name);
+    let result = (|| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        serde_json::to_writer(&mut w, set).map_err(std::io::Error::from)?;
+        w.write_all(b"\n")?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, out)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Ok(result?)
+}

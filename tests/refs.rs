@@ -1,0 +1,409 @@
+//! Kerchunk reference sets against expectations worked out by hand: keys, URLs, offsets and
+//! sizes from the known layout of small arrays (C-order buffered shards, fill chunks not
+//! stored), the unsharded metadata, the errors for what cannot be referenced, and the Parquet
+//! rows. fsspec + zarr-python read the sets in tests/refs/check_refs.py.
+
+mod common;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use zarrshard::refs::{MetadataFormat, References};
+use zarrshard::{Array, FsStore};
+
+const V2: MetadataFormat = MetadataFormat::V2 { separator: '.' };
+
+fn sharding(chunk_shape: &[u64], codecs: Value) -> Value {
+    json!({"name": "sharding_indexed", "configuration": {
+        "chunk_shape": chunk_shape, "codecs": codecs,
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_location": "end"}})
+}
+
+fn meta(shape: &[u64], shard: &[u64], dtype: &str, fill: Value, codecs: Value) -> Value {
+    json!({"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill, "codecs": codecs})
+}
+
+fn bytes_le() -> Value {
+    json!([{"name": "bytes", "configuration": {"endian": "little"}}])
+}
+
+/// 4×6 uint16, shards 4×4 of 2×2 inner chunks: element (r, c) = 6r + c + 1, except the inner
+/// chunk at rows 0–1, columns 2–3, which is all fill (0). Shard c/0/1 covers columns 4–7 of
+/// which 6–7 are padding.
+fn small_array(dir: &Path) -> Vec<u8> {
+    let m = meta(
+        &[4, 6],
+        &[4, 4],
+        "uint16",
+        json!(0),
+        json!([sharding(&[2, 2], bytes_le())]),
+    );
+    let mut data = Vec::new();
+    for r in 0..4u16 {
+        for c in 0..6u16 {
+            let v = if r < 2 && (2..4).contains(&c) { 0 } else { 6 * r + c + 1 };
+            data.extend_from_slice(&v.to_ne_bytes());
+        }
+    }
+    common::write_array(dir, &m, &data);
+    data
+}
+
+fn refs(dir: &Path, format: MetadataFormat) -> zarrshard::Result<References> {
+    References::from_array(&Array::open(FsStore::new(dir))?, format)
+}
+
+/// The little-endian bytes of elements (r, c) for r in rows, c in cols.
+fn elements(rows: std::ops::Range<u16>, cols: std::ops::Range<u16>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in rows {
+        for c in cols.clone() {
+            out.extend_from_slice(&(6 * r + c + 1).to_le_bytes());
+        }
+    }
+    out
+}
+
+#[test]
+fn json_v0_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let set = refs(dir.path(), MetadataFormat::V3)
+        .unwrap()
+        .to_json_v0("http://h/a/", None);
+    let o = set.as_object().unwrap();
+    let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+    // Metadata first, then C order of the 2×3 unsharded grid; c/0/1 is empty (fill) and
+    // not listed.
+    assert_eq!(keys, ["zarr.json", "c/0/0", "c/0/2", "c/1/0", "c/1/1", "c/1/2"]);
+    assert_eq!(o["c/0/0"], json!(["http://h/a/c/0/0", 0, 8]));
+    assert_eq!(o["c/0/2"], json!(["http://h/a/c/0/1", 0, 8]));
+    assert_eq!(o["c/1/0"], json!(["http://h/a/c/0/0", 8, 8]));
+    assert_eq!(o["c/1/1"], json!(["http://h/a/c/0/0", 16, 8]));
+    assert_eq!(o["c/1/2"], json!(["http://h/a/c/0/1", 8, 8]));
+    // The metadata is stored as text, and describes the same array unsharded.
+    let zarr_json: Value = serde_json::from_str(o["zarr.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        zarr_json["chunk_grid"],
+        json!({"name": "regular", "configuration": {"chunk_shape": [2, 2]}})
+    );
+    assert_eq!(zarr_json["codecs"], bytes_le());
+    assert_eq!(zarr_json["shape"], json!([4, 6]));
+    assert_eq!(zarr_json["data_type"], json!("uint16"));
+    assert_eq!(zarr_json["fill_value"], json!(0));
+    assert_eq!(
+        zarr_json["chunk_key_encoding"],
+        json!({"name": "default", "configuration": {"separator": "/"}})
+    );
+    // Each reference points at exactly its chunk's bytes.
+    let shard00 = std::fs::read(dir.path().join("c/0/0")).unwrap();
+    let shard01 = std::fs::read(dir.path().join("c/0/1")).unwrap();
+    assert_eq!(&shard00[0..8], elements(0..2, 0..2));
+    assert_eq!(&shard00[8..16], elements(2..4, 0..2));
+    assert_eq!(&shard00[16..24], elements(2..4, 2..4));
+    assert_eq!(&shard01[0..8], elements(0..2, 4..6));
+    assert_eq!(&shard01[8..16], elements(2..4, 4..6));
+}
+
+#[test]
+fn json_v1_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let set = refs(dir.path(), V2)
+        .unwrap()
+        .to_json_v1("file:///data/a", Some("img"));
+    assert_eq!(set["version"], json!(1));
+    assert_eq!(set["templates"], json!({"u": "file:///data/a"}));
+    assert!(set.get("gen").is_none());
+    let r = set["refs"].as_object().unwrap();
+    let keys: Vec<&str> = r.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["img/.zarray", "img/0.0", "img/0.2", "img/1.0", "img/1.1", "img/1.2"]
+    );
+    assert_eq!(r["img/1.1"], json!(["{{u}}/c/0/0", 16, 8]));
+    assert_eq!(r["img/0.2"], json!(["{{u}}/c/0/1", 0, 8]));
+    let zarray: Value = serde_json::from_str(r["img/.zarray"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        zarray,
+        json!({"chunks": [2, 2], "compressor": null, "dimension_separator": ".",
+            "dtype": "<u2", "fill_value": 0, "filters": null, "order": "C",
+            "shape": [4, 6], "zarr_format": 2})
+    );
+}
+
+#[test]
+fn stored_padding_chunks_are_not_referenced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = small_array(dir.path());
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let options = zarrshard::WriteOptions {
+        store_fill_chunks: true,
+        ..Default::default()
+    };
+    let mut raw = data.clone();
+    if cfg!(target_endian = "big") {
+        raw.chunks_mut(2).for_each(|e| e.swap(0, 1));
+    }
+    array
+        .import(&mut &raw[..], zarrshard::WriteStrategy::Buffered, options)
+        .unwrap();
+    let set = refs(dir.path(), MetadataFormat::V3).unwrap();
+    let keys: Vec<Vec<u64>> = set.chunks().iter().map(|c| c.coords.clone()).collect();
+    // 8 stored inner chunks; the two in columns 6–7 lie outside the array.
+    assert_eq!(
+        keys,
+        [vec![0, 0], vec![0, 1], vec![0, 2], vec![1, 0], vec![1, 1], vec![1, 2]]
+    );
+}
+
+#[test]
+fn transpose_before_sharding() {
+    // 2×4 uint8 with transpose [1, 0] before sharding: the codec sees a 4×2 shard of 2×1
+    // inner chunks, which are 1×2 chunks of the array.
+    let dir = tempfile::tempdir().unwrap();
+    let m = meta(
+        &[2, 4],
+        &[2, 4],
+        "uint8",
+        json!(0),
+        json!([{"name": "transpose", "configuration": {"order": [1, 0]}},
+               sharding(&[2, 1], json!([{"name": "bytes"}]))]),
+    );
+    let data: Vec<u8> = (0..2u8)
+        .flat_map(|r| (0..4u8).map(move |c| 10 * r + c + 1))
+        .collect();
+    common::write_array(dir.path(), &m, &data);
+    let set = refs(dir.path(), MetadataFormat::V3).unwrap();
+    // Codec chunk (a, b) holds array row b, columns 2a..2a+2: unsharded chunk (b, a).
+    let got: Vec<(Vec<u64>, u64)> = set
+        .chunks()
+        .iter()
+        .map(|c| (c.coords.clone(), c.offset))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (vec![0, 0], 0),
+            (vec![0, 1], 4),
+            (vec![1, 0], 2),
+            (vec![1, 1], 6)
+        ]
+    );
+    let shard = std::fs::read(dir.path().join("c/0/0")).unwrap();
+    assert_eq!(&shard[2..4], [11, 12]); // row 1, columns 0–1
+    let doc = &set.unsharded().documents()[0].1;
+    assert_eq!(doc["chunk_grid"]["configuration"]["chunk_shape"], json!([1, 2]));
+    assert_eq!(
+        doc["codecs"],
+        json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes"}])
+    );
+    let v2 = refs(dir.path(), V2).unwrap();
+    let zarray = &v2.unsharded().documents()[0].1;
+    assert_eq!(zarray["order"], json!("F"));
+    assert_eq!(zarray["chunks"], json!([1, 2]));
+    assert_eq!(zarray["dtype"], json!("|u1"));
+}
+
+#[test]
+fn v2_codecs_and_fill_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = json!([{"name": "bytes", "configuration": {"endian": "big"}}, {"name": "crc32c"},
+        {"name": "zstd", "configuration": {"level": 3, "checksum": false}}]);
+    let mut m = meta(&[4], &[4], "float64", json!("-Infinity"), json!([sharding(&[2], inner)]));
+    m["attributes"] = json!({"units": "m"});
+    m["dimension_names"] = json!(["x"]);
+    common::write_array(dir.path(), &m, &[0; 32]);
+    let docs = refs(dir.path(), V2).unwrap().unsharded().documents().to_vec();
+    assert_eq!(docs[0].1["dtype"], json!(">f8"));
+    assert_eq!(docs[0].1["fill_value"], json!("-Infinity"));
+    assert_eq!(
+        docs[0].1["filters"],
+        json!([{"id": "crc32c", "location": "end"}])
+    );
+    assert_eq!(
+        docs[0].1["compressor"],
+        json!({"id": "zstd", "level": 3, "checksum": false})
+    );
+    assert_eq!(
+        docs[1],
+        (
+            ".zattrs".to_string(),
+            json!({"units": "m", "_ARRAY_DIMENSIONS": ["x"]})
+        )
+    );
+    let blosc = json!([{"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle",
+         "typesize": 4, "blocksize": 0}}]);
+    let dir = tempfile::tempdir().unwrap();
+    let m = meta(&[4], &[4], "float32", json!("NaN"), json!([sharding(&[2], blosc)]));
+    common::write_array(dir.path(), &m, &[0; 16]);
+    let zarray = refs(dir.path(), V2).unwrap().unsharded().documents()[0].1.clone();
+    assert_eq!(zarray["fill_value"], json!("NaN"));
+    assert_eq!(
+        zarray["compressor"],
+        json!({"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 2, "blocksize": 0})
+    );
+}
+
+fn error_of(m: Value, format: MetadataFormat) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let m2 = zarrshard::ArrayMetadata::from_json(&m).unwrap();
+    let n = m2.shape.iter().product::<u64>() as usize * m2.data_type.size();
+    common::write_array(dir.path(), &m, &vec![1; n]);
+    refs(dir.path(), format).unwrap_err().to_string()
+}
+
+#[test]
+fn what_cannot_be_referenced() {
+    let after = json!([sharding(&[2], bytes_le()), {"name": "crc32c"}]);
+    assert_eq!(
+        error_of(meta(&[4], &[4], "uint8", json!(0), after), MetadataFormat::V3),
+        "invalid argument: codec `crc32c` follows sharding_indexed: it covers whole shards, so inner chunks are not byte ranges of the stored objects"
+    );
+    assert_eq!(
+        error_of(meta(&[4], &[4], "uint8", json!(0), bytes_le()), MetadataFormat::V3),
+        "invalid argument: the array is not sharded: there are no inner chunks to reference"
+    );
+    let nested = json!([sharding(&[4], json!([sharding(&[2], bytes_le())]))]);
+    let m = meta(&[8], &[8], "uint8", json!(0), nested);
+    assert_eq!(
+        error_of(m.clone(), V2),
+        "unsupported codec `sharding_indexed (nested sharding: Zarr v2 has no sharding; use Zarr v3 metadata)`"
+    );
+    // Zarr v3 keeps the inner sharding codec: the referenced chunk is itself a shard.
+    let dir = tempfile::tempdir().unwrap();
+    common::write_array(dir.path(), &m, &[1; 8]);
+    let set = refs(dir.path(), MetadataFormat::V3).unwrap();
+    assert_eq!(set.chunks().len(), 2);
+    let doc = &set.unsharded().documents()[0].1;
+    assert_eq!(doc["codecs"][0]["name"], json!("sharding_indexed"));
+    let t3 = json!([{"name": "transpose", "configuration": {"order": [1, 2, 0]}},
+        sharding(&[2, 2, 2], bytes_le())]);
+    assert_eq!(
+        error_of(meta(&[2, 2, 2], &[2, 2, 2], "uint8", json!(0), t3), V2),
+        "unsupported codec `transpose (to stored order [1, 2, 0]; Zarr v2 has only C and F order)`"
+    );
+    let raw = json!([sharding(&[2], json!([{"name": "bytes"}]))]);
+    assert_eq!(
+        error_of(meta(&[4], &[4], "r24", json!([0, 0, 0]), raw), V2),
+        "invalid argument: data type r24 has no Zarr v2 dtype that readers agree on"
+    );
+}
+
+fn zarrshard(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    small_array(&a);
+    let out = dir.path().join("refs.json");
+    let (a_s, out_s) = (a.to_str().unwrap(), out.to_str().unwrap());
+    let ok = zarrshard(&["refs", a_s, "--format", "json-v0", "--url-prefix", "http://h/a", "-o", out_s]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let set: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(set["c/1/1"], json!(["http://h/a/c/0/0", 16, 8]));
+    let bad = zarrshard(&[
+        "refs", a_s, "--format", "parquet", "--zarr-format", "3", "--url-prefix", "x", "-o", out_s,
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "zarrshard: invalid argument: --format parquet needs --zarr-format 2: fsspec reads the Parquet layout only with Zarr v2 metadata\n"
+    );
+    let missing = zarrshard(&["refs", "/nonexistent", "--format", "json-v1", "--url-prefix", "x", "-o", out_s]);
+    assert_eq!(missing.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&missing.stderr).to_string();
+    assert!(err.starts_with("zarrshard: ") && err.lines().count() == 1, "{err}");
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_rows_by_hand() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    small_array(&a);
+    let out = dir.path().join("refs.parq");
+    let set = refs(&a, V2).unwrap();
+    zarrshard::refs::write_parquet(&set, "http://h/a", "img", 4, &out).unwrap();
+    let zmeta: Value =
+        serde_json::from_slice(&std::fs::read(out.join(".zmetadata")).unwrap()).unwrap();
+    assert_eq!(zmeta["record_size"], json!(4));
+    assert_eq!(zmeta["metadata"][".zgroup"], json!({"zarr_format": 2}));
+    assert_eq!(zmeta["metadata"]["img/.zarray"]["chunks"], json!([2, 2]));
+    let rows = |n: usize| -> Vec<Vec<Field>> {
+        let file = std::fs::File::open(out.join(format!("img/refs.{n}.parq"))).unwrap();
+        let reader = SerializedFileReader::new(file).unwrap();
+        reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|r| r.unwrap().get_column_iter().map(|(_, f)| f.clone()).collect())
+            .collect()
+    };
+    let url = |s: &str| Field::Str(s.to_string());
+    let fill = Field::Bytes(vec![0u8; 8].into());
+    // Records 0..4 are keys 0.0 0.1 0.2 1.0; 0.1 is empty: its row carries the encoded fill
+    // chunk (eight zero bytes through the `bytes` codec).
+    assert_eq!(
+        rows(0),
+        [
+            vec![url("http://h/a/c/0/0"), Field::Long(0), Field::Long(8), Field::Null],
+            vec![Field::Null, Field::Long(0), Field::Long(0), fill],
+            vec![url("http://h/a/c/0/1"), Field::Long(0), Field::Long(8), Field::Null],
+            vec![url("http://h/a/c/0/0"), Field::Long(8), Field::Long(8), Field::Null],
+        ]
+    );
+    assert_eq!(
+        rows(1),
+        [
+            vec![url("http://h/a/c/0/0"), Field::Long(16), Field::Long(8), Field::Null],
+            vec![url("http://h/a/c/0/1"), Field::Long(8), Field::Long(8), Field::Null],
+        ]
+    );
+    assert!(!out.join("img/refs.2.parq").exists());
+    // A non-empty output directory is refused; Zarr v3 metadata is refused.
+    let again = zarrshard::refs::write_parquet(&set, "http://h/a", "img", 4, &out);
+    assert!(again.unwrap_err().to_string().contains("is not an empty directory"));
+    let v3 = refs(&a, MetadataFormat::V3).unwrap();
+    let fresh = dir.path().join("v3.parq");
+    assert!(zarrshard::refs::write_parquet(&v3, "u", "img", 4, &fresh)
+        .unwrap_err()
+        .to_string()
+        .contains("needs Zarr v2 metadata"));
+}
+
+#[test]
+fn v2_prototype_arrays_reference_their_shard_keys() {
+    // A Zarr v2 sharding-prototype array: 2×1 chunks of 2×2 per shard, shard keys `0.0`, `0.1`.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".zarray"),
+        r#"{"zarr_format": 2, "shape": [4, 4], "chunks": [2, 2], "shards": [2, 1],
+            "shard_format": "indexed", "dtype": "<u2", "compressor": null, "fill_value": 0,
+            "order": "C", "filters": null, "dimension_separator": "."}"#,
+    )
+    .unwrap();
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let raw: Vec<u8> = (1..=16u16).flat_map(|v| v.to_le_bytes()).collect();
+    array
+        .import(&mut &raw[..], zarrshard::WriteStrategy::Buffered, Default::default())
+        .unwrap();
+    let set = References::from_array(&array, V2).unwrap().to_json_v0("u", None);
+    // Unsharded chunk (r, c) is inner chunk (r, 0) of shard 0.c; 8 bytes each, C order.
+    assert_eq!(set["0.0"], json!(["u/0.0", 0, 8]));
+    assert_eq!(set["0.1"], json!(["u/0.1", 0, 8]));
+    assert_eq!(set["1.0"], json!(["u/0.0", 8, 8]));
+    assert_eq!(set["1.1"], json!(["u/0.1", 8, 8]));
+}
