@@ -64,7 +64,7 @@ impl<S: Store> Array<S> {
         for g0 in shard_ranges[0].0..shard_ranges[0].1 {
             let shards = row_of_boxes(&shard_ranges, g0);
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
-            let fetched = parallel::map(shards.len(), |s| -> Result<Wanted> {
+            let fetched = self.map_io(shards.len(), |s| -> Result<Wanted> {
                 let origin = mul(&shards[s], cs);
                 let (bs, be) = intersect(start, shape, &origin, cs);
                 let local = cells(&sub(&bs, &origin), &be, &inner);
@@ -186,10 +186,23 @@ impl<S: Store> Array<S> {
             return Ok(());
         }
         let shards: Vec<Vec<u64>> = boxes(&cells(start, shape, &meta.chunk_shape)).collect();
-        parallel::map(shards.len(), |s| {
+        self.map_io(shards.len(), |s| {
             self.write_region_shard(&shards[s], start, shape, data, mode, options)
         })?;
         Ok(())
+    }
+
+    /// `f(0..n)` where `f` does I/O: on the pool, or on this thread when the store asks.
+    fn map_io<T: Send>(
+        &self,
+        n: usize,
+        f: impl Fn(usize) -> Result<T> + Sync + Send,
+    ) -> Result<Vec<T>> {
+        if self.store().io_on_caller_thread() {
+            (0..n).map(f).collect()
+        } else {
+            parallel::map(n, f)
+        }
     }
 
     /// Partial regions: shards readable chunk by chunk and inner chunks in array space.
@@ -209,7 +222,7 @@ impl<S: Store> Array<S> {
         let shards: Vec<Vec<u64>> = boxes(&cells(start, shape, cs)).collect();
         // A few shards at a time: decoded shards are full size.
         for batch in shards.chunks(parallel::threads().max(1) * 2) {
-            let decoded = parallel::map(batch.len(), |k| self.read_shard(&batch[k]))?;
+            let decoded = self.map_io(batch.len(), |k| self.read_shard(&batch[k]))?;
             for (g, shard) in batch.iter().zip(decoded) {
                 let Some(shard) = shard else { continue };
                 let origin = mul(g, cs);

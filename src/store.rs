@@ -27,6 +27,14 @@ pub trait Store: Send + Sync {
     fn delete(&self, key: &str) -> Result<()> {
         self.shard_io(key)?.delete()
     }
+
+    /// True when the store's I/O must run on the thread that called the library (a host's
+    /// callbacks that are not thread-safe, or that need the caller's thread, as a JVM's do).
+    /// Region reads and writes then do their I/O shard by shard on the calling thread and
+    /// only decode and encode in parallel.
+    fn io_on_caller_thread(&self) -> bool {
+        false
+    }
 }
 
 /// A directory on the local file system; key `a/b` is the file `ROOT/a/b`.
