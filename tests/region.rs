@@ -300,3 +300,37 @@ fn transposed_and_bytes_to_bytes_arrays_go_whole_shard() {
         }
     }
 }
+
+/// Region writes of several shapes into a directory that `tests/interop/check_region.py`
+/// then reads with zarr-python and tensorstore (run by scripts/test.sh after this test), equal
+/// to `expected.raw` written here from the model (little-endian).
+#[test]
+fn region_writes_for_the_peers_to_read() {
+    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("region-interop");
+    let _ = std::fs::remove_dir_all(&root);
+    for (name, at_start, codec) in [("zstd-end", false, "zstd"), ("raw-start", true, "none")] {
+        let dir = root.join(format!("{name}.zarr"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = metadata(&[37, 29], &[16, 8], &[4, 4], codec, at_start);
+        let array =
+            Array::create(FsStore::new(&dir), ArrayMetadata::from_json(&meta).unwrap()).unwrap();
+        let mut model = Model {
+            shape: vec![37, 29],
+            data: vec![7; 37 * 29],
+        };
+        let boxes: [([u64; 2], [u64; 2]); 5] = [
+            ([0, 0], [37, 29]),
+            ([3, 5], [20, 11]),
+            ([16, 8], [16, 8]),
+            ([36, 28], [1, 1]),
+            ([10, 0], [2, 29]),
+        ];
+        for (k, (start, shape)) in boxes.iter().enumerate() {
+            let data = values(shape.iter().product(), k as u64 + 21);
+            array.write_region(start, shape, &data).unwrap();
+            model.write(start, shape, &data);
+        }
+        let le: Vec<u8> = model.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(root.join(format!("{name}.raw")), le).unwrap();
+    }
+}
