@@ -17,6 +17,19 @@
 #include <stdint.h>
 
 /**
+ * The store callback table version this header defines.
+ */
+#define SHARD_STORE_VERSION 1
+
+/**
+ * `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
+ * hands out, are thread-safe, so the library may call them from its worker threads to fetch
+ * several shards at once. Without it every callback runs on the thread that called
+ * `shard_array_*` (decoding is still parallel).
+ */
+#define SHARD_STORE_THREAD_SAFE 1
+
+/**
  * The callback table version this header defines. Version 1: `read` … `destroy`; version 2
  * appends `read_vectored`.
  */
@@ -144,6 +157,11 @@ typedef enum {
 } shard_mode;
 
 /**
+ * An array open over a host store.
+ */
+typedef struct shard_array shard_array;
+
+/**
  * A shard layout: the sharding codec bound to one shard shape, data type and fill value.
  * Immutable once built, so it may be shared by any number of threads and shard handles.
  */
@@ -246,6 +264,50 @@ typedef struct {
 } shard_io_callbacks;
 
 /**
+ * The host's storage for a whole array: it maps a key (`c/0/1`, per the array's
+ * `chunk_key_encoding`) to the callback table of that object, as a file system or an object
+ * store maps a path to an open file.
+ *
+ * **Contract.**
+ * * `version` is `SHARD_STORE_VERSION`; later versions only append fields.
+ * * `userdata` is passed to `open_object`. It stays the host's until `shard_array_open`
+ *   succeeds; from then on the array handle owns it and calls `destroy(userdata)` once, from
+ *   `shard_array_close` (not at all when the open fails).
+ * * `open_object(userdata, key, io_out)`: fill `*io_out` (a zeroed table the library passes)
+ *   with the callbacks of the object at `key`, a NUL-terminated UTF-8 string; the object need
+ *   not exist (its `read` then returns `SHARD_IO_NOT_FOUND`). Return 0, or a non-zero error
+ *   code the library keeps (`shard_last_io_code`) and reports as `SHARD_ERR_IO`. When it
+ *   returns 0 the library owns `io_out->userdata` and calls `io_out->destroy` on it once, when
+ *   done with the object (at the latest before the `shard_array_*` call returns). Object tables
+ *   follow the rules of `shard_io_callbacks`.
+ * * Threads: without `SHARD_STORE_THREAD_SAFE` in `flags`, every callback runs on the thread
+ *   of the `shard_array_*` call that needs it, one at a time per call (concurrent
+ *   `shard_array_read_region` calls on several threads still call back concurrently).
+ */
+typedef struct {
+  /**
+   * `SHARD_STORE_VERSION`.
+   */
+  uint32_t version;
+  /**
+   * A bitwise OR of `SHARD_STORE_*` flags.
+   */
+  uint32_t flags;
+  /**
+   * Host context passed to `open_object` and `destroy`.
+   */
+  void *userdata;
+  /**
+   * Required. Fill `*io_out` with the callback table of the object at `key`.
+   */
+  int32_t (*open_object)(void *userdata, const char *key, shard_io_callbacks *io_out);
+  /**
+   * Optional. Release `userdata`; called once, from `shard_array_close`.
+   */
+  void (*destroy)(void *userdata);
+} shard_store_callbacks;
+
+/**
  * Where an inner chunk is stored.
  */
 typedef struct {
@@ -311,6 +373,81 @@ shard_status shard_get_threads(size_t *threads_out);
  * callback returned), 0 when the last failure was not an I/O error. Thread-safe.
  */
 int32_t shard_last_io_code(void);
+
+/**
+ * Open the array described by the Zarr v3 `zarr.json` text `json` (`json_len` bytes of UTF-8,
+ * no NUL needed) over the host's `store`. Nothing is read yet. The array may be sharded or
+ * not, with any supported codecs (see `shard_array_read_region` for which are read partially).
+ *
+ * The store table is copied; see `shard_store_callbacks` for who owns `userdata`. On success
+ * `*array_out` owns a new handle; close it with `shard_array_close`. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, store
+ * version 0, missing `open_object`, unknown flags), `SHARD_ERR_INVALID_METADATA`,
+ * `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_open(const char *json,
+                              size_t json_len,
+                              const shard_store_callbacks *store,
+                              shard_array **array_out);
+
+/**
+ * Close an array handle and call the store's `destroy(userdata)`. NULL is a no-op. The handle
+ * must not be in use by another thread.
+ */
+void shard_array_close(shard_array *array);
+
+/**
+ * A new codec handle for the array's sharding layout and metadata, for the `shard_codec_*`
+ * getters (shape, data type, fill value, key of a shard) and for opening single shards with
+ * `shard_open`. Free it with `shard_codec_free`. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_UNSUPPORTED` (the array is not
+ * sharded), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out);
+
+/**
+ * Read the region of extent `shape` at `start` (each `rank` values, array coordinates) into
+ * `buf` (`len` bytes, which must be the region's element count × the element size): C order,
+ * native byte order; the fill value where nothing is stored. Per shard touched: one read of
+ * its index, then the byte ranges of the inner chunks the region needs, merged into runs
+ * (one `read_vectored` call when the object table has it). Arrays with a bytes→bytes codec
+ * after sharding, or with `transpose` before it, are read a whole shard at a time.
+ *
+ * Thread-safe: many threads may read one handle at once (not while another writes the same
+ * shards: the result is then unspecified, though memory-safe).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
+ * past the array), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+ * `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (the object tables lack `size`/`read_suffix`
+ * an index at the end needs), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_read_region(const shard_array *array,
+                                     const uint64_t *start,
+                                     const uint64_t *shape,
+                                     size_t rank,
+                                     uint8_t *buf,
+                                     size_t len);
+
+/**
+ * Write `data` (`len` bytes: the region's element count × the element size, C order, native
+ * byte order) to the region of extent `shape` at `start`. The minimum read-modify-write: a
+ * shard the region covers entirely is written whole without being read; in others only the
+ * index and the inner chunks the region covers partly are read, and the touched chunks plus
+ * a new index are appended (`SHARD_MODE_UPDATE_APPEND`; `zarrshard compact` reclaims the dead
+ * bytes). Inner chunks equal to the fill value are not stored; a shard left empty is removed.
+ * Not atomic across shards: after an error some shards may hold new values.
+ *
+ * One writer per handle: a second thread writing at the same time gets `SHARD_ERR_BUSY`.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+ * `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (an object table without `write`, `truncate`
+ * or `remove` where one was needed), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_write_region(const shard_array *array,
+                                      const uint64_t *start,
+                                      const uint64_t *shape,
+                                      size_t rank,
+                                      const uint8_t *data,
+                                      size_t len);
 
 /**
  * Build a codec from a Zarr v3 array `zarr.json` (`json`, `json_len` bytes of UTF-8, no NUL

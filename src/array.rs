@@ -112,6 +112,16 @@ impl<S: Store> Array<S> {
         })
     }
 
+    /// An array of a Zarr v3 `meta` whose document the caller already has (nothing is read
+    /// or written now).
+    pub fn from_metadata(store: S, meta: ArrayMetadata) -> Self {
+        Array {
+            meta,
+            store,
+            format: Format::V3,
+        }
+    }
+
     /// The metadata format the array was opened from.
     pub fn format(&self) -> &Format {
         &self.format

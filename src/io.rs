@@ -117,7 +117,7 @@ macro_rules! forward_shard_io {
         }
     )*};
 }
-forward_shard_io!(&T, Box<T>);
+forward_shard_io!(&T, Box<T>, std::sync::Arc<T>);
 
 /// Slice `range` out of a whole object held in memory (shared by the memory and file back
 /// ends' semantics).

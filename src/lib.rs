@@ -9,7 +9,8 @@
 //! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
 //! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
 //!   strategies, compaction;
-//! * [`store`] and [`array`]: a whole array in a directory (export, verify).
+//! * [`store`] and [`array`]: a whole array in a directory (export, verify);
+//! * [`region`]: any hyper-rectangle of an array, read and written with the minimum I/O;
 //! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks.
 
 pub mod array;
@@ -25,6 +26,7 @@ pub mod nd;
 pub mod parallel;
 pub mod reader;
 pub mod refs;
+pub mod region;
 pub mod sharding;
 pub mod store;
 pub mod writer;
@@ -37,9 +39,9 @@ pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads};
-pub use reader::{read_whole_shard, ShardReader};
+pub use reader::{read_whole_shard, FetchedChunks, ShardReader};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
-pub use store::{FsStore, Store};
+pub use store::{FsStore, MemoryStore, Store};
 pub use writer::{
     compact, ChunkOrder, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
 };

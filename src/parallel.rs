@@ -88,3 +88,31 @@ pub(crate) fn for_each_piece(
             .try_for_each(|(i, p)| f(i, p)),
     }
 }
+
+/// `f(i, piece)` for consecutive pieces of `buf` of the given `sizes` (which must add up to at
+/// most `buf.len()`), in parallel like [`map`].
+pub(crate) fn for_each_split(
+    buf: &mut [u8],
+    sizes: &[usize],
+    f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
+) -> Result<()> {
+    let mut pieces = Vec::with_capacity(sizes.len());
+    let mut rest = buf;
+    for &n in sizes {
+        let (piece, tail) = rest.split_at_mut(n);
+        pieces.push(piece);
+        rest = tail;
+    }
+    match pool() {
+        (_, Some(pool)) if pieces.len() > 1 => pool.install(|| {
+            pieces
+                .into_par_iter()
+                .enumerate()
+                .try_for_each(|(i, p)| f(i, p))
+        }),
+        _ => pieces
+            .into_iter()
+            .enumerate()
+            .try_for_each(|(i, p)| f(i, p)),
+    }
+}

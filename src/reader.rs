@@ -124,17 +124,36 @@ impl<I: ShardIo> ShardReader<I> {
     }
 
     /// Decode many inner chunks into `out`, one after another (`coords.len()` ×
-    /// `inner_byte_size()` bytes). Their byte ranges are sorted and merged where the gap
-    /// between them is below the coalescing gap, or into one read of the whole data region
-    /// when the wanted bytes are most of it; then all runs are fetched with one
-    /// [`ShardIo::read_many`] call (so at most 1 + number of runs host reads counting the
+    /// `inner_byte_size()` bytes). Their byte ranges are fetched together
+    /// ([`ShardReader::fetch_chunks`]: at most 1 + number of runs host reads counting the
     /// index) and the chunks are decoded in parallel straight into `out`.
     pub fn read_chunks_into(&self, coords: &[&[u64]], out: &mut [u8]) -> Result<()> {
         let each = self.layout.inner_byte_size();
         crate::codec::check_len(out.len(), (coords.len() as u64).saturating_mul(each as u64))?;
-        let locs: Vec<Option<ChunkLocation>> = coords
+        let indices: Vec<usize> = coords
             .iter()
-            .map(|c| self.chunk_location(c))
+            .map(|c| self.layout.linear_index(c))
+            .collect::<Result<_>>()?;
+        let fetched = self.fetch_chunks(&indices)?;
+        parallel::for_each_piece(out, each, |k, piece| fetched.decode_into(k, piece))
+    }
+
+    /// Fetch the encoded bytes of the inner chunks at linear `indices` (C order within the
+    /// shard): their byte ranges are sorted and merged where the gap between them is below
+    /// the coalescing gap, or into one read of the whole span when the wanted bytes are most
+    /// of it; then all runs are fetched with one [`ShardIo::read_many`] call.
+    pub fn fetch_chunks(&self, indices: &[usize]) -> Result<FetchedChunks> {
+        let n = self.layout.num_chunks();
+        let locs: Vec<Option<ChunkLocation>> = indices
+            .iter()
+            .map(|&i| {
+                if i >= n {
+                    return Err(Error::InvalidArgument(format!(
+                        "inner chunk {i} is outside the shard's {n} chunks"
+                    )));
+                }
+                Ok(self.index.as_ref().and_then(|ix| ix.get(i)))
+            })
             .collect::<Result<_>>()?;
         let runs = plan_runs(&locs, self.coalesce_gap.load(Ordering::Relaxed));
         let ranges: Vec<ByteRange> = runs
@@ -155,22 +174,46 @@ impl<I: ShardIo> ShardReader<I> {
             }
             data.push((*start, got.data));
         }
-        let fill = &self.layout.inner_repr().fill_value;
-        parallel::for_each_piece(out, each, |k, piece| match locs[k] {
+        Ok(FetchedChunks {
+            layout: self.layout.clone(),
+            indices: indices.to_vec(),
+            locs,
+            runs: data,
+        })
+    }
+}
+
+/// Encoded inner chunks fetched together by [`ShardReader::fetch_chunks`], ready to decode
+/// (from any thread, in any order).
+pub struct FetchedChunks {
+    layout: Arc<ShardLayout>,
+    indices: Vec<usize>,
+    locs: Vec<Option<ChunkLocation>>,
+    /// `(offset in the object, bytes)` of each run, sorted by offset.
+    runs: Vec<(u64, Vec<u8>)>,
+}
+
+impl FetchedChunks {
+    /// The encoded bytes of the `k`-th requested chunk; `None` when it is empty.
+    pub fn encoded(&self, k: usize) -> Option<&[u8]> {
+        let loc = self.locs[k]?;
+        // The run holding this chunk: the last one starting at or before it.
+        let r = self.runs.partition_point(|(s, _)| *s <= loc.offset) - 1;
+        let (start, bytes) = &self.runs[r];
+        let from = (loc.offset - start) as usize;
+        Some(&bytes[from..from + loc.nbytes as usize])
+    }
+
+    /// Decode the `k`-th requested chunk into `out` (`inner_byte_size()` bytes, C order,
+    /// native byte order); the fill value when it is empty.
+    pub fn decode_into(&self, k: usize, out: &mut [u8]) -> Result<()> {
+        match self.encoded(k) {
             None => {
-                fill.fill(piece);
+                self.layout.inner_repr().fill_value.fill(out);
                 Ok(())
             }
-            Some(loc) => {
-                // The run holding this chunk: the last one starting at or before it.
-                let r = data.partition_point(|(s, _)| *s <= loc.offset) - 1;
-                let (start, bytes) = &data[r];
-                let from = (loc.offset - start) as usize;
-                let i = self.layout.linear_index(coords[k])?;
-                self.layout
-                    .decode_chunk_into(i, &bytes[from..from + loc.nbytes as usize], piece)
-            }
-        })
+            Some(bytes) => self.layout.decode_chunk_into(self.indices[k], bytes, out),
+        }
     }
 }
 

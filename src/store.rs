@@ -2,8 +2,10 @@
 //! metadata and each shard's [`ShardIo`].
 
 use crate::error::{Error, Result};
-use crate::io::{ByteRange, FileIo, ShardIo};
+use crate::io::{ByteRange, CountingIo, FileIo, MemoryIo, ShardIo};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Key → object storage for one array.
 pub trait Store: Send + Sync {
@@ -24,6 +26,14 @@ pub trait Store: Send + Sync {
     /// Remove the object at `key` (no error when missing).
     fn delete(&self, key: &str) -> Result<()> {
         self.shard_io(key)?.delete()
+    }
+
+    /// True when the store's I/O must run on the thread that called the library (a host's
+    /// callbacks that are not thread-safe, or that need the caller's thread, as a JVM's do).
+    /// Region reads and writes then do their I/O shard by shard on the calling thread and
+    /// only decode and encode in parallel.
+    fn io_on_caller_thread(&self) -> bool {
+        false
     }
 }
 
@@ -65,5 +75,56 @@ impl Store for FsStore {
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         // Temporary sibling + rename: readers never see a half-written object.
         FileIo::new(self.path(key)?).put(value)
+    }
+}
+
+/// Objects in memory, each a [`MemoryIo`] wrapped in a [`CountingIo`] so tests and
+/// benchmarks can see the reads every access costs. Cloning shares the objects.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    objects: Arc<Mutex<BTreeMap<String, Arc<CountingIo<MemoryIo>>>>>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn object(&self, key: &str) -> Arc<CountingIo<MemoryIo>> {
+        let mut map = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(key.to_string())
+            .or_insert_with(|| Arc::new(CountingIo::new(MemoryIo::new())))
+            .clone()
+    }
+
+    /// Keys of the objects that exist, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let map = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter()
+            .filter(|(_, o)| o.inner.bytes().is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Read calls and bytes read over all objects since the last [`MemoryStore::reset_counts`].
+    pub fn read_counts(&self) -> (u64, u64) {
+        let map = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        map.values()
+            .fold((0, 0), |(r, b), o| (r + o.reads(), b + o.bytes_read()))
+    }
+
+    pub fn reset_counts(&self) {
+        let map = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        map.values().for_each(|o| o.reset());
+    }
+}
+
+impl Store for MemoryStore {
+    fn shard_io(&self, key: &str) -> Result<Box<dyn ShardIo>> {
+        Ok(Box::new(self.object(key)))
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.object(key).put(value)
     }
 }

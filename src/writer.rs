@@ -190,6 +190,41 @@ impl<I: ShardIo> ShardWriter<I> {
         &self.index
     }
 
+    /// Decode inner chunk `coords` as the shard stands now (what an update found, plus what
+    /// was written since) into `out` (C order, native byte order); the fill value when it is
+    /// empty. For read-modify-write of a part of a chunk. One read in update and streaming
+    /// modes; buffered chunks are decoded from memory.
+    pub fn read_chunk_into(&self, coords: &[u64], out: &mut [u8]) -> Result<()> {
+        crate::codec::check_len(out.len(), self.layout.inner_byte_size() as u64)?;
+        let i = self.layout.linear_index(coords)?;
+        let Some(loc) = self.index.get(i) else {
+            self.layout.inner_repr().fill_value.fill(out);
+            return Ok(());
+        };
+        let bytes = match &self.mode {
+            Mode::Buffered { chunks } => chunks[i].clone().unwrap_or_default(),
+            Mode::Positional { .. } => {
+                let got = self
+                    .io
+                    .read(crate::io::ByteRange::FromStart(
+                        loc.offset,
+                        Some(loc.nbytes),
+                    ))?
+                    .map(|o| o.data)
+                    .unwrap_or_default();
+                if got.len() as u64 != loc.nbytes {
+                    return Err(Error::corrupt(format!(
+                        "index entry (offset {}, nbytes {}) points past the end of the object",
+                        loc.offset, loc.nbytes
+                    ))
+                    .at_chunk(coords));
+                }
+                got
+            }
+        };
+        self.layout.decode_chunk_into(i, &bytes, out)
+    }
+
     fn check_open(&self) -> Result<()> {
         match self.state {
             WriterState::Open => Ok(()),

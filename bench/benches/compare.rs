@@ -412,20 +412,12 @@ fn zs_open(dir: &Path) -> R<ZsArray> {
     zarrshard::Array::open(zarrshard::FsStore::new(dir)).s()
 }
 
-/// Decode the whole array with zarrshard: each shard read and decoded whole
-/// (`Array::read_shard`: one read of the object, inner chunks decoded on the crate's pool),
-/// then copied into place.
+/// Decode the whole array with zarrshard: `Array::read_region` over the whole array (per row
+/// of shards: indexes and coalesced chunk bytes fetched shard by shard in parallel, then the
+/// inner chunks decoded in parallel, each task owning a band of output rows).
 fn zs_read_array(arr: &ZsArray) -> R<Vec<u8>> {
     let mut out = vec![0u8; ARRAY_BYTES];
-    let g = N / S;
-    for sy in 0..g {
-        for sx in 0..g {
-            let shard = arr.read_shard(&[sy, sx]).s()?.ok_or("missing shard")?;
-            zarrshard::nd::copy_box(
-                &shard, &[S, S], &[0, 0], &mut out, &[N, N], &[sy * S, sx * S], &[S, S], EL,
-            );
-        }
-    }
+    arr.read_region(&[0, 0], &[N, N], &mut out).s()?;
     Ok(out)
 }
 
@@ -1093,7 +1085,7 @@ fn main() {
     // The arrays every implementation reads, written once by zarrshard (buffered, C order),
     // and the directories each implementation writes into (zarr.json only).
     let src = as_bytes(&data);
-    for v in READ_VARIANTS {
+    for v in READ_VARIANTS.into_iter().chain([RAW_END]) {
         let dir = work.join("read").join(v.key);
         make_array_dir(&dir, v).unwrap();
         zs_open(&dir)
@@ -1527,6 +1519,60 @@ fn main() {
         }
         table.measure("3c. one inner chunk, warm, encoded bytes only (zstd 1, index at end)", Unit::PerChunk, 7, None, runners);
     }
+    // Warm, decoded, uncompressed inner chunks: the fixed per-chunk overhead (index lookup,
+    // one read, the `bytes` codec into the caller's buffer).
+    {
+        let dir = ctx.read_dir(RAW_END);
+        let mut runners = Vec::new();
+        {
+            let arr = zs_open(&dir).unwrap();
+            let (ctx, timed, check_chunks) = (&ctx, &timed_chunks, &check_chunks);
+            let first = in_shard(ctx.single[0]);
+            // `ShardReader::read_chunk_into` (uncompressed: copied, no decode step).
+            runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
+                let reader = arr.shard_reader(&SHARD).s()?;
+                let mut buf = vec![0u8; CHUNK_BYTES];
+                reader.read_chunk_into(&first, &mut buf).s()?;
+                let mut outs = Vec::new();
+                let clk = Clock::start();
+                for &o in timed {
+                    reader.read_chunk_into(&in_shard(o), &mut buf).s()?;
+                    if check {
+                        outs.push(buf.clone());
+                    }
+                }
+                let s = clk.stop().per(k);
+                if check {
+                    check_chunks(ctx, outs, "zarrshard")?;
+                }
+                Ok(s)
+            }));
+        }
+        {
+            let arr = ZArray::open(Arc::new(FilesystemStore::new(&dir).unwrap()), "/").unwrap();
+            let (ctx, timed, check_chunks) = (&ctx, &timed_chunks, &check_chunks);
+            let first = ctx.single[0];
+            runners.push(Runner::peer(format!("{zarrs_default}: retrieve_subchunk_opt + index cache"), move |check| {
+                let cache = ArrayShardedReadableExtCache::new(&arr);
+                let opts = CodecOptions::default();
+                arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[first[0] / C, first[1] / C], &opts).s()?;
+                let mut outs = Vec::new();
+                let clk = Clock::start();
+                for &o in timed {
+                    let out = arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[o[0] / C, o[1] / C], &opts).s()?;
+                    if check {
+                        outs.push(zbytes(out)?);
+                    }
+                }
+                let s = clk.stop().per(k);
+                if check {
+                    check_chunks(ctx, outs, "zarrs")?;
+                }
+                Ok(s)
+            }));
+        }
+        table.measure("3d. one inner chunk, warm, decoded, uncompressed (index at end)", Unit::PerChunk, 9, None, runners);
+    }
 
     // 4a. 1000 random inner chunks (distinct, seed 42), one at a time, from an opened array
     //     with no index loaded (each implementation loads and keeps each shard's index).
@@ -1633,30 +1679,12 @@ fn main() {
         {
             let arr = zs_open(&dir).unwrap();
             let want = &want;
-            // No region API in zarrshard yet: a `ShardReader` per shard touched, each covering
-            // inner chunk read with `read_chunk_into` and its overlap copied (`nd::copy_box`).
+            // `Array::read_region`: per shard touched, the index and then the covering inner
+            // chunks' bytes as coalesced runs; decoded in parallel bands of output rows.
             runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
                 let clk = Clock::start();
                 let mut out = vec![0u8; (h * w) as usize * EL];
-                let mut buf = vec![0u8; CHUNK_BYTES];
-                for sy in r0 / S..=(r1 - 1) / S {
-                    for sx in c0 / S..=(c1 - 1) / S {
-                        let reader = arr.shard_reader(&[sy, sx]).s()?;
-                        let (ry0, ry1) = (r0.max(sy * S), r1.min(sy * S + S));
-                        let (rx0, rx1) = (c0.max(sx * S), c1.min(sx * S + S));
-                        for cy in ry0 / C..=(ry1 - 1) / C {
-                            for cx in rx0 / C..=(rx1 - 1) / C {
-                                reader.read_chunk_into(&[cy % (S / C), cx % (S / C)], &mut buf).s()?;
-                                let (y0, y1) = (ry0.max(cy * C), ry1.min(cy * C + C));
-                                let (x0, x1) = (rx0.max(cx * C), rx1.min(cx * C + C));
-                                zarrshard::nd::copy_box(
-                                    &buf, &[C, C], &[y0 - cy * C, x0 - cx * C], &mut out, &[h, w],
-                                    &[y0 - r0, x0 - c0], &[y1 - y0, x1 - x0], EL,
-                                );
-                            }
-                        }
-                    }
-                }
+                arr.read_region(&[r0, c0], &[h, w], &mut out).s()?;
                 let s = clk.stop();
                 if check {
                     same(&out, want, "zarrshard")?;
@@ -2154,8 +2182,8 @@ fn notes(zs_has_threads: bool) -> String {
         "**Columns.** Throughput is MB/s (10^6 bytes) of decoded bytes; single-chunk rows are time per inner chunk (8 KiB decoded). *cores busy*: process CPU time (user + system, all threads; `getrusage`, or `time.process_time()` in the Python peers) over wall time for the same interval. Encode rows end with the bytes the implementation wrote (→ MB). *ratio zarrshard/peer*: the peer's median divided by zarrshard's (its default-threads row, the first of each workload) — above 1 zarrshard is faster (for peak heap: uses less). *% of ceiling* (zarrshard rows): the time the raw codec of section 0 needs for the same bytes on the cores zarrshard uses, divided by zarrshard's time: zstd-1 / gzip-1 compress for writes, zstd-1 decompress for reads (for the region: of the covering inner chunks), memcpy for uncompressed writes, crc32c + memcpy of the same bytes for the index. The codec ceilings run hot in cache over one shard's chunks, so they are an upper bound; a row slightly above 100% is within that bound's noise.",
         "**Data.** 4096×4096 uint16, smooth gradient + 6 bits of noise (compression ratios in section 0); shards 1024×1024, inner chunks 64×64; `bytes` LE + zstd level 1 (no checksum) unless stated; index `bytes` + `crc32c`. Every implementation reads the same files (written once by zarrshard) and writes under the same `zarr.json` bytes; on the untimed warm-up run every written array was read back and compared with the source, and every read result was compared.",
         "**Repetitions.** Implementations alternate within each repetition (A B C … A B C …), the Python peers included: the harness drives `peers.py --serve` one sample at a time. 7 repetitions for whole-array decodes, the 1000-chunk reads, encoded-only reads and ceilings; 5 for peak heap; 9 otherwise (whole-array encodes included: writes through the page cache of this VM's ext4 show sporadic stalls of tens of ms, which the median absorbs). Median and min–max. Before every write sample (untimed) the previous sample's shards are deleted and `sync()` flushes dirty pages, so no sample pays for another's writeback.",
-        "**Threads.** zarrshard's default pool has one thread per core and parallelises whole-shard encode/decode; chunk, region, index and shard-writer calls run on the caller's thread. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",
-        "**zarrshard APIs used.** Encode: `Array::import` (buffered strategy; its chunks encoded on the pool). Decode array: `Array::read_shard` per shard + `nd::copy_box` into the output (no whole-array read API besides `export`, which streams raw bytes to a writer). Decode shard: `Array::read_shard`. Chunks: `Array::shard_reader` + `ShardReader::read_chunk_into` (cold = a new reader per chunk: index read + chunk read); `read_chunk_raw` for encoded bytes. Region: **no region API in the crate yet**, so the covering inner chunks are read with `ShardReader` and their overlaps copied with `nd::copy_box`. Index: `ShardIndex::decode` (crc32c + every entry validated). One shard: `ShardWriter` (streaming / buffered) over `FileIo`.",
+        "**Threads.** zarrshard's default pool has one thread per core and parallelises whole-shard encode/decode; chunk, index and shard-writer calls run on the caller's thread; region reads fetch shards and decode chunks on the pool. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",
+        "**zarrshard APIs used.** Encode: `Array::import` (buffered strategy; its chunks encoded on the pool). Decode array: `Array::read_region` over the whole array. Decode shard: `Array::read_shard`. Chunks: `Array::shard_reader` + `ShardReader::read_chunk_into` (cold = a new reader per chunk: index read + chunk read); `read_chunk_raw` for encoded bytes. Region: `Array::read_region`. Index: `ShardIndex::decode` (crc32c + every entry validated). One shard: `ShardWriter` (streaming / buffered) over `FileIo`.",
         "**zarrs APIs used** (sync API). Encode: `store_chunks_opt` over all shards, on a store that reads through zarrs' `FilesystemStore` and writes without fsync (`FilesystemStore` fsyncs every write; one row shows it as shipped). Decode: `retrieve_array_subset_opt` / `retrieve_chunk_opt` into `ArrayBytes` (no element conversion). Cold chunk: `retrieve_chunk_subset_opt` (a new sharding partial decoder per call). Warm chunk and 1000 chunks: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an `ArrayShardedReadableExtCache` (its cached-index API), also over a `FilesystemStore` with `file_handle_cache_size(16)`; encoded bytes: `retrieve_encoded_subchunk`. Region: `retrieve_array_subset_opt`. Index: `ShardingCodec::decode_index` (checksum only; entries not validated). One shard: `store_chunk_opt` (needs the whole decoded shard), and `store_chunk_subset_opt` per inner chunk with `experimental_partial_encoding`.",
         "**Python peers.** tensorstore: `zarr3` driver, `file` kvstore; cold, region and whole-array/shard reads with a 0-byte cache pool (the index is re-read on every access); warm and 1000-chunk reads with a fresh 256 MiB pool per sample (index cached; every timed chunk is a different chunk, so no decoded-chunk cache hit); writes with `file_io_sync: false` except the row marked as shipped. zarr-python: `zarr.open_array(LocalStore)`, slicing and slice assignment; it keeps no shard index between calls, so its warm rows equal its cold ones. Timed inside Python (`perf_counter`) around the read/write call only; opening is outside. Not run for them: index parsing and shard writes (no comparable public API), I/O counts.",
         "**Peak heap** counts Rust allocations of every thread (the counting global allocator of this harness); libzstd's own contexts (allocated with C `malloc`) are not counted, for zarrshard and zarrs alike. The zarrs whole-shard row includes the 2 MiB decoded shard its API takes as input; the chunk-by-chunk rows hold one 8 KiB chunk of input.",

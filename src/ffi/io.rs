@@ -154,6 +154,9 @@ pub(crate) unsafe fn read_table(p: *const shard_io_callbacks) -> shard_io_callba
 /// wraps the table's `destroy` in a [`UserdataOwner`] that outlives every use.
 pub(crate) struct CallbackIo {
     cb: shard_io_callbacks,
+    /// Set when this value owns `userdata` itself (objects a store opens); shard handles own
+    /// it beside the reader or writer instead.
+    _owner: Option<UserdataOwner>,
 }
 
 // SAFETY: the contract above makes the host responsible for the thread-safety of `read`,
@@ -176,7 +179,19 @@ impl CallbackIo {
                 "shard_io_callbacks.read is required".into(),
             ));
         }
-        Ok(CallbackIo { cb: *cb })
+        Ok(CallbackIo {
+            cb: *cb,
+            _owner: None,
+        })
+    }
+
+    /// Like [`CallbackIo::new`], taking ownership of `userdata` at once: `destroy` runs when
+    /// the value is dropped, or now if the table is refused.
+    pub(crate) fn owning(cb: &shard_io_callbacks) -> Result<Self> {
+        let owner = UserdataOwner::of(cb);
+        let mut io = CallbackIo::new(cb)?;
+        io._owner = Some(owner);
+        Ok(io)
     }
 
     fn fail(&self, what: &str, code: i32) -> Error {
@@ -410,6 +425,14 @@ impl UserdataOwner {
             destroy: cb.destroy,
             userdata: cb.userdata,
         }
+    }
+
+    /// Take ownership of a store table's `userdata` (see [`UserdataOwner::of`]).
+    pub(crate) fn of_store(
+        destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+        userdata: *mut c_void,
+    ) -> Self {
+        UserdataOwner { destroy, userdata }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The C ABI: the only module with `unsafe` and `extern "C"` (besides the blosc binding).
 //!
-//! Modelled on rustls-ffi: one module per concept (`codec`, `shard`, `io`), infrastructure in
+//! Modelled on rustls-ffi: one module per concept (`codec`, `shard`, `array`, `io`), infrastructure in
 //! `status` (the status enum), `error` (panic boundary, thread-local message) and `handle`
 //! (pointer casts and NULL checks). Every exported function runs inside `guard`, returns a
 //! `shard_status`, writes its `*_out` parameters only on success, and checks every pointer.
@@ -19,6 +19,7 @@
 // another thread uses it.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod array;
 pub mod codec;
 pub mod error;
 pub mod handle;

@@ -1,0 +1,282 @@
+//! `shard_array`: a whole array over a host-supplied store (key → one object's
+//! `shard_io_callbacks`), for reading and writing regions across shards and inner chunks.
+
+use super::codec::{shard_codec, CodecHandle};
+use super::error::{guard, Failure};
+use super::handle::{bytes, bytes_mut, out, text, Handle};
+use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
+use super::status::shard_status;
+use crate::array::Array;
+use crate::error::{Error, Result};
+use crate::io::ShardIo;
+use crate::metadata::ArrayMetadata;
+use crate::store::Store;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Arc, Mutex, TryLockError};
+
+/// The store callback table version this header defines.
+pub const SHARD_STORE_VERSION: u32 = 1;
+
+/// `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
+/// hands out, are thread-safe, so the library may call them from its worker threads to fetch
+/// several shards at once. Without it every callback runs on the thread that called
+/// `shard_array_*` (decoding is still parallel).
+pub const SHARD_STORE_THREAD_SAFE: u32 = 1;
+
+/// The host's storage for a whole array: it maps a key (`c/0/1`, per the array's
+/// `chunk_key_encoding`) to the callback table of that object, as a file system or an object
+/// store maps a path to an open file.
+///
+/// **Contract.**
+/// * `version` is `SHARD_STORE_VERSION`; later versions only append fields.
+/// * `userdata` is passed to `open_object`. It stays the host's until `shard_array_open`
+///   succeeds; from then on the array handle owns it and calls `destroy(userdata)` once, from
+///   `shard_array_close` (not at all when the open fails).
+/// * `open_object(userdata, key, io_out)`: fill `*io_out` (a zeroed table the library passes)
+///   with the callbacks of the object at `key`, a NUL-terminated UTF-8 string; the object need
+///   not exist (its `read` then returns `SHARD_IO_NOT_FOUND`). Return 0, or a non-zero error
+///   code the library keeps (`shard_last_io_code`) and reports as `SHARD_ERR_IO`. When it
+///   returns 0 the library owns `io_out->userdata` and calls `io_out->destroy` on it once, when
+///   done with the object (at the latest before the `shard_array_*` call returns). Object tables
+///   follow the rules of `shard_io_callbacks`.
+/// * Threads: without `SHARD_STORE_THREAD_SAFE` in `flags`, every callback runs on the thread
+///   of the `shard_array_*` call that needs it, one at a time per call (concurrent
+///   `shard_array_read_region` calls on several threads still call back concurrently).
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct shard_store_callbacks {
+    /// `SHARD_STORE_VERSION`.
+    pub version: u32,
+    /// A bitwise OR of `SHARD_STORE_*` flags.
+    pub flags: u32,
+    /// Host context passed to `open_object` and `destroy`.
+    pub userdata: *mut c_void,
+    /// Required. Fill `*io_out` with the callback table of the object at `key`.
+    pub open_object: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            key: *const c_char,
+            io_out: *mut shard_io_callbacks,
+        ) -> i32,
+    >,
+    /// Optional. Release `userdata`; called once, from `shard_array_close`.
+    pub destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+}
+
+/// The host's store as a [`Store`].
+struct CallbackStore {
+    cb: shard_store_callbacks,
+}
+
+// SAFETY: the library calls the host's callbacks from worker threads only when the host set
+// `SHARD_STORE_THREAD_SAFE`; otherwise `io_on_caller_thread` keeps them on the calling thread.
+unsafe impl Send for CallbackStore {}
+unsafe impl Sync for CallbackStore {}
+
+impl Store for CallbackStore {
+    fn shard_io(&self, key: &str) -> Result<Box<dyn ShardIo>> {
+        let open = self.cb.open_object.expect("checked at open");
+        let c_key = CString::new(key)
+            .map_err(|_| Error::InvalidArgument(format!("key `{key}` contains NUL")))?;
+        let mut table = shard_io_callbacks {
+            version: 0,
+            userdata: std::ptr::null_mut(),
+            read: None,
+            read_suffix: None,
+            size: None,
+            write: None,
+            truncate: None,
+            remove: None,
+            destroy: None,
+            read_vectored: None,
+        };
+        // SAFETY: `c_key` and `table` are valid for the call.
+        match unsafe { open(self.cb.userdata, c_key.as_ptr(), &mut table) } {
+            0 => Ok(Box::new(CallbackIo::owning(&table)?)),
+            code => Err(Error::Io {
+                code,
+                message: format!("the host's open_object callback failed for `{key}`"),
+            }),
+        }
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.shard_io(key)?.put(value)
+    }
+
+    fn io_on_caller_thread(&self) -> bool {
+        self.cb.flags & SHARD_STORE_THREAD_SAFE == 0
+    }
+}
+
+/// An array open over a host store.
+pub struct shard_array {
+    _private: [u8; 0],
+}
+
+/// Field order matters: the array (whose store calls back into the host) is dropped before the
+/// store's `userdata` is destroyed.
+pub(crate) struct ArrayHandle {
+    array: Array<CallbackStore>,
+    layout: Option<Arc<crate::sharding::ShardLayout>>,
+    writing: Mutex<()>,
+    _userdata: UserdataOwner,
+}
+
+impl Handle for shard_array {
+    type Rust = ArrayHandle;
+}
+
+/// Open the array described by the Zarr v3 `zarr.json` text `json` (`json_len` bytes of UTF-8,
+/// no NUL needed) over the host's `store`. Nothing is read yet. The array may be sharded or
+/// not, with any supported codecs (see `shard_array_read_region` for which are read partially).
+///
+/// The store table is copied; see `shard_store_callbacks` for who owns `userdata`. On success
+/// `*array_out` owns a new handle; close it with `shard_array_close`. Thread-safe.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, store
+/// version 0, missing `open_object`, unknown flags), `SHARD_ERR_INVALID_METADATA`,
+/// `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_open(
+    json: *const c_char,
+    json_len: usize,
+    store: *const shard_store_callbacks,
+    array_out: *mut *mut shard_array,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let json = unsafe { text(json, json_len, "json") }?;
+        let store = *unsafe { store.as_ref() }.ok_or(Failure::Null("store"))?;
+        let array_out = unsafe { out(array_out, "array_out") }?;
+        if store.version < 1 {
+            return Err(Error::InvalidArgument(format!(
+                "shard_store_callbacks.version is {}, expected {SHARD_STORE_VERSION}",
+                store.version
+            ))
+            .into());
+        }
+        if store.open_object.is_none() {
+            return Err(Error::InvalidArgument(
+                "shard_store_callbacks.open_object is required".into(),
+            )
+            .into());
+        }
+        if store.flags & !SHARD_STORE_THREAD_SAFE != 0 {
+            return Err(Error::InvalidArgument(format!("unknown flags {:#x}", store.flags)).into());
+        }
+        let meta = ArrayMetadata::parse(json)?;
+        let layout = meta.shard_layout().map(Arc::new);
+        let array = Array::from_metadata(CallbackStore { cb: store }, meta);
+        *array_out = shard_array::into_ptr(ArrayHandle {
+            array,
+            layout,
+            writing: Mutex::new(()),
+            _userdata: UserdataOwner::of_store(store.destroy, store.userdata),
+        });
+        Ok(())
+    })
+}
+
+/// Close an array handle and call the store's `destroy(userdata)`. NULL is a no-op. The handle
+/// must not be in use by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_close(array: *mut shard_array) {
+    // SAFETY: the caller passes a pointer from shard_array_open, once.
+    let _ = std::panic::catch_unwind(|| unsafe { shard_array::free(array) });
+}
+
+/// A new codec handle for the array's sharding layout and metadata, for the `shard_codec_*`
+/// getters (shape, data type, fill value, key of a shard) and for opening single shards with
+/// `shard_open`. Free it with `shard_codec_free`. Thread-safe.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_UNSUPPORTED` (the array is not
+/// sharded), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_codec(
+    array: *const shard_array,
+    codec_out: *mut *mut shard_codec,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let codec_out = unsafe { out(codec_out, "codec_out") }?;
+        let layout = h
+            .layout
+            .clone()
+            .ok_or_else(|| Error::Unsupported("the array is not sharded".into()))?;
+        *codec_out = shard_codec::into_ptr(CodecHandle {
+            layout,
+            array: Some(h.array.metadata().clone()),
+        });
+        Ok(())
+    })
+}
+
+/// Read the region of extent `shape` at `start` (each `rank` values, array coordinates) into
+/// `buf` (`len` bytes, which must be the region's element count × the element size): C order,
+/// native byte order; the fill value where nothing is stored. Per shard touched: one read of
+/// its index, then the byte ranges of the inner chunks the region needs, merged into runs
+/// (one `read_vectored` call when the object table has it). Arrays with a bytes→bytes codec
+/// after sharding, or with `transpose` before it, are read a whole shard at a time.
+///
+/// Thread-safe: many threads may read one handle at once (not while another writes the same
+/// shards: the result is then unspecified, though memory-safe).
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
+/// past the array), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+/// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (the object tables lack `size`/`read_suffix`
+/// an index at the end needs), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_read_region(
+    array: *const shard_array,
+    start: *const u64,
+    shape: *const u64,
+    rank: usize,
+    buf: *mut u8,
+    len: usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let start = unsafe { bytes(start, rank, "start") }?;
+        let shape = unsafe { bytes(shape, rank, "shape") }?;
+        let buf = unsafe { bytes_mut(buf, len, "buf") }?;
+        Ok(h.array.read_region(start, shape, buf)?)
+    })
+}
+
+/// Write `data` (`len` bytes: the region's element count × the element size, C order, native
+/// byte order) to the region of extent `shape` at `start`. The minimum read-modify-write: a
+/// shard the region covers entirely is written whole without being read; in others only the
+/// index and the inner chunks the region covers partly are read, and the touched chunks plus
+/// a new index are appended (`SHARD_MODE_UPDATE_APPEND`; `zarrshard compact` reclaims the dead
+/// bytes). Inner chunks equal to the fill value are not stored; a shard left empty is removed.
+/// Not atomic across shards: after an error some shards may hold new values.
+///
+/// One writer per handle: a second thread writing at the same time gets `SHARD_ERR_BUSY`.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+/// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (an object table without `write`, `truncate`
+/// or `remove` where one was needed), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_write_region(
+    array: *const shard_array,
+    start: *const u64,
+    shape: *const u64,
+    rank: usize,
+    data: *const u8,
+    len: usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let start = unsafe { bytes(start, rank, "start") }?;
+        let shape = unsafe { bytes(shape, rank, "shape") }?;
+        let data = unsafe { bytes(data, len, "data") }?;
+        let _exclusive = match h.writing.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::WouldBlock) => return Err(Failure::Busy),
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        Ok(h.array.write_region(start, shape, data)?)
+    })
+}

@@ -1,0 +1,391 @@
+/*
+ * test_region: the array-level C API (shard_array_*) over a host store.
+ *
+ * A memory store (one mem_io per key) checks region writes and reads against a model kept
+ * here, the storage requests a region costs, every argument error, a failing store, and that
+ * a second concurrent writer is refused with SHARD_ERR_BUSY. A read-only directory store
+ * (posix_io) reads the zarr-python fixture (bindings/make_fixture.py) region by region, equal
+ * to its expected values, when its path is given: test_region [FIXTURE_DIR].
+ * One line per test, then `N passed, M failed`.
+ */
+#define _XOPEN_SOURCE 700
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem_io.h"
+#include "posix_io.h"
+#include "zarrshard.h"
+
+static int g_passed, g_failed, t_failures;
+
+static void check_failed(int line, const char *what) {
+    if (t_failures++ < 8) printf("    line %d: %s\n", line, what);
+}
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) check_failed(__LINE__, #cond);                                        \
+    } while (0)
+#define EXPECT(call, want)                                                                 \
+    do {                                                                                   \
+        shard_status got_ = (call);                                                        \
+        if (got_ != (want)) {                                                              \
+            char m_[300], b_[500];                                                         \
+            size_t n_;                                                                     \
+            if (shard_last_error(m_, sizeof m_, &n_) != SHARD_OK) m_[0] = '\0';            \
+            snprintf(b_, sizeof b_, "%s = %d, expected %d; last error: %s", #call,         \
+                     (int)got_, (int)(want), m_);                                          \
+            check_failed(__LINE__, b_);                                                    \
+        }                                                                                  \
+    } while (0)
+
+static void run(const char *name, void (*test)(void)) {
+    t_failures = 0;
+    test();
+    if (t_failures == 0) {
+        g_passed++;
+        printf("ok %s\n", name);
+    } else {
+        g_failed++;
+        printf("FAIL %s (%d failed checks)\n", name, t_failures);
+    }
+    fflush(stdout);
+}
+#define RUN(test) run(#test, test)
+
+/* ---- a memory store: key -> mem_io ----------------------------------------------------- */
+
+#define MAX_OBJECTS 64
+typedef struct {
+    char keys[MAX_OBJECTS][32];
+    mem_io *objects[MAX_OBJECTS];
+    int count;
+    int32_t fail_open; /* non-zero: open_object fails with this code */
+    int destroyed;
+    /* Busy test: open_object waits here until released. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int hold, holding;
+} mem_store;
+
+static int32_t store_open(void *ud, const char *key, shard_io_callbacks *io) {
+    mem_store *s = ud;
+    int i;
+    pthread_mutex_lock(&s->lock);
+    if (s->hold) {
+        s->holding = 1;
+        pthread_cond_broadcast(&s->cond);
+        while (s->hold) pthread_cond_wait(&s->cond, &s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (s->fail_open) return s->fail_open;
+    for (i = 0; i < s->count; i++)
+        if (strcmp(s->keys[i], key) == 0) break;
+    if (i == s->count) {
+        if (s->count == MAX_OBJECTS || strlen(key) >= sizeof s->keys[0]) return 28; /* ENOSPC */
+        strcpy(s->keys[i], key);
+        s->objects[i] = mem_io_new(NULL, 0);
+        s->count++;
+    }
+    mem_io_callbacks(s->objects[i], io);
+    return 0;
+}
+
+static void store_destroy(void *ud) { ((mem_store *)ud)->destroyed++; }
+
+static void store_init(mem_store *s) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+}
+
+static void store_free(mem_store *s) {
+    int i;
+    for (i = 0; i < s->count; i++) {
+        CHECK(mem_io_refs(s->objects[i]) == 1); /* every object table was destroyed */
+        mem_io_release(s->objects[i]);
+    }
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+}
+
+static shard_store_callbacks store_table(mem_store *s) {
+    shard_store_callbacks t;
+    memset(&t, 0, sizeof t);
+    t.version = SHARD_STORE_VERSION;
+    t.userdata = s;
+    t.open_object = store_open;
+    t.destroy = store_destroy;
+    return t;
+}
+
+static uint64_t store_reads(mem_store *s) {
+    uint64_t n = 0;
+    int i;
+    for (i = 0; i < s->count; i++) n += mem_io_reads(s->objects[i]);
+    return n;
+}
+
+static void store_reset(mem_store *s) {
+    int i;
+    for (i = 0; i < s->count; i++) mem_io_reset_counters(s->objects[i]);
+}
+
+/* 20x12 uint16, shards 8x8 of 4x4 inner chunks, zstd, index at the end, fill value 7. */
+static const char ZARR_JSON[] =
+    "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [20, 12], \"data_type\": \"uint16\","
+    " \"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": [8, 8]}},"
+    " \"chunk_key_encoding\": {\"name\": \"default\"}, \"fill_value\": 7,"
+    " \"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [4, 4],"
+    " \"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}},"
+    " {\"name\": \"zstd\", \"configuration\": {\"level\": 1, \"checksum\": false}}],"
+    " \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}},"
+    " {\"name\": \"crc32c\"}]}}]}";
+
+#define ROWS 20
+#define COLS 12
+static uint16_t model[ROWS][COLS];
+
+static void model_reset(void) {
+    int r, c;
+    for (r = 0; r < ROWS; r++)
+        for (c = 0; c < COLS; c++) model[r][c] = 7;
+}
+
+static shard_array *open_array(mem_store *s) {
+    shard_store_callbacks t = store_table(s);
+    shard_array *a = NULL;
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &a), SHARD_OK);
+    return a;
+}
+
+/* Write the region with values v(r, c) = seed + r * 31 + c, into the model too. */
+static void write_box(shard_array *a, uint64_t r0, uint64_t c0, uint64_t h, uint64_t w,
+                      unsigned seed) {
+    uint64_t start[2] = {r0, c0}, shape[2] = {h, w}, r, c;
+    uint16_t *buf = malloc(h * w * 2 + 1);
+    for (r = 0; r < h; r++)
+        for (c = 0; c < w; c++) {
+            buf[r * w + c] = (uint16_t)(seed + (r0 + r) * 31 + (c0 + c));
+            model[r0 + r][c0 + c] = buf[r * w + c];
+        }
+    EXPECT(shard_array_write_region(a, start, shape, 2, (const uint8_t *)buf, h * w * 2),
+           SHARD_OK);
+    free(buf);
+}
+
+static int box_matches(shard_array *a, uint64_t r0, uint64_t c0, uint64_t h, uint64_t w) {
+    uint64_t start[2] = {r0, c0}, shape[2] = {h, w}, r, c;
+    uint16_t *buf = malloc(h * w * 2 + 1);
+    int ok = shard_array_read_region(a, start, shape, 2, (uint8_t *)buf, h * w * 2) == SHARD_OK;
+    for (r = 0; ok && r < h; r++)
+        for (c = 0; c < w; c++)
+            if (buf[r * w + c] != model[r0 + r][c0 + c]) ok = 0;
+    free(buf);
+    return ok;
+}
+
+static void test_regions_match_the_model(void) {
+    mem_store s;
+    shard_array *a;
+    uint64_t r0, c0, h, w;
+    store_init(&s);
+    model_reset();
+    a = open_array(&s);
+    CHECK(box_matches(a, 0, 0, ROWS, COLS)); /* nothing stored: all fill */
+    write_box(a, 3, 2, 9, 7, 100);          /* across 4 shards, partial chunks */
+    write_box(a, 0, 0, 8, 8, 200);          /* exactly one shard */
+    write_box(a, 17, 11, 3, 1, 300);        /* the edge shard, past the array's edge */
+    write_box(a, 5, 5, 1, 1, 7);            /* one element */
+    for (r0 = 0; r0 < ROWS; r0 += 3)
+        for (c0 = 0; c0 < COLS; c0 += 5)
+            for (h = 1; r0 + h <= ROWS; h += 4)
+                for (w = 1; c0 + w <= COLS; w += 3) CHECK(box_matches(a, r0, c0, h, w));
+    shard_array_close(a);
+    CHECK(s.destroyed == 1);
+    store_free(&s);
+}
+
+static void test_requests_per_region(void) {
+    mem_store s;
+    shard_array *a;
+    store_init(&s);
+    model_reset();
+    a = open_array(&s);
+    write_box(a, 0, 0, ROWS, COLS, 1);
+    store_reset(&s);
+    /* Rows 4..8, cols 0..8: shard (0, 0)'s inner chunks (1, 0) and (1, 1), adjacent in the
+     * object: one index read and one run. */
+    CHECK(box_matches(a, 4, 0, 4, 8));
+    CHECK(store_reads(&s) == 2);
+    store_reset(&s);
+    /* Rows 6..10, cols 6..10: four shards, one chunk each: 4 index reads + 4 chunk reads. */
+    CHECK(box_matches(a, 6, 6, 4, 4));
+    CHECK(store_reads(&s) == 8);
+    store_reset(&s);
+    /* Writing exactly inner chunk (0, 1) of shard (1, 0) reads only its index. */
+    write_box(a, 8, 4, 4, 4, 9);
+    CHECK(store_reads(&s) == 1);
+    shard_array_close(a);
+    store_free(&s);
+}
+
+static void test_argument_errors(void) {
+    mem_store s;
+    shard_store_callbacks t;
+    shard_array *a, *sentinel = (shard_array *)&g_passed, *out = sentinel;
+    shard_codec *codec = NULL;
+    uint64_t start[2] = {0, 0}, shape[2] = {2, 2}, far[2] = {19, 0};
+    uint8_t buf[8];
+    uint64_t n = 0;
+    store_init(&s);
+    t = store_table(&s);
+    EXPECT(shard_array_open(NULL, 3, &t, &out), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), NULL, &out), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_open("{", 1, &t, &out), SHARD_ERR_INVALID_METADATA);
+    t.version = 0;
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &out), SHARD_ERR_INVALID_ARGUMENT);
+    t = store_table(&s);
+    t.open_object = NULL;
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &out), SHARD_ERR_INVALID_ARGUMENT);
+    t = store_table(&s);
+    t.flags = 0x10;
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &out), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(out == sentinel && s.destroyed == 0); /* failed opens keep userdata with the host */
+    a = open_array(&s);
+    EXPECT(shard_array_read_region(NULL, start, shape, 2, buf, 8), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_read_region(a, NULL, shape, 2, buf, 8), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_read_region(a, start, shape, 2, NULL, 8), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_read_region(a, start, shape, 1, buf, 8), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_read_region(a, far, shape, 2, buf, 8), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_read_region(a, start, shape, 2, buf, 7), SHARD_ERR_BUFFER_SIZE);
+    EXPECT(shard_array_write_region(a, start, shape, 2, buf, 9), SHARD_ERR_BUFFER_SIZE);
+    EXPECT(shard_array_codec(a, &codec), SHARD_OK);
+    EXPECT(shard_codec_num_chunks(codec, &n), SHARD_OK);
+    CHECK(n == 4);
+    shard_codec_free(codec);
+    /* A failing store: the code comes back as the I/O code. */
+    s.fail_open = 5;
+    EXPECT(shard_array_read_region(a, start, shape, 2, buf, 8), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 5);
+    EXPECT(shard_array_write_region(a, start, shape, 2, buf, 8), SHARD_ERR_IO);
+    shard_array_close(a);
+    shard_array_close(NULL);
+    CHECK(s.destroyed == 1);
+    store_free(&s);
+}
+
+typedef struct {
+    shard_array *a;
+    shard_status st;
+} writer_arg;
+
+static void *write_in_thread(void *p) {
+    writer_arg *w = p;
+    uint64_t start[2] = {0, 0}, shape[2] = {1, 1};
+    uint16_t v = 1;
+    w->st = shard_array_write_region(w->a, start, shape, 2, (const uint8_t *)&v, 2);
+    return NULL;
+}
+
+static void test_second_writer_is_refused(void) {
+    mem_store s;
+    writer_arg w;
+    pthread_t th;
+    uint64_t start[2] = {9, 9}, shape[2] = {1, 1};
+    uint16_t v = 2;
+    store_init(&s);
+    w.a = open_array(&s);
+    s.hold = 1; /* the first writer stops inside open_object */
+    pthread_create(&th, NULL, write_in_thread, &w);
+    pthread_mutex_lock(&s.lock);
+    while (!s.holding) pthread_cond_wait(&s.cond, &s.lock);
+    pthread_mutex_unlock(&s.lock);
+    EXPECT(shard_array_write_region(w.a, start, shape, 2, (const uint8_t *)&v, 2),
+           SHARD_ERR_BUSY);
+    pthread_mutex_lock(&s.lock);
+    s.hold = 0;
+    pthread_cond_broadcast(&s.cond);
+    pthread_mutex_unlock(&s.lock);
+    pthread_join(th, NULL);
+    CHECK(w.st == SHARD_OK);
+    shard_array_close(w.a);
+    store_free(&s);
+}
+
+/* ---- the zarr-python fixture through a read-only directory store ----------------------- */
+
+static const char *g_fixture;
+
+static int32_t dir_open(void *ud, const char *key, shard_io_callbacks *io) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fixture.zarr/%s", (const char *)ud, key);
+    return posix_io_open(path, POSIX_IO_READ, io, NULL);
+}
+
+static void test_zarr_python_fixture(void) {
+    char path[4096], *json;
+    FILE *f;
+    long len;
+    uint16_t *want, *got;
+    shard_store_callbacks t;
+    shard_array *a = NULL;
+    uint64_t start[2], shape[2], r, c;
+    snprintf(path, sizeof path, "%s/fixture.zarr/zarr.json", g_fixture);
+    f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    json = malloc((size_t)len);
+    CHECK(fread(json, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/fixture.raw", g_fixture);
+    f = fopen(path, "rb");
+    want = malloc(64 * 64 * 2);
+    got = malloc(64 * 64 * 2);
+    CHECK(f != NULL && fread(want, 2, 64 * 64, f) == 64 * 64);
+    if (f) fclose(f);
+    memset(&t, 0, sizeof t);
+    t.version = SHARD_STORE_VERSION;
+    t.flags = SHARD_STORE_THREAD_SAFE; /* pread-based: safe from the library's threads */
+    t.userdata = (void *)g_fixture;
+    t.open_object = dir_open;
+    EXPECT(shard_array_open(json, (size_t)len, &t, &a), SHARD_OK);
+    /* Regions of every alignment, including ones over the empty top-left chunks. */
+    for (start[0] = 0; start[0] < 64; start[0] += 13)
+        for (start[1] = 0; start[1] < 64; start[1] += 11)
+            for (shape[0] = 1; start[0] + shape[0] <= 64; shape[0] += 17)
+                for (shape[1] = 1; start[1] + shape[1] <= 64; shape[1] += 19) {
+                    int same = 1;
+                    EXPECT(shard_array_read_region(a, start, shape, 2, (uint8_t *)got,
+                                                   shape[0] * shape[1] * 2),
+                           SHARD_OK);
+                    for (r = 0; r < shape[0]; r++)
+                        for (c = 0; c < shape[1]; c++)
+                            if (got[r * shape[1] + c] != want[(start[0] + r) * 64 + start[1] + c])
+                                same = 0;
+                    CHECK(same);
+                }
+    shard_array_close(a);
+    free(json);
+    free(want);
+    free(got);
+}
+
+int main(int argc, char **argv) {
+    RUN(test_regions_match_the_model);
+    RUN(test_requests_per_region);
+    RUN(test_argument_errors);
+    RUN(test_second_writer_is_refused);
+    if (argc > 1) {
+        g_fixture = argv[1];
+        RUN(test_zarr_python_fixture);
+    }
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed != 0;
+}

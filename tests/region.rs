@@ -1,0 +1,336 @@
+//! Region reads and writes against a plain in-memory model of the array (indexing written
+//! here element by element, independent of the library's box copies), and the I/O they cost.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use zarrshard::*;
+
+/// The whole array in C order, one `u16` per element: the model.
+struct Model {
+    shape: Vec<u64>,
+    data: Vec<u16>,
+}
+
+impl Model {
+    fn offset(&self, at: &[u64]) -> usize {
+        at.iter()
+            .zip(&self.shape)
+            .fold(0u64, |acc, (a, s)| acc * s + a) as usize
+    }
+
+    /// Every coordinate of the box, C order.
+    fn each(start: &[u64], shape: &[u64]) -> Vec<Vec<u64>> {
+        let mut all = vec![start.to_vec()];
+        for d in 0..shape.len() {
+            all = all
+                .into_iter()
+                .flat_map(|c| {
+                    (0..shape[d]).map(move |k| {
+                        let mut c = c.clone();
+                        c[d] += k;
+                        c
+                    })
+                })
+                .collect();
+        }
+        if shape.contains(&0) {
+            all.clear();
+        }
+        all
+    }
+
+    fn read(&self, start: &[u64], shape: &[u64]) -> Vec<u8> {
+        Self::each(start, shape)
+            .iter()
+            .flat_map(|c| self.data[self.offset(c)].to_ne_bytes())
+            .collect()
+    }
+
+    fn write(&mut self, start: &[u64], shape: &[u64], bytes: &[u8]) {
+        for (k, c) in Self::each(start, shape).iter().enumerate() {
+            let o = self.offset(c);
+            self.data[o] = u16::from_ne_bytes([bytes[2 * k], bytes[2 * k + 1]]);
+        }
+    }
+}
+
+fn metadata(shape: &[u64], shard: &[u64], inner: &[u64], codec: &str, at_start: bool) -> Value {
+    let mut inner_codecs = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+    match codec {
+        "zstd" => inner_codecs
+            .push(json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}})),
+        "gzip" => inner_codecs.push(json!({"name": "gzip", "configuration": {"level": 1}})),
+        _ => {}
+    }
+    json!({
+        "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 7,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": inner,
+            "codecs": inner_codecs,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": if at_start { "start" } else { "end" }
+        }}]
+    })
+}
+
+fn create(meta: &Value) -> (Array<MemoryStore>, MemoryStore) {
+    let store = MemoryStore::new();
+    let m = ArrayMetadata::from_json(meta).unwrap();
+    (Array::create(store.clone(), m).unwrap(), store)
+}
+
+fn values(n: u64, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Mostly small values, some equal to the fill value 7, so some chunks are fill.
+            ((x % 9) as u16).to_ne_bytes()
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<u64>,
+    shard: Vec<u64>,
+    inner: Vec<u64>,
+    codec: &'static str,
+    at_start: bool,
+    /// (start, shape) of regions written then read, as fractions of the shape.
+    ops: Vec<(Vec<u64>, Vec<u64>, bool)>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..=3)
+        .prop_flat_map(|rank| {
+            (
+                prop::collection::vec((1u64..=3, 1u64..=3, 1u64..=12), rank),
+                prop::sample::select(vec!["none", "zstd", "gzip"]),
+                any::<bool>(),
+                prop::collection::vec(
+                    (
+                        prop::collection::vec((any::<u64>(), any::<u64>()), rank),
+                        any::<bool>(),
+                    ),
+                    1..6,
+                ),
+            )
+        })
+        .prop_map(|(dims, codec, at_start, raw_ops)| {
+            let inner: Vec<u64> = dims.iter().map(|d| d.0).collect();
+            let shard: Vec<u64> = dims.iter().map(|d| d.0 * d.1).collect();
+            let shape: Vec<u64> = dims.iter().map(|d| d.2).collect();
+            let ops = raw_ops
+                .into_iter()
+                .map(|(r, write)| {
+                    let (start, extent): (Vec<u64>, Vec<u64>) = r
+                        .iter()
+                        .zip(&shape)
+                        .map(|((a, b), s)| {
+                            let start = a % s;
+                            (start, b % (s - start + 1))
+                        })
+                        .unzip();
+                    (start, extent, write)
+                })
+                .collect();
+            Case {
+                shape,
+                shard,
+                inner,
+                codec,
+                at_start,
+                ops,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, .. ProptestConfig::default() })]
+
+    /// Any sequence of region writes and reads agrees with the model, and a whole-array read
+    /// at the end agrees with both the model and `export` (little-endian on disk).
+    #[test]
+    fn regions_agree_with_the_model(c in case(), seed in any::<u64>()) {
+        let meta = metadata(&c.shape, &c.shard, &c.inner, c.codec, c.at_start);
+        let (array, _) = create(&meta);
+        let n: u64 = c.shape.iter().product();
+        let mut model = Model { shape: c.shape.clone(), data: vec![7; n as usize] };
+        for (k, (start, extent, write)) in c.ops.iter().enumerate() {
+            if *write {
+                let data = values(extent.iter().product(), seed ^ k as u64);
+                array.write_region(start, extent, &data).unwrap();
+                model.write(start, extent, &data);
+            }
+            let got = array.read_region_vec(start, extent).unwrap();
+            prop_assert_eq!(got, model.read(start, extent));
+        }
+        let zeros = vec![0; c.shape.len()];
+        let all = array.read_region_vec(&zeros, &c.shape).unwrap();
+        prop_assert_eq!(&all, &model.read(&zeros, &c.shape));
+        let mut exported = Vec::new();
+        array.export(&mut exported).unwrap();
+        let le: Vec<u8> = model.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        prop_assert_eq!(exported, le);
+    }
+}
+
+#[test]
+fn a_region_costs_one_index_read_and_one_coalesced_run_per_shard() {
+    // 16×16 array, one 16×16 shard of 4×4 inner chunks, uncompressed (32 bytes per chunk).
+    let meta = metadata(&[16, 16], &[16, 16], &[4, 4], "none", false);
+    let (array, store) = create(&meta);
+    let data = values(256, 3);
+    array.write_region(&[0, 0], &[16, 16], &data).unwrap();
+    store.reset_counts();
+    // Rows 4..8, cols 2..10: inner chunks (1,0), (1,1), (1,2), adjacent in the object
+    // (C order): 1 index read + 1 run of 3 × 32 bytes.
+    let got = array.read_region_vec(&[4, 2], &[4, 8]).unwrap();
+    let model = Model {
+        shape: vec![16, 16],
+        data: data
+            .chunks(2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+            .collect(),
+    };
+    assert_eq!(got, model.read(&[4, 2], &[4, 8]));
+    let index_bytes = 16 * 16 + 4;
+    assert_eq!(store.read_counts(), (2, index_bytes + 3 * 32));
+    // A region outside every stored shard: one (missing) index read, all fill.
+    let (empty, store) = create(&metadata(&[16, 16], &[8, 8], &[4, 4], "zstd", true));
+    store.reset_counts();
+    assert_eq!(
+        empty.read_region_vec(&[1, 1], &[3, 3]).unwrap(),
+        7u16.to_ne_bytes().repeat(9)
+    );
+    assert_eq!(store.read_counts(), (1, 0));
+}
+
+#[test]
+fn region_writes_read_only_partly_covered_chunks() {
+    let meta = metadata(&[16, 16], &[16, 16], &[4, 4], "zstd", false);
+    let (array, store) = create(&meta);
+    array
+        .write_region(&[0, 0], &[16, 16], &values(256, 5))
+        .unwrap();
+    // A whole shard: nothing is read.
+    store.reset_counts();
+    array
+        .write_region(&[0, 0], &[16, 16], &values(256, 6))
+        .unwrap();
+    assert_eq!(store.read_counts().0, 0);
+    // Exactly inner chunk (1, 1): the index only.
+    store.reset_counts();
+    array
+        .write_region(&[4, 4], &[4, 4], &values(16, 7))
+        .unwrap();
+    assert_eq!(store.read_counts().0, 1);
+    // One element of inner chunk (2, 3): the index and that chunk.
+    store.reset_counts();
+    array.write_region(&[9, 13], &[1, 1], &[9, 0]).unwrap();
+    assert_eq!(store.read_counts().0, 2);
+    let one = array.read_region_vec(&[9, 13], &[1, 1]).unwrap();
+    assert_eq!(one, [9, 0]);
+}
+
+#[test]
+fn region_errors_are_exact() {
+    let (array, _) = create(&metadata(&[10, 10], &[4, 4], &[2, 2], "none", false));
+    let mut out = vec![0u8; 8];
+    assert!(matches!(
+        array.read_region(&[0], &[2], &mut out),
+        Err(Error::InvalidArgument(m)) if m.contains("rank 1")
+    ));
+    assert!(matches!(
+        array.read_region(&[9, 0], &[2, 2], &mut out),
+        Err(Error::InvalidArgument(m)) if m.contains("reaches past")
+    ));
+    assert!(matches!(
+        array.read_region(&[u64::MAX, 0], &[2, 2], &mut out),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        array.read_region(&[0, 0], &[2, 3], &mut out),
+        Err(Error::BufferSize { .. })
+    ));
+    assert!(matches!(
+        array.write_region(&[0, 0], &[3, 2], &out),
+        Err(Error::BufferSize { .. })
+    ));
+    // An empty region needs no buffer and touches nothing.
+    array.read_region(&[10, 3], &[0, 2], &mut []).unwrap();
+}
+
+#[test]
+fn transposed_and_bytes_to_bytes_arrays_go_whole_shard() {
+    // transpose before sharding, and gzip after it: both fall back to whole shards.
+    let mut t = metadata(&[9, 7], &[4, 4], &[2, 2], "none", false);
+    t["codecs"].as_array_mut().unwrap().insert(
+        0,
+        json!({"name": "transpose", "configuration": {"order": [1, 0]}}),
+    );
+    let mut g = metadata(&[9, 7], &[4, 4], &[2, 2], "none", true);
+    g["codecs"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "gzip", "configuration": {"level": 1}}));
+    for meta in [t, g] {
+        let (array, _) = create(&meta);
+        let mut model = Model {
+            shape: vec![9, 7],
+            data: vec![7; 63],
+        };
+        for (k, (start, shape)) in [([1, 1], [5, 5]), ([0, 0], [9, 7]), ([8, 6], [1, 1])]
+            .iter()
+            .enumerate()
+        {
+            let data = values(shape.iter().product(), k as u64 + 11);
+            array.write_region(start, shape, &data).unwrap();
+            model.write(start, shape, &data);
+            assert_eq!(
+                array.read_region_vec(&[0, 0], &[9, 7]).unwrap(),
+                model.read(&[0, 0], &[9, 7])
+            );
+        }
+    }
+}
+
+/// Region writes of several shapes into a directory that `tests/interop/check_region.py`
+/// then reads with zarr-python and tensorstore (run by scripts/test.sh after this test), equal
+/// to `expected.raw` written here from the model (little-endian).
+#[test]
+fn region_writes_for_the_peers_to_read() {
+    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("region-interop");
+    let _ = std::fs::remove_dir_all(&root);
+    for (name, at_start, codec) in [("zstd-end", false, "zstd"), ("raw-start", true, "none")] {
+        let dir = root.join(format!("{name}.zarr"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = metadata(&[37, 29], &[16, 8], &[4, 4], codec, at_start);
+        let array =
+            Array::create(FsStore::new(&dir), ArrayMetadata::from_json(&meta).unwrap()).unwrap();
+        let mut model = Model {
+            shape: vec![37, 29],
+            data: vec![7; 37 * 29],
+        };
+        let boxes: [([u64; 2], [u64; 2]); 5] = [
+            ([0, 0], [37, 29]),
+            ([3, 5], [20, 11]),
+            ([16, 8], [16, 8]),
+            ([36, 28], [1, 1]),
+            ([10, 0], [2, 29]),
+        ];
+        for (k, (start, shape)) in boxes.iter().enumerate() {
+            let data = values(shape.iter().product(), k as u64 + 21);
+            array.write_region(start, shape, &data).unwrap();
+            model.write(start, shape, &data);
+        }
+        let le: Vec<u8> = model.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(root.join(format!("{name}.raw")), le).unwrap();
+    }
+}
