@@ -30,6 +30,16 @@
 #define SHARD_STORE_THREAD_SAFE 1
 
 /**
+ * `shard_array_refs` format: kerchunk reference set version 0 JSON.
+ */
+#define SHARD_REFS_JSON_V0 0
+
+/**
+ * `shard_array_refs` format: kerchunk reference set version 1 JSON (`templates`, `refs`).
+ */
+#define SHARD_REFS_JSON_V1 1
+
+/**
  * The callback table version this header defines. Version 1: `read` … `destroy`; version 2
  * appends `read_vectored`.
  */
@@ -448,6 +458,40 @@ shard_status shard_array_write_region(const shard_array *array,
                                       size_t rank,
                                       const uint8_t *data,
                                       size_t len);
+
+/**
+ * Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
+ * NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
+ * `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
+ * set and its NUL gives `SHARD_ERR_BUFFER_SIZE`.
+ *
+ * `format` is `SHARD_REFS_JSON_V0` or `SHARD_REFS_JSON_V1`; `zarr_format` 3 describes the
+ * array unsharded with a `zarr.json`, 2 with a `.zarray` (chunk keys `i.j`). Each stored inner
+ * chunk is `[URL_PREFIX/SHARD_KEY, offset, nbytes]`; empty ones are left out (they read as the
+ * fill value). `url_prefix` (`url_prefix_len` bytes of UTF-8) is where readers find the
+ * array; `name` (`name_len` bytes, or `(NULL, 0)` for the root) puts the keys under `NAME/`.
+ * Every call reads each shard's index once through the store (so a size query and the copy
+ * cost the same), on the calling thread unless the store is `SHARD_STORE_THREAD_SAFE`.
+ *
+ * Thread-safe (not while another thread writes the array: the set may then differ between
+ * the size query and the copy, which `SHARD_ERR_BUFFER_SIZE` reports).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (format,
+ * zarr_format, not UTF-8, the array not sharded, a bytes→bytes codec after sharding, a data
+ * type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec the chosen metadata cannot
+ * express: nested sharding or a transpose other than C/F order in v2), `SHARD_ERR_BUFFER_SIZE`,
+ * `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (object
+ * tables lacking `size`/`read_suffix` an index at the end needs), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_refs(const shard_array *array,
+                              uint32_t format,
+                              uint32_t zarr_format,
+                              const char *url_prefix,
+                              size_t url_prefix_len,
+                              const char *name,
+                              size_t name_len,
+                              char *buf,
+                              size_t len,
+                              size_t *written_out);
 
 /**
  * Build a codec from a Zarr v3 array `zarr.json` (`json`, `json_len` bytes of UTF-8, no NUL

@@ -79,7 +79,9 @@ impl Unsharded {
     /// inner codecs (the message names the codec).
     pub fn new(meta: &ArrayMetadata, format: MetadataFormat) -> Result<Self> {
         let sharding = meta.sharding().ok_or_else(|| {
-            Error::InvalidArgument("the array is not sharded: there are no inner chunks to reference".into())
+            Error::InvalidArgument(
+                "the array is not sharded: there are no inner chunks to reference".into(),
+            )
         })?;
         if let Some(c) = meta.codecs.bytes_to_bytes.first() {
             return Err(Error::InvalidArgument(format!(
@@ -87,7 +89,9 @@ impl Unsharded {
                 c.name()
             )));
         }
-        let layout = meta.shard_layout().expect("validated sharded metadata binds");
+        let layout = meta
+            .shard_layout()
+            .expect("validated sharded metadata binds");
         let rank = meta.shape.len();
         let perm = permutation(&meta.codecs.array_to_array, rank)?;
         let codec_chunk = &sharding.chunk_shape;
@@ -248,15 +252,14 @@ fn v2_documents(
             "transpose (to stored order {stored:?}; Zarr v2 has only C and F order)"
         )));
     };
-    let endian = match &inner.array_to_bytes {
-        ArrayToBytes::Bytes(b) => b.endian,
-        ArrayToBytes::Sharding(_) => {
-            return Err(Error::UnsupportedCodec(
+    let endian =
+        match &inner.array_to_bytes {
+            ArrayToBytes::Bytes(b) => b.endian,
+            ArrayToBytes::Sharding(_) => return Err(Error::UnsupportedCodec(
                 "sharding_indexed (nested sharding: Zarr v2 has no sharding; use Zarr v3 metadata)"
                     .into(),
-            ))
-        }
-    };
+            )),
+        };
     let dtype = crate::legacy::typestr(meta.data_type, endian)?;
     let mut numcodecs: Vec<Value> = inner
         .bytes_to_bytes
@@ -450,16 +453,16 @@ mod parquet_out {
             ));
         }
         if record_size == 0 {
-            return Err(Error::InvalidArgument("record size must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "record size must be at least 1".into(),
+            ));
         }
         if name.is_empty() || name.starts_with(".z") || name.contains("..") {
             return Err(Error::InvalidArgument(format!(
                 "invalid array name `{name}`"
             )));
         }
-        if out.exists()
-            && !(out.is_dir() && std::fs::read_dir(out)?.next().is_none())
-        {
+        if out.exists() && !(out.is_dir() && std::fs::read_dir(out)?.next().is_none()) {
             return Err(Error::InvalidArgument(format!(
                 "{} exists and is not an empty directory",
                 out.display()
@@ -488,7 +491,9 @@ mod parquet_out {
             for n in first..first + rows {
                 match chunks.next_if(|c| crate::nd::ravel(&c.coords, grid) == n) {
                     Some(c) => {
-                        paths.push(ByteArray::from(format!("{prefix}/{}", c.shard_key).as_str()));
+                        paths.push(ByteArray::from(
+                            format!("{prefix}/{}", c.shard_key).as_str(),
+                        ));
                         path_def.push(1);
                         offsets.push(c.offset as i64);
                         sizes.push(c.nbytes as i64);

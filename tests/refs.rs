@@ -45,7 +45,11 @@ fn small_array(dir: &Path) -> Vec<u8> {
     let mut data = Vec::new();
     for r in 0..4u16 {
         for c in 0..6u16 {
-            let v = if r < 2 && (2..4).contains(&c) { 0 } else { 6 * r + c + 1 };
+            let v = if r < 2 && (2..4).contains(&c) {
+                0
+            } else {
+                6 * r + c + 1
+            };
             data.extend_from_slice(&v.to_ne_bytes());
         }
     }
@@ -79,7 +83,10 @@ fn json_v0_by_hand() {
     let keys: Vec<&str> = o.keys().map(String::as_str).collect();
     // Metadata first, then C order of the 2×3 unsharded grid; c/0/1 is empty (fill) and
     // not listed.
-    assert_eq!(keys, ["zarr.json", "c/0/0", "c/0/2", "c/1/0", "c/1/1", "c/1/2"]);
+    assert_eq!(
+        keys,
+        ["zarr.json", "c/0/0", "c/0/2", "c/1/0", "c/1/1", "c/1/2"]
+    );
     assert_eq!(o["c/0/0"], json!(["http://h/a/c/0/0", 0, 8]));
     assert_eq!(o["c/0/2"], json!(["http://h/a/c/0/1", 0, 8]));
     assert_eq!(o["c/1/0"], json!(["http://h/a/c/0/0", 8, 8]));
@@ -123,7 +130,14 @@ fn json_v1_by_hand() {
     let keys: Vec<&str> = r.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["img/.zarray", "img/0.0", "img/0.2", "img/1.0", "img/1.1", "img/1.2"]
+        [
+            "img/.zarray",
+            "img/0.0",
+            "img/0.2",
+            "img/1.0",
+            "img/1.1",
+            "img/1.2"
+        ]
     );
     assert_eq!(r["img/1.1"], json!(["{{u}}/c/0/0", 16, 8]));
     assert_eq!(r["img/0.2"], json!(["{{u}}/c/0/1", 0, 8]));
@@ -157,7 +171,14 @@ fn stored_padding_chunks_are_not_referenced() {
     // 8 stored inner chunks; the two in columns 6–7 lie outside the array.
     assert_eq!(
         keys,
-        [vec![0, 0], vec![0, 1], vec![0, 2], vec![1, 0], vec![1, 1], vec![1, 2]]
+        [
+            vec![0, 0],
+            vec![0, 1],
+            vec![0, 2],
+            vec![1, 0],
+            vec![1, 1],
+            vec![1, 2]
+        ]
     );
 }
 
@@ -197,7 +218,10 @@ fn transpose_before_sharding() {
     let shard = std::fs::read(dir.path().join("c/0/0")).unwrap();
     assert_eq!(&shard[2..4], [11, 12]); // row 1, columns 0–1
     let doc = &set.unsharded().documents()[0].1;
-    assert_eq!(doc["chunk_grid"]["configuration"]["chunk_shape"], json!([1, 2]));
+    assert_eq!(
+        doc["chunk_grid"]["configuration"]["chunk_shape"],
+        json!([1, 2])
+    );
     assert_eq!(
         doc["codecs"],
         json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes"}])
@@ -214,11 +238,21 @@ fn v2_codecs_and_fill_values() {
     let dir = tempfile::tempdir().unwrap();
     let inner = json!([{"name": "bytes", "configuration": {"endian": "big"}}, {"name": "crc32c"},
         {"name": "zstd", "configuration": {"level": 3, "checksum": false}}]);
-    let mut m = meta(&[4], &[4], "float64", json!("-Infinity"), json!([sharding(&[2], inner)]));
+    let mut m = meta(
+        &[4],
+        &[4],
+        "float64",
+        json!("-Infinity"),
+        json!([sharding(&[2], inner)]),
+    );
     m["attributes"] = json!({"units": "m"});
     m["dimension_names"] = json!(["x"]);
     common::write_array(dir.path(), &m, &[0; 32]);
-    let docs = refs(dir.path(), V2).unwrap().unsharded().documents().to_vec();
+    let docs = refs(dir.path(), V2)
+        .unwrap()
+        .unsharded()
+        .documents()
+        .to_vec();
     assert_eq!(docs[0].1["dtype"], json!(">f8"));
     assert_eq!(docs[0].1["fill_value"], json!("-Infinity"));
     assert_eq!(
@@ -240,9 +274,17 @@ fn v2_codecs_and_fill_values() {
         {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle",
          "typesize": 4, "blocksize": 0}}]);
     let dir = tempfile::tempdir().unwrap();
-    let m = meta(&[4], &[4], "float32", json!("NaN"), json!([sharding(&[2], blosc)]));
+    let m = meta(
+        &[4],
+        &[4],
+        "float32",
+        json!("NaN"),
+        json!([sharding(&[2], blosc)]),
+    );
     common::write_array(dir.path(), &m, &[0; 16]);
-    let zarray = refs(dir.path(), V2).unwrap().unsharded().documents()[0].1.clone();
+    let zarray = refs(dir.path(), V2).unwrap().unsharded().documents()[0]
+        .1
+        .clone();
     assert_eq!(zarray["fill_value"], json!("NaN"));
     assert_eq!(
         zarray["compressor"],
@@ -266,7 +308,10 @@ fn what_cannot_be_referenced() {
         "invalid argument: codec `crc32c` follows sharding_indexed: it covers whole shards, so inner chunks are not byte ranges of the stored objects"
     );
     assert_eq!(
-        error_of(meta(&[4], &[4], "uint8", json!(0), bytes_le()), MetadataFormat::V3),
+        error_of(
+            meta(&[4], &[4], "uint8", json!(0), bytes_le()),
+            MetadataFormat::V3
+        ),
         "invalid argument: the array is not sharded: there are no inner chunks to reference"
     );
     let nested = json!([sharding(&[4], json!([sharding(&[2], bytes_le())]))]);
@@ -309,22 +354,56 @@ fn cli_contract() {
     small_array(&a);
     let out = dir.path().join("refs.json");
     let (a_s, out_s) = (a.to_str().unwrap(), out.to_str().unwrap());
-    let ok = zarrshard(&["refs", a_s, "--format", "json-v0", "--url-prefix", "http://h/a", "-o", out_s]);
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let ok = zarrshard(&[
+        "refs",
+        a_s,
+        "--format",
+        "json-v0",
+        "--url-prefix",
+        "http://h/a",
+        "-o",
+        out_s,
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let set: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(set["c/1/1"], json!(["http://h/a/c/0/0", 16, 8]));
     let bad = zarrshard(&[
-        "refs", a_s, "--format", "parquet", "--zarr-format", "3", "--url-prefix", "x", "-o", out_s,
+        "refs",
+        a_s,
+        "--format",
+        "parquet",
+        "--zarr-format",
+        "3",
+        "--url-prefix",
+        "x",
+        "-o",
+        out_s,
     ]);
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&bad.stderr),
         "zarrshard: invalid argument: --format parquet needs --zarr-format 2: fsspec reads the Parquet layout only with Zarr v2 metadata\n"
     );
-    let missing = zarrshard(&["refs", "/nonexistent", "--format", "json-v1", "--url-prefix", "x", "-o", out_s]);
+    let missing = zarrshard(&[
+        "refs",
+        "/nonexistent",
+        "--format",
+        "json-v1",
+        "--url-prefix",
+        "x",
+        "-o",
+        out_s,
+    ]);
     assert_eq!(missing.status.code(), Some(1));
     let err = String::from_utf8_lossy(&missing.stderr).to_string();
-    assert!(err.starts_with("zarrshard: ") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.starts_with("zarrshard: ") && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 #[cfg(feature = "parquet")]
@@ -349,7 +428,12 @@ fn parquet_rows_by_hand() {
         reader
             .get_row_iter(None)
             .unwrap()
-            .map(|r| r.unwrap().get_column_iter().map(|(_, f)| f.clone()).collect())
+            .map(|r| {
+                r.unwrap()
+                    .get_column_iter()
+                    .map(|(_, f)| f.clone())
+                    .collect()
+            })
             .collect()
     };
     let url = |s: &str| Field::Str(s.to_string());
@@ -359,23 +443,51 @@ fn parquet_rows_by_hand() {
     assert_eq!(
         rows(0),
         [
-            vec![url("http://h/a/c/0/0"), Field::Long(0), Field::Long(8), Field::Null],
+            vec![
+                url("http://h/a/c/0/0"),
+                Field::Long(0),
+                Field::Long(8),
+                Field::Null
+            ],
             vec![Field::Null, Field::Long(0), Field::Long(0), fill],
-            vec![url("http://h/a/c/0/1"), Field::Long(0), Field::Long(8), Field::Null],
-            vec![url("http://h/a/c/0/0"), Field::Long(8), Field::Long(8), Field::Null],
+            vec![
+                url("http://h/a/c/0/1"),
+                Field::Long(0),
+                Field::Long(8),
+                Field::Null
+            ],
+            vec![
+                url("http://h/a/c/0/0"),
+                Field::Long(8),
+                Field::Long(8),
+                Field::Null
+            ],
         ]
     );
     assert_eq!(
         rows(1),
         [
-            vec![url("http://h/a/c/0/0"), Field::Long(16), Field::Long(8), Field::Null],
-            vec![url("http://h/a/c/0/1"), Field::Long(8), Field::Long(8), Field::Null],
+            vec![
+                url("http://h/a/c/0/0"),
+                Field::Long(16),
+                Field::Long(8),
+                Field::Null
+            ],
+            vec![
+                url("http://h/a/c/0/1"),
+                Field::Long(8),
+                Field::Long(8),
+                Field::Null
+            ],
         ]
     );
     assert!(!out.join("img/refs.2.parq").exists());
     // A non-empty output directory is refused; Zarr v3 metadata is refused.
     let again = zarrshard::refs::write_parquet(&set, "http://h/a", "img", 4, &out);
-    assert!(again.unwrap_err().to_string().contains("is not an empty directory"));
+    assert!(again
+        .unwrap_err()
+        .to_string()
+        .contains("is not an empty directory"));
     let v3 = refs(&a, MetadataFormat::V3).unwrap();
     let fresh = dir.path().join("v3.parq");
     assert!(zarrshard::refs::write_parquet(&v3, "u", "img", 4, &fresh)
@@ -398,9 +510,15 @@ fn v2_prototype_arrays_reference_their_shard_keys() {
     let array = Array::open(FsStore::new(dir.path())).unwrap();
     let raw: Vec<u8> = (1..=16u16).flat_map(|v| v.to_le_bytes()).collect();
     array
-        .import(&mut &raw[..], zarrshard::WriteStrategy::Buffered, Default::default())
+        .import(
+            &mut &raw[..],
+            zarrshard::WriteStrategy::Buffered,
+            Default::default(),
+        )
         .unwrap();
-    let set = References::from_array(&array, V2).unwrap().to_json_v0("u", None);
+    let set = References::from_array(&array, V2)
+        .unwrap()
+        .to_json_v0("u", None);
     // Unsharded chunk (r, c) is inner chunk (r, 0) of shard 0.c; 8 bytes each, C order.
     assert_eq!(set["0.0"], json!(["u/0.0", 0, 8]));
     assert_eq!(set["0.1"], json!(["u/0.1", 0, 8]));

@@ -1,7 +1,7 @@
 //! `shard_array`: a whole array over a host-supplied store (key → one object's
 //! `shard_io_callbacks`), for reading and writing regions across shards and inner chunks.
 
-use super::codec::{shard_codec, CodecHandle};
+use super::codec::{copy_string, shard_codec, CodecHandle};
 use super::error::{guard, Failure};
 use super::handle::{bytes, bytes_mut, out, text, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
@@ -10,6 +10,7 @@ use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
+use crate::refs::{MetadataFormat, References};
 use crate::store::Store;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::{Arc, Mutex, TryLockError};
@@ -278,5 +279,79 @@ pub unsafe extern "C" fn shard_array_write_region(
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
         Ok(h.array.write_region(start, shape, data)?)
+    })
+}
+
+/// `shard_array_refs` format: kerchunk reference set version 0 JSON.
+pub const SHARD_REFS_JSON_V0: u32 = 0;
+/// `shard_array_refs` format: kerchunk reference set version 1 JSON (`templates`, `refs`).
+pub const SHARD_REFS_JSON_V1: u32 = 1;
+
+/// Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
+/// NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
+/// `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
+/// set and its NUL gives `SHARD_ERR_BUFFER_SIZE`.
+///
+/// `format` is `SHARD_REFS_JSON_V0` or `SHARD_REFS_JSON_V1`; `zarr_format` 3 describes the
+/// array unsharded with a `zarr.json`, 2 with a `.zarray` (chunk keys `i.j`). Each stored inner
+/// chunk is `[URL_PREFIX/SHARD_KEY, offset, nbytes]`; empty ones are left out (they read as the
+/// fill value). `url_prefix` (`url_prefix_len` bytes of UTF-8) is where readers find the
+/// array; `name` (`name_len` bytes, or `(NULL, 0)` for the root) puts the keys under `NAME/`.
+/// Every call reads each shard's index once through the store (so a size query and the copy
+/// cost the same), on the calling thread unless the store is `SHARD_STORE_THREAD_SAFE`.
+///
+/// Thread-safe (not while another thread writes the array: the set may then differ between
+/// the size query and the copy, which `SHARD_ERR_BUFFER_SIZE` reports).
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (format,
+/// zarr_format, not UTF-8, the array not sharded, a bytes→bytes codec after sharding, a data
+/// type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec the chosen metadata cannot
+/// express: nested sharding or a transpose other than C/F order in v2), `SHARD_ERR_BUFFER_SIZE`,
+/// `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (object
+/// tables lacking `size`/`read_suffix` an index at the end needs), `SHARD_ERR_PANIC`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shard_array_refs(
+    array: *const shard_array,
+    format: u32,
+    zarr_format: u32,
+    url_prefix: *const c_char,
+    url_prefix_len: usize,
+    name: *const c_char,
+    name_len: usize,
+    buf: *mut c_char,
+    len: usize,
+    written_out: *mut usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
+        let name = unsafe { text(name, name_len, "name") }?;
+        let buf = unsafe { bytes_mut(buf.cast::<u8>(), len, "buf") }?;
+        let written_out = unsafe { out(written_out, "written_out") }?;
+        let metadata = match zarr_format {
+            3 => MetadataFormat::V3,
+            2 => MetadataFormat::V2 { separator: '.' },
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "zarr_format must be 2 or 3, got {other}"
+                ))
+                .into())
+            }
+        };
+        if format != SHARD_REFS_JSON_V0 && format != SHARD_REFS_JSON_V1 {
+            return Err(
+                Error::InvalidArgument(format!("unknown reference format {format}")).into(),
+            );
+        }
+        let name = (!name.is_empty()).then_some(name);
+        let refs = References::from_array(&h.array, metadata)?;
+        let set = if format == SHARD_REFS_JSON_V0 {
+            refs.to_json_v0(url_prefix, name)
+        } else {
+            refs.to_json_v1(url_prefix, name)
+        };
+        *written_out = copy_string(&set.to_string(), buf)?;
+        Ok(())
     })
 }

@@ -203,7 +203,7 @@ unsafe fn get_shape(
 
 /// A string result: its length for a size query (empty buffer), else copied whole with its
 /// NUL, or `SHARD_ERR_BUFFER_SIZE`.
-fn copy_string(s: &str, buf: &mut [u8]) -> Result<usize, Failure> {
+pub(crate) fn copy_string(s: &str, buf: &mut [u8]) -> Result<usize, Failure> {
     if buf.is_empty() {
         return Ok(s.len());
     }

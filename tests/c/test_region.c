@@ -377,11 +377,103 @@ static void test_zarr_python_fixture(void) {
     free(got);
 }
 
+/* Where inner chunk (i, j) of the stored object `key` is, read through a shard handle. */
+static shard_chunk_location chunk_at(mem_store *s, shard_codec *codec, const char *key,
+                                     uint64_t i, uint64_t j) {
+    shard_chunk_location loc = {UINT64_MAX, 0, true};
+    shard_io_callbacks io;
+    shard_handle *h = NULL;
+    uint64_t coords[2] = {i, j};
+    int k;
+    for (k = 0; k < s->count; k++)
+        if (strcmp(s->keys[k], key) == 0) break;
+    CHECK(k < s->count);
+    if (k == s->count) return loc;
+    memset(&io, 0, sizeof io);
+    mem_io_callbacks(s->objects[k], &io);
+    EXPECT(shard_open(codec, &io, SHARD_MODE_READ, &h), SHARD_OK);
+    EXPECT(shard_chunk_info(h, coords, 2, &loc), SHARD_OK);
+    shard_close(h);
+    return loc;
+}
+
+/* The reference set over the memory store: exactly the stored inner chunks, at the offsets and
+ * sizes their shards' indexes give; the size query; every argument error. */
+static void test_reference_set(void) {
+    mem_store s;
+    shard_array *a;
+    shard_codec *codec = NULL;
+    shard_chunk_location l1, l2;
+    char want[256], *buf;
+    size_t n = 0, n2 = 0;
+    const char *url = "http://h/a";
+    store_init(&s);
+    model_reset();
+    a = open_array(&s);
+    write_box(a, 0, 0, 4, 4, 100);   /* inner chunk (0, 0) of shard c/0/0 */
+    write_box(a, 16, 8, 4, 4, 200);  /* inner chunk (0, 0) of shard c/2/1: chunk (4, 2) */
+    EXPECT(shard_array_codec(a, &codec), SHARD_OK);
+    l1 = chunk_at(&s, codec, "c/0/0", 0, 0);
+    l2 = chunk_at(&s, codec, "c/2/1", 0, 0);
+    CHECK(l1.offset != UINT64_MAX && l2.offset != UINT64_MAX);
+
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, strlen(url), NULL, 0, NULL, 0, &n),
+           SHARD_OK);
+    buf = malloc(n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, strlen(url), NULL, 0, buf, n, &n2),
+           SHARD_ERR_BUFFER_SIZE);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, strlen(url), NULL, 0, buf, n + 1, &n2),
+           SHARD_OK);
+    CHECK(n2 == n && strlen(buf) == n);
+    snprintf(want, sizeof want, "\"c/0/0\":[\"http://h/a/c/0/0\",%llu,%llu]",
+             (unsigned long long)l1.offset, (unsigned long long)l1.nbytes);
+    CHECK(strstr(buf, want) != NULL);
+    snprintf(want, sizeof want, "\"c/4/2\":[\"http://h/a/c/2/1\",%llu,%llu]}",
+             (unsigned long long)l2.offset, (unsigned long long)l2.nbytes);
+    CHECK(strstr(buf, want) != NULL); /* the last entry: nothing else is referenced */
+    CHECK(strncmp(buf, "{\"zarr.json\":", 13) == 0);
+    {   /* exactly two references */
+        const char *p = buf;
+        int refs = 0;
+        while ((p = strstr(p, "[\"http://h/a/")) != NULL) refs++, p++;
+        CHECK(refs == 2);
+    }
+    free(buf);
+
+    /* Version 1 under a name, Zarr v2 metadata. */
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, url, strlen(url), "img", 3, NULL, 0, &n),
+           SHARD_OK);
+    buf = malloc(n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, url, strlen(url), "img", 3, buf, n + 1, &n2),
+           SHARD_OK);
+    CHECK(strncmp(buf, "{\"version\":1,\"templates\":{\"u\":\"http://h/a\"},\"refs\":{\"img/.zarray\":", 66) == 0);
+    snprintf(want, sizeof want, "\"img/4.2\":[\"{{u}}/c/2/1\",%llu,%llu]}}",
+             (unsigned long long)l2.offset, (unsigned long long)l2.nbytes);
+    CHECK(strstr(buf, want) != NULL);
+    free(buf);
+
+    EXPECT(shard_array_refs(NULL, 0, 3, url, strlen(url), NULL, 0, NULL, 0, &n),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs(a, 0, 3, url, strlen(url), NULL, 0, NULL, 0, NULL),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs(a, 0, 3, NULL, 5, NULL, 0, NULL, 0, &n), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs(a, 2, 3, url, strlen(url), NULL, 0, NULL, 0, &n),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs(a, 0, 4, url, strlen(url), NULL, 0, NULL, 0, &n),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs(a, 0, 3, "\xff", 1, NULL, 0, NULL, 0, &n),
+           SHARD_ERR_INVALID_ARGUMENT);
+    shard_codec_free(codec);
+    shard_array_close(a);
+    store_free(&s);
+}
+
 int main(int argc, char **argv) {
     RUN(test_regions_match_the_model);
     RUN(test_requests_per_region);
     RUN(test_argument_errors);
     RUN(test_second_writer_is_refused);
+    RUN(test_reference_set);
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);

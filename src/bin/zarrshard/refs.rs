@@ -54,7 +54,11 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
         (RefsFormat::Parquet, _) => 2,
         (_, v) => v.unwrap_or(3),
     };
-    let separator = if args.dimension_separator == "/" { '/' } else { '.' };
+    let separator = if args.dimension_separator == "/" {
+        '/'
+    } else {
+        '.'
+    };
     let format = match zarr_format {
         2 => MetadataFormat::V2 { separator },
         _ => MetadataFormat::V3,
@@ -102,7 +106,10 @@ fn folder_name(array_dir: &Path) -> Result<String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = name.strip_suffix(".array.json").unwrap_or(&name).to_string();
+    let name = name
+        .strip_suffix(".array.json")
+        .unwrap_or(&name)
+        .to_string();
     if name.is_empty() {
         return Err(Error::InvalidArgument(format!(
             "{} has no folder name; give --name",

@@ -32,6 +32,12 @@ const SHARD_FLAG_MORTON_ORDER = UInt32(1)
 "`shard_open_ex` flag: store inner chunks equal to the fill value."
 const SHARD_FLAG_STORE_FILL_CHUNKS = UInt32(2)
 
+"`shard_array_refs` format: kerchunk reference set version 0 JSON."
+const SHARD_REFS_JSON_V0 = UInt32(0)
+
+"`shard_array_refs` format: kerchunk reference set version 1 JSON (`templates`, `refs`)."
+const SHARD_REFS_JSON_V1 = UInt32(1)
+
 # ---------------------------------------------------------------------------------------------
 # Enums. The functions return `Cint`, not `shard_status`, so that a status this binding does
 # not know yet still arrives intact; compare with `Cint(SHARD_OK)`.
@@ -67,6 +73,8 @@ end
 
 "Opaque: a shard layout (`shard_codec *`). Only ever used as `Ptr{shard_codec}`."
 mutable struct shard_codec end
+"Opaque: an array over a host store (`shard_array *`). Only ever used as `Ptr{shard_array}`."
+mutable struct shard_array end
 
 "Opaque: an open shard object (`shard_handle *`). Only ever used as `Ptr{shard_handle}`."
 mutable struct shard_handle end
@@ -118,6 +126,20 @@ end
 "`int32_t shard_last_io_code(void)`"
 function shard_last_io_code()
     ccall((:shard_last_io_code, libzarrshard), Int32, ())
+end
+
+"""
+`shard_status shard_array_refs(const shard_array *array, uint32_t format, uint32_t zarr_format,
+const char *url_prefix, size_t url_prefix_len, const char *name, size_t name_len, char *buf,
+size_t len, size_t *written_out)`
+"""
+function shard_array_refs(array, format, zarr_format, url_prefix, url_prefix_len, name,
+                          name_len, buf, len, written_out)
+    ccall((:shard_array_refs, libzarrshard), Cint,
+          (Ptr{shard_array}, UInt32, UInt32, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t,
+           Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+          array, format, zarr_format, url_prefix, url_prefix_len, name, name_len, buf, len,
+          written_out)
 end
 
 "`shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard_codec **codec_out)`"
