@@ -30,6 +30,9 @@ import_status=${PIPESTATUS[0]}
 echo "== regions: zarrshard's region writes (tests/region.rs), zarr-python and tensorstore read"
 "$PY" tests/interop/check_region.py "$REPO/target/tmp/region-interop" 2>&1 | tee "$LOG/region.log"
 region_status=${PIPESTATUS[0]}
+echo "== kerchunk references: fsspec + zarr-python read zarrshard refs sets (local, http:// from nginx); examples-c/http_read"
+bash tests/refs/run.sh "$FIX" 2>&1 | tee "$LOG/refs.log"
+refs_status=${PIPESTATUS[0]}
 echo "== older formats: an independent Python writer/reader (tests/legacy) and zarrshard, both ways"
 LFIX="$REPO/target/legacy-fixtures"
 rm -rf "$LFIX"
@@ -50,9 +53,9 @@ set -e
 
 # One closing line over everything that ran.
 # Count each runner once: cargo's "test result:" lines, and each other suite's closing line.
-closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/region.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG"/bind-*.log; }
+closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG"/bind-*.log; }
 results=$( (grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$LOG/cargo.log"; closing) )
 passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]

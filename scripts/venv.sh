@@ -21,6 +21,9 @@ PYTHON="${PYTHON:-python3}"
 # zstd / blosc codecs zarr 3 uses; zarr 3.1's crc32c codec is backed by
 # google-crc32c (not the "crc32c" package that zarr 2 / numcodecs used).
 # ml_dtypes is tensorstore's dependency.
+# fsspec reads kerchunk reference sets (tests/refs): aiohttp (+ its dependencies) for http://,
+# Jinja2 because ReferenceFileSystem imports it for any version-1 set with templates, and
+# pandas + fastparquet (LazyReferenceMapper's default engine, with cramjam) for Parquet sets.
 REQUIREMENTS="zarr==3.1.6
 tensorstore==0.1.86
 numpy==2.3.5
@@ -30,7 +33,24 @@ ml_dtypes==0.6.0
 donfig==0.8.1.post1
 PyYAML==6.0.3
 packaging==26.3
-typing_extensions==4.16.0"
+typing_extensions==4.16.0
+fsspec==2026.9.0
+aiohttp==3.14.5
+aiohappyeyeballs==2.7.1
+aiosignal==1.4.0
+attrs==26.1.0
+frozenlist==1.8.0
+multidict==7.2.1
+propcache==0.5.4
+yarl==1.25.1
+idna==3.20
+Jinja2==3.1.6
+MarkupSafe==3.0.4
+pandas==3.1.1
+python-dateutil==4.0.0
+tzdata==2026.6
+fastparquet==2026.9.0
+cramjam==2.14.0"
 
 log() { echo "[venv.sh] $*" >&2; }
 
@@ -71,6 +91,7 @@ else
     # Fail now, not later, if a codec backend is missing.
     "$VENV/bin/python" - <<'PY'
 import zarr, tensorstore, numpy, numcodecs, google_crc32c
+import fsspec, aiohttp, jinja2, pandas, fastparquet
 from zarr.codecs import BloscCodec, ZstdCodec, GzipCodec, Crc32cCodec, ShardingCodec
 import numcodecs.blosc, numcodecs.zstd
 from importlib.metadata import version
