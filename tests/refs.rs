@@ -503,7 +503,8 @@ fn v2_prototype_arrays_reference_their_shard_keys() {
     std::fs::write(
         dir.path().join(".zarray"),
         r#"{"zarr_format": 2, "shape": [4, 4], "chunks": [2, 2], "shards": [2, 1],
-            "shard_format": "indexed", "dtype": "<u2", "compressor": null, "fill_value": 0,
+            "shard_format": "indexed", "dtype": "<u2", "compressor": {"id": "zlib", "level": 1},
+            "fill_value": 0,
             "order": "C", "filters": null, "dimension_separator": "."}"#,
     )
     .unwrap();
@@ -516,12 +517,29 @@ fn v2_prototype_arrays_reference_their_shard_keys() {
             Default::default(),
         )
         .unwrap();
-    let set = References::from_array(&array, V2)
-        .unwrap()
-        .to_json_v0("u", None);
-    // Unsharded chunk (r, c) is inner chunk (r, 0) of shard 0.c; 8 bytes each, C order.
-    assert_eq!(set["0.0"], json!(["u/0.0", 0, 8]));
-    assert_eq!(set["0.1"], json!(["u/0.1", 0, 8]));
-    assert_eq!(set["1.0"], json!(["u/0.0", 8, 8]));
-    assert_eq!(set["1.1"], json!(["u/0.1", 8, 8]));
+    let set = References::from_array(&array, V2).unwrap();
+    // Unsharded chunk (r, c) is inner chunk (r, 0) of shard 0.c, in C order.
+    let got: Vec<(Vec<u64>, String)> = set
+        .chunks()
+        .iter()
+        .map(|c| (c.coords.clone(), c.shard_key.clone()))
+        .collect();
+    let want = [
+        ([0, 0], "0.0"),
+        ([0, 1], "0.1"),
+        ([1, 0], "0.0"),
+        ([1, 1], "0.1"),
+    ];
+    assert_eq!(got, want.map(|(c, k)| (c.to_vec(), k.to_string())).to_vec());
+    // (1, 0) follows (0, 0) in shard 0.0.
+    assert_eq!(set.chunks()[0].offset, 0);
+    assert_eq!(set.chunks()[2].offset, set.chunks()[0].nbytes);
+    let zarray = &set.unsharded().documents()[0].1;
+    assert_eq!(zarray["compressor"], json!({"id": "zlib", "level": 1}));
+    // In Zarr v3 metadata zlib is written by the name zarr-python reads.
+    let v3 = References::from_array(&array, MetadataFormat::V3).unwrap();
+    assert_eq!(
+        v3.unsharded().documents()[0].1["codecs"][1],
+        json!({"name": "numcodecs.zlib", "configuration": {"level": 1}})
+    );
 }

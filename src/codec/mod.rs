@@ -528,7 +528,10 @@ fn parse_codec(name: &str, config: Option<&Map<String, Value>>) -> Result<Parsed
         "zstd" => Parsed::B2B(BytesToBytes::Zstd(zstd::Zstd::from_config(&cfg)?)),
         "crc32c" => Parsed::B2B(BytesToBytes::Crc32c(crc32c::Crc32c::from_config(&cfg)?)),
         "blosc" => Parsed::B2B(BytesToBytes::Blosc(blosc::Blosc::from_config(&cfg)?)),
-        "zlib" => Parsed::B2B(BytesToBytes::Zlib(zlib::Zlib::from_config(&cfg)?)),
+        // zarr-python registers numcodecs' zlib under `numcodecs.zlib`.
+        "zlib" | "numcodecs.zlib" => {
+            Parsed::B2B(BytesToBytes::Zlib(zlib::Zlib::from_config(&cfg)?))
+        }
         other => return Err(Error::UnsupportedCodec(other.to_string())),
     })
 }

@@ -1,6 +1,7 @@
 //! The `zlib` bytes→bytes codec (RFC 1950 stream), as numcodecs' `zlib` writes it. Not a Zarr
 //! v3 core codec: it exists for the Zarr v2 sharding prototype's `"compressor": {"id": "zlib"}`
-//! (and is the name zarrs and numcodecs.zarr3 give it in v3 metadata).
+//! In v3 metadata it is written `numcodecs.zlib`, the name zarr-python 3 reads; `zlib` is
+//! read too.
 
 use super::Config;
 use crate::error::Result;
@@ -26,7 +27,8 @@ impl Zlib {
     }
 
     pub(crate) fn to_json(&self) -> Value {
-        json!({"name": "zlib", "configuration": {"level": self.level}})
+        // The name zarr-python 3 reads it by (it parses `zlib` too).
+        json!({"name": "numcodecs.zlib", "configuration": {"level": self.level}})
     }
 
     pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {

@@ -10,10 +10,13 @@ array and every variant
 
     json-v0 (Zarr v3 metadata)  local and http://
     json-v1 (Zarr v3 metadata)  local and http://
-    json-v1 --zarr-format 2     local
+    json-v1 --zarr-format 2     local (chunk keys 0.1)
+    json-v0 --zarr-format 2 --dimension-separator /   local (chunk keys 0/1)
     parquet (Zarr v2, 5 records per file, so most arrays span several files)
                                 local and http://
 
+and with --legacy LFIX also the v2-prototype and v3-draft arrays of
+tests/legacy/legacy_formats.py (json-v0, json-v1 --zarr-format 2 over http://, parquet),
 it runs `ZARRSHARD_BIN refs ARRAY --format F --url-prefix URL -o OUT`, opens OUT with
 ReferenceFileSystem + zarr.open_array and compares every value with the writer's. Where the
 array cannot be referenced (a codec after sharding_indexed) or the metadata format cannot say
@@ -45,7 +48,7 @@ from nginx import Nginx  # noqa: E402
 VARIANTS = [
     ("json-v0", 3, "local"), ("json-v0", 3, "http"),
     ("json-v1", 3, "local"), ("json-v1", 3, "http"),
-    ("json-v1", 2, "local"),
+    ("json-v1", 2, "local"), ("json-v0", 2, "local"),  # Zarr v2 keys 0.1, and 0/1 for v0
     ("parquet", 2, "local"), ("parquet", 2, "http"),
 ]
 RECORD_SIZE = 5
@@ -150,6 +153,8 @@ def check(entry, variant, fix, binary, srv, tmp):
         cmd += ["--name", name, "--record-size", str(RECORD_SIZE)]
     elif zf == 2:
         cmd += ["--zarr-format", "2"]
+        if fmt == "json-v0":
+            cmd += ["--dimension-separator", "/"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     refusal = expected_refusal(meta, zf)
     if refusal is not None:
@@ -174,6 +179,36 @@ def check(entry, variant, fix, binary, srv, tmp):
     if list(got.shape) != entry["shape"]:
         return f"shape {got.shape} != {entry['shape']}"
     if not same(got, expected):
+        return "values differ"
+    return None
+
+
+LEGACY_VARIANTS = [("json-v0", 3, "local"), ("json-v1", 2, "http"), ("parquet", 2, "local")]
+
+
+def check_legacy(entry, variant, lfix, binary, srv, tmp):
+    """An array of the older formats (tests/legacy): the v2 sharding prototype (shard keys
+    like `0.1` in the array folder) or the v3 draft (keys `data/root/<path>/c0/1` under the
+    hierarchy root, which is then the URL prefix). Every codec they have is expressible."""
+    fmt, zf, where = variant
+    array = os.path.join(lfix, entry["array"])
+    root = entry["array"].split("/meta/root/")[0] if entry["format"] == "v3draft" else entry["array"]
+    url = f"{srv.url}/{root}" if where == "http" else "file://" + os.path.join(lfix, root)
+    out = os.path.join(tmp, f"legacy-{entry['format']}-{entry['case']}-{fmt}-{zf}-{where}")
+    out += ".parq" if fmt == "parquet" else ".json"
+    name = "arr" if fmt == "parquet" else None
+    cmd = [binary, "refs", array, "--format", fmt, "--url-prefix", url, "-o", out]
+    cmd += ["--name", name] if fmt == "parquet" else ["--zarr-format", str(zf)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return f"refs exit {p.returncode}: {p.stderr.strip()}"
+    with open(os.path.join(lfix, entry["expected"]), "rb") as f:
+        expected = f.read()
+    try:
+        got = open_refs(out, where == "http", name, zf)[...]
+    except Exception as e:  # noqa: BLE001
+        return f"read failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    if list(got.shape) != entry["shape"] or not same(got, expected):
         return "values differ"
     return None
 
@@ -226,6 +261,7 @@ def main(argv):
     ap.add_argument("fixtures")
     ap.add_argument("binary")
     ap.add_argument("--filter", default="")
+    ap.add_argument("--legacy", help="tests/legacy/legacy_formats.py fixtures to check too")
     args = ap.parse_args(argv)
     fix = os.path.abspath(args.fixtures)
     binary = os.path.abspath(args.binary)
@@ -242,12 +278,27 @@ def main(argv):
                 else:
                     failed += 1
                     print(f"FAIL {entry['dir']} {'/'.join(map(str, variant))}: {why}")
+        legacy = []
+        if args.legacy:
+            lfix = os.path.abspath(args.legacy)
+            with open(os.path.join(lfix, "manifest.json")) as f:
+                legacy = json.load(f)
+            with Nginx(lfix) as lsrv:
+                for entry in legacy:
+                    for variant in LEGACY_VARIANTS:
+                        why = check_legacy(entry, variant, lfix, binary, lsrv, tmp)
+                        if why is None:
+                            passed += 1
+                        else:
+                            failed += 1
+                            print(f"FAIL {entry['array']} {'/'.join(map(str, variant))}: {why}")
         sparse = sparse_check(fix, binary, tmp)
         for why in sparse:
             print(f"FAIL {why}")
         passed, failed = passed + (not sparse), failed + bool(sparse)
         served = sum(1 for line in srv.access_lines() if " 206 " in line)
-    print(f"refs: {len(manifest)} arrays x {len(VARIANTS)} variants + sparse, "
+    print(f"refs: {len(manifest)} arrays x {len(VARIANTS)} variants, {len(legacy)} older-format "
+          f"arrays x {len(LEGACY_VARIANTS)}, and a sparse array; "
           f"{served} range requests served by nginx, {time.monotonic() - t0:.0f} s; "
           f"refused as expected: {REFUSED or 'none'}")
     print(f"{passed} passed, {failed} failed")

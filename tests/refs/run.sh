@@ -29,7 +29,9 @@ cc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -g -I"$REPO/include" \
 
 status=0
 echo "== refs: fsspec ReferenceFileSystem + zarr-python read zarrshard refs sets"
-"$PY" "$REPO/tests/refs/check_refs.py" "$FIX" "$REPO/target/release/zarrshard" || status=1
+"$PY" "$REPO/tests/legacy/legacy_formats.py" write "$OUT/legacy-fixtures" >"$OUT/legacy-fixtures.log"
+"$PY" "$REPO/tests/refs/check_refs.py" "$FIX" "$REPO/target/release/zarrshard" \
+    --legacy "$OUT/legacy-fixtures" || status=1
 echo "== refs: examples-c/http_read over nginx (libcurl range requests)"
 "$PY" "$REPO/tests/refs/check_http_read.py" "$FIX" "$OUT/http_read" || status=1
 exit $status
