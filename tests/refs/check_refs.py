@@ -166,18 +166,25 @@ def check(entry, variant, fix, binary, srv, tmp):
         return f"expected a one-line refusal naming `{refusal}`, got exit {p.returncode}: {err.strip()!r}"
     if p.returncode != 0:
         return f"refs exit {p.returncode}: {p.stderr.strip()}"
-    with open(os.path.join(fix, entry["expected"]), "rb") as f:
+    return read_and_compare(out, where == "http", name, zf, os.path.join(fix, entry["expected"]),
+                            entry["shape"])
+
+
+def read_and_compare(out, http, name, zarr_format, expected_path, shape):
+    """Open the set with ReferenceFileSystem + zarr-python; None when every value equals the
+    writer's, else what is wrong."""
+    with open(expected_path, "rb") as f:
         expected = f.read()
-    if fmt == "parquet":
+    if out.endswith(".parq"):
         why = parquet_layout_problem(out, name)
         if why:
             return why
     try:
-        got = open_refs(out, where == "http", name, zf)[...]
+        got = open_refs(out, http, name, zarr_format)[...]
     except Exception as e:  # noqa: BLE001 - report any reader failure as a test failure
         return f"read failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    if list(got.shape) != entry["shape"]:
-        return f"shape {got.shape} != {entry['shape']}"
+    if list(got.shape) != shape:
+        return f"shape {got.shape} != {shape}"
     if not same(got, expected):
         return "values differ"
     return None
@@ -202,15 +209,8 @@ def check_legacy(entry, variant, lfix, binary, srv, tmp):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         return f"refs exit {p.returncode}: {p.stderr.strip()}"
-    with open(os.path.join(lfix, entry["expected"]), "rb") as f:
-        expected = f.read()
-    try:
-        got = open_refs(out, where == "http", name, zf)[...]
-    except Exception as e:  # noqa: BLE001
-        return f"read failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    if list(got.shape) != entry["shape"] or not same(got, expected):
-        return "values differ"
-    return None
+    return read_and_compare(out, where == "http", name, zf, os.path.join(lfix, entry["expected"]),
+                            entry["shape"])
 
 
 def sparse_check(fix, binary, tmp) -> list[str]:
@@ -269,15 +269,19 @@ def main(argv):
         manifest = [e for e in json.load(f) if args.filter in e["dir"]]
     passed = failed = 0
     t0 = time.monotonic()
+
+    def tally(why, what, variant):
+        nonlocal passed, failed
+        if why is None:
+            passed += 1
+        else:
+            failed += 1
+            print(f"FAIL {what} {'/'.join(map(str, variant))}: {why}")
+
     with tempfile.TemporaryDirectory(prefix="zarrshard-refs-") as tmp, Nginx(fix) as srv:
         for entry in manifest:
             for variant in VARIANTS:
-                why = check(entry, variant, fix, binary, srv, tmp)
-                if why is None:
-                    passed += 1
-                else:
-                    failed += 1
-                    print(f"FAIL {entry['dir']} {'/'.join(map(str, variant))}: {why}")
+                tally(check(entry, variant, fix, binary, srv, tmp), entry["dir"], variant)
         legacy = []
         if args.legacy:
             lfix = os.path.abspath(args.legacy)
@@ -286,12 +290,8 @@ def main(argv):
             with Nginx(lfix) as lsrv:
                 for entry in legacy:
                     for variant in LEGACY_VARIANTS:
-                        why = check_legacy(entry, variant, lfix, binary, lsrv, tmp)
-                        if why is None:
-                            passed += 1
-                        else:
-                            failed += 1
-                            print(f"FAIL {entry['array']} {'/'.join(map(str, variant))}: {why}")
+                        tally(check_legacy(entry, variant, lfix, binary, lsrv, tmp),
+                              entry["array"], variant)
         sparse = sparse_check(fix, binary, tmp)
         for why in sparse:
             print(f"FAIL {why}")
