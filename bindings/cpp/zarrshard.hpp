@@ -153,7 +153,8 @@ template <class T>
 
 /// The I/O code a callback returns when the C++ I/O object threw a `std::exception` that is
 /// neither `IoError`, `NotFound`, `std::system_error` nor `std::bad_alloc` (which gives
-/// `ENOMEM`). Negative, so it never collides with an `errno` value.
+/// `ENOMEM`), or a `zarrshard::Error` without an I/O code (one with a code gives that code).
+/// Negative, so it never collides with an `errno` value.
 inline constexpr std::int32_t io_code_exception = -1;
 /// The I/O code a callback returns when the C++ I/O object threw something that is not a
 /// `std::exception` (`throw 42`).
@@ -259,6 +260,10 @@ inline std::int32_t current_exception_code() noexcept {
     } catch (const std::bad_alloc &e) {
         record_host_message(e.what());
         return ENOMEM;
+    } catch (const Error &e) {
+        // A zarrshard call (e.g. a FileIO constructor in a store's open) failed: keep its code.
+        record_host_message(e.what());
+        return e.io_code() != 0 ? e.io_code() : io_code_exception;
     } catch (const std::exception &e) {
         record_host_message(e.what());
         return io_code_exception;

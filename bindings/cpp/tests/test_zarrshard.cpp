@@ -1276,6 +1276,15 @@ static void test_array_throwing_store() {
         e = EXPECT_ERROR((void)Array::open(ZARR_JSON, std::ref(i)).read_region<std::uint16_t>({0, 0}, {1, 1}),
                          SHARD_ERR_IO);
         CHECK(e && e->io_code() == zarrshard::io_code_unknown_exception);
+        // A zarrshard::Error from open (as FileIO's constructor throws) keeps its I/O code.
+        struct ErrorStore {
+            MemoryIO open(std::string_view) {
+                throw Error(SHARD_ERR_IO, "I/O error: cannot open c/0/0: Permission denied", EACCES);
+            }
+        };
+        e = EXPECT_ERROR((void)Array::open(ZARR_JSON, ErrorStore{}).read_region<std::uint16_t>({0, 0}, {1, 1}),
+                         SHARD_ERR_IO);
+        CHECK(e && e->io_code() == EACCES && contains(e->host_message(), "Permission denied"));
         // The object's read throws: a stored shard (the write needs no read: it covers the shard).
         ThrowingStore reads;
         reads.throw_in_open = false;

@@ -6,7 +6,9 @@ Julia binding of zarrshard (Zarr v3 sharding, `sharding_indexed`) over its C ABI
 Two layers, as in LibGit2 and CodecZstd.jl: [`LibZarrShard`](@ref) is the raw `ccall` layer
 (C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: [`Codec`](@ref)
 and [`Shard`](@ref) objects with finalizers and an idempotent `close`, do-block `open`,
-[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object.
+[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object;
+[`ShardArray`](@ref) reads and writes regions of a whole array over a store, a Julia function
+from key to `ShardIO`.
 
 # Dimension order and indexing (read this once)
 
