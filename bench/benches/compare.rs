@@ -1338,6 +1338,52 @@ fn main() {
         );
     }
 
+    // 2c. One whole uncompressed shard decoded into a caller buffer that is reused (the
+    //     target: at least half of memcpy bandwidth).
+    {
+        let dir = ctx.read_dir(RAW_END);
+        let want = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
+        let mut runners = Vec::new();
+        {
+            let arr = zs_open(&dir).unwrap();
+            let want = &want;
+            let mut out = vec![0u8; SHARD_BYTES];
+            // `Array::read_region` of the shard's box into the same buffer every time: one
+            // index read, one read of the chunk bytes, chunks copied (no decode step).
+            runners.push(Runner::zs(zs_default.clone(), 2, move |check| {
+                let clk = Clock::start();
+                arr.read_region(&[SHARD[0] * S, SHARD[1] * S], &[S, S], &mut out).s()?;
+                let s = clk.stop();
+                if check {
+                    same(&out, want, "zarrshard")?;
+                }
+                Ok(s)
+            }));
+        }
+        {
+            let arr = ZArray::open(Arc::new(FilesystemStore::new(&dir).unwrap()), "/").unwrap();
+            let want = &want;
+            let opts = zopts(None);
+            // `retrieve_chunk_opt` (its decode-into-a-buffer API is private in 0.23).
+            runners.push(Runner::peer(format!("{zarrs_default}: retrieve_chunk_opt"), move |check| {
+                let clk = Clock::start();
+                let out = arr.retrieve_chunk_opt::<ArrayBytes<'static>>(&SHARD, &opts).s()?;
+                let s = clk.stop();
+                if check {
+                    same(&zbytes(out)?, want, "zarrs")?;
+                }
+                Ok(s)
+            }));
+        }
+        table.measure(
+            "2c. decode one whole shard into a caller buffer (uncompressed)",
+            Unit::Rate(SHARD_BYTES as f64),
+            9,
+            c("memcpy", SHARD_BYTES as f64),
+            runners,
+        );
+    }
+
     // 3. One inner chunk, cold (open the shard = read its index, then the chunk) and warm
     //    (index loaded), index at the end and at the start. Each sample reads the 255 inner
     //    chunks 1..256 of shard [1, 1] once (a different chunk each time) and reports the time

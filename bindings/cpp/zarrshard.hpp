@@ -7,8 +7,11 @@
 //     auto shard = zarrshard::Shard::open(codec, zarrshard::FileIO(path, zarrshard::FileIO::Read));
 //     std::vector<uint16_t> chunk = shard.read_chunk_as<uint16_t>({0, 1});
 //
+//     auto array = zarrshard::Array::open(zarr_json_text, zarrshard::DirectoryStore(dir));
+//     std::vector<uint16_t> region = array.read_region<uint16_t>({10, 20}, {40, 30});
+//
 // Design (after wasmtime's C++ headers):
-// * one move-only class per C handle (`Codec`, `Shard`), owning it through a `std::unique_ptr`
+// * one move-only class per C handle (`Codec`, `Shard`, `Array`), owning it through a `std::unique_ptr`
 //   with a custom deleter; a moved-from object holds nothing, is safe to destroy, and its
 //   calls throw `Error` with `SHARD_ERR_NULL_POINTER`;
 // * every status is checked: a failure throws `zarrshard::Error` with the status, the
@@ -16,6 +19,8 @@
 // * host storage is any C++ object with `read(offset, span<uint8_t>)` (see "The I/O concept"
 //   below); it is adapted into a `shard_io_callbacks` table whose trampolines are `noexcept`
 //   and turn every exception into an error code, so nothing thrown ever crosses into C.
+// * a whole array's store is any object with `open(key)` returning such an I/O object; its
+//   `open_object` trampoline is `noexcept` too.
 //
 // Threads: a `Codec` may be used from any number of threads at once (const calls). A `Shard`
 // opened for reading may be read from many threads at once (its const read calls), and then
@@ -36,6 +41,7 @@
 #include <cstring>
 #include <exception>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -147,7 +153,8 @@ template <class T>
 
 /// The I/O code a callback returns when the C++ I/O object threw a `std::exception` that is
 /// neither `IoError`, `NotFound`, `std::system_error` nor `std::bad_alloc` (which gives
-/// `ENOMEM`). Negative, so it never collides with an `errno` value.
+/// `ENOMEM`), or a `zarrshard::Error` without an I/O code (one with a code gives that code).
+/// Negative, so it never collides with an `errno` value.
 inline constexpr std::int32_t io_code_exception = -1;
 /// The I/O code a callback returns when the C++ I/O object threw something that is not a
 /// `std::exception` (`throw 42`).
@@ -253,6 +260,10 @@ inline std::int32_t current_exception_code() noexcept {
     } catch (const std::bad_alloc &e) {
         record_host_message(e.what());
         return ENOMEM;
+    } catch (const Error &e) {
+        // A zarrshard call (e.g. a FileIO constructor in a store's open) failed: keep its code.
+        record_host_message(e.what());
+        return e.io_code() != 0 ? e.io_code() : io_code_exception;
     } catch (const std::exception &e) {
         record_host_message(e.what());
         return io_code_exception;
@@ -1306,6 +1317,262 @@ class FileIO {
 };
 
 #endif // ZARRSHARD_HPP_HAVE_POSIX
+
+// ---- Array: regions of a whole array over a host store ------------------------------------
+
+/// `Array::open` flags for the store (`SHARD_STORE_*`).
+enum class StoreFlags : std::uint32_t {
+    /// Every store and I/O callback runs on the thread of the `Array` call that needs it.
+    None = 0,
+    /// The store's `open` and the I/O objects it returns are thread-safe: the library may call
+    /// them from its worker threads to fetch several shards at once. Host messages of
+    /// exceptions thrown on a worker thread are then not reported (`host_message()` is empty;
+    /// the code is).
+    ThreadSafe = SHARD_STORE_THREAD_SAFE,
+};
+
+namespace detail {
+
+template <class S>
+using store_open_op = decltype(std::declval<S &>().open(std::string_view{}));
+
+/// The heap object an `Array` owns as its store callbacks' `userdata`.
+template <class Store>
+struct StoreAdapter {
+    using Object = typename pointee<Store>::type;
+    static_assert(detect<Object, store_open_op>::value,
+                  "a store needs open(std::string_view key) returning an I/O object");
+    using IO = std::decay_t<store_open_op<Object>>;
+    static_assert(is_io_object_v<IO>, "a store's open(key) must return an I/O object "
+                                      "(read(uint64_t offset, zarrshard::span<uint8_t>))");
+
+    template <class... A>
+    explicit StoreAdapter(A &&...args) : store(std::forward<A>(args)...) {}
+
+    Store store;
+
+    static std::int32_t open_object(void *ud, const char *key, shard_io_callbacks *io_out) noexcept {
+        try {
+            auto &self = *static_cast<StoreAdapter *>(ud);
+            auto io = std::make_unique<Adapter<IO>>(pointee<Store>::get(self.store).open(
+                std::string_view(key)));
+            *io_out = io->table();
+            io.release(); // the library owns it now (its destroy callback deletes it)
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static void destroy(void *ud) noexcept { delete static_cast<StoreAdapter *>(ud); }
+};
+
+struct ArrayDeleter {
+    void operator()(shard_array *a) const noexcept { shard_array_close(a); }
+};
+
+/// Elements in a region of extent `shape` (checked against overflow).
+inline std::size_t region_elements(Coords start, Coords shape) {
+    if (start.size() != shape.size())
+        throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                    "invalid argument: start has " + std::to_string(start.size()) +
+                        " values, shape " + std::to_string(shape.size()));
+    std::size_t n = 1;
+    for (std::uint64_t e : shape) {
+        if (e != 0 && n > SIZE_MAX / e)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: the region has more elements than fit in memory");
+        n *= static_cast<std::size_t>(e);
+    }
+    return n;
+}
+
+} // namespace detail
+
+/// A whole Zarr v3 array over a host store: reads and writes any hyper-rectangle (region),
+/// across shards and inner chunks, with the fill value where nothing is stored.
+///
+/// The store is any object with `open(std::string_view key)` returning an I/O object (see
+/// `Shard::open`; e.g. `MemoryIO`, `FileIO`) for the object at `key` (`"c/0/1"`, per the
+/// array's `chunk_key_encoding`). The object need not exist: its reads then throw `NotFound`
+/// and it reads as the fill value. The store is called once per shard a call touches; the
+/// I/O object it returns is destroyed before that call returns. Exceptions from `open` or
+/// from the I/O object are caught at the C boundary (as in `Shard::open`) and surface as
+/// `Error` with `SHARD_ERR_IO`, `io_code()` and `host_message()`.
+///
+/// Owns a `shard_array` (closed by the destructor) and, through it, the store (destroyed when
+/// the array closes). Move-only; a moved-from `Array` is empty (`!array`), safe to destroy,
+/// and its calls throw `Error` (`SHARD_ERR_NULL_POINTER`).
+///
+/// Threads: `read_region` may run on many threads at once (then the store and its I/O objects
+/// must be thread-safe). `write_region` needs exclusive use; a concurrent writer is refused
+/// with `SHARD_ERR_BUSY`. Without `StoreFlags::ThreadSafe` every callback runs on the thread
+/// of the call that needs it.
+class Array {
+  public:
+    /// An empty array (holds nothing). Never throws.
+    Array() noexcept = default;
+    Array(Array &&) noexcept = default;
+    Array &operator=(Array &&) noexcept = default;
+    Array(const Array &) = delete;
+    Array &operator=(const Array &) = delete;
+    ~Array() = default;
+
+    /// Open the array described by the Zarr v3 `zarr.json` text over `store`. Nothing is read
+    /// yet. `store` is moved (or copied) into a heap adapter the handle owns; pass a
+    /// `std::shared_ptr<S>`, `std::unique_ptr<S>` or `std::ref(s)` to keep it elsewhere. If
+    /// `open` throws, the adapter and the store moved into it are already destroyed.
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_UNSUPPORTED_CODEC`,
+    /// `SHARD_ERR_INVALID_ARGUMENT`).
+    template <class Store>
+    [[nodiscard]] static Array open(std::string_view zarr_json, Store &&store,
+                                    StoreFlags flags = StoreFlags::None) {
+        using Adapter = detail::StoreAdapter<std::decay_t<Store>>;
+        auto adapter = std::make_unique<Adapter>(std::forward<Store>(store));
+        shard_store_callbacks table;
+        std::memset(&table, 0, sizeof table);
+        table.version = SHARD_STORE_VERSION;
+        table.flags = static_cast<std::uint32_t>(flags);
+        table.userdata = adapter.get();
+        table.open_object = &Adapter::open_object;
+        table.destroy = &Adapter::destroy;
+        shard_array *a = nullptr;
+        detail::call([&] { return shard_array_open(zarr_json.data(), zarr_json.size(), &table, &a); });
+        adapter.release(); // the handle owns it now (destroy, at close)
+        Array array;
+        array.ptr_.reset(a);
+        return array;
+    }
+
+    /// Whether this holds an open array. Never throws.
+    explicit operator bool() const noexcept { return ptr_ != nullptr; }
+    /// The C handle, borrowed; null when empty. Never throws.
+    [[nodiscard]] const shard_array *get() const noexcept { return ptr_.get(); }
+    /// Close the array now (destroys the store). Idempotent. Never throws.
+    void close() noexcept { ptr_.reset(); }
+
+    /// A codec for the array's sharding layout and metadata (shape, data type, fill value,
+    /// shard keys), e.g. to open single shards with `Shard::open`. Thread-safe. Throws `Error`
+    /// (`SHARD_ERR_UNSUPPORTED` when the array is not sharded, `SHARD_ERR_NULL_POINTER`).
+    [[nodiscard]] Codec codec() const {
+        shard_codec *c = nullptr;
+        detail::call([&] { return shard_array_codec(get(), &c); });
+        return Codec(c);
+    }
+
+    /// Read the region of extent `shape` at `start` (array coordinates) into `out`: exactly
+    /// the region's element count × the element size, C order, native byte order; the fill
+    /// value where nothing is stored. Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT`
+    /// for a rank mismatch or a region past the array, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`,
+    /// `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`). On error `out`'s
+    /// contents are unspecified.
+    void read_region(Coords start, Coords shape, span<std::uint8_t> out) const {
+        require_open();
+        (void)detail::region_elements(start, shape);
+        detail::call([&] {
+            return shard_array_read_region(get(), start.data(), shape.data(), start.size(),
+                                           out.data(), out.size());
+        });
+    }
+
+    /// The region of extent `shape` at `start` as a new vector of `T` (trivially copyable,
+    /// `sizeof(T)` equal to the data type's size, else `SHARD_ERR_BUFFER_SIZE`). As
+    /// `read_region(start, shape, out)`.
+    template <class T>
+    [[nodiscard]] std::vector<T> read_region(Coords start, Coords shape) const {
+        static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
+        require_open();
+        std::vector<T> v(detail::region_elements(start, shape));
+        read_region(start, shape, as_writable_bytes(span<T>(v)));
+        return v;
+    }
+
+    /// Write `data` (the region's element count × the element size, C order, native byte
+    /// order) to the region of extent `shape` at `start`, with the minimum read-modify-write:
+    /// shards covered entirely are written whole without being read; in the others only the
+    /// index and the partly covered inner chunks are read, and the touched chunks and a new
+    /// index are appended. Chunks equal to the fill value are not stored; a shard left empty is
+    /// removed (the I/O object needs `remove`). Not atomic across shards. Exclusive use.
+    /// Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`,
+    /// `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`).
+    void write_region(Coords start, Coords shape, span<const std::uint8_t> data) {
+        require_open();
+        (void)detail::region_elements(start, shape);
+        detail::call([&] {
+            return shard_array_write_region(get(), start.data(), shape.data(), start.size(),
+                                            data.data(), data.size());
+        });
+    }
+
+    /// `write_region` from elements of `T` (`sizeof(T)` equal to the data type's size, else
+    /// `SHARD_ERR_BUFFER_SIZE`).
+    template <class T>
+    void write_region(Coords start, Coords shape, const std::vector<T> &values) {
+        write_region(start, shape, as_bytes(span<const T>(values)));
+    }
+
+  private:
+    // An empty array always reports SHARD_ERR_NULL_POINTER, before the binding's own checks.
+    void require_open() const {
+        if (!ptr_) throw Error(SHARD_ERR_NULL_POINTER, "`array` must not be NULL (empty Array)");
+    }
+
+    std::unique_ptr<shard_array, detail::ArrayDeleter> ptr_;
+};
+
+/// A store in memory: key → `MemoryIO`, for tests and caches. Copies share the same objects,
+/// so a test can keep one copy, give another to `Array::open`, and inspect the objects later.
+/// Thread-safe (one mutex for the map; each `MemoryIO` has its own).
+class MemoryStore {
+  public:
+    MemoryStore() : s_(std::make_shared<State>()) {}
+
+    /// The object at `key` (created, not existing, on first use).
+    [[nodiscard]] MemoryIO open(std::string_view key) {
+        std::lock_guard<std::mutex> l(s_->mutex);
+        s_->opens++;
+        return s_->objects[std::string(key)];
+    }
+    /// The keys of the objects that exist, sorted.
+    [[nodiscard]] std::vector<std::string> keys() const {
+        std::lock_guard<std::mutex> l(s_->mutex);
+        std::vector<std::string> k;
+        for (const auto &o : s_->objects)
+            if (o.second.exists()) k.push_back(o.first);
+        return k;
+    }
+    /// How many times `open` was called (one per shard a call touches).
+    [[nodiscard]] std::uint64_t opens() const {
+        std::lock_guard<std::mutex> l(s_->mutex);
+        return s_->opens;
+    }
+
+  private:
+    struct State {
+        mutable std::mutex mutex;
+        std::map<std::string, MemoryIO> objects;
+        std::uint64_t opens = 0;
+    };
+    std::shared_ptr<State> s_;
+};
+
+#ifdef ZARRSHARD_HPP_HAVE_POSIX
+/// A read-only store over a directory: key `c/0/1` is the file `ROOT/c/0/1`, read with
+/// `FileIO` (a missing file reads as the fill value). Writing through it fails with
+/// `SHARD_ERR_IO` (`EBADF`). Thread-safe.
+class DirectoryStore {
+  public:
+    explicit DirectoryStore(std::string root) : root_(std::move(root)) {}
+    /// `FileIO(ROOT/key, FileIO::Read)`. Throws `Error` (`SHARD_ERR_IO`) when the file exists
+    /// but cannot be opened.
+    [[nodiscard]] FileIO open(std::string_view key) const {
+        return FileIO(root_ + "/" + std::string(key), FileIO::Read);
+    }
+
+  private:
+    std::string root_;
+};
+#endif
 
 } // namespace zarrshard
 

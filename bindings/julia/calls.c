@@ -312,6 +312,84 @@ static shard_io_callbacks mem_table(mem_io *m, int write) {
     return t;
 }
 
+/* ---- stores: ShardArray's key -> ShardIO function, in C -----------------------------------
+ * cb_store_open_object calls the function and fills the table with callback_table(io, ...,
+ * write = true), which leaves out write callbacks when the io is not writable (a read
+ * FileShardIO). cb_store_destroy does nothing (the ShardArray holds the function). */
+static unsigned long store_opens, store_destroys;
+
+static void store_destroy(void *ud) {
+    (void)ud;
+    store_destroys++;
+}
+
+/* key -> FileShardIO(joinpath(array, key)); userdata: the array's directory. */
+static int32_t file_store_open_object(void *ud, const char *key, shard_io_callbacks *io_out) {
+    char path[4096];
+    store_opens++;
+    snprintf(path, sizeof path, "%s/%s", (const char *)ud, key);
+    *io_out = file_table(file_io_open(path));
+    return 0;
+}
+
+/* key -> get!(MemoryShardIO, objects, key): a Dict of MemoryShardIOs. */
+typedef struct {
+    char key[32];
+    mem_io io;
+} mem_entry;
+typedef struct {
+    mem_entry e[8];
+    size_t n;
+} mem_store;
+
+static int32_t mem_store_open_object(void *ud, const char *key, shard_io_callbacks *io_out) {
+    mem_store *s = (mem_store *)ud;
+    size_t i;
+    store_opens++;
+    for (i = 0; i < s->n && strcmp(s->e[i].key, key) != 0; i++) {
+    }
+    if (i == s->n) {
+        if (s->n == 8 || strlen(key) >= sizeof s->e[0].key) die("memory store: too many keys");
+        memset(&s->e[i], 0, sizeof s->e[i]); /* MemoryShardIO(): no object yet */
+        snprintf(s->e[i].key, sizeof s->e[i].key, "%s", key);
+        s->n++;
+    }
+    *io_out = mem_table(&s->e[i].io, 1);
+    return 0;
+}
+
+/* store_table(pointer_from_objref(StoreFunction(f))) */
+static shard_store_callbacks store_table(void *userdata,
+                                         int32_t (*open_object)(void *, const char *, shard_io_callbacks *)) {
+    shard_store_callbacks t;
+    t.version = SHARD_STORE_VERSION;
+    t.flags = 0;
+    t.userdata = userdata;
+    t.open_object = open_object;
+    t.destroy = store_destroy;
+    return t;
+}
+
+/* ShardArray(json, store): shard_array_open, then shard_array_codec and the Codec(ptr)
+ * constructor's calls (rank, data type twice, inner chunk shape, inner chunk bytes). */
+static shard_array *array_open(const char *json, size_t json_len, shard_store_callbacks *table,
+                               shard_codec **codec_out, const char *what) {
+    shard_array *arr = NULL;
+    size_t r = 0, n = 0, nb = 0;
+    uint64_t inner[2];
+    char dt[32];
+    CHECK_OK(shard_array_open(json, json_len, table, &arr), what);
+    if (arr == NULL) die("shard_array_open failed");
+    CHECK_OK(shard_array_codec(arr, codec_out), what);
+    CHECK_OK(shard_codec_rank(*codec_out, &r), what);
+    CHECK_OK(shard_codec_data_type(*codec_out, NULL, 0, &n), what);
+    CHECK_OK(shard_codec_data_type(*codec_out, dt, n + 1 <= sizeof dt ? n + 1 : sizeof dt, &n), what);
+    CHECK_OK(shard_codec_inner_chunk_shape(*codec_out, inner, r), what);
+    CHECK_OK(shard_codec_inner_chunk_nbytes(*codec_out, &nb), what);
+    check(r == 2 && strcmp(dt, "uint16") == 0 && nb == 512, "%s: the array's codec is 2-d uint16, 16x16 chunks", what);
+    return arr;
+}
+
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 static uint8_t *read_file(const char *path, size_t *len_out) {
@@ -769,6 +847,96 @@ int main(int argc, char **argv) {
     }
     /* julia: close(codec)                                                              [35] */
     shard_codec_free(codec);
+
+    /* julia: arr = ShardArray(json, key -> FileShardIO(joinpath(array, key)))           [36]
+     * C:     shard_array_open(json, sizeof(json), &{1, 0, store, open_object, destroy}, &arr)
+     *        shard_array_codec(arr, &c), then Codec(c): rank, data type (twice), inner chunk
+     *        shape, inner chunk bytes                                                         */
+    {
+        char root[4096];
+        shard_store_callbacks table;
+        shard_codec *acodec = NULL;
+        shard_array *arr;
+        uint16_t R[30 * 40], Z[16 * 16];
+        uint64_t start[2] = {10, 20}, shape[2] = {40, 30};
+        uint64_t start0[2] = {0, 0}, shape0[2] = {16, 16};
+        size_t x, y, k;
+        int same = 1, zero = 1;
+        snprintf(root, sizeof root, "%s/fixture.zarr", dir);
+        table = store_table(root, file_store_open_object);
+        arr = array_open(json, json_len, &table, &acodec, "[36] ShardArray(json, key -> FileShardIO)");
+
+        /* julia: R = read_region(arr, (21, 11), (30, 40))                                  [37]
+         * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, (uint8_t *)R, 2400)
+         *        R[x, y] == expected[20 + x, 10 + y]: C row 9 + y, column 19 + x           */
+        store_opens = 0;
+        memset(calls_of, 0, sizeof calls_of);
+        CHECK_OK(shard_array_read_region(arr, start, shape, 2, (uint8_t *)R, sizeof R), "[37] shard_array_read_region");
+        for (x = 1; x <= 30; x++)
+            for (y = 1; y <= 40; y++)
+                if (R[(x - 1) + (y - 1) * 30] != le16(raw + 2 * ((20 + x - 1) + (10 + y - 1) * 64))) same = 0;
+        check(same, "[37] read_region(arr, (21, 11), (30, 40)) == expected[21:50, 11:50] (C rows 10..49, columns 20..49)");
+        check(store_opens == 4 && calls_of[K_DESTROY] == 4,
+              "[37] the region touches 4 shards: %lu open_object, %lu destroy", store_opens, calls_of[K_DESTROY]);
+
+        /* julia: all(iszero, read_region(arr, (1, 1), (16, 16)))                          [38]
+         * C:     shard_array_read_region(arr, {0, 0}, {16, 16}, 2, buf, 512)                 */
+        CHECK_OK(shard_array_read_region(arr, start0, shape0, 2, (uint8_t *)Z, sizeof Z), "[38] shard_array_read_region");
+        for (k = 0; k < 16 * 16; k++)
+            if (Z[k] != 0) zero = 0;
+        check(zero, "[38] the top-left inner chunk (not stored) reads as the fill value 0");
+
+        /* julia: close(arr)                                                                [39]
+         * C:     shard_codec_free(c); shard_array_close(arr) -> destroy(store) once          */
+        store_destroys = 0;
+        shard_codec_free(acodec);
+        shard_array_close(arr);
+        check(store_destroys == 1, "[39] shard_array_close called the store's destroy once (%lu)", store_destroys);
+
+        /* julia: open(ShardArray, json, key -> get!(MemoryShardIO, objects, key)) do marr  [40]
+         *            write_region(marr, (21, 11), R)                                       [41]
+         *            write_region(marr, (1, 33), fill(UInt16(9), 64, 32))                  [42]
+         *            read_region(marr, (1, 1), (64, 64)) == model                          [43]
+         *        end                                                                       [44]
+         * C:     [41] shard_array_write_region(marr, {10, 20}, {40, 30}, 2, R, 2400)
+         *        [42] shard_array_write_region(marr, {32, 0}, {32, 64}, 2, nines, 4096)
+         *        [43] shard_array_read_region(marr, {0, 0}, {64, 64}, 2, all, 8192)
+         *        [44] shard_codec_free(c); shard_array_close(marr)                           */
+        {
+            static mem_store objects;
+            static uint16_t nines[64 * 32], all[64 * 64];
+            uint64_t s9[2] = {32, 0}, sh9[2] = {32, 64}, sall[2] = {64, 64};
+            shard_array *marr;
+            size_t row, col;
+            int model_ok = 1;
+            unsigned long stored = 0;
+            table = store_table(&objects, mem_store_open_object);
+            arr = NULL;
+            acodec = NULL;
+            marr = array_open(json, json_len, &table, &acodec, "[40] ShardArray(json, key -> get!(MemoryShardIO, objects, key))");
+            CHECK_OK(shard_array_write_region(marr, start, shape, 2, (const uint8_t *)R, sizeof R), "[41] shard_array_write_region");
+            for (k = 0; k < 64 * 32; k++) nines[k] = 9;
+            CHECK_OK(shard_array_write_region(marr, s9, sh9, 2, (const uint8_t *)nines, sizeof nines), "[42] shard_array_write_region");
+            CHECK_OK(shard_array_read_region(marr, start0, sall, 2, (uint8_t *)all, sizeof all), "[43] shard_array_read_region");
+            /* model[x, y] for C row y-1, column x-1: 9 in rows 32..63, else the fixture in the
+             * first region, else the fill value. */
+            for (row = 0; row < 64; row++)
+                for (col = 0; col < 64; col++) {
+                    uint16_t want = row >= 32 ? 9
+                                    : (row >= 10 && row < 50 && col >= 20 && col < 50) ? le16(raw + 2 * (row * 64 + col))
+                                                                                        : 0;
+                    if (all[col + row * 64] != want) model_ok = 0;
+                }
+            check(model_ok, "[43] read_region(marr, (1, 1), (64, 64)) == the model of both writes");
+            for (k = 0; k < objects.n; k++) stored += objects.e[k].io.exists ? 1 : 0;
+            check(stored == 4, "[43] 4 shard objects stored in memory (%lu)", stored);
+            store_destroys = 0;
+            shard_codec_free(acodec);
+            shard_array_close(marr);
+            check(store_destroys == 1, "[44] shard_array_close called the store's destroy once");
+            for (k = 0; k < objects.n; k++) free(objects.e[k].io.data);
+        }
+    }
 
     free(dtype);
     free(json);

@@ -1047,6 +1047,264 @@ static void test_zarr_python_fixture() {
               << " empty\n";
 }
 
+// ---- Array: regions over a store ----------------------------------------------------------------
+
+using zarrshard::Array;
+using zarrshard::DirectoryStore;
+using zarrshard::MemoryStore;
+
+static std::string read_text(const std::string &path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// The sub-array [start, start + shape) of a row-major 2-D array of `cols` columns.
+template <class T>
+static std::vector<T> sub2d(const std::vector<T> &all, std::size_t cols, std::uint64_t r0,
+                            std::uint64_t c0, std::uint64_t rows, std::uint64_t ncols) {
+    std::vector<T> v;
+    for (std::uint64_t r = r0; r < r0 + rows; r++)
+        for (std::uint64_t c = c0; c < c0 + ncols; c++) v.push_back(all[r * cols + c]);
+    return v;
+}
+
+// Regions of the zarr-python fixture (64x64 uint16, 2x2 shards of 2x2 inner chunks) read
+// through a directory store equal the same regions of fixture.raw.
+static void test_array_fixture_regions() {
+    const std::string dir = g_fixture + "/fixture.zarr";
+    const auto raw = file_bytes(g_fixture + "/fixture.raw");
+    CHECK(raw.size() == 64 * 64 * 2);
+    if (raw.size() != 64 * 64 * 2) return;
+    std::vector<std::uint16_t> want(64 * 64);
+    for (std::size_t i = 0; i < want.size(); i++)
+        want[i] = static_cast<std::uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
+    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    CHECK(array.codec().array_shape() == (std::vector<std::uint64_t>{64, 64}));
+    CHECK(array.codec().data_type() == "uint16");
+    // The whole array, as bytes (the host is little-endian, as fixture.raw).
+    std::vector<std::uint8_t> all(raw.size());
+    array.read_region({0, 0}, {64, 64}, all);
+    CHECK(all == raw);
+    struct R {
+        std::uint64_t r0, c0, rows, cols;
+    };
+    const R regions[] = {
+        {10, 20, 40, 30}, // across all four shards
+        {0, 0, 16, 16},   // exactly the empty top-left inner chunk: all fill value
+        {5, 3, 1, 1},     // one element
+        {31, 0, 2, 64},   // two rows across the shard boundary
+        {32, 48, 32, 16}, // one inner chunk column of a shard
+        {63, 63, 1, 1},   // the last element
+        {20, 7, 0, 5},    // empty
+    };
+    int compared = 0;
+    for (const R &g : regions) {
+        const auto got = array.read_region<std::uint16_t>({g.r0, g.c0}, {g.rows, g.cols});
+        if (got != sub2d(want, 64, g.r0, g.c0, g.rows, g.cols)) {
+            check_failed(__LINE__, "region at [" + std::to_string(g.r0) + ", " + std::to_string(g.c0) +
+                                       "] differs from fixture.raw");
+        }
+        compared++;
+    }
+    CHECK(array.read_region<std::uint16_t>({0, 0}, {16, 16}) == std::vector<std::uint16_t>(256, 0));
+    // Many threads reading regions of one array at once.
+    std::vector<std::future<bool>> readers;
+    for (std::uint64_t t = 0; t < 4; t++)
+        readers.push_back(std::async(std::launch::async, [&, t] {
+            bool same = true;
+            for (std::uint64_t i = 0; i < 8; i++) {
+                const std::uint64_t r0 = (t * 13 + i * 7) % 48, c0 = (t * 5 + i * 11) % 40;
+                same = same && array.read_region<std::uint16_t>({r0, c0}, {16, 24}) ==
+                                   sub2d(want, 64, r0, c0, 16, 24);
+            }
+            return same;
+        }));
+    for (auto &r : readers) CHECK(r.get());
+    std::cout << "    fixture: " << compared + 1 << " regions compared with fixture.raw\n";
+}
+
+// Regions written through a memory store read back equal to a model of the array kept here;
+// every shard stored is also read chunk by chunk with Shard (the single-shard API), and shards
+// left all fill value are removed.
+static void test_array_write_regions_model() {
+    MemoryStore store;
+    Array array = Array::open(ZARR_JSON, store); // 32x32 uint16, 16x16 shards, 4x4 chunks
+    const Codec codec = array.codec();
+    std::vector<std::uint16_t> model(32 * 32, 0);
+    CHECK(array.read_region<std::uint16_t>({0, 0}, {32, 32}) == model); // nothing stored
+    CHECK(store.keys().empty());
+    std::uint32_t rng = 12345;
+    auto next = [&](std::uint32_t n) {
+        rng = rng * 1103515245u + 12345u;
+        return (rng >> 8) % n;
+    };
+    for (int round = 0; round < 40; round++) {
+        const std::uint64_t r0 = next(32), c0 = next(32);
+        const std::uint64_t rows = 1 + next(static_cast<std::uint32_t>(32 - r0));
+        const std::uint64_t cols = 1 + next(static_cast<std::uint32_t>(32 - c0));
+        std::vector<std::uint16_t> values(rows * cols);
+        const bool zeros = round % 7 == 6; // sometimes the fill value
+        for (std::size_t i = 0; i < values.size(); i++)
+            values[i] = zeros ? 0 : static_cast<std::uint16_t>(1 + next(60000));
+        array.write_region({r0, c0}, {rows, cols}, values);
+        for (std::uint64_t r = 0; r < rows; r++)
+            for (std::uint64_t c = 0; c < cols; c++) model[(r0 + r) * 32 + c0 + c] = values[r * cols + c];
+        const std::uint64_t q0 = next(32), p0 = next(32);
+        const std::uint64_t qr = 1 + next(static_cast<std::uint32_t>(32 - q0));
+        const std::uint64_t qc = 1 + next(static_cast<std::uint32_t>(32 - p0));
+        if (array.read_region<std::uint16_t>({q0, p0}, {qr, qc}) != sub2d(model, 32, q0, p0, qr, qc))
+            check_failed(__LINE__, "round " + std::to_string(round) + ": region read differs");
+    }
+    CHECK(array.read_region<std::uint16_t>({0, 0}, {32, 32}) == model);
+    // Each shard, read on its own with Shard, holds the model's values.
+    for (std::uint64_t gy = 0; gy < 2; gy++) {
+        for (std::uint64_t gx = 0; gx < 2; gx++) {
+            const auto shard = Shard::open(codec, store.open(codec.shard_key({gy, gx})));
+            for (std::uint64_t cy = 0; cy < 4; cy++)
+                for (std::uint64_t cx = 0; cx < 4; cx++)
+                    CHECK(shard.read_chunk_as<std::uint16_t>({cy, cx}) ==
+                          sub2d(model, 32, gy * 16 + cy * 4, gx * 16 + cx * 4, 4, 4));
+        }
+    }
+    // Filling a whole shard with the fill value removes it.
+    array.write_region({0, 16}, {16, 16}, std::vector<std::uint16_t>(256, 0));
+    const auto keys = store.keys();
+    CHECK(std::find(keys.begin(), keys.end(), "c/0/1") == keys.end());
+    CHECK(array.read_region<std::uint16_t>({0, 16}, {16, 16}) == std::vector<std::uint16_t>(256, 0));
+    // A region covering whole shards is written without reading them: a store whose objects
+    // fail every read still takes it.
+    struct NoReads {
+        MemoryStore inner;
+        struct IO {
+            MemoryIO mem;
+            std::size_t read(std::uint64_t, span<std::uint8_t>) { throw zarrshard::IoError(77, "read"); }
+            zarrshard::SuffixRead read_suffix(span<std::uint8_t>) { throw zarrshard::IoError(77, "read"); }
+            std::optional<std::uint64_t> size() { throw zarrshard::IoError(77, "size"); }
+            void write(std::uint64_t o, span<const std::uint8_t> d) { mem.write(o, d); }
+            void truncate(std::uint64_t n) { mem.truncate(n); }
+            void remove() { mem.remove(); }
+        };
+        IO open(std::string_view key) { return IO{inner.open(key)}; }
+    };
+    NoReads blind;
+    Array writer = Array::open(ZARR_JSON, std::ref(blind));
+    std::vector<std::uint16_t> whole(16 * 32);
+    for (std::size_t i = 0; i < whole.size(); i++) whole[i] = static_cast<std::uint16_t>(i + 1);
+    writer.write_region({16, 0}, {16, 32}, whole);
+    CHECK(blind.inner.keys() == (std::vector<std::string>{"c/1/0", "c/1/1"}));
+    auto e = EXPECT_ERROR(writer.write_region({16, 0}, {1, 1}, std::vector<std::uint16_t>{5}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 77);
+    CHECK(Array::open(ZARR_JSON, blind.inner).read_region<std::uint16_t>({16, 0}, {16, 32}) == whole);
+}
+
+static void test_array_errors() {
+    MemoryStore store;
+    Array array = Array::open(ZARR_JSON, store);
+    std::vector<std::uint8_t> buf(8);
+    auto e = EXPECT_ERROR(array.read_region({0, 0}, {2}, buf), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "start"));
+    EXPECT_ERROR(array.read_region({0}, {4}, buf), SHARD_ERR_INVALID_ARGUMENT); // rank 1 of 2
+    EXPECT_ERROR(array.read_region({30, 0}, {4, 1}, buf), SHARD_ERR_INVALID_ARGUMENT); // past the end
+    EXPECT_ERROR(array.read_region({0, 0}, {2, 2}, span<std::uint8_t>(buf.data(), 7)), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR((void)array.read_region<std::uint8_t>({0, 0}, {2, 2}), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR((void)array.read_region<std::uint32_t>({0, 0}, {2, 2}), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR(array.write_region({0, 0}, {2, 2}, std::vector<std::uint8_t>(7)), SHARD_ERR_BUFFER_SIZE);
+    EXPECT_ERROR((void)array.read_region<std::uint16_t>({0, 0}, {~0ull, ~0ull}), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR((void)Array::open("{not json", store), SHARD_ERR_INVALID_METADATA);
+    // An array without sharding reads and writes regions too, but has no sharding codec.
+    const std::string plain =
+        R"({"zarr_format": 3, "node_type": "array", "shape": [8, 8], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 3, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})";
+    MemoryStore plain_store;
+    Array unsharded = Array::open(plain, plain_store);
+    EXPECT_ERROR((void)unsharded.codec(), SHARD_ERR_UNSUPPORTED);
+    CHECK(unsharded.read_region<std::uint16_t>({1, 1}, {2, 2}) == std::vector<std::uint16_t>(4, 3));
+    unsharded.write_region({3, 3}, {2, 2}, std::vector<std::uint16_t>{1, 2, 3, 4});
+    CHECK(unsharded.read_region<std::uint16_t>({3, 3}, {2, 2}) == (std::vector<std::uint16_t>{1, 2, 3, 4}));
+    // The chunk c/1/0 got only (4, 3) = 3, the fill value: it is not stored.
+    CHECK(plain_store.keys() == (std::vector<std::string>{"c/0/0", "c/0/1", "c/1/1"}));
+    // Moved from: empty, and every call reports SHARD_ERR_NULL_POINTER.
+    Array moved = std::move(array);
+    CHECK(!array && moved);
+    EXPECT_ERROR(array.read_region({0, 0}, {1}, buf), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)array.read_region<std::uint16_t>({0, 0}, {1, 1}), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR(array.write_region({0, 0}, {1, 1}, std::vector<std::uint16_t>{1}), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)array.codec(), SHARD_ERR_NULL_POINTER);
+    moved.close();
+    CHECK(!moved);
+}
+
+// A store counted in and out: the array destroys its store exactly once (at close, or at a
+// failed open), and a throwing store surfaces as Error(SHARD_ERR_IO) with its code and text.
+static std::atomic<int> g_stores{0};
+
+struct ThrowingStore {
+    Kind kind = Kind::Runtime;
+    bool throw_in_open = true; // else the object's read throws
+    MemoryStore inner;
+    ThrowingStore() { g_stores++; }
+    ThrowingStore(const ThrowingStore &o) : kind(o.kind), throw_in_open(o.throw_in_open), inner(o.inner) { g_stores++; }
+    ThrowingStore(ThrowingStore &&o) noexcept : kind(o.kind), throw_in_open(o.throw_in_open), inner(o.inner) { g_stores++; }
+    ThrowingStore &operator=(const ThrowingStore &) = delete;
+    ~ThrowingStore() { g_stores--; }
+    ThrowingIO open(std::string_view key) {
+        if (throw_in_open) ThrowingIO{MemoryIO(), "open", kind}.maybe_throw("open");
+        return ThrowingIO{inner.open(key), "read", kind};
+    }
+};
+
+static void test_array_throwing_store() {
+    const int before = g_stores;
+    {
+        ThrowingStore s;
+        s.kind = Kind::IoErr;
+        Array array = Array::open(ZARR_JSON, std::move(s));
+        auto e = EXPECT_ERROR((void)array.read_region<std::uint16_t>({0, 0}, {4, 4}), SHARD_ERR_IO);
+        CHECK(e && e->io_code() == 4242 && e->host_message() == "host error in open");
+        CHECK(e && contains(e->message(), "open_object") && contains(e->message(), "c/0/0"));
+        ThrowingStore r;
+        r.kind = Kind::Runtime;
+        e = EXPECT_ERROR(Array::open(ZARR_JSON, std::ref(r)).write_region({0, 0}, {1, 1}, std::vector<std::uint16_t>{1}),
+                         SHARD_ERR_IO);
+        CHECK(e && e->io_code() == zarrshard::io_code_exception && e->host_message() == "boom in open");
+        ThrowingStore i;
+        i.kind = Kind::Int;
+        e = EXPECT_ERROR((void)Array::open(ZARR_JSON, std::ref(i)).read_region<std::uint16_t>({0, 0}, {1, 1}),
+                         SHARD_ERR_IO);
+        CHECK(e && e->io_code() == zarrshard::io_code_unknown_exception);
+        // A zarrshard::Error from open (as FileIO's constructor throws) keeps its I/O code.
+        struct ErrorStore {
+            MemoryIO open(std::string_view) {
+                throw Error(SHARD_ERR_IO, "I/O error: cannot open c/0/0: Permission denied", EACCES);
+            }
+        };
+        e = EXPECT_ERROR((void)Array::open(ZARR_JSON, ErrorStore{}).read_region<std::uint16_t>({0, 0}, {1, 1}),
+                         SHARD_ERR_IO);
+        CHECK(e && e->io_code() == EACCES && contains(e->host_message(), "Permission denied"));
+        // The object's read throws: a stored shard (the write needs no read: it covers the shard).
+        ThrowingStore reads;
+        reads.throw_in_open = false;
+        reads.kind = Kind::System;
+        std::vector<std::uint16_t> sixteen(16);
+        for (std::size_t k = 0; k < sixteen.size(); k++) sixteen[k] = static_cast<std::uint16_t>(k + 1);
+        Array::open(ZARR_JSON, reads.inner).write_region({0, 0}, {4, 4}, sixteen);
+        Array a2 = Array::open(ZARR_JSON, std::ref(reads));
+        e = EXPECT_ERROR((void)a2.read_region<std::uint16_t>({0, 0}, {4, 4}), SHARD_ERR_IO);
+        CHECK(e && e->io_code() == ENOSPC && contains(e->host_message(), "disk full"));
+        // The next successful call reports no stale host message.
+        e = EXPECT_ERROR((void)a2.read_region<std::uint16_t>({40, 0}, {1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+        CHECK(e && e->host_message().empty() && e->io_code() == 0);
+    }
+    CHECK(g_stores == before);
+    // A failed open destroys the store it was given, once.
+    EXPECT_ERROR((void)Array::open("{}", ThrowingStore()), SHARD_ERR_INVALID_METADATA);
+    CHECK(g_stores == before);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         std::cerr << "usage: test_zarrshard FIXTURE_DIR SCRATCH_DIR\n";
@@ -1077,6 +1335,10 @@ int main(int argc, char **argv) {
     RUN(test_busy_write_from_two_threads);
     RUN(test_two_translation_units);
     RUN(test_zarr_python_fixture);
+    RUN(test_array_fixture_regions);
+    RUN(test_array_write_regions_model);
+    RUN(test_array_errors);
+    RUN(test_array_throwing_store);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
     return g_failed == 0 ? 0 : 1;
 }

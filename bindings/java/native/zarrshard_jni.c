@@ -46,6 +46,8 @@ static JavaVM *g_vm;
 
 static jclass g_ShardException, g_NotFound, g_NullPointerException, g_IllegalArgumentException,
     g_IllegalStateException, g_OutOfMemoryError, g_ByteBuffer;
+static jclass g_Capabilities;
+static jmethodID g_store_open, g_store_release, g_Capabilities_of;
 static jmethodID g_ShardException_fromNative, g_io_read, g_io_readSuffix, g_io_size, g_io_write,
     g_io_truncate, g_io_remove, g_ByteBuffer_asReadOnlyBuffer, g_ByteBuffer_position;
 
@@ -235,10 +237,18 @@ static int live(JNIEnv *env, jlong p) {
 
 /* ---- the ShardIO trampolines ---------------------------------------------------------- */
 
+/* A ShardArray's store userdata: the host's ShardStore, kept alive by a global ref that the
+ * array handle owns from a successful open until its destroy (shard_array_close). */
+typedef struct {
+    jobject store;
+} jni_store;
+
 /* The callbacks' userdata: the host's ShardIO, kept alive by a global ref that the handle
- * owns from a successful open until destroy. */
+ * owns from a successful open until destroy; `store` is the ShardStore that handed it out
+ * (its release(io) runs at destroy), NULL for a Shard's own ShardIO. */
 typedef struct {
     jobject io;
+    const jni_store *store;
 } jni_io;
 
 /* The JNIEnv of the thread the library calls back on. Threads that call in from Java are
@@ -464,8 +474,97 @@ static void cb_destroy(void *ud) {
     JNIEnv *env = cb_enter(&attached);
     /* Without a JNIEnv the global ref leaks (a ShardIO object stays reachable); nothing else
      * can be done safely. */
-    if (env != NULL) (*env)->DeleteGlobalRef(env, io->io);
+    if (env != NULL) {
+        if (io->store != NULL) {
+            /* ShardStore.release(io): an exception here cannot fail the call any more (destroy
+             * returns nothing); it is remembered like a callback's, as the cause of a call
+             * that fails for another reason, and otherwise dropped. */
+            (*env)->CallVoidMethod(env, io->store->store, g_store_release, io->io);
+            cb_exception(env, 0);
+        }
+        (*env)->DeleteGlobalRef(env, io->io);
+    }
     free(io);
+    cb_leave(attached);
+}
+
+/* The callback table over `io`; `caps` says which optional ShardIO methods to offer. */
+static void io_table(shard_io_callbacks *cb, jni_io *io, jint caps) {
+    memset(cb, 0, sizeof *cb);
+    cb->version = SHARD_IO_VERSION;
+    cb->userdata = io;
+    cb->read = cb_read;
+    cb->read_suffix = (caps & CAP_READ_SUFFIX) ? cb_read_suffix : NULL;
+    cb->size = cb_size;
+    cb->write = cb_write;
+    cb->truncate = (caps & CAP_TRUNCATE) ? cb_truncate : NULL;
+    cb->remove = (caps & CAP_REMOVE) ? cb_remove : NULL;
+    cb->destroy = cb_destroy;
+}
+
+/* ---- the ShardStore trampolines --------------------------------------------------------- */
+
+/* shard_store_callbacks.open_object: ShardStore.open(key), then the ShardIO's table. The
+ * store is opened without SHARD_STORE_THREAD_SAFE, so this runs on the Java thread of the
+ * ShardArray call (attached already; cb_enter covers the general case). */
+static int32_t store_open_object(void *ud, const char *key, shard_io_callbacks *io_out) {
+    jni_store *store = (jni_store *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc = 0;
+    jstring jkey;
+    jobject host = NULL;
+    jint caps = 0;
+    jni_io *io;
+    if (env == NULL) return IO_NO_JVM;
+    if ((*env)->PushLocalFrame(env, 4) != 0) {
+        rc = cb_exception(env, 0);
+        cb_leave(attached);
+        return rc != 0 ? rc : IO_JAVA_EXCEPTION;
+    }
+    /* Keys are ASCII (a chunk key encoding's prefix, separators and digits), where modified
+     * UTF-8 and UTF-8 agree. */
+    jkey = (*env)->NewStringUTF(env, key);
+    if (jkey == NULL) {
+        rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+    } else {
+        host = (*env)->CallObjectMethod(env, store->store, g_store_open, jkey);
+        rc = cb_exception(env, 0);
+    }
+    if (rc == 0 && host == NULL) {
+        (*env)->ThrowNew(env, g_NullPointerException, "ShardStore.open returned null");
+        rc = cb_exception(env, 0);
+    }
+    if (rc == 0) {
+        caps = (*env)->CallStaticIntMethod(env, g_Capabilities, g_Capabilities_of, host);
+        rc = cb_exception(env, 0);
+    }
+    if (rc == 0) {
+        if ((io = (jni_io *)calloc(1, sizeof *io)) == NULL) {
+            (*env)->ThrowNew(env, g_OutOfMemoryError, "zarrshard_jni: malloc failed");
+            rc = cb_exception(env, 0);
+        } else if ((io->io = (*env)->NewGlobalRef(env, host)) == NULL) {
+            free(io);
+            (*env)->ThrowNew(env, g_OutOfMemoryError, "zarrshard_jni: NewGlobalRef failed");
+            rc = cb_exception(env, 0);
+        } else {
+            /* From here the library owns io (cb_destroy). */
+            io->store = store;
+            io_table(io_out, io, caps);
+        }
+    }
+    (*env)->PopLocalFrame(env, NULL);
+    cb_leave(attached);
+    return rc;
+}
+
+/* shard_store_callbacks.destroy, from shard_array_close. */
+static void store_destroy(void *ud) {
+    jni_store *store = (jni_store *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    if (env != NULL) (*env)->DeleteGlobalRef(env, store->store);
+    free(store);
     cb_leave(attached);
 }
 
@@ -514,7 +613,18 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     if (g_io_write != NULL) g_io_truncate = (*env)->GetMethodID(env, io, "truncate", "(J)V");
     if (g_io_truncate != NULL) g_io_remove = (*env)->GetMethodID(env, io, "remove", "()V");
     (*env)->DeleteLocalRef(env, io);
-    return g_io_remove != NULL ? JNI_VERSION_1_8 : JNI_ERR;
+    if (g_io_remove == NULL) return JNI_ERR;
+    if ((g_Capabilities = global_class(env, "io/zarrshard/Capabilities")) == NULL) return JNI_ERR;
+    g_Capabilities_of =
+        (*env)->GetStaticMethodID(env, g_Capabilities, "of", "(Lio/zarrshard/ShardIO;)I");
+    if (g_Capabilities_of == NULL) return JNI_ERR;
+    if ((io = (*env)->FindClass(env, "io/zarrshard/ShardStore")) == NULL) return JNI_ERR;
+    g_store_open =
+        (*env)->GetMethodID(env, io, "open", "(Ljava/lang/String;)Lio/zarrshard/ShardIO;");
+    if (g_store_open != NULL)
+        g_store_release = (*env)->GetMethodID(env, io, "release", "(Lio/zarrshard/ShardIO;)V");
+    (*env)->DeleteLocalRef(env, io);
+    return g_store_release != NULL ? JNI_VERSION_1_8 : JNI_ERR;
 }
 
 JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_version(JNIEnv *env, jclass cls) {
@@ -742,16 +852,7 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_shardOpen(JNIEnv *env, jclass c
         throw_oom(env);
         return 0;
     }
-    memset(&cb, 0, sizeof cb);
-    cb.version = SHARD_IO_VERSION;
-    cb.userdata = io;
-    cb.read = cb_read;
-    cb.read_suffix = (caps & CAP_READ_SUFFIX) ? cb_read_suffix : NULL;
-    cb.size = cb_size;
-    cb.write = cb_write;
-    cb.truncate = (caps & CAP_TRUNCATE) ? cb_truncate : NULL;
-    cb.remove = (caps & CAP_REMOVE) ? cb_remove : NULL;
-    cb.destroy = cb_destroy;
+    io_table(&cb, io, caps);
     scope_begin(&s);
     st = shard_open_ex(CODEC(codec), &cb, (uint32_t)mode, (uint32_t)flags, &handle);
     if (st != SHARD_OK) {
@@ -980,6 +1081,174 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_finalizeShard(JNIEnv *env, jcla
     scope_begin(&s);
     st = shard_finalize(SHARD(shard), &size);
     return finish(env, &s, st) ? (jlong)size : 0;
+}
+
+/* ---- array ---------------------------------------------------------------------------- */
+
+static const shard_array *ARRAY(jlong p) { return (const shard_array *)(uintptr_t)p; }
+
+/* The store table is opened without SHARD_STORE_THREAD_SAFE: every ShardStore and ShardIO
+ * callback then runs on the calling Java thread (a valid JNIEnv, the per-thread cause slot). */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayOpen(JNIEnv *env, jclass cls,
+                                                           jbyteArray json, jobject host) {
+    shard_store_callbacks cb;
+    shard_array *array = NULL;
+    jni_store *store;
+    uint8_t *buf;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (host == NULL) {
+        throw_new(env, g_NullPointerException, "store");
+        return 0;
+    }
+    if ((buf = get_bytes(env, json, &len)) == NULL) return 0;
+    if ((store = (jni_store *)calloc(1, sizeof *store)) == NULL) {
+        free(buf);
+        throw_oom(env);
+        return 0;
+    }
+    if ((store->store = (*env)->NewGlobalRef(env, host)) == NULL) {
+        free(store);
+        free(buf);
+        throw_oom(env);
+        return 0;
+    }
+    memset(&cb, 0, sizeof cb);
+    cb.version = SHARD_STORE_VERSION;
+    cb.flags = 0;
+    cb.userdata = store;
+    cb.open_object = store_open_object;
+    cb.destroy = store_destroy;
+    scope_begin(&s);
+    st = shard_array_open((const char *)buf, len, &cb, &array);
+    free(buf);
+    if (st != SHARD_OK) {
+        /* A failed open leaves userdata with us. */
+        (*env)->DeleteGlobalRef(env, store->store);
+        free(store);
+    }
+    return finish(env, &s, st) ? (jlong)(uintptr_t)array : 0;
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayClose(JNIEnv *env, jclass cls, jlong array) {
+    (void)env;
+    (void)cls;
+    /* store_destroy runs in here, on this thread. */
+    shard_array_close((shard_array *)(uintptr_t)array);
+}
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayCodec(JNIEnv *env, jclass cls,
+                                                            jlong array) {
+    shard_codec *codec = NULL;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return 0;
+    scope_begin(&s);
+    st = shard_array_codec(ARRAY(array), &codec);
+    return finish(env, &s, st) ? (jlong)(uintptr_t)codec : 0;
+}
+
+/* start and shape as two long[] of one rank; 0 and an exception otherwise. */
+static int get_region(JNIEnv *env, jlongArray start, jlongArray shape, coords_buf *a,
+                      coords_buf *b) {
+    if (!get_coords(env, start, a)) return 0;
+    if (!get_coords(env, shape, b)) {
+        free_coords(a);
+        return 0;
+    }
+    if (a->n != b->n) {
+        throw_new(env, g_IllegalArgumentException, "start and shape differ in length");
+        free_coords(a);
+        free_coords(b);
+        return 0;
+    }
+    return 1;
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayReadRegion(JNIEnv *env, jclass cls,
+                                                                jlong array, jlongArray start,
+                                                                jlongArray shape,
+                                                                jbyteArray out) {
+    coords_buf a, b;
+    uint8_t *buf;
+    jsize n;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return;
+    if (out == NULL) {
+        throw_new(env, g_NullPointerException, "out");
+        return;
+    }
+    if (!get_region(env, start, shape, &a, &b)) return;
+    n = (*env)->GetArrayLength(env, out);
+    if ((buf = (uint8_t *)malloc(n > 0 ? (size_t)n : 1)) == NULL) {
+        throw_oom(env);
+    } else {
+        scope_begin(&s);
+        st = shard_array_read_region(ARRAY(array), a.v, b.v, a.n, buf, (size_t)n);
+        if (finish(env, &s, st) && n > 0)
+            (*env)->SetByteArrayRegion(env, out, 0, n, (jbyte *)buf);
+        free(buf);
+    }
+    free_coords(&a);
+    free_coords(&b);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayWriteRegion(JNIEnv *env, jclass cls,
+                                                                 jlong array, jlongArray start,
+                                                                 jlongArray shape,
+                                                                 jbyteArray data) {
+    coords_buf a, b;
+    uint8_t *buf;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array) || !get_region(env, start, shape, &a, &b)) return;
+    if ((buf = get_bytes(env, data, &len)) != NULL) {
+        scope_begin(&s);
+        st = shard_array_write_region(ARRAY(array), a.v, b.v, a.n, buf, len);
+        finish(env, &s, st);
+        free(buf);
+    }
+    free_coords(&a);
+    free_coords(&b);
+}
+
+/* Read (write == 0) or write the region from [pos, pos + len) of a direct ByteBuffer. */
+static void region_direct(JNIEnv *env, jlong array, jlongArray start, jlongArray shape,
+                          jobject buffer, jint pos, jint len, int write) {
+    coords_buf a, b;
+    uint8_t *addr;
+    shard_status st;
+    scope s;
+    if (!live(env, array) || !get_region(env, start, shape, &a, &b)) return;
+    if ((addr = direct_range(env, buffer, pos, len)) != NULL) {
+        scope_begin(&s);
+        st = write ? shard_array_write_region(ARRAY(array), a.v, b.v, a.n, addr, (size_t)len)
+                   : shard_array_read_region(ARRAY(array), a.v, b.v, a.n, addr, (size_t)len);
+        finish(env, &s, st);
+    }
+    free_coords(&a);
+    free_coords(&b);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayReadRegionDirect(
+    JNIEnv *env, jclass cls, jlong array, jlongArray start, jlongArray shape, jobject buffer,
+    jint pos, jint len) {
+    (void)cls;
+    region_direct(env, array, start, shape, buffer, pos, len, 0);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayWriteRegionDirect(
+    JNIEnv *env, jclass cls, jlong array, jlongArray start, jlongArray shape, jobject buffer,
+    jint pos, jint len) {
+    (void)cls;
+    region_direct(env, array, start, shape, buffer, pos, len, 1);
 }
 
 /* ---- test hook ------------------------------------------------------------------------ */

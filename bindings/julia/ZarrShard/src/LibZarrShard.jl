@@ -21,6 +21,10 @@ const libzarrshard = get(ENV, "ZARRSHARD_LIBRARY", "libzarrshard")
 # ---------------------------------------------------------------------------------------------
 # Constants (#define)
 
+"The store callback table version this header defines (`shard_store_callbacks.version`)."
+const SHARD_STORE_VERSION = UInt32(1)
+"`shard_store_callbacks.flags`: the store's and its objects' callbacks are thread-safe."
+const SHARD_STORE_THREAD_SAFE = UInt32(1)
 "The callback table version this header defines (`shard_io_callbacks.version`)."
 const SHARD_IO_VERSION = UInt32(2)
 "Returned by `read`, `read_suffix`, `size` when the object does not exist (reads as fill)."
@@ -73,8 +77,6 @@ end
 
 "Opaque: a shard layout (`shard_codec *`). Only ever used as `Ptr{shard_codec}`."
 mutable struct shard_codec end
-"Opaque: an array over a host store (`shard_array *`). Only ever used as `Ptr{shard_array}`."
-mutable struct shard_array end
 
 "Opaque: an open shard object (`shard_handle *`). Only ever used as `Ptr{shard_handle}`."
 mutable struct shard_handle end
@@ -94,6 +96,21 @@ struct shard_io_callbacks
     remove::Ptr{Cvoid}      # int32_t (*)(void *)
     destroy::Ptr{Cvoid}     # void (*)(void *)
     read_vectored::Ptr{Cvoid} # int32_t (*)(void *, size_t, const uint64_t *, const size_t *, uint8_t *const *, size_t *)
+end
+
+"Opaque: an array over a host store (`shard_array *`). Only ever used as `Ptr{shard_array}`."
+mutable struct shard_array end
+
+"""
+The host's storage for a whole array: the C struct, field for field. `open_object` fills a
+`shard_io_callbacks` for a key; see the header for the whole contract.
+"""
+struct shard_store_callbacks
+    version::UInt32
+    flags::UInt32
+    userdata::Ptr{Cvoid}
+    open_object::Ptr{Cvoid} # int32_t (*)(void *, const char *, shard_io_callbacks *)
+    destroy::Ptr{Cvoid}     # void (*)(void *)
 end
 
 "Where an inner chunk is stored (`shard_chunk_info`)."
@@ -126,6 +143,47 @@ end
 "`int32_t shard_last_io_code(void)`"
 function shard_last_io_code()
     ccall((:shard_last_io_code, libzarrshard), Int32, ())
+end
+
+"""
+`shard_status shard_array_open(const char *json, size_t json_len,
+const shard_store_callbacks *store, shard_array **array_out)`
+"""
+function shard_array_open(json, json_len, store, array_out)
+    ccall((:shard_array_open, libzarrshard), Cint,
+          (Ptr{UInt8}, Csize_t, Ref{shard_store_callbacks}, Ref{Ptr{shard_array}}),
+          json, json_len, store, array_out)
+end
+
+"`void shard_array_close(shard_array *array)`"
+function shard_array_close(array)
+    ccall((:shard_array_close, libzarrshard), Cvoid, (Ptr{shard_array},), array)
+end
+
+"`shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out)`"
+function shard_array_codec(array, codec_out)
+    ccall((:shard_array_codec, libzarrshard), Cint,
+          (Ptr{shard_array}, Ref{Ptr{shard_codec}}), array, codec_out)
+end
+
+"""
+`shard_status shard_array_read_region(const shard_array *array, const uint64_t *start,
+const uint64_t *shape, size_t rank, uint8_t *buf, size_t len)`
+"""
+function shard_array_read_region(array, start, shape, rank, buf, len)
+    ccall((:shard_array_read_region, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt64}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t),
+          array, start, shape, rank, buf, len)
+end
+
+"""
+`shard_status shard_array_write_region(const shard_array *array, const uint64_t *start,
+const uint64_t *shape, size_t rank, const uint8_t *data, size_t len)`
+"""
+function shard_array_write_region(array, start, shape, rank, data, len)
+    ccall((:shard_array_write_region, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt64}, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t),
+          array, start, shape, rank, data, len)
 end
 
 """

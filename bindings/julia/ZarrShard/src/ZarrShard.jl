@@ -6,7 +6,9 @@ Julia binding of zarrshard (Zarr v3 sharding, `sharding_indexed`) over its C ABI
 Two layers, as in LibGit2 and CodecZstd.jl: [`LibZarrShard`](@ref) is the raw `ccall` layer
 (C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: [`Codec`](@ref)
 and [`Shard`](@ref) objects with finalizers and an idempotent `close`, do-block `open`,
-[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object.
+[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object;
+[`ShardArray`](@ref) reads and writes regions of a whole array over a store, a Julia function
+from key to `ShardIO`.
 
 # Dimension order and indexing (read this once)
 
@@ -47,7 +49,8 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        write_chunk, write_chunk_raw, erase_chunk, finalize_shard!,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
-       array_shape, grid_shape, shard_key
+       array_shape, grid_shape, shard_key,
+       ShardArray, read_region, read_region!, write_region
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -616,6 +619,161 @@ function finalize_shard!(s::Shard)
     s.finalized = true
     commit!(s.io)
     return size_out[]
+end
+
+# ---------------------------------------------------------------------------------------------
+# ShardArray: regions of a whole array over a store
+
+"""
+    ShardArray(zarr_json, store)
+    open(f, ShardArray, zarr_json, store)
+
+A whole Zarr v3 array (`shard_array`) over a store: `store(key::String)` returns the
+[`ShardIO`](@ref) of the object at `key` (`"c/0/1"`, per the array's `chunk_key_encoding`),
+e.g. `key -> FileShardIO(joinpath(dir, key))` (read-only) or
+`key -> get!(MemoryShardIO, objects, key)`. The library calls it once per shard a call
+touches and calls `release!` on what it returned before that call returns, so return a fresh
+object per call unless its `release!` does nothing. Exceptions from `store` or the `ShardIO`
+become the `cause` of the call's `ZarrShardError` (status `SHARD_ERR_IO`).
+
+Regions are Julia order and 1-based like everything in the Julian layer: `read_region(a,
+start, shape)` returns an `Array` of size `shape` whose element `R[x, y]` is array element
+`(start[1] + x - 1, start[2] + y - 1)`, i.e. C element `[start[2]+y-2][start[1]+x-2]`. The
+library decodes straight into the array's memory; the fill value where nothing is stored.
+
+`codec(a)` is the array's [`Codec`](@ref) (`nothing` for an array without sharding, whose
+regions then need [`read_region!`](@ref) with an array of the right element type).
+`close(a)` closes the handle (idempotent; a finalizer does it otherwise). Reads may run on
+many tasks at once; one writer at a time (`SHARD_ERR_BUSY` otherwise).
+"""
+mutable struct ShardArray
+    ptr::Ptr{L.shard_array}
+    store::StoreFunction   # the store table's userdata points here: this field keeps it alive
+    codec::Union{Codec,Nothing}
+    lock::ReentrantLock
+end
+
+function ShardArray(zarr_json::AbstractString, store)
+    json = String(zarr_json)
+    sf = StoreFunction(store)
+    out = Ref{Ptr{L.shard_array}}(C_NULL)
+    a = GC.@preserve sf begin
+        table = store_table(pointer_from_objref(sf))
+        @check L.shard_array_open(json, sizeof(json), Ref(table), out)
+        arr = ShardArray(out[], sf, nothing, ReentrantLock())
+        finalizer(_close_array!, arr)
+        arr
+    end
+    try
+        a.codec = _array_codec(a)
+    catch
+        close(a)
+        rethrow()
+    end
+    return a
+end
+
+function Base.open(f::Function, ::Type{ShardArray}, zarr_json::AbstractString, store)
+    a = ShardArray(zarr_json, store)
+    try
+        return f(a)
+    finally
+        close(a)
+    end
+end
+
+# The array's codec (`shard_array_codec`), or nothing when it is not sharded.
+function _array_codec(a::ShardArray)
+    out = Ref{Ptr{L.shard_codec}}(C_NULL)
+    status = L.shard_array_codec(a, out)
+    status == Cint(L.SHARD_ERR_UNSUPPORTED) && return nothing
+    status == Cint(0) || throw(ZarrShardError(status))
+    return Codec(out[])
+end
+
+"The array's `Codec`, or `nothing` when it is not sharded."
+codec(a::ShardArray) = a.codec
+
+function _close_array!(a::ShardArray)
+    c = a.codec
+    c === nothing || close(c)
+    p = a.ptr
+    a.ptr = C_NULL
+    p == C_NULL || L.shard_array_close(p)
+    return nothing
+end
+
+"Close the array (`shard_array_close`) and its codec. Idempotent."
+function Base.close(a::ShardArray)
+    lock(a.lock)
+    try
+        _close_array!(a)
+    finally
+        unlock(a.lock)
+    end
+    return nothing
+end
+
+Base.isopen(a::ShardArray) = a.ptr != C_NULL
+
+function Base.unsafe_convert(::Type{Ptr{L.shard_array}}, a::ShardArray)
+    p = a.ptr
+    p == C_NULL && throw(ArgumentError("the ShardArray is closed"))
+    return p
+end
+
+function _region_eltype(a::ShardArray)
+    a.codec === nothing &&
+        throw(ArgumentError("the array is not sharded: pass an Array of its element type to read_region!"))
+    return eltype(a.codec)
+end
+
+"""
+    read_region(a::ShardArray, start, shape) -> Array{T,N}
+
+The region of Julia-order size `shape` at the 1-based, Julia-order `start`
+(`shard_array_read_region`), as an `Array{eltype(codec(a))}`.
+"""
+read_region(a::ShardArray, start, shape) =
+    read_region!(Array{_region_eltype(a)}(undef, Tuple(shape)), a, start)
+
+"""
+    read_region!(R::Array, a::ShardArray, start) -> R
+
+[`read_region`](@ref) into an existing `Array` (the region's size is `size(R)`).
+"""
+function read_region!(R::Array, a::ShardArray, start)
+    a.codec === nothing || eltype(R) === eltype(a.codec) ||
+        throw(ArgumentError("element type $(eltype(R)) given, the array's is $(eltype(a.codec))"))
+    cs = c_coords(ndims(R), start)
+    cshape = c_shape(size(R))
+    GC.@preserve R begin
+        @check L.shard_array_read_region(a, cs, cshape, length(cs), Ptr{UInt8}(pointer(R)),
+                                         sizeof(R))
+    end
+    return R
+end
+
+"""
+    write_region(a::ShardArray, start, data::AbstractArray)
+
+Write `data` to the region of size `size(data)` at the 1-based, Julia-order `start`
+(`shard_array_write_region`): the minimum read-modify-write (shards covered entirely are not
+read; in the others only the index and the partly covered inner chunks are), chunks equal to
+the fill value are not stored, a shard left empty is removed. `data` is converted to
+`Array{eltype(codec(a))}` when it is not one already. The store's `ShardIO`s must be
+writable. Not atomic across shards.
+"""
+function write_region(a::ShardArray, start, data::AbstractArray)
+    T = a.codec === nothing ? eltype(data) : eltype(a.codec)
+    D = data isa Array && eltype(data) === T ? data : convert(Array{T}, data)
+    cs = c_coords(ndims(D), start)
+    cshape = c_shape(size(D))
+    GC.@preserve D begin
+        @check L.shard_array_write_region(a, cs, cshape, length(cs), Ptr{UInt8}(pointer(D)),
+                                          sizeof(D))
+    end
+    return nothing
 end
 
 end # module ZarrShard

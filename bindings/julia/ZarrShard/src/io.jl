@@ -108,7 +108,11 @@ function _checked_count(n::Integer, len::Integer)::Csize_t
     return Csize_t(n)
 end
 
-_shardio(ud::Ptr{Cvoid}) = unsafe_pointer_to_objref(ud)::ShardIO
+# The userdata of a table is a ShardIO (a Shard's) or a StoreObject (from a store).
+function _shardio(ud::Ptr{Cvoid})
+    o = unsafe_pointer_to_objref(ud)
+    return (o isa StoreObject ? o.io : o)::ShardIO
+end
 
 # int32_t (*read)(void *userdata, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out)
 function cb_read(ud::Ptr{Cvoid}, offset::UInt64, len::Csize_t, buf::Ptr{UInt8},
@@ -202,6 +206,8 @@ end
 # void (*destroy)(void *userdata): the last callback; a failure can only be swallowed.
 function cb_destroy(ud::Ptr{Cvoid})::Cvoid
     try
+        o = unsafe_pointer_to_objref(ud)
+        o isa StoreObject && _unroot!(o)
         release!(_shardio(ud))
     catch
     end
@@ -217,6 +223,8 @@ const CB_TRUNCATE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_REMOVE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_READ_VECTORED = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_STORE_OPEN_OBJECT = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_STORE_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 
 function __init__()
     CB_READ[] = @cfunction(cb_read, Int32,
@@ -231,6 +239,9 @@ function __init__()
     CB_READ_VECTORED[] = @cfunction(cb_read_vectored, Int32,
                                     (Ptr{Cvoid}, Csize_t, Ptr{UInt64}, Ptr{Csize_t},
                                      Ptr{Ptr{UInt8}}, Ptr{Csize_t}))
+    CB_STORE_OPEN_OBJECT[] = @cfunction(cb_store_open_object, Int32,
+                                        (Ptr{Cvoid}, Ptr{UInt8}, Ptr{L.shard_io_callbacks}))
+    CB_STORE_DESTROY[] = @cfunction(cb_store_destroy, Cvoid, (Ptr{Cvoid},))
     return nothing
 end
 
@@ -255,6 +266,98 @@ function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
         w && applicable(remove_object!, io) ? CB_REMOVE[] : C_NULL,
         CB_DESTROY[],
         CB_READ_VECTORED[],
+    )
+end
+
+# ---------------------------------------------------------------------------------------------
+# Stores: key -> ShardIO, for ShardArray
+
+"""
+    StoreFunction(open)
+
+A `ShardArray`'s store: `open(key::String)` returns the [`ShardIO`](@ref) of the object at
+`key` (`"c/0/1"`). Its address is the store table's `userdata`; the `ShardArray` keeps it.
+"""
+mutable struct StoreFunction
+    open::Any
+end
+
+"""
+    StoreObject(io)
+
+What an object table's `userdata` points at when a store opened the object. Nothing in Julia
+holds it while the library uses it, so it is rooted in `STORE_OBJECTS` from `open_object`
+until its `destroy` (which also calls `release!(io)`; both happen before the `ShardArray`
+call returns, on its thread).
+"""
+mutable struct StoreObject
+    io::ShardIO
+end
+
+const STORE_OBJECTS = IdDict{StoreObject,Nothing}()
+const STORE_OBJECTS_LOCK = ReentrantLock()
+
+function _root!(o::StoreObject)
+    lock(STORE_OBJECTS_LOCK)
+    try
+        STORE_OBJECTS[o] = nothing
+    finally
+        unlock(STORE_OBJECTS_LOCK)
+    end
+    return o
+end
+
+function _unroot!(o::StoreObject)
+    lock(STORE_OBJECTS_LOCK)
+    try
+        delete!(STORE_OBJECTS, o)
+    finally
+        unlock(STORE_OBJECTS_LOCK)
+    end
+    return nothing
+end
+
+# int32_t (*open_object)(void *userdata, const char *key, shard_io_callbacks *io_out)
+# The object may be missing (its ShardIO throws ObjectNotFound): it then reads as fill value.
+function cb_store_open_object(ud::Ptr{Cvoid}, key::Ptr{UInt8},
+                              io_out::Ptr{L.shard_io_callbacks})::Int32
+    try
+        store = unsafe_pointer_to_objref(ud)::StoreFunction
+        io = store.open(unsafe_string(key))
+        io isa ShardIO || throw(ArgumentError("a store must return a ShardIO, not $(typeof(io))"))
+        obj = StoreObject(io)
+        table = GC.@preserve obj callback_table(io, pointer_from_objref(obj), true)
+        _root!(obj)   # from here the library owns the table: cb_destroy unroots obj
+        unsafe_store!(io_out, table)
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# void (*destroy)(void *userdata): the ShardArray holds its StoreFunction; nothing to free.
+function cb_store_destroy(ud::Ptr{Cvoid})::Cvoid
+    try
+        ud == C_NULL && return nothing
+    catch
+    end
+    return nothing
+end
+
+"""
+    store_table(userdata) -> LibZarrShard.shard_store_callbacks
+
+The C store table (version 1) whose `userdata` is a `StoreFunction`'s address. No
+`SHARD_STORE_THREAD_SAFE`: every callback runs on the task and thread of the `ShardArray`
+call, so a callback's exception reaches that call's `ZarrShardError`.
+"""
+function store_table(userdata::Ptr{Cvoid})
+    return L.shard_store_callbacks(
+        L.SHARD_STORE_VERSION,
+        UInt32(0),
+        userdata,
+        CB_STORE_OPEN_OBJECT[],
+        CB_STORE_DESTROY[],
     )
 end
 

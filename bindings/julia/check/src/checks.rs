@@ -312,21 +312,50 @@ fn cfunction_field(cf: &CFunction) -> Result<String, String> {
     }
 }
 
+/// The kind of a callback table: `shard_store_callbacks` -> `store`.
+fn table_kind(name: &str) -> &str {
+    name.trim_start_matches("shard_").trim_end_matches("_callbacks")
+}
+
+/// The prefix of a table's `CB_<PREFIX><FIELD>` / `cb_<prefix><field>` names: none for the
+/// shard I/O table (`CB_READ`), the kind otherwise (`CB_STORE_OPEN_OBJECT`).
+fn table_prefix(name: &str) -> String {
+    match table_kind(name) {
+        "io" => String::new(),
+        kind => format!("{kind}_"),
+    }
+}
+
+/// The table and field a callback name (`store_open_object`, `read`) belongs to: the tables
+/// with a prefix first, so `store_destroy` is never taken for an I/O field.
+fn resolve_field<'a>(tables: &[&'a Struct], name: &str) -> Option<(&'a Struct, String)> {
+    let mut ordered: Vec<&&Struct> = tables.iter().collect();
+    ordered.sort_by_key(|t| table_prefix(&t.name).is_empty());
+    ordered.into_iter().find_map(|t| {
+        let field = name.strip_prefix(table_prefix(&t.name).as_str())?;
+        t.fields.iter().any(|f| f.name == field).then(|| (*t, field.to_string()))
+    })
+}
+
 fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str, out: &mut Vec<Finding>) {
-    let Some(table) = h.structs.iter().find(|s| s.fields.iter().any(|f| matches!(f.ty, FieldType::FnPtr { .. }))) else {
+    let tables: Vec<&Struct> =
+        h.structs.iter().filter(|s| s.fields.iter().any(|f| matches!(f.ty, FieldType::FnPtr { .. }))).collect();
+    if tables.is_empty() {
         return;
-    };
-    let mut covered: Vec<String> = Vec::new();
+    }
+    let mut covered: Vec<(String, String)> = Vec::new();
     for cf in &facts.cfunctions {
         // Signature against the C field.
-        let sig = (|| -> Result<(String, String), String> {
+        let sig = (|| -> Result<(String, String, String), String> {
             if let Some(p) = &cf.problem {
                 return Err(p.clone());
             }
-            let field = cfunction_field(cf)?;
-            let Some(fd) = table.fields.iter().find(|f| f.name == field) else {
-                return Err(format!("{} has no field `{field}`", table.name));
+            let name = cfunction_field(cf)?;
+            let Some((table, field)) = resolve_field(&tables, &name) else {
+                let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+                return Err(format!("{} has no field `{name}`", names.join(" / ")));
             };
+            let fd = table.fields.iter().find(|f| f.name == field).expect("resolved");
             let FieldType::FnPtr { ret, params } = &fd.ty else {
                 return Err(format!("{}.{field} is not a function pointer", table.name));
             };
@@ -364,14 +393,14 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
                 }
             }
             if errs.is_empty() {
-                Ok((field.clone(), format!("{callee} as {}.{field}: {}", table.name, fd.ty)))
+                Ok((table.name.clone(), field.clone(), format!("{callee} as {}.{field}: {}", table.name, fd.ty)))
             } else {
                 Err(format!("{callee} as {}.{field}: {}", table.name, errs.join("; ")))
             }
         })();
         match sig {
-            Ok((field, msg)) => {
-                covered.push(field);
+            Ok((table, field, msg)) => {
+                covered.push((table, field));
                 out.push(finding("cfunction", &cf.loc, Ok(msg)));
             }
             Err(e) => out.push(finding("cfunction", &cf.loc, Err(e))),
@@ -395,33 +424,39 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
             out.push(finding("callback", &cf.loc, r));
         }
     }
-    for f in &table.fields {
-        if let FieldType::FnPtr { .. } = f.ty {
-            let r = if covered.contains(&f.name) {
-                Ok(format!("{}.{} has a matching @cfunction", table.name, f.name))
-            } else {
-                Err(format!("{}.{} has no matching @cfunction", table.name, f.name))
-            };
-            out.push(finding("callback-coverage", header_name, r));
+    for table in &tables {
+        for f in &table.fields {
+            if let FieldType::FnPtr { .. } = f.ty {
+                let r = if covered.iter().any(|(t, n)| *t == table.name && *n == f.name) {
+                    Ok(format!("{}.{} has a matching @cfunction", table.name, f.name))
+                } else {
+                    Err(format!("{}.{} has no matching @cfunction", table.name, f.name))
+                };
+                out.push(finding("callback-coverage", header_name, r));
+            }
+        }
+        if !facts.ctor_calls.iter().any(|c| c.table == table.name) {
+            out.push(finding("wiring", "-", Err(format!("{} is never constructed", table.name))));
         }
     }
     // Wiring: each constructor argument goes to the right field.
-    let ctors: Vec<_> = facts.ctor_calls.iter().collect();
-    if ctors.is_empty() {
-        out.push(finding("wiring", "-", Err(format!("{} is never constructed", table.name))));
-    }
-    for c in ctors {
+    for c in &facts.ctor_calls {
         let r = (|| {
+            let Some(table) = tables.iter().find(|t| t.name == c.table) else {
+                return Err(format!("{} is not a callback table of the header", c.table));
+            };
             if c.args.len() != table.fields.len() {
                 return Err(format!("{} arguments, {} has {} fields", c.args.len(), table.name, table.fields.len()));
             }
+            let prefix = table_prefix(&table.name).to_ascii_uppercase();
+            let version = format!("SHARD_{}_VERSION", table_kind(&table.name).to_ascii_uppercase());
             let mut errs = Vec::new();
             for (f, a) in table.fields.iter().zip(&c.args) {
                 let tokens: Vec<&str> =
                     a.split(|ch: char| !(ch.is_alphanumeric() || ch == '_')).filter(|t| !t.is_empty()).collect();
                 match f.ty {
                     FieldType::FnPtr { .. } => {
-                        let want = format!("CB_{}", f.name.to_ascii_uppercase());
+                        let want = format!("CB_{prefix}{}", f.name.to_ascii_uppercase());
                         let cbs: Vec<&&str> = tokens.iter().filter(|t| t.starts_with("CB_")).collect();
                         let ok = a.trim() == "C_NULL" || (cbs.iter().all(|t| **t == want) && !cbs.is_empty());
                         if !ok {
@@ -429,8 +464,8 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
                         }
                     }
                     FieldType::Value(_) if f.name == "version" => {
-                        if !tokens.contains(&"SHARD_IO_VERSION") {
-                            errs.push(format!("field version gets `{a}`, expected SHARD_IO_VERSION"));
+                        if !tokens.contains(&version.as_str()) {
+                            errs.push(format!("field version gets `{a}`, expected {version}"));
                         }
                     }
                     FieldType::Value(_) => {}

@@ -108,6 +108,8 @@ pub struct RawCall {
 #[derive(Debug)]
 pub struct CtorCall {
     pub loc: Loc,
+    /// The callback table constructed (`shard_io_callbacks`, `shard_store_callbacks`).
+    pub table: String,
     pub args: Vec<String>,
 }
 
@@ -218,9 +220,11 @@ fn walk(n: Node, file: &str, src: &str, f: &mut Facts) {
                 {
                     f.raw_calls.push(raw_call(n, last_segment(name), file));
                 }
-                if last_segment(name) == "shard_io_callbacks" && c.kind() != "parametrized_type_expression" {
+                let table = last_segment(name);
+                if table.starts_with("shard_") && table.ends_with("_callbacks") && c.kind() != "parametrized_type_expression" {
                     f.ctor_calls.push(CtorCall {
                         loc: loc(n, file),
+                        table: table.to_string(),
                         args: call_args(n).iter().map(|a| text(*a, src).to_string()).collect(),
                     });
                 }

@@ -18,7 +18,8 @@
 //!
 //! --self-test: every `tests/*.jl` is a mutation of the real package (directives in its
 //! leading comments: `# drop: NAME` removes the definitions named NAME, `# sub: FILE | OLD |
-//! NEW` replaces text once, and the file itself is added as one more source). The checker
+//! NEW` replaces text once, `\n` in OLD/NEW meaning a line break, and the file itself is added
+//! as one more source). The checker
 //! must then report exactly the failures the `# expect: RULE: TEXT` lines name — no fewer
 //! (it catches the error) and no others (it is precise).
 
@@ -90,7 +91,9 @@ fn directives(text: &str) -> Result<Test> {
             if parts.len() != 3 {
                 bail!("`# sub: FILE | OLD | NEW`, got {s:?}");
             }
-            t.subs.push((parts[0].trim().to_string(), parts[1].to_string(), parts[2].to_string()));
+            // `\n` in OLD or NEW stands for a line break (to pin a line by its neighbour).
+            let unescape = |t: &str| t.replace("\\n", "\n");
+            t.subs.push((parts[0].trim().to_string(), unescape(parts[1]), unescape(parts[2])));
         }
     }
     if t.expect.is_empty() {

@@ -83,6 +83,22 @@ final class Native {
 
     static native long finalizeShard(long shard);
 
+    static native long arrayOpen(byte[] json, ShardStore store);
+
+    static native void arrayClose(long array);
+
+    static native long arrayCodec(long array);
+
+    static native void arrayReadRegion(long array, long[] start, long[] shape, byte[] out);
+
+    static native void arrayReadRegionDirect(long array, long[] start, long[] shape,
+            ByteBuffer dst, int pos, int len);
+
+    static native void arrayWriteRegion(long array, long[] start, long[] shape, byte[] data);
+
+    static native void arrayWriteRegionDirect(long array, long[] start, long[] shape,
+            ByteBuffer src, int pos, int len);
+
     /** Test hook: read on a native thread the JVM does not know; returns the status. */
     static native int readChunkOnNativeThread(long shard, long[] coords, byte[] out, int[] ioOut);
 }

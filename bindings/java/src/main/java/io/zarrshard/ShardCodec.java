@@ -59,6 +59,11 @@ public final class ShardCodec implements AutoCloseable {
         }
     }
 
+    /** Take ownership of a {@code shard_codec} pointer (from {@link ShardArray#codec()}). */
+    static ShardCodec adopt(long ptr) {
+        return new ShardCodec(ptr);
+    }
+
     /**
      * A codec from a Zarr v3 array {@code zarr.json}: its {@code codecs} must have
      * {@code sharding_indexed} as the array-to-bytes codec and no bytes-to-bytes codec after it.

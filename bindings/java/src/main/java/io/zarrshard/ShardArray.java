@@ -1,0 +1,190 @@
+package io.zarrshard;
+
+import java.lang.ref.Cleaner;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+
+/**
+ * A whole Zarr v3 array over a host {@link ShardStore} (C {@code shard_array}): reads and
+ * writes any hyper-rectangle (a region) across shards and inner chunks.
+ *
+ * <pre>{@code
+ * try (ShardArray array = ShardArray.open(Files.readString(dir.resolve("zarr.json")),
+ *                                         ShardStore.directory(dir))) {
+ *     short[] values = array.readRegionShorts(new long[] {10, 20}, new long[] {40, 30});
+ * }
+ * }</pre>
+ *
+ * <p><b>Buffers.</b> A region is C order, native byte order ({@link ByteOrder#nativeOrder()}),
+ * exactly its element count × the element size (else {@link Status#BUFFER_SIZE}); the fill
+ * value where nothing is stored. The {@link ByteBuffer} variants take direct buffers and use
+ * {@code remaining()} bytes from {@code position()}; on success the position moves past them.
+ *
+ * <p><b>Writes</b> do the minimum read-modify-write: a shard the region covers entirely is
+ * written whole without being read; in others only the index and the inner chunks the region
+ * covers partly are read, and the touched chunks plus a new index are appended. Chunks equal to
+ * the fill value are not stored; a shard left empty is removed. Not atomic across shards.
+ *
+ * <p><b>Threads.</b> Reads may run on many threads at once (the store and its ShardIOs must
+ * then be thread-safe); one writer at a time (a concurrent write fails with
+ * {@link Status#BUSY}). Every store callback runs on the thread of the call that needs it.
+ * {@link #close()} is safe at any time from any thread, as {@link Shard#close()}.
+ *
+ * <p><b>Errors.</b> {@link ShardException} with the library's status; when the store or a
+ * ShardIO threw, status {@link Status#IO} and that exception as the cause. Mismatched
+ * {@code start}/{@code shape} lengths: {@link IllegalArgumentException}.
+ */
+public final class ShardArray implements AutoCloseable {
+    private final NativeRef ref;
+    private final Cleaner.Cleanable cleanable;
+
+    private ShardArray(long ptr) {
+        ref = new NativeRef(ptr, Native::arrayClose, "ShardArray");
+        // The safety net: an unreachable ShardArray is closed by the Cleaner (which frees the
+        // handle and releases the store).
+        cleanable = ShardCodec.CLEANER.register(this, ref);
+    }
+
+    /**
+     * Open the array described by the Zarr v3 {@code zarr.json} text over {@code store}.
+     * Nothing is read yet. On success the array keeps {@code store} reachable until closed; on
+     * failure it keeps nothing.
+     *
+     * @throws ShardException {@link Status#INVALID_METADATA}, {@link Status#UNSUPPORTED_CODEC},
+     *     {@link Status#INVALID_ARGUMENT}
+     */
+    public static ShardArray open(String zarrJson, ShardStore store) {
+        Objects.requireNonNull(zarrJson, "zarrJson");
+        Objects.requireNonNull(store, "store");
+        long h = Native.arrayOpen(zarrJson.getBytes(StandardCharsets.UTF_8), store);
+        try {
+            return new ShardArray(h);
+        } catch (Throwable t) {
+            Native.arrayClose(h);
+            throw t;
+        }
+    }
+
+    /**
+     * A new codec for the array's sharding layout and metadata (shape, data type, fill value,
+     * shard keys); close it when done. {@link Status#UNSUPPORTED} when the array is not sharded.
+     */
+    public ShardCodec codec() {
+        long h = ref.acquire();
+        long c;
+        try {
+            c = Native.arrayCodec(h);
+        } finally {
+            ref.release();
+        }
+        return ShardCodec.adopt(c);
+    }
+
+    /** Read the region of extent {@code shape} at {@code start} into {@code out}. */
+    public void readRegion(long[] start, long[] shape, byte[] out) {
+        bytes(start, shape, Objects.requireNonNull(out, "out"), false);
+    }
+
+    /** Read the region into the direct buffer {@code dst}. */
+    public void readRegion(long[] start, long[] shape, ByteBuffer dst) {
+        direct(start, shape, dst, false);
+    }
+
+    /** The region as 16-bit elements (data types of 2 bytes, else {@link Status#BUFFER_SIZE}). */
+    public short[] readRegionShorts(long[] start, long[] shape) {
+        int n = Math.toIntExact(elements(start, shape));
+        ByteBuffer dst = ByteBuffer.allocateDirect(Math.multiplyExact(n, 2));
+        readRegion(start, shape, dst);
+        short[] out = new short[n];
+        dst.flip().order(ByteOrder.nativeOrder()).asShortBuffer().get(out);
+        return out;
+    }
+
+    /** Write {@code data} to the region of extent {@code shape} at {@code start}. */
+    public void writeRegion(long[] start, long[] shape, byte[] data) {
+        bytes(start, shape, Objects.requireNonNull(data, "data"), true);
+    }
+
+    /** Write the region from the direct buffer {@code src}. */
+    public void writeRegion(long[] start, long[] shape, ByteBuffer src) {
+        direct(start, shape, src, true);
+    }
+
+    /** Write the region from 16-bit elements (data types of 2 bytes). */
+    public void writeRegion(long[] start, long[] shape, short[] values) {
+        Objects.requireNonNull(values, "values");
+        ByteBuffer src = ByteBuffer.allocateDirect(Math.multiplyExact(values.length, 2))
+                .order(ByteOrder.nativeOrder());
+        src.asShortBuffer().put(values);
+        writeRegion(start, shape, src);
+    }
+
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    /** Close the handle and release the store. Idempotent; safe while other threads read. */
+    @Override
+    public synchronized void close() {
+        cleanable.clean();
+    }
+
+    /** The region's element count; the two arrays must have one length. */
+    private static long elements(long[] start, long[] shape) {
+        Objects.requireNonNull(start, "start");
+        Objects.requireNonNull(shape, "shape");
+        if (start.length != shape.length) {
+            throw new IllegalArgumentException("start has " + start.length + " values, shape "
+                    + shape.length);
+        }
+        long n = 1;
+        for (long e : shape) {
+            if (e < 0) {
+                throw new IllegalArgumentException("negative extent " + e);
+            }
+            n = Math.multiplyExact(n, e);
+        }
+        return n;
+    }
+
+    private void bytes(long[] start, long[] shape, byte[] buf, boolean write) {
+        elements(start, shape);
+        long h = ref.acquire();
+        try {
+            if (write) {
+                Native.arrayWriteRegion(h, start, shape, buf);
+            } else {
+                Native.arrayReadRegion(h, start, shape, buf);
+            }
+        } finally {
+            ref.release();
+        }
+    }
+
+    /** {@code remaining()} bytes from {@code position()}; on success the position moves past. */
+    private void direct(long[] start, long[] shape, ByteBuffer b, boolean write) {
+        elements(start, shape);
+        Objects.requireNonNull(b, write ? "src" : "dst");
+        if (!b.isDirect()) {
+            throw new IllegalArgumentException("a direct ByteBuffer is required");
+        }
+        if (!write && b.isReadOnly()) {
+            throw new java.nio.ReadOnlyBufferException();
+        }
+        int pos = b.position();
+        int len = b.remaining();
+        long h = ref.acquire();
+        try {
+            if (write) {
+                Native.arrayWriteRegionDirect(h, start, shape, b, pos, len);
+            } else {
+                Native.arrayReadRegionDirect(h, start, shape, b, pos, len);
+            }
+        } finally {
+            ref.release();
+        }
+        b.position(pos + len);
+    }
+}
