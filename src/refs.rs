@@ -412,6 +412,7 @@ pub use parquet_out::write_parquet;
 mod parquet_out {
     use super::References;
     use crate::error::{Error, Result};
+    use parquet::basic::{Compression, ZstdLevel};
     use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
     use parquet::file::properties::WriterProperties;
     use parquet::file::writer::SerializedFileWriter;
@@ -474,10 +475,11 @@ mod parquet_out {
         std::fs::create_dir_all(out.join(name))?;
         let schema = Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?);
         // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
-        // dictionary page for a column whose values are all null.
+        // dictionary page for a column whose values are all null. zstd, as fsspec writes.
         let props = Arc::new(
             WriterProperties::builder()
                 .set_dictionary_enabled(false)
+                .set_compression(Compression::ZSTD(ZstdLevel::default()))
                 .build(),
         );
         let mut chunks = refs.chunks.iter().peekable();
