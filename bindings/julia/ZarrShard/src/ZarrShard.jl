@@ -50,7 +50,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region
+       ShardArray, read_region, read_region!, write_region, kerchunk_refs
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -774,6 +774,29 @@ function write_region(a::ShardArray, start, data::AbstractArray)
                                           sizeof(D))
     end
     return nothing
+end
+
+"""
+    kerchunk_refs(a::ShardArray, url_prefix; version=1, zarr_format=3, name="") -> String
+
+The array's kerchunk reference set as JSON text (`shard_array_refs`: size query, then copy):
+version 0 or 1, the array described unsharded with Zarr v3 (`zarr.json`) or v2 (`.zarray`)
+metadata, each stored inner chunk `[url_prefix/SHARD_KEY, offset, nbytes]`, keys under
+`name/` when `name` is not empty. Reads each shard's index once per call (twice in all).
+"""
+function kerchunk_refs(a::ShardArray, url_prefix::AbstractString; version::Integer=1,
+                       zarr_format::Integer=3, name::AbstractString="")
+    version in (0, 1) || throw(ArgumentError("reference set version must be 0 or 1, got $version"))
+    format = version == 0 ? L.SHARD_REFS_JSON_V0 : L.SHARD_REFS_JSON_V1
+    url = String(url_prefix)
+    nm = String(name)
+    n = Ref{Csize_t}(0)
+    @check L.shard_array_refs(a, format, UInt32(zarr_format), url, sizeof(url), nm, sizeof(nm),
+                              C_NULL, 0, n)
+    buf = Vector{UInt8}(undef, n[] + 1)
+    @check L.shard_array_refs(a, format, UInt32(zarr_format), url, sizeof(url), nm, sizeof(nm),
+                              buf, length(buf), n)
+    return String(resize!(buf, n[]))
 end
 
 end # module ZarrShard
