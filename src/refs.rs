@@ -46,7 +46,9 @@ pub struct ChunkRef {
     pub coords: Vec<u64>,
     /// Key of the shard object that holds it.
     pub shard_key: String,
+    /// Byte offset of the encoded chunk in the shard object.
     pub offset: u64,
+    /// Encoded size in bytes.
     pub nbytes: u64,
 }
 
@@ -329,6 +331,7 @@ impl References {
         References { unsharded, chunks }
     }
 
+    /// The unsharded description (metadata documents, chunk grid, chunk keys).
     pub fn unsharded(&self) -> &Unsharded {
         &self.unsharded
     }

@@ -44,6 +44,7 @@ enum RefsFormat {
     Parquet,
 }
 
+/// Build the reference set of ARRAY_DIR and write it in the chosen format.
 pub fn run(args: RefsArgs) -> Result<ExitCode> {
     let zarr_format = match (args.format, args.zarr_format) {
         (RefsFormat::Parquet, Some(3)) => {
