@@ -9,7 +9,8 @@
 //! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
 //! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
 //!   strategies, compaction;
-//! * [`store`] and [`array`]: a whole array in a directory (export, verify).
+//! * [`store`] and [`array`]: a whole array in a directory (export, verify);
+//! * [`repack`]: rewrite an array into a new shard layout, copying encoded chunks when it can.
 
 pub mod array;
 pub mod codec;
@@ -23,6 +24,7 @@ pub mod metadata;
 pub mod nd;
 pub mod parallel;
 pub mod reader;
+pub mod repack;
 pub mod sharding;
 pub mod store;
 pub mod writer;
@@ -36,6 +38,7 @@ pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads};
 pub use reader::{read_whole_shard, ShardReader};
+pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, Store};
 pub use writer::{
