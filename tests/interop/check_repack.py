@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Check that zarr-python and tensorstore read what `zarrshard repack` writes.
+
+Usage:  check_repack.py FIX_DIR ZARRSHARD_BIN [--filter S] [--timeout SECONDS]
+
+Run it with the project venv (it needs zarr and tensorstore):
+
+    .venv/bin/python tests/interop/write_fixtures.py /tmp/fx
+    .venv/bin/python tests/interop/check_repack.py /tmp/fx target/release/zarrshard
+
+For every entry of FIX_DIR/manifest.json (an array zarr-python or tensorstore wrote, and its
+values as raw bytes) and each VARIANT below this
+
+  1. runs  ZARRSHARD_BIN repack FIX_DIR/<dir> NEW <variant flags>;
+  2. checks the counts it prints: "reshard" keeps inner chunk shape and codecs, so every
+     chunk is copied (none re-encoded) unless an array->array codec precedes sharding;
+     "recodec" changes the inner codecs, so none is copied;
+  3. reads NEW with zarr-python and with tensorstore (the peers that read the fixture the
+     same way, as in check_import.py) and compares the values byte for byte with
+     FIX_DIR/<expected>;
+  4. runs  ZARRSHARD_BIN export NEW  and compares its bytes with FIX_DIR/<expected>.
+
+Variants:
+  reshard   --shard-shape: each dimension halved where the half is still a multiple of the
+            inner chunk, doubled otherwise (doubled everywhere with a transpose before
+            sharding, whose inner chunk shape is in transposed order)
+  recodec   --inner-codecs [bytes little, zstd level 1] (gzip level 1 instead if the
+            fixture's inner codecs use zstd) --index-location (flipped)
+            --order morton
+
+Each (entry, variant) is one combination. A failing one prints "FAIL impl/case [variant]:
+what". The last line printed is exactly "N passed, M failed"; the exit status is 1 if M > 0,
+2 for bad usage or missing packages.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check_import import compare_values, peer_plan  # noqa: E402
+
+VARIANTS = ("reshard", "recodec")
+BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+ZSTD_INNER = [BYTES, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}]
+GZIP_INNER = [BYTES, {"name": "gzip", "configuration": {"level": 1}}]
+COUNTS = re.compile(r"^shards written: (\d+), bytes: (\d+), chunks copied: (\d+), "
+                    r"chunks re-encoded: (\d+)$")
+
+
+def sharding_of(meta):
+    found = [c for c in meta["codecs"] if c["name"] == "sharding_indexed"]
+    return found[0]["configuration"] if found else None
+
+
+def variant_args(variant, meta):
+    """(flags, expect) where expect is 'copy', 'reencode' or None (either)."""
+    cfg = sharding_of(meta)
+    shard = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    transposed = any(c["name"] == "transpose" for c in meta["codecs"])
+    if variant == "reshard":
+        inner = cfg["chunk_shape"]
+        if transposed:
+            new = [2 * s for s in shard]
+        else:
+            new = [s // 2 if s % (2 * c) == 0 else 2 * s for s, c in zip(shard, inner)]
+        flags = ["--shard-shape", ",".join(map(str, new))] if new else []
+        return flags, (None if transposed else "copy")
+    location = "start" if cfg.get("index_location", "end") == "end" else "end"
+    # Always a different inner codec chain than the fixture's.
+    uses_zstd = any(c["name"] == "zstd" for c in cfg.get("codecs", []))
+    return (["--inner-codecs", json.dumps(GZIP_INNER if uses_zstd else ZSTD_INNER), "--index-location", location,
+             "--order", "morton"], "reencode")
+
+
+def run(cmd, timeout):
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("fix_dir")
+    ap.add_argument("binary")
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--timeout", type=float, default=60.0)
+    args = ap.parse_args(argv)
+    try:
+        with open(os.path.join(args.fix_dir, "manifest.json")) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"cannot read the manifest: {e}", file=sys.stderr)
+        return 2
+    try:
+        warnings.simplefilter("ignore")
+        import numpy as np
+        import tensorstore as ts
+        import zarr
+    except ImportError as e:
+        print(f"{e}: run this with the project venv (scripts/venv.sh)", file=sys.stderr)
+        return 2
+
+    def read_zarr_python(path):
+        return np.asarray(zarr.open_array(store=path, mode="r")[...])
+
+    def read_tensorstore(path):
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+        return np.asarray(ts.open(spec, open=True, read=True).result().read().result())
+
+    readers = {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
+    fix_dir = os.path.abspath(args.fix_dir)
+    binary = os.path.abspath(args.binary)
+    passed = failed = reads = 0
+    with tempfile.TemporaryDirectory(prefix="zarrshard-repack-") as work:
+        for entry in manifest:
+            label_base = f"{entry['impl']}/{entry['case']}"
+            if args.filter not in label_base:
+                continue
+            src = os.path.join(fix_dir, entry["dir"])
+            with open(os.path.join(src, "zarr.json")) as f:
+                meta = json.load(f)
+            if sharding_of(meta) is None:
+                continue
+            with open(os.path.join(fix_dir, entry["expected"]), "rb") as f:
+                expected = f.read()
+            for variant in VARIANTS:
+                label = f"{label_base} [{variant}]"
+                problems = []
+                new = os.path.join(work, "new")
+                shutil.rmtree(new, ignore_errors=True)
+                try:
+                    flags, expect = variant_args(variant, meta)
+                    rc, out, err = run([binary, "repack", src, new, *flags], args.timeout)
+                    m = COUNTS.match(out.strip())
+                    if rc != 0:
+                        problems.append(f"repack exit {rc}: {err.strip()[:300]}")
+                    elif not m:
+                        problems.append(f"repack printed {out.strip()[:200]!r}")
+                    else:
+                        copied, reencoded = int(m.group(3)), int(m.group(4))
+                        if expect == "copy" and reencoded:
+                            problems.append(f"{reencoded} chunks re-encoded, expected copies")
+                        if expect == "reencode" and copied:
+                            problems.append(f"{copied} chunks copied, expected re-encoding")
+                        for reader, skip in peer_plan(entry).items():
+                            if skip:
+                                continue
+                            reads += 1
+                            try:
+                                got = readers[reader](new)
+                            except Exception as e:  # noqa: BLE001
+                                problems.append(f"{reader} cannot read it: {str(e)[:200]}")
+                                continue
+                            p = compare_values(reader, got, entry, expected)
+                            if p:
+                                problems.append(p)
+                        raw = os.path.join(work, "new.raw")
+                        rc, _, err = run([binary, "export", new, raw], args.timeout)
+                        if rc != 0:
+                            problems.append(f"export exit {rc}: {err.strip()[:300]}")
+                        else:
+                            with open(raw, "rb") as f:
+                                if f.read() != expected:
+                                    problems.append("zarrshard export differs from the expected bytes")
+                except subprocess.TimeoutExpired:
+                    problems.append(f"timed out after {args.timeout:g}s")
+                except Exception as e:  # noqa: BLE001 - a harness error is a failure too
+                    problems.append(f"harness error: {type(e).__name__}: {e}")
+                if problems:
+                    failed += 1
+                    print(f"FAIL {label}: " + "; ".join(problems), flush=True)
+                else:
+                    passed += 1
+    print(f"repack: {passed + failed} combinations, {reads} peer reads", flush=True)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
