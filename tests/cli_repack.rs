@@ -667,3 +667,31 @@ fn long_commands_keep_stderr_clean_when_it_is_not_a_terminal() {
     let o = zarrshard(&["compact", s(&dir)]);
     assert_eq!(stderr(&o), "zarrshard: 0 shard(s) compacted\n");
 }
+
+#[test]
+fn progress_bars_are_drawn_on_a_terminal_unless_quiet() {
+    // `script` (util-linux, in every Debian install) runs the command on a pseudo-terminal.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a");
+    source(&dir);
+    let on_tty = |args: &str| {
+        let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_zarrshard"));
+        let o = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .expect("util-linux `script` runs");
+        assert!(o.status.success(), "{args}: {}", stdout(&o));
+        stdout(&o)
+    };
+    let raw = tmp.path().join("x.raw");
+    let shown = on_tty(&format!("export {} {}", s(&dir), s(&raw)));
+    assert!(shown.contains("export ["), "{shown:?}");
+    assert_eq!(std::fs::read(&raw).unwrap(), le(&image()));
+    assert_eq!(
+        on_tty(&format!("--quiet export {} {}", s(&dir), s(&raw))),
+        ""
+    );
+    let shown = on_tty(&format!("repack {} {}", s(&dir), s(&tmp.path().join("r"))));
+    assert!(shown.contains("repack ["), "{shown:?}");
+    assert!(shown.contains("shards written: 5,"), "{shown:?}");
+}
