@@ -97,11 +97,16 @@ pub fn copies_encoded_chunks(src: &ArrayMetadata, dst: &ArrayMetadata) -> bool {
 }
 
 /// Rewrite every shard of `src` into `dst` (which should be empty) with the layout of
-/// `target` (see [`repacked_metadata`]; shape and data type must match the source), then
+/// `target` (see [`repacked_metadata`]; shape, data type and fill value must match the
+/// source), then
 /// write `dst`'s `zarr.json`. `on_shard` is called once per position of the target's chunk
 /// grid as it is done (for a progress display; called from worker threads).
 ///
-/// Errors: the source's errors (a corrupt shard stops the repack with the error naming it),
+/// Copied chunks are not decoded, so a corrupt inner chunk is copied as it is (with its
+/// checksum, if the inner codecs have one); [`Array::verify`] finds those.
+///
+/// Errors: the source's errors (a corrupt index or, when re-encoding, a corrupt chunk stops
+/// the repack with the error naming it),
 /// the store's I/O errors, [`Error::InvalidArgument`] when `target` does not fit `src`.
 /// On error, `dst` may hold some shards but no `zarr.json`.
 pub fn repack<S: Store, D: Store>(
@@ -112,13 +117,18 @@ pub fn repack<S: Store, D: Store>(
     on_shard: &(dyn Fn() + Sync),
 ) -> Result<(Array<D>, RepackReport)> {
     let sm = src.metadata();
-    if sm.shape != target.shape || sm.data_type != target.data_type {
+    if sm.shape != target.shape
+        || sm.data_type != target.data_type
+        || sm.fill_value != target.fill_value
+    {
         return Err(Error::InvalidArgument(format!(
-            "the target's shape {:?} and data type {} differ from the source's {:?} and {}",
+            "the target's shape {:?}, data type {} and fill value {} differ from the source's {:?}, {} and {}",
             target.shape,
             target.data_type.name(),
+            target.fill_value.to_json(target.data_type),
             sm.shape,
-            sm.data_type.name()
+            sm.data_type.name(),
+            sm.fill_value.to_json(sm.data_type)
         )));
     }
     if sm.sharding().is_none() || target.sharding().is_none() {

@@ -141,18 +141,23 @@ fn repack_reports_and_calls_back_once_per_target_shard() {
     assert_eq!(out, want);
     assert!(dst.verify().unwrap().is_empty());
 
-    // The shape must match the source's.
-    let mut other = src.metadata().clone();
-    other.shape = vec![50, 71];
-    let e = repack(
-        &src,
-        FsStore::new(tmp.path().join("x")),
-        other,
-        ChunkOrder::C,
-        &|| {},
-    )
-    .err()
-    .unwrap();
-    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-    assert!(!tmp.path().join("x/zarr.json").exists());
+    // Shape, data type and fill value must be the source's (a copied chunk keeps its values,
+    // an empty one would read as another fill value).
+    let mut other_shape = src.metadata().clone();
+    other_shape.shape = vec![50, 71];
+    let mut other_fill = src.metadata().clone();
+    other_fill.fill_value = FillValue(4u16.to_ne_bytes().to_vec());
+    for other in [other_shape, other_fill] {
+        let e = repack(
+            &src,
+            FsStore::new(tmp.path().join("x")),
+            other,
+            ChunkOrder::C,
+            &|| {},
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(!tmp.path().join("x").exists());
+    }
 }
