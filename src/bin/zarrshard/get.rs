@@ -15,6 +15,7 @@ pub struct GetArgs {
     array_dir: PathBuf,
     /// Inner chunk coordinates in the array's grid of inner chunks, comma-separated: `3,5` is
     /// elements [3*c0, 4*c0) x [5*c1, 6*c1) for inner chunk shape [c0, c1]. Empty for rank 0.
+    #[arg(value_name = "I,J,..")]
     chunk: String,
     /// Write the stored (encoded) bytes of the chunk instead of decoding it; exit 3 when the
     /// chunk is not stored.

@@ -12,6 +12,7 @@ use zarrshard::{CodecChain, Error, FsStore, IndexLocation, RepackOptions};
 
 #[derive(Args)]
 pub struct RepackArgs {
+    /// The array to repack (any form ARRAY_DIR takes in the other commands).
     src_dir: PathBuf,
     /// Where to write the repacked array: a directory that does not exist or is empty.
     /// Without it, SRC_DIR is replaced: the new array is written to SRC_DIR.repack-tmp, then
