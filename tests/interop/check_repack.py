@@ -28,6 +28,11 @@ Variants:
             fixture's inner codecs use zstd) --index-location (flipped)
             --order morton
 
+Also, as one more combination per entry (without a transpose before sharding, which `get`
+refuses): `ZARRSHARD_BIN get FIX_DIR/<dir> I,J,..` for the first, middle and last inner
+chunk of the array's inner-chunk grid must equal that block of FIX_DIR/<expected> (the part
+inside the array; the output always has the whole inner chunk shape).
+
 Each (entry, variant) is one combination. A failing one prints "FAIL impl/case [variant]:
 what". The last line printed is exactly "N passed, M failed"; the exit status is 1 if M > 0,
 2 for bad usage or missing packages.
@@ -81,9 +86,44 @@ def variant_args(variant, meta):
              "--order", "morton"], "reencode")
 
 
-def run(cmd, timeout):
+def check_get(binary, src, meta, entry, expected, timeout):
+    """Problems of `get` on three inner chunks, compared with the expected values."""
+    import numpy as np
+    if any(c["name"] == "transpose" for c in meta["codecs"]):
+        return None  # not applicable
+    shape = entry["shape"]
+    inner = sharding_of(meta)["chunk_shape"]
+    dtype = np.dtype(entry["dtype"])
+    le = dtype if dtype == np.bool_ else dtype.newbyteorder("<")
+    want = np.frombuffer(expected, dtype=le).reshape(shape)
+    grid = [-(-s // c) for s, c in zip(shape, inner)]
+    if 0 in shape:
+        return None
+    problems = []
+    picks = {tuple(0 for _ in grid), tuple(n // 2 for n in grid), tuple(n - 1 for n in grid)}
+    for g in sorted(picks):
+        rc, out, err = run([binary, "get", src, ",".join(map(str, g))], timeout, text=False)
+        if rc != 0:
+            problems.append(f"get {list(g)} exit {rc}: {err.strip()[:200]}")
+            continue
+        n = int(np.prod(inner)) * dtype.itemsize
+        if len(out) != n:
+            problems.append(f"get {list(g)} wrote {len(out)} bytes, expected {n}")
+            continue
+        block = np.frombuffer(out, dtype=le).reshape(inner)
+        region = tuple(slice(0, min(c, s - i * c)) for i, c, s in zip(g, inner, shape))
+        source = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(g, inner, shape))
+        if np.ascontiguousarray(block[region]).tobytes() != \
+                np.ascontiguousarray(want[source]).tobytes():
+            problems.append(f"get {list(g)} differs from the expected values")
+    return problems
+
+
+def run(cmd, timeout, text=True):
+    """(exit code, stdout, stderr); stdout as bytes unless text."""
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    out = p.stdout.decode(errors="replace") if text else p.stdout
+    return p.returncode, out, p.stderr.decode(errors="replace")
 
 
 def main(argv=None) -> int:
@@ -118,7 +158,7 @@ def main(argv=None) -> int:
     readers = {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
     fix_dir = os.path.abspath(args.fix_dir)
     binary = os.path.abspath(args.binary)
-    passed = failed = reads = 0
+    passed = failed = reads = gets = 0
     with tempfile.TemporaryDirectory(prefix="zarrshard-repack-") as work:
         for entry in manifest:
             label_base = f"{entry['impl']}/{entry['case']}"
@@ -131,6 +171,17 @@ def main(argv=None) -> int:
                 continue
             with open(os.path.join(fix_dir, entry["expected"]), "rb") as f:
                 expected = f.read()
+            try:
+                problems = check_get(binary, src, meta, entry, expected, args.timeout)
+            except Exception as e:  # noqa: BLE001 - a harness error is a failure too
+                problems = [f"harness error: {type(e).__name__}: {e}"]
+            if problems is not None:
+                gets += 1
+                if problems:
+                    failed += 1
+                    print(f"FAIL {label_base} [get]: " + "; ".join(problems), flush=True)
+                else:
+                    passed += 1
             for variant in VARIANTS:
                 label = f"{label_base} [{variant}]"
                 problems = []
@@ -179,7 +230,8 @@ def main(argv=None) -> int:
                     print(f"FAIL {label}: " + "; ".join(problems), flush=True)
                 else:
                     passed += 1
-    print(f"repack: {passed + failed} combinations, {reads} peer reads", flush=True)
+    print(f"repack: {passed + failed} combinations ({gets} of them get), {reads} peer reads",
+          flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 
