@@ -1,5 +1,6 @@
 //! Repacking: rewrite a sharded array into a new layout — another shard shape, inner chunk
-//! shape, inner codecs, index location or chunk order — in another store.
+//! shape, inner codecs, index location or chunk order — in another store; or shard an
+//! unsharded array, its chunks becoming inner chunks.
 //!
 //! When the inner chunk shape and the inner codec chain stay the same (and no array→array
 //! codec comes before `sharding_indexed` on either side), every stored inner chunk is copied
@@ -16,14 +17,15 @@
 use crate::array::Array;
 use crate::codec::{ArrayToBytes, CodecChain};
 use crate::error::{Error, Result};
-use crate::index::ShardIndex;
+use crate::index::{ChunkLocation, ShardIndex};
 use crate::io::MemoryIo;
 use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::parallel;
-use crate::sharding::{IndexLocation, ShardLayout};
+use crate::sharding::{IndexLocation, ShardLayout, ShardingCodec};
 use crate::store::Store;
 use crate::writer::{ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -57,13 +59,26 @@ pub struct RepackReport {
 /// The metadata of `src` with the changes of `options`: same shape, data type, fill value,
 /// chunk key encoding, attributes, dimension names and codecs around `sharding_indexed`.
 /// Validated like a parsed `zarr.json` (e.g. an inner chunk shape that does not divide the
-/// shard shape is an [`Error::InvalidMetadata`]); an unsharded source is an
-/// [`Error::InvalidArgument`].
+/// shard shape is an [`Error::InvalidMetadata`]).
+///
+/// An unsharded source becomes sharded: its chunks become the inner chunks (its array→bytes
+/// and bytes→bytes codecs the inner codecs; array→array codecs stay before sharding), with
+/// index codecs `bytes` (little-endian) + `crc32c` at the end unless `options` say otherwise.
 pub fn repacked_metadata(src: &ArrayMetadata, options: &RepackOptions) -> Result<ArrayMetadata> {
-    let mut sharding = src
-        .sharding()
-        .ok_or_else(|| Error::InvalidArgument("the source array is not sharded".into()))?
-        .clone();
+    let mut meta = src.clone();
+    let mut sharding = match src.sharding() {
+        Some(s) => s.clone(),
+        None => {
+            meta.codecs.bytes_to_bytes.clear();
+            // The chunk as the array→bytes codec sees it (after any transpose).
+            let inner = src.codecs.bytes_repr(&src.chunk_repr())?.shape;
+            ShardingCodec::from_config_json(&json!({
+                "chunk_shape": inner,
+                "codecs": chunk_codecs(src).to_json(),
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            }))?
+        }
+    };
     if let Some(shape) = &options.inner_chunk_shape {
         sharding.chunk_shape = shape.clone();
     }
@@ -73,7 +88,6 @@ pub fn repacked_metadata(src: &ArrayMetadata, options: &RepackOptions) -> Result
     if let Some(location) = options.index_location {
         sharding.index_location = location;
     }
-    let mut meta = src.clone();
     if let Some(shape) = &options.shard_shape {
         meta.chunk_shape = shape.clone();
     }
@@ -82,17 +96,33 @@ pub fn repacked_metadata(src: &ArrayMetadata, options: &RepackOptions) -> Result
     ArrayMetadata::from_json(&meta.to_json())
 }
 
-/// True when repacking `src` into `dst` can copy encoded inner chunks: both sharded, no
-/// array→array codec before sharding on either side, same inner chunk shape and inner codecs.
+/// The codecs of an unsharded array's chunks without its array→array codecs.
+fn chunk_codecs(m: &ArrayMetadata) -> CodecChain {
+    CodecChain {
+        array_to_array: vec![],
+        ..m.codecs.clone()
+    }
+}
+
+/// True when repacking `src` into sharded `dst` can copy encoded inner chunks: no
+/// array→array codec before sharding on either side, the same inner chunk shape and inner
+/// codecs — or, for an unsharded `src`, its chunks are exactly `dst`'s inner chunks.
 pub fn copies_encoded_chunks(src: &ArrayMetadata, dst: &ArrayMetadata) -> bool {
-    match (src.sharding(), dst.sharding()) {
-        (Some(a), Some(b)) => {
-            src.codecs.array_to_array.is_empty()
-                && dst.codecs.array_to_array.is_empty()
-                && a.chunk_shape == b.chunk_shape
-                && a.codecs == b.codecs
-        }
-        _ => false,
+    let Some(b) = dst.sharding() else {
+        return false;
+    };
+    let plain_arrays = src.codecs.array_to_array.is_empty() && dst.codecs.array_to_array.is_empty();
+    match src.sharding() {
+        Some(a) => plain_arrays && a.chunk_shape == b.chunk_shape && a.codecs == b.codecs,
+        None => plain_arrays && src.chunk_shape == b.chunk_shape && chunk_codecs(src) == b.codecs,
+    }
+}
+
+/// Inner chunks per source shard; an unsharded source's chunk is its one inner chunk.
+fn source_chunks_per_shard(m: &ArrayMetadata) -> Vec<u64> {
+    match m.shard_layout() {
+        Some(layout) => layout.chunks_per_shard().to_vec(),
+        None => vec![1; m.shape.len()],
     }
 }
 
@@ -131,9 +161,9 @@ pub fn repack<S: Store, D: Store>(
             sm.fill_value.to_json(sm.data_type)
         )));
     }
-    if sm.sharding().is_none() || target.sharding().is_none() {
+    if target.sharding().is_none() {
         return Err(Error::InvalidArgument(
-            "repack needs a sharded source and target".into(),
+            "the repack target must be sharded".into(),
         ));
     }
     let copy = copies_encoded_chunks(sm, &target);
@@ -229,7 +259,30 @@ impl<S: Store, D: Store> Job<'_, S, D> {
             .collect()
     }
 
+    /// Source shard `coords`; an error names its key.
     fn load(&self, coords: &[u64], copy: bool) -> Result<Loaded> {
+        let key = self.src.shard_key(coords);
+        self.load_unnamed(coords, copy).map_err(|e| match e {
+            Error::Corrupt { chunk, reason } => Error::Corrupt {
+                chunk,
+                reason: format!("{key}: {reason}"),
+            },
+            Error::ChecksumMismatch {
+                chunk,
+                what,
+                stored,
+                computed,
+            } => Error::ChecksumMismatch {
+                chunk,
+                what: format!("{key}: {what}"),
+                stored,
+                computed,
+            },
+            other => other,
+        })
+    }
+
+    fn load_unnamed(&self, coords: &[u64], copy: bool) -> Result<Loaded> {
         let src = self.src;
         if !copy {
             return Ok(src
@@ -240,11 +293,17 @@ impl<S: Store, D: Store> Job<'_, S, D> {
         let Some(object) = src.store().get(&src.shard_key(coords))? else {
             return Ok(Loaded::Missing);
         };
+        let Some(layout) = m.shard_layout() else {
+            // An unsharded chunk: the whole object is the one inner chunk.
+            let mut index = ShardIndex::new_empty(1);
+            let nbytes = object.len() as u64;
+            index.set(0, Some(ChunkLocation { offset: 0, nbytes }));
+            return Ok(Loaded::Encoded(object, index));
+        };
         let shard = m
             .codecs
             .decode_bytes_stage(&object, &m.chunk_repr())?
             .into_owned();
-        let layout = m.shard_layout().expect("sharded");
         let index = layout.decode_index(&shard)?;
         Ok(Loaded::Encoded(shard, index))
     }
@@ -257,10 +316,9 @@ impl<S: Store, D: Store> Job<'_, S, D> {
         loaded: &HashMap<Vec<u64>, Arc<Loaded>>,
     ) -> Result<(Finalized, u64)> {
         let (sm, tm) = (self.src.metadata(), self.dst.metadata());
-        let src_layout = sm.shard_layout().expect("sharded");
         let layout = tm.shard_layout().expect("sharded");
         let inner = &layout.codec().chunk_shape;
-        let (per_src, per_dst) = (src_layout.chunks_per_shard(), layout.chunks_per_shard());
+        let (per_src, per_dst) = (&source_chunks_per_shard(sm), layout.chunks_per_shard());
         let mut encoded = vec![None; layout.num_chunks()];
         let mut copied = 0;
         for (i, slot) in encoded.iter_mut().enumerate() {

@@ -370,15 +370,14 @@ fn repack_refuses_bad_targets_without_leaving_anything() {
     let full = tmp.path().join("full");
     std::fs::create_dir_all(&full).unwrap();
     std::fs::write(full.join("x"), b"x").unwrap();
-    let plain = tmp.path().join("plain");
-    write_array(
-        &plain,
-        &json!({"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "uint8",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
-            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-            "codecs": [{"name": "bytes"}]}),
-        &[1, 2, 3, 4],
-    );
+    // A source whose second row of shards has a bad index checksum: the repack fails after
+    // writing the first row, and must remove what it wrote.
+    let broken = tmp.path().join("broken");
+    source(&broken);
+    let p = broken.join("c/1/1");
+    let mut obj = std::fs::read(&p).unwrap();
+    *obj.last_mut().unwrap() ^= 1;
+    std::fs::write(&p, &obj).unwrap();
     let out = tmp.path().join("out");
     for (args, message) in [
         (vec!["repack", s(&src), s(&full)], "exists and is not empty"),
@@ -409,8 +408,8 @@ fn repack_refuses_bad_targets_without_leaving_anything() {
             "lzma",
         ),
         (
-            vec!["repack", s(&plain), s(&out)],
-            "the source array is not sharded",
+            vec!["repack", s(&broken), s(&out), "--shard-shape", "16,16"],
+            "c/1/1",
         ),
     ] {
         let o = zarrshard(&args);
@@ -694,4 +693,56 @@ fn progress_bars_are_drawn_on_a_terminal_unless_quiet() {
     let shown = on_tty(&format!("repack {} {}", s(&dir), s(&tmp.path().join("r"))));
     assert!(shown.contains("repack ["), "{shown:?}");
     assert!(shown.contains("shards written: 5,"), "{shown:?}");
+}
+
+#[test]
+fn repack_shards_an_unsharded_array() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().join("plain");
+    let mut m = meta(&[50, 70], &[8, 16], &[8, 16], json!([]), json!({}), "end");
+    m["codecs"] = zstd_inner();
+    write_array(&plain, &m, &image());
+    let want = le(&image());
+
+    // Chunks 8x16 become the inner chunks of 32x32 shards: copied as they are.
+    let sharded = tmp.path().join("sharded");
+    let o = zarrshard(&["repack", s(&plain), s(&sharded), "--shard-shape", "32,32"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(counts(&stdout(&o)), (nonfill_chunks([8, 16]), 0));
+    assert_eq!(export(&sharded), want);
+    let info = json_of(&["info", s(&sharded), "--json"]);
+    assert_eq!(info["sharding"]["inner_chunk_shape"], json!([8, 16]));
+    assert_eq!(info["sharding"]["inner_codecs"], zstd_inner());
+    assert_eq!(info["sharding"]["index_location"], "end");
+    let mut compared = 0;
+    for g0 in 0..7 {
+        for g1 in 0..5 {
+            let chunk = plain.join(format!("c/{g0}/{g1}"));
+            let r = zarrshard(&["get", s(&sharded), &format!("{g0},{g1}"), "--raw"]);
+            if chunk.exists() {
+                assert_eq!(r.stdout, std::fs::read(&chunk).unwrap(), "{g0},{g1}");
+                compared += 1;
+            } else {
+                assert_eq!(r.status.code(), Some(3), "{g0},{g1}");
+            }
+        }
+    }
+    assert_eq!(compared, nonfill_chunks([8, 16]));
+
+    // Another inner chunk shape: re-encoded.
+    let reshaped = tmp.path().join("reshaped");
+    let o = zarrshard(&[
+        "repack",
+        s(&plain),
+        s(&reshaped),
+        "--shard-shape",
+        "32,32",
+        "--inner-chunk-shape",
+        "16,16",
+        "--index-location",
+        "start",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(counts(&stdout(&o)), (0, nonfill_chunks([16, 16])));
+    assert_eq!(export(&reshaped), want);
 }

@@ -84,16 +84,33 @@ fn repacked_metadata_changes_only_what_was_asked() {
             "{shard:?} {inner:?}: {e}"
         );
     }
-    let plain = ArrayMetadata::from_json(
-        &json!({"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "uint8",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}),
-    )
-    .unwrap();
-    assert!(matches!(
-        repacked_metadata(&plain, &RepackOptions::default()),
-        Err(Error::InvalidArgument(_))
-    ));
+
+    // An unsharded array: its chunks (as the codecs after transpose see them, so 3x2) become
+    // inner chunks.
+    let transpose = json!({"name": "transpose", "configuration": {"order": [1, 0]}});
+    let gzip = json!({"name": "gzip", "configuration": {"level": 1}});
+    let plain_json = json!({"zarr_format": 3, "node_type": "array", "shape": [4, 6], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [transpose, {"name": "bytes"}, gzip]});
+    let plain = ArrayMetadata::from_json(&plain_json).unwrap();
+    let options = RepackOptions {
+        shard_shape: Some(vec![4, 6]),
+        ..Default::default()
+    };
+    let sharded = repacked_metadata(&plain, &options).unwrap();
+    let mut want = plain_json.clone();
+    want["chunk_grid"]["configuration"]["chunk_shape"] = json!([4, 6]);
+    want["codecs"] = json!([transpose, {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [3, 2], "codecs": [{"name": "bytes"}, gzip],
+        "index_codecs": [bytes_codec(), {"name": "crc32c"}], "index_location": "end"}}]);
+    assert_eq!(sharded, ArrayMetadata::from_json(&want).unwrap());
+    // The transpose makes the inner chunk grid differ from the chunk grid: no copies.
+    assert!(!copies_encoded_chunks(&plain, &sharded));
+    let mut untransposed = plain.clone();
+    untransposed.codecs.array_to_array.clear();
+    let sharded = repacked_metadata(&untransposed, &options).unwrap();
+    assert!(copies_encoded_chunks(&untransposed, &sharded));
 }
 
 #[test]
