@@ -33,6 +33,11 @@ refuses): `ZARRSHARD_BIN get FIX_DIR/<dir> I,J,..` for the first, middle and las
 chunk of the array's inner-chunk grid must equal that block of FIX_DIR/<expected> (the part
 inside the array; the output always has the whole inner chunk shape).
 
+Unsharded arrays: for each case in UNSHARDED, zarr-python writes an unsharded array into a
+temporary directory; `repack --shard-shape` (chunks become inner chunks, all copied) and
+`repack --shard-shape --inner-chunk-shape` (all re-encoded) must give arrays that
+zarr-python and tensorstore read equal to the written values (two combinations per case).
+
 Each (entry, variant) is one combination. A failing one prints "FAIL impl/case [variant]:
 what". The last line printed is exactly "N passed, M failed"; the exit status is 1 if M > 0,
 2 for bad usage or missing packages.
@@ -84,6 +89,65 @@ def variant_args(variant, meta):
     uses_zstd = any(c["name"] == "zstd" for c in cfg.get("codecs", []))
     return (["--inner-codecs", json.dumps(GZIP_INNER if uses_zstd else ZSTD_INNER), "--index-location", location,
              "--order", "morton"], "reencode")
+
+
+# (name, shape, chunks, dtype, compressor, new shard shape, new inner chunk shape)
+UNSHARDED = [
+    ("u2_zstd_2d", (50, 70), (8, 16), "uint16", "zstd", "32,32", "16,16"),
+    ("f8_gzip_3d", (9, 10, 11), (3, 5, 4), "float64", "gzip", "6,10,8", "3,5,8"),
+    ("i1_none_1d", (100,), (7,), "int8", None, "21", "3"),
+]
+
+
+def check_unsharded(binary, work, readers, timeout):
+    """[(label, problems)] for the UNSHARDED cases."""
+    import numpy as np
+    import zarr
+    from zarr.codecs import GzipCodec, ZstdCodec
+    results = []
+    for name, shape, chunks, dtype, comp, shard, inner in UNSHARDED:
+        src = os.path.join(work, f"unsharded-{name}")
+        rng = np.random.default_rng(zlib_seed(name))
+        data = (rng.standard_normal(shape) * 50).astype(dtype)
+        data[tuple(slice(0, c) for c in chunks)] = 0  # one chunk of fill value, not stored
+        compressors = {"zstd": ZstdCodec(level=1), "gzip": GzipCodec(level=1), None: None}[comp]
+        z = zarr.create_array(store=src, shape=shape, chunks=chunks, dtype=dtype,
+                              fill_value=0, compressors=compressors)
+        z[...] = data
+        n_chunks = sum(len(files) for _, _, files in os.walk(os.path.join(src, "c")))
+        for variant, flags, expect in (
+            ("copy", ["--shard-shape", shard], "copy"),
+            ("reencode", ["--shard-shape", shard, "--inner-chunk-shape", inner], "reencode"),
+        ):
+            problems = []
+            new = os.path.join(work, f"unsharded-{name}-{variant}")
+            rc, out, err = run([binary, "repack", src, new, *flags], timeout)
+            m = COUNTS.match(out.strip())
+            if rc != 0 or not m:
+                problems.append(f"repack exit {rc}: {err.strip()[:300]} {out.strip()[:100]}")
+            else:
+                copied, reencoded = int(m.group(3)), int(m.group(4))
+                if expect == "copy" and (copied, reencoded) != (n_chunks, 0):
+                    problems.append(f"copied {copied}, re-encoded {reencoded}; expected "
+                                    f"{n_chunks} copies (the stored chunks)")
+                if expect == "reencode" and copied:
+                    problems.append(f"{copied} chunks copied, expected re-encoding")
+                for reader, read in readers.items():
+                    try:
+                        got = read(new)
+                    except Exception as e:  # noqa: BLE001
+                        problems.append(f"{reader} cannot read it: {str(e)[:200]}")
+                        continue
+                    if got.dtype != data.dtype or got.shape != data.shape or \
+                            got.tobytes() != data.tobytes():
+                        problems.append(f"{reader} read other values")
+            results.append((f"zarr-python/unsharded-{name} [{variant}]", problems))
+    return results
+
+
+def zlib_seed(name):
+    import zlib
+    return zlib.crc32(name.encode())
 
 
 def check_get(binary, src, meta, entry, expected, timeout):
@@ -230,6 +294,13 @@ def main(argv=None) -> int:
                     print(f"FAIL {label}: " + "; ".join(problems), flush=True)
                 else:
                     passed += 1
+        for label, problems in check_unsharded(binary, work, readers, args.timeout):
+            reads += 2
+            if problems:
+                failed += 1
+                print(f"FAIL {label}: " + "; ".join(problems), flush=True)
+            else:
+                passed += 1
     print(f"repack: {passed + failed} combinations ({gets} of them get), {reads} peer reads",
           flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)
