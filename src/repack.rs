@@ -128,17 +128,18 @@ fn source_chunks_per_shard(m: &ArrayMetadata) -> Vec<u64> {
 
 /// Rewrite every shard of `src` into `dst` (which should be empty) with the layout of
 /// `target` (see [`repacked_metadata`]; shape, data type and fill value must match the
-/// source), then
-/// write `dst`'s `zarr.json`. `on_shard` is called once per position of the target's chunk
-/// grid as it is done (for a progress display; called from worker threads).
+/// source), then write `dst`'s `zarr.json`; returns the new array and what was done.
+/// `on_shard` is called once per position of the target's chunk grid as it is done (for a
+/// progress display; called from worker threads). `src` is only read; it may be shared with
+/// other readers meanwhile, not with writers.
 ///
 /// Copied chunks are not decoded, so a corrupt inner chunk is copied as it is (with its
 /// checksum, if the inner codecs have one); [`Array::verify`] finds those.
 ///
 /// Errors: the source's errors (a corrupt index or, when re-encoding, a corrupt chunk stops
-/// the repack with the error naming it),
-/// the store's I/O errors, [`Error::InvalidArgument`] when `target` does not fit `src`.
-/// On error, `dst` may hold some shards but no `zarr.json`.
+/// the repack with the error naming the source shard), the stores' I/O errors,
+/// [`Error::InvalidArgument`] when `target` does not fit `src` or is not sharded. On error,
+/// `dst` may hold some shards but no `zarr.json`.
 pub fn repack<S: Store, D: Store>(
     src: &Array<S>,
     dst: D,
