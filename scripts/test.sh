@@ -27,7 +27,7 @@ export_status=${PIPESTATUS[0]}
 echo "== interop: zarrshard import writes (each strategy), zarr-python and tensorstore read"
 "$PY" tests/interop/check_import.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | grep -v '^skip ' | tee "$LOG/import.log"
 import_status=${PIPESTATUS[0]}
-echo "== interop: zarrshard repack rewrites (new shard shape; new inner codecs + index location), zarr-python and tensorstore read"
+echo "== interop: zarrshard repack rewrites (shard shape; inner codecs + index location; unsharded arrays), zarr-python and tensorstore read; zarrshard get"
 "$PY" tests/interop/check_repack.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/repack.log"
 repack_status=${PIPESTATUS[0]}
 echo "== older formats: an independent Python writer/reader (tests/legacy) and zarrshard, both ways"
