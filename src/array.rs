@@ -112,8 +112,9 @@ impl<S: Store> Array<S> {
         })
     }
 
-    /// An array of a Zarr v3 `meta` whose document the caller already has (nothing is read
-    /// or written now).
+    /// An array of a Zarr v3 `meta` whose document the caller already has, or will write
+    /// itself (nothing is read or written now; `repack` writes `zarr.json` last, so a
+    /// half-written array never opens as a complete one).
     pub fn from_metadata(store: S, meta: ArrayMetadata) -> Self {
         Array {
             meta,
@@ -415,6 +416,16 @@ impl<S: Store> Array<S> {
     /// Rewrite every shard that has dead bytes (left by updates) without them. Returns
     /// `(shard key, bytes before, bytes after)` for each shard rewritten.
     pub fn compact(&self, order: ChunkOrder) -> Result<Vec<(String, u64, u64)>> {
+        self.compact_with_progress(order, &|| {})
+    }
+
+    /// [`Array::compact`], calling `on_shard` after each position of the chunk grid is done
+    /// (for a progress display; not called for an unsharded array).
+    pub fn compact_with_progress(
+        &self,
+        order: ChunkOrder,
+        on_shard: &dyn Fn(),
+    ) -> Result<Vec<(String, u64, u64)>> {
         let Some(layout) = self
             .meta
             .shard_layout()
@@ -424,6 +435,7 @@ impl<S: Store> Array<S> {
         };
         let mut done = Vec::new();
         for coords in nd::c_order(&self.meta.grid_shape()) {
+            on_shard();
             let key = self.shard_key(&coords);
             let io = self.store.shard_io(&key)?;
             let Some((index, size)) = crate::reader::load_index(&layout, &io)? else {
@@ -500,8 +512,15 @@ impl<S: Store> Array<S> {
     /// Returns one problem per bad shard or inner chunk (empty when the array is clean);
     /// `Err` only when the store itself fails.
     pub fn verify(&self) -> Result<Vec<Problem>> {
+        self.verify_with_progress(&|| {})
+    }
+
+    /// [`Array::verify`], calling `on_shard` as each position of the chunk grid is reached
+    /// (for a progress display).
+    pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
         for coords in nd::c_order(&self.meta.grid_shape()) {
+            on_shard();
             let key = self.shard_key(&coords);
             let Some(object) = self.store.get(&key)? else {
                 continue;
@@ -578,9 +597,9 @@ struct ShardPlace {
     region: Vec<u64>,
 }
 
-/// Native ↔ raw export order (little-endian; a swap on big-endian machines, its own inverse),
-/// bools normalised to 0/1.
-fn raw_order(data: &mut [u8], dtype: crate::dtype::DataType) {
+/// Native ↔ raw export order, in place (little-endian; a swap on big-endian machines, its own
+/// inverse), bools normalised to 0/1: turns decoded chunk bytes into the export format.
+pub fn raw_order(data: &mut [u8], dtype: crate::dtype::DataType) {
     if dtype == crate::dtype::DataType::Bool {
         for b in data.iter_mut() {
             *b = (*b != 0) as u8;

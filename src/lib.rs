@@ -11,6 +11,7 @@
 //!   strategies, compaction;
 //! * [`store`] and [`array`]: a whole array in a directory (export, verify);
 //! * [`region`]: any hyper-rectangle of an array, read and written with the minimum I/O.
+//! * [`repack`]: rewrite an array into a new shard layout, copying encoded chunks when it can.
 
 pub mod array;
 pub mod codec;
@@ -25,6 +26,7 @@ pub mod nd;
 pub mod parallel;
 pub mod reader;
 pub mod region;
+pub mod repack;
 pub mod sharding;
 pub mod store;
 pub mod writer;
@@ -38,6 +40,7 @@ pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads};
 pub use reader::{read_whole_shard, FetchedChunks, ShardReader};
+pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, MemoryStore, Store};
 pub use writer::{

@@ -354,9 +354,14 @@ impl CodecChain {
     /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
     pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
         let arrays = self.encode_arrays(data, repr)?;
-        let mut bytes = self
+        let bytes = self
             .array_to_bytes
             .encode(&arrays, &self.bytes_repr(repr)?)?;
+        self.encode_bytes_stage(bytes)
+    }
+
+    /// Apply the bytes→bytes codecs only, to what the array→bytes codec produced.
+    pub fn encode_bytes_stage(&self, mut bytes: Vec<u8>) -> Result<Vec<u8>> {
         for c in &self.bytes_to_bytes {
             bytes = c.encode(&bytes)?;
         }
