@@ -663,3 +663,63 @@ fn enormous_shapes_are_refused_by_the_memory_limit_before_allocating() {
 }
 
 const DEFAULT_LIMIT: u64 = 4 << 30;
+
+/// Through the C ABI, a host whose callbacks cannot tell the object's size (only `read`): an
+/// index entry claiming 1 TiB used to size the read buffer (an allocation failure aborts the
+/// host); now the read is held to the memory limit first.
+#[test]
+fn c_host_without_size_and_a_terabyte_entry() {
+    use std::ffi::c_void;
+    use zarrshard::ffi::codec::*;
+    use zarrshard::ffi::io::*;
+    use zarrshard::ffi::shard::*;
+    use zarrshard::ffi::status::shard_status::*;
+
+    unsafe extern "C" fn read(
+        ud: *mut c_void,
+        offset: u64,
+        len: usize,
+        buf: *mut u8,
+        got: *mut usize,
+    ) -> i32 {
+        let d = unsafe { &*(ud as *const Vec<u8>) };
+        let start = (offset as usize).min(d.len());
+        let n = len.min(d.len() - start);
+        unsafe { std::ptr::copy_nonoverlapping(d[start..].as_ptr(), buf, n) };
+        unsafe { *got = n };
+        0
+    }
+    let cfg = json!({"chunk_shape": [2, 2], "codecs": [bytes_le()], "index_codecs": [bytes_le()], "index_location": "start"});
+    let layout = layout_of(&cfg);
+    let mut object = written(&layout);
+    let mut index = ShardIndex::decode_unchecked(&object[..64], &layout).unwrap();
+    index.set(0, Some(ChunkLocation { offset: 64, nbytes: 1 << 40 }));
+    object[..64].copy_from_slice(&index.encode(&layout).unwrap());
+    let text = cfg.to_string();
+    let mut codec = std::ptr::null_mut();
+    let st = unsafe {
+        shard_codec_from_config(text.as_ptr().cast(), text.len(), c"uint16".as_ptr(), 6, [4u64, 4].as_ptr(), 2, c"0".as_ptr(), 1, &mut codec)
+    };
+    assert_eq!(st, SHARD_OK);
+    let io = shard_io_callbacks {
+        version: SHARD_IO_VERSION,
+        userdata: &object as *const Vec<u8> as *mut c_void,
+        read: Some(read),
+        read_suffix: None,
+        size: None,
+        write: None,
+        truncate: None,
+        remove: None,
+        destroy: None,
+        read_vectored: None,
+    };
+    let mut h = std::ptr::null_mut();
+    assert_eq!(unsafe { shard_open(codec, &io, shard_mode::SHARD_MODE_READ as u32, &mut h) }, SHARD_OK);
+    let mut buf = [0u8; 8];
+    let st = unsafe { shard_read_chunk(h, [0u64, 0].as_ptr(), 2, buf.as_mut_ptr(), 8) };
+    assert_eq!(st, SHARD_ERR_INVALID_ARGUMENT);
+    // The other chunks still read.
+    assert_eq!(unsafe { shard_read_chunk(h, [0u64, 1].as_ptr(), 2, buf.as_mut_ptr(), 8) }, SHARD_OK);
+    unsafe { shard_close(h) };
+    unsafe { shard_codec_free(codec) };
+}
