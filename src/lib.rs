@@ -9,7 +9,9 @@
 //! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
 //! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
 //!   strategies, compaction;
-//! * [`store`] and [`array`]: a whole array in a directory (export, verify).
+//! * [`store`] and [`array`]: a whole array in a directory (export, verify);
+//! * [`repair`]: torn shards cut back to their last index that proves itself intact;
+//! * [`limits`]: the memory limit on buffers the metadata asks for.
 
 pub mod array;
 pub mod codec;
@@ -24,6 +26,7 @@ pub mod metadata;
 pub mod nd;
 pub mod parallel;
 pub mod reader;
+pub mod repair;
 pub mod sharding;
 pub mod store;
 pub mod writer;
@@ -38,6 +41,7 @@ pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads};
 pub use reader::{read_whole_shard, ShardReader};
+pub use repair::ShardRepair;
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, Store};
 pub use writer::{

@@ -3,6 +3,8 @@
 //!
 //! Every failure is one line on stderr and a non-zero exit; never a panic or a signal.
 
+mod repair;
+
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -76,6 +78,17 @@ enum Command {
     Inspect {
         array_dir: PathBuf,
         shard_key: String,
+    },
+    /// Cut torn shards (a write cut off part way) back to their last index whose crc32c
+    /// proves it intact, and print per shard what was recovered and what is lost. Exit 0:
+    /// nothing damaged; 2: every damaged shard recovered; 3: some cannot be recovered.
+    ///
+    /// Example: zarrshard repair data/image.zarr --dry-run
+    Repair {
+        array_dir: PathBuf,
+        /// Report only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -244,6 +257,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
             inspect(&open(&array_dir)?, &shard_key)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Repair { array_dir, dry_run } => repair::run(&array_dir, dry_run),
     }
 }
 
