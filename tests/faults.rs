@@ -302,3 +302,57 @@ fn every_read_call_fails_in_turn() {
     }
     println!("faults: reads: {n} injected faults, each an error (I/O code kept; short read = corrupt)");
 }
+
+/// Without a temporary, an append-only update (index at the end, crc32c) that fails at any
+/// call leaves an object `repair` cuts back to the previous shard, byte for byte — or, when
+/// only the last step failed, the complete new shard.
+#[test]
+fn a_failed_append_only_update_is_repaired_to_the_previous_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shard");
+    let l = layout("end");
+    let strategy = WriteStrategy::Update(UpdateMode::AppendOnly);
+    let (mut repaired, mut complete, mut untouched) = (0, 0, 0);
+    for fault in [Fault::Code, Fault::PartialWrite] {
+        for at in 1.. {
+            let _ = std::fs::remove_file(&path);
+            write_version(&l, FileIo::new(&path), WriteStrategy::Buffered, 1).unwrap();
+            let v1 = std::fs::read(&path).unwrap();
+            let io = Failing::new(FileIo::new(&path), at, fault);
+            let result = write_version(&l, &io, strategy, 2);
+            if io.fired.load(Ordering::SeqCst) == 0 {
+                result.unwrap();
+                break;
+            }
+            assert!(result.is_err());
+            let torn = std::fs::read(&path).unwrap();
+            assert_eq!(&torn[..v1.len()], &v1[..], "append-only overwrote the previous shard");
+            if torn == v1 {
+                untouched += 1; // failed before writing anything
+                continue;
+            }
+            let mut whole = vec![0u8; 128];
+            if l.decode_shard_into(&torn, &mut whole).is_ok() {
+                // Only the final truncate failed: the new shard is complete.
+                let mut v2 = vec![0u8; 128];
+                for i in 0..l.num_chunks() {
+                    l.place_chunk(i, &chunk(2, i), &mut v2);
+                }
+                assert_eq!(whole, v2);
+                complete += 1;
+                continue;
+            }
+            let plan = zarrshard::repair::plan(&l, &torn, true);
+            assert_eq!(
+                plan,
+                ShardRepair::Recovered { before: torn.len() as u64, size: v1.len() as u64, chunks: 15 },
+                "{fault:?} at call {at}"
+            );
+            std::fs::write(&path, &torn[..v1.len()]).unwrap();
+            read_all(&l, FileIo::new(&path), 1).unwrap();
+            repaired += 1;
+        }
+    }
+    assert!(repaired > 0);
+    println!("faults: append-only update without a temporary: {repaired} failures repaired to the previous shard, {complete} left the new shard complete, {untouched} failed before writing");
+}
