@@ -247,7 +247,10 @@ impl<S: Store> Array<S> {
         let elem = meta.data_type.size();
         let zeros = vec![0; meta.shape.len()];
         for (slab_shape, places) in self.slabs() {
-            let mut slab = meta.fill_value.0.repeat(slab_len(&slab_shape, meta)? / elem);
+            let mut slab = meta
+                .fill_value
+                .0
+                .repeat(slab_len(&slab_shape, meta)? / elem);
             // The slab's shards are read and decoded in parallel (each also decodes its inner
             // chunks in parallel), then placed.
             let shards = parallel::map(places.len(), |k| self.read_shard(&places[k].coords))?;

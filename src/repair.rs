@@ -47,7 +47,9 @@ impl<S: Store> Array<S> {
     /// intact shards are not listed. `Err` only when the store fails.
     pub fn repair(&self, dry_run: bool) -> Result<Vec<(String, ShardRepair)>> {
         let meta = self.metadata();
-        let layout = meta.shard_layout().filter(|_| meta.supports_partial_reads());
+        let layout = meta
+            .shard_layout()
+            .filter(|_| meta.supports_partial_reads());
         let mut out = Vec::new();
         for coords in nd::c_order(&meta.grid_shape()) {
             let key = self.shard_key(&coords);
@@ -84,7 +86,10 @@ pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
             "the index is at the start, where updates rewrite it: no earlier index can be proven intact".into(),
         );
     }
-    if !matches!(codec.index_codecs.bytes_to_bytes.last(), Some(BytesToBytes::Crc32c(_))) {
+    if !matches!(
+        codec.index_codecs.bytes_to_bytes.last(),
+        Some(BytesToBytes::Crc32c(_))
+    ) {
         return ShardRepair::Unrecoverable(
             "the index has no crc32c: an earlier index cannot be proven intact".into(),
         );
@@ -116,7 +121,11 @@ fn proven(layout: &ShardLayout, object: &[u8]) -> Result<usize> {
     let mut chunk = layout.inner_repr().filled()?;
     let mut count = 0;
     for (i, loc) in index.stored() {
-        layout.decode_chunk_into(i, &object[loc.offset as usize..loc.end() as usize], &mut chunk)?;
+        layout.decode_chunk_into(
+            i,
+            &object[loc.offset as usize..loc.end() as usize],
+            &mut chunk,
+        )?;
         count += 1;
     }
     Ok(count)
@@ -141,7 +150,11 @@ fn crc_candidates(object: &[u8], w: usize) -> Vec<usize> {
         *o = r;
     }
     let leaving: Vec<u32> = (0..256)
-        .map(|b| (0..8).filter(|k| b >> k & 1 == 1).fold(0, |acc, k| acc ^ out_basis[k]))
+        .map(|b| {
+            (0..8)
+                .filter(|k| b >> k & 1 == 1)
+                .fold(0, |acc, k| acc ^ out_basis[k])
+        })
         .collect();
     // crc32c(M) = register from 0 over M, xor crc32c of w zeros (CRC-32C is affine).
     let k = crc32c::crc32c(&vec![0u8; w]);
@@ -166,7 +179,11 @@ fn table() -> [u32; 256] {
     for (i, e) in t.iter_mut().enumerate() {
         let mut c = i as u32;
         for _ in 0..8 {
-            c = if c & 1 == 1 { (c >> 1) ^ 0x82F6_3B78 } else { c >> 1 };
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0x82F6_3B78
+            } else {
+                c >> 1
+            };
         }
         *e = c;
     }
@@ -195,9 +212,7 @@ mod tests {
             data[at + w..at + w + 4].copy_from_slice(&c.to_le_bytes());
         }
         let direct: Vec<usize> = (w + 4..=data.len())
-            .filter(|&e| {
-                crc32c::crc32c(&data[e - w - 4..e - 4]).to_le_bytes() == data[e - 4..e]
-            })
+            .filter(|&e| crc32c::crc32c(&data[e - w - 4..e - 4]).to_le_bytes() == data[e - 4..e])
             .collect();
         assert_eq!(direct, vec![w + 4, 1000 + w + 4, 3000]);
         assert_eq!(crc_candidates(&data, w), direct);

@@ -13,12 +13,17 @@ use zarrshard::*;
 const READERS: usize = 8;
 
 fn chunk(v: u64, i: u64) -> Vec<u8> {
-    (0..16u64).flat_map(|k| ((v * 7919 + i * 31 + k) as u16).to_ne_bytes()).collect()
+    (0..16u64)
+        .flat_map(|k| ((v * 7919 + i * 31 + k) as u16).to_ne_bytes())
+        .collect()
 }
 
 #[test]
 fn many_readers_on_one_handle_while_other_shards_are_written() {
-    let iters: usize = std::env::var("ZS_THREAD_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let iters: usize = std::env::var("ZS_THREAD_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
     let dir = tempfile::tempdir().unwrap();
     let meta = json!({"zarr_format": 3, "node_type": "array", "shape": [16, 64], "data_type": "uint16",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16, 16]}},
@@ -26,14 +31,24 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
         "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [4, 4],
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}],
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]});
-    let array = Array::create(FsStore::new(dir.path()), ArrayMetadata::from_json(&meta).unwrap()).unwrap();
+    let array = Array::create(
+        FsStore::new(dir.path()),
+        ArrayMetadata::from_json(&meta).unwrap(),
+    )
+    .unwrap();
     let layout = Arc::new(array.metadata().shard_layout().unwrap());
     let n = layout.num_chunks() as u64;
     let coords = |i: u64| zarrshard::nd::unravel(i, layout.chunks_per_shard());
     // Shard (0, 0): written once, then only read.
     {
         let io = array.store().shard_io("c/0/0").unwrap();
-        let mut w = ShardWriter::new(layout.clone(), io, WriteStrategy::Buffered, WriteOptions::default()).unwrap();
+        let mut w = ShardWriter::new(
+            layout.clone(),
+            io,
+            WriteStrategy::Buffered,
+            WriteOptions::default(),
+        )
+        .unwrap();
         for i in 0..n {
             w.write_chunk(&coords(i), &chunk(0, i)).unwrap();
         }
@@ -51,7 +66,9 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
                 let refs: Vec<&[u64]> = all.iter().map(|c| c.as_slice()).collect();
                 let mut many = vec![0u8; refs.len() * 32];
                 let want: Vec<u8> = (0..n).flat_map(|i| chunk(0, i)).collect();
-                while !stop.load(Ordering::Relaxed) || reads.load(Ordering::Relaxed) < READERS * n as usize {
+                while !stop.load(Ordering::Relaxed)
+                    || reads.load(Ordering::Relaxed) < READERS * n as usize
+                {
                     for i in 0..n {
                         let i = (i + t as u64) % n;
                         assert_eq!(reader.read_chunk(&coords(i)).unwrap(), chunk(0, i));
@@ -78,7 +95,9 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
                 let key = format!("c/0/{}", k + 1);
                 for v in 1..=iters as u64 {
                     let io = array.store().shard_io(&key).unwrap();
-                    let mut w = ShardWriter::new(layout.clone(), io, strategy, WriteOptions::default()).unwrap();
+                    let mut w =
+                        ShardWriter::new(layout.clone(), io, strategy, WriteOptions::default())
+                            .unwrap();
                     for i in 0..n {
                         w.write_chunk(&coords(i), &chunk(v, i)).unwrap();
                     }
@@ -104,7 +123,11 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
         for i in 0..n {
             layout.place_chunk(i as usize, &chunk(v, i), &mut want);
         }
-        assert_eq!(array.read_shard(&[0, k]).unwrap().unwrap(), want, "shard {k}");
+        assert_eq!(
+            array.read_shard(&[0, k]).unwrap().unwrap(),
+            want,
+            "shard {k}"
+        );
     }
     println!(
         "concurrency: {READERS} reader threads, {} chunk reads of one handle, while 3 threads wrote {} shards",

@@ -122,7 +122,14 @@ fn layout(location: &str) -> Arc<ShardLayout> {
 /// The 16 inner chunks of version `v` of the shard (chunk 5 is the fill value).
 fn chunk(v: u16, i: usize) -> Vec<u8> {
     (0..4u16)
-        .flat_map(|k| if i == 5 { 0u16 } else { v * 1000 + i as u16 * 10 + k }.to_ne_bytes())
+        .flat_map(|k| {
+            if i == 5 {
+                0u16
+            } else {
+                v * 1000 + i as u16 * 10 + k
+            }
+            .to_ne_bytes()
+        })
         .collect()
 }
 
@@ -131,7 +138,12 @@ fn coords(l: &ShardLayout, i: usize) -> Vec<u64> {
 }
 
 /// Write version `v` of every chunk through `io` with `strategy`.
-fn write_version<I: ShardIo>(l: &Arc<ShardLayout>, io: I, strategy: WriteStrategy, v: u16) -> Result<()> {
+fn write_version<I: ShardIo>(
+    l: &Arc<ShardLayout>,
+    io: I,
+    strategy: WriteStrategy,
+    v: u16,
+) -> Result<()> {
     let mut w = ShardWriter::new(l.clone(), io, strategy, WriteOptions::default())?;
     let mut result = Ok(());
     for i in 0..l.num_chunks() {
@@ -155,7 +167,11 @@ fn read_all<I: ShardIo>(l: &Arc<ShardLayout>, io: I, v: u16) -> Result<()> {
     let r = ShardReader::open(l.clone(), io)?;
     let mut all: Vec<Vec<u64>> = Vec::new();
     for i in 0..l.num_chunks() {
-        assert_eq!(r.read_chunk(&coords(l, i))?, chunk(v, i), "chunk {i} read as other data");
+        assert_eq!(
+            r.read_chunk(&coords(l, i))?,
+            chunk(v, i),
+            "chunk {i} read as other data"
+        );
         all.push(coords(l, i));
     }
     let refs: Vec<&[u64]> = all.iter().map(|c| c.as_slice()).collect();
@@ -186,7 +202,8 @@ fn every_write_call_fails_in_turn() {
                     let reset = || {
                         let _ = std::fs::remove_file(&path);
                         if over_existing {
-                            write_version(&l, FileIo::new(&path), WriteStrategy::Buffered, 1).unwrap();
+                            write_version(&l, FileIo::new(&path), WriteStrategy::Buffered, 1)
+                                .unwrap();
                         }
                         std::fs::read(&path).ok()
                     };
@@ -216,7 +233,11 @@ fn every_write_call_fails_in_turn() {
                         faults += 1;
                         // One `put` (temporary + rename) leaves the previous shard as it was.
                         if strategy == WriteStrategy::Buffered {
-                            assert_eq!(std::fs::read(&path).ok(), before, "{what}: old shard changed");
+                            assert_eq!(
+                                std::fs::read(&path).ok(),
+                                before,
+                                "{what}: old shard changed"
+                            );
                         }
                         // Whatever is left reads as the old version, the new one, or an error (a
                         // missing object only where there was none).
@@ -225,7 +246,10 @@ fn every_write_call_fails_in_turn() {
                         } else if let Ok(r) = ShardReader::open(l.clone(), FileIo::new(&path)) {
                             for i in 0..l.num_chunks() {
                                 if let Ok(c) = r.read_chunk(&coords(&l, i)) {
-                                    assert!(c == chunk(2, i) || (over_existing && c == chunk(1, i)), "{what}: chunk {i} holds other data");
+                                    assert!(
+                                        c == chunk(2, i) || (over_existing && c == chunk(1, i)),
+                                        "{what}: chunk {i} holds other data"
+                                    );
                                 }
                             }
                         }
@@ -273,7 +297,9 @@ fn temporary_then_commit_keeps_the_previous_shard() {
             }
         }
     }
-    println!("faults: temporary-then-commit: {n} faults, previous shard intact and readable after each");
+    println!(
+        "faults: temporary-then-commit: {n} faults, previous shard intact and readable after each"
+    );
 }
 
 #[test]
@@ -300,7 +326,9 @@ fn every_read_call_fails_in_turn() {
             }
         }
     }
-    println!("faults: reads: {n} injected faults, each an error (I/O code kept; short read = corrupt)");
+    println!(
+        "faults: reads: {n} injected faults, each an error (I/O code kept; short read = corrupt)"
+    );
 }
 
 /// Without a temporary, an append-only update (index at the end, crc32c) that fails at any
@@ -326,7 +354,11 @@ fn a_failed_append_only_update_is_repaired_to_the_previous_shard() {
             }
             assert!(result.is_err());
             let torn = std::fs::read(&path).unwrap();
-            assert_eq!(&torn[..v1.len()], &v1[..], "append-only overwrote the previous shard");
+            assert_eq!(
+                &torn[..v1.len()],
+                &v1[..],
+                "append-only overwrote the previous shard"
+            );
             if torn == v1 {
                 untouched += 1; // failed before writing anything
                 continue;
@@ -345,7 +377,11 @@ fn a_failed_append_only_update_is_repaired_to_the_previous_shard() {
             let plan = zarrshard::repair::plan(&l, &torn, true);
             assert_eq!(
                 plan,
-                ShardRepair::Recovered { before: torn.len() as u64, size: v1.len() as u64, chunks: 15 },
+                ShardRepair::Recovered {
+                    before: torn.len() as u64,
+                    size: v1.len() as u64,
+                    chunks: 15
+                },
                 "{fault:?} at call {at}"
             );
             std::fs::write(&path, &torn[..v1.len()]).unwrap();

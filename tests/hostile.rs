@@ -126,7 +126,11 @@ fn original() -> Vec<u8> {
     let mut v = vec![0u8; 32];
     for (i, e) in v.chunks_exact_mut(2).enumerate() {
         let (r, c) = (i / 4, i % 4);
-        let x: u16 = if r >= 2 && c >= 2 { 0 } else { 1 + i as u16 * 37 };
+        let x: u16 = if r >= 2 && c >= 2 {
+            0
+        } else {
+            1 + i as u16 * 37
+        };
         e.copy_from_slice(&x.to_ne_bytes());
     }
     v
@@ -145,8 +149,11 @@ fn written(layout: &Arc<ShardLayout>) -> Vec<u8> {
     let mut chunk = vec![0u8; layout.inner_byte_size()];
     for i in 0..layout.num_chunks() {
         layout.extract_chunk(i, &data, &mut chunk);
-        w.write_chunk(&zarrshard::nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)
-            .unwrap();
+        w.write_chunk(
+            &zarrshard::nd::unravel(i as u64, layout.chunks_per_shard()),
+            &chunk,
+        )
+        .unwrap();
     }
     w.finalize().unwrap();
     io.bytes().unwrap()
@@ -195,17 +202,27 @@ fn read_every_way(layout: &Arc<ShardLayout>, object: &[u8], expected: &[u8], t: 
             for (i, piece) in many.chunks_exact(chunk.len()).enumerate() {
                 layout.place_chunk(i, piece, &mut shard2);
             }
-            assert_eq!(shard, shard2, "read_chunks_into disagrees with read_chunk_into");
+            assert_eq!(
+                shard, shard2,
+                "read_chunks_into disagrees with read_chunk_into"
+            );
             Ok(shard)
         });
         results.push((hide_size, one_by_one));
     }
     let mut whole = vec![0u8; 32];
-    results.push((false, layout.decode_shard_into(object, &mut whole).map(|_| whole)));
+    results.push((
+        false,
+        layout.decode_shard_into(object, &mut whole).map(|_| whole),
+    ));
     for (without_size, r) in results {
         match r {
             Ok(v) => {
-                *(if v == expected { &mut t.ok_equal } else { &mut t.ok_different }) += 1;
+                *(if v == expected {
+                    &mut t.ok_equal
+                } else {
+                    &mut t.ok_different
+                }) += 1;
                 t.ok_without_size += without_size as usize;
             }
             Err(Error::Corrupt { .. }) => t.corrupt += 1,
@@ -233,7 +250,11 @@ fn matrix() -> Vec<(String, Arc<ShardLayout>, bool)> {
         for location in ["start", "end"] {
             for crc in [false, true] {
                 let label = format!("{name}/{location}/{}", if crc { "crc" } else { "nocrc" });
-                out.push((label, layout_of(&config(&codecs, location, crc)), inner_crc && crc));
+                out.push((
+                    label,
+                    layout_of(&config(&codecs, location, crc)),
+                    inner_crc && crc,
+                ));
             }
         }
     }
@@ -248,7 +269,10 @@ fn flipped_bytes_every_position_every_codec() {
         let object = written(&layout);
         let mut t = Tally::default();
         read_every_way(&layout, &object, &expected, &mut t);
-        assert_eq!(t.ok_equal, 3, "{label}: the unmodified shard must read back");
+        assert_eq!(
+            t.ok_equal, 3,
+            "{label}: the unmodified shard must read back"
+        );
         for pos in 0..object.len() {
             for mask in [0x01u8, 0x80, 0xff] {
                 let mut bad = object.clone();
@@ -258,7 +282,10 @@ fn flipped_bytes_every_position_every_codec() {
         }
         if checked {
             // Index and every chunk carry a crc32c: a flip is caught or harmless, never silent.
-            assert_eq!(t.ok_different, 0, "{label}: a flipped byte read as different data");
+            assert_eq!(
+                t.ok_different, 0,
+                "{label}: a flipped byte read as different data"
+            );
         }
         silent_checked += if checked { t.ok_different } else { 0 };
         total.inputs += t.inputs;
@@ -293,7 +320,9 @@ fn every_truncation_every_codec() {
         );
         total += t.inputs;
     }
-    println!("hostile: truncations: {total} objects (every length from 0 to full - 1), all refused");
+    println!(
+        "hostile: truncations: {total} objects (every length from 0 to full - 1), all refused"
+    );
 }
 
 /// Entries that must be refused, whatever chunk they are put on (object of `size` bytes with
@@ -301,15 +330,15 @@ fn every_truncation_every_codec() {
 fn forged_entries(size: u64, ix: u64, at_start: bool) -> Vec<(u64, u64)> {
     let data_start = if at_start { ix } else { 0 };
     let mut v = vec![
-        (size, 1),                         // starts at the end
-        (size - 1, 2),                     // runs past the end
-        (u64::MAX - 1, 2),                 // overflows
-        (2, u64::MAX - 1),                 // overflows
-        (u64::MAX, 4),                     // one empty marker
-        (4, u64::MAX),                     // the other
-        (1 << 62, 1 << 62),                // far past the end, no overflow
-        (data_start, size),                // longer than the object
-        (data_start, 1 << 40),             // claims a terabyte
+        (size, 1),             // starts at the end
+        (size - 1, 2),         // runs past the end
+        (u64::MAX - 1, 2),     // overflows
+        (2, u64::MAX - 1),     // overflows
+        (u64::MAX, 4),         // one empty marker
+        (4, u64::MAX),         // the other
+        (1 << 62, 1 << 62),    // far past the end, no overflow
+        (data_start, size),    // longer than the object
+        (data_start, 1 << 40), // claims a terabyte
     ];
     if at_start {
         v.push((0, 8)); // inside the index
@@ -349,12 +378,19 @@ fn forged_index_entries_are_refused_after_the_checksum_passes() {
                 // at the end cannot be told from a longer chunk: a nested shard (index at its
                 // start, trailing bytes ignored) then decodes whatever its first bytes hold.
                 // Every reader that knows the size refuses it.
-                assert_eq!(t.ok_equal + t.ok_different, t.ok_without_size, "{label}: chunk {i} ({offset}, {nbytes}) read without error");
+                assert_eq!(
+                    t.ok_equal + t.ok_different,
+                    t.ok_without_size,
+                    "{label}: chunk {i} ({offset}, {nbytes}) read without error"
+                );
                 unsized_ok += t.ok_without_size;
                 // (Without the object's size, an entry reaching into an index at the end can only
                 // be caught when the chunk is read: a corrupt or checksum error then.)
                 let mut whole = vec![0u8; 32];
-                let e = layout.decode_shard_into(&bad, &mut whole).unwrap_err().to_string();
+                let e = layout
+                    .decode_shard_into(&bad, &mut whole)
+                    .unwrap_err()
+                    .to_string();
                 assert!(e.contains("index entry"), "{label}: {e}");
                 n += 1;
             }
@@ -377,13 +413,20 @@ fn index_size_mismatch_between_metadata_and_object() {
         }
         // A shard of 1×1 inner chunks (16 entries, a bigger index) read with each layout too.
         for layout in [
-            layout_of(&json!({"chunk_shape": [1, 1], "codecs": [bytes_le()], "index_codecs": [bytes_le()]})),
-            layout_of(&json!({"chunk_shape": [4, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le(), {"name": "crc32c"}]})),
+            layout_of(
+                &json!({"chunk_shape": [1, 1], "codecs": [bytes_le()], "index_codecs": [bytes_le()]}),
+            ),
+            layout_of(
+                &json!({"chunk_shape": [4, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le(), {"name": "crc32c"}]}),
+            ),
         ] {
             read_every_way(&layout, &object, &expected, &mut t);
         }
     }
-    println!("hostile: index size / layout mismatches: {} reads ({t:?})", t.inputs);
+    println!(
+        "hostile: index size / layout mismatches: {} reads ({t:?})",
+        t.inputs
+    );
 }
 
 /// A shard whose chunk (0, 0) holds `encoded` as its bytes, everything else empty.
@@ -425,20 +468,31 @@ fn decompression_bombs_are_capped_at_the_chunk_size() {
     let blosc_claim = {
         let l = layout_of(&config(&inner_chains()[5].1, "end", true));
         let obj = written(&l);
-        let ix = ShardIndex::decode_unchecked(&obj[obj.len() - l.index_size() as usize..], &l).unwrap();
+        let ix =
+            ShardIndex::decode_unchecked(&obj[obj.len() - l.index_size() as usize..], &l).unwrap();
         let loc = ix.get(0).unwrap();
         let mut b = obj[loc.offset as usize..loc.end() as usize].to_vec();
         b[4..8].copy_from_slice(&(1u32 << 30).to_le_bytes());
         b
     };
     let big = 64u64; // inner chunk 64×64 uint16 = 8 KiB
-    let cfg = |b2b: Value| {
-        json!({"chunk_shape": [big, big], "codecs": [bytes_le(), b2b], "index_codecs": [bytes_le(), {"name": "crc32c"}]})
-    };
+    let cfg = |b2b: Value| json!({"chunk_shape": [big, big], "codecs": [bytes_le(), b2b], "index_codecs": [bytes_le(), {"name": "crc32c"}]});
     let cases: Vec<(&str, Value, &[u8])> = vec![
-        ("gzip", json!({"name": "gzip", "configuration": {"level": 1}}), &gz),
-        ("zstd (content size in header)", json!({"name": "zstd", "configuration": {"level": 1}}), &zs),
-        ("zstd (streamed, no content size)", json!({"name": "zstd", "configuration": {"level": 1}}), &zs_stream),
+        (
+            "gzip",
+            json!({"name": "gzip", "configuration": {"level": 1}}),
+            &gz,
+        ),
+        (
+            "zstd (content size in header)",
+            json!({"name": "zstd", "configuration": {"level": 1}}),
+            &zs,
+        ),
+        (
+            "zstd (streamed, no content size)",
+            json!({"name": "zstd", "configuration": {"level": 1}}),
+            &zs_stream,
+        ),
         (
             "blosc (header claims 1 GiB)",
             json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0}}),
@@ -447,8 +501,13 @@ fn decompression_bombs_are_capped_at_the_chunk_size() {
     ];
     for (what, b2b, bomb) in cases {
         let layout = Arc::new(
-            ShardLayout::from_config_json(&cfg(b2b), DataType::UInt16, vec![big * 2, big * 2], FillValue(vec![0, 0]))
-                .unwrap(),
+            ShardLayout::from_config_json(
+                &cfg(b2b),
+                DataType::UInt16,
+                vec![big * 2, big * 2],
+                FillValue(vec![0, 0]),
+            )
+            .unwrap(),
         );
         let object = shard_with_raw_chunk(&layout, bomb);
         let (r, peak) = peak_during(|| {
@@ -464,7 +523,10 @@ fn decompression_bombs_are_capped_at_the_chunk_size() {
             "{what}: peak {peak} bytes for a {}-byte object",
             object.len()
         );
-        println!("hostile: bomb {what}: {} bytes in, refused: {e}; peak heap {peak} bytes", bomb.len());
+        println!(
+            "hostile: bomb {what}: {} bytes in, refused: {e}; peak heap {peak} bytes",
+            bomb.len()
+        );
     }
 }
 
@@ -524,41 +586,159 @@ fn adversarial_metadata() {
         at[path[path.len() - 1]] = v;
         m
     };
-    let sharding = |c: Value| with(&["codecs"], json!([{"name": "sharding_indexed", "configuration": c}]));
+    let sharding = |c: Value| {
+        with(
+            &["codecs"],
+            json!([{"name": "sharding_indexed", "configuration": c}]),
+        )
+    };
     let big = u64::MAX / 2;
     let cases: Vec<(&str, Value, &str)> = vec![
-        ("shape product overflows", with(&["shape"], json!([big, big])), "metadata"),
-        ("chunk shape product overflows", with(&["chunk_grid", "configuration", "chunk_shape"], json!([big, big])), "metadata"),
-        ("negative shape", with(&["shape"], json!([-1, 8])), "metadata"),
+        (
+            "shape product overflows",
+            with(&["shape"], json!([big, big])),
+            "metadata",
+        ),
+        (
+            "chunk shape product overflows",
+            with(
+                &["chunk_grid", "configuration", "chunk_shape"],
+                json!([big, big]),
+            ),
+            "metadata",
+        ),
+        (
+            "negative shape",
+            with(&["shape"], json!([-1, 8])),
+            "metadata",
+        ),
         ("float shape", with(&["shape"], json!([8.5, 8])), "metadata"),
-        ("shape not a list", with(&["shape"], json!("8,8")), "metadata"),
-        ("rank mismatch", with(&["shape"], json!([8, 8, 8])), "metadata"),
-        ("chunk shape 0", with(&["chunk_grid", "configuration", "chunk_shape"], json!([0, 8])), "metadata"),
-        ("unknown data type", with(&["data_type"], json!("uint128")), "metadata|codec"),
-        ("data type not a string", with(&["data_type"], json!(16)), "metadata"),
-        ("fill value wrong type", with(&["fill_value"], json!("zero")), "metadata"),
-        ("fill value out of range", with(&["fill_value"], json!(70000)), "metadata"),
-        ("unknown codec", with(&["codecs"], json!([{"name": "lzma"}])), "codec"),
-        ("codec name not a string", with(&["codecs"], json!([{"name": 5}])), "metadata"),
-        ("codecs not a list", with(&["codecs"], json!({"name": "bytes"})), "metadata"),
-        ("no array->bytes codec", with(&["codecs"], json!([{"name": "gzip"}])), "metadata"),
-        ("two array->bytes codecs", with(&["codecs"], json!([bytes_le(), bytes_le()])), "metadata"),
-        ("inner chunk does not divide", sharding(json!({"chunk_shape": [3, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le()]})), "metadata"),
-        ("inner chunk rank", sharding(json!({"chunk_shape": [4], "codecs": [bytes_le()], "index_codecs": [bytes_le()]})), "metadata"),
-        ("compressed index", sharding(json!({"chunk_shape": [4, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le(), {"name": "gzip", "configuration": {"level": 1}}]})), "metadata"),
-        ("index_location wrong", sharding(json!({"chunk_shape": [4, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le()], "index_location": "middle"})), "metadata"),
-        ("gzip level wrong type", with(&["codecs"], json!([bytes_le(), {"name": "gzip", "configuration": {"level": "max"}}])), "metadata"),
-        ("zstd level huge", with(&["codecs"], json!([bytes_le(), {"name": "zstd", "configuration": {"level": 1_000_000}}])), "metadata"),
-        ("transpose not a permutation", with(&["codecs"], json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, bytes_le()])), "metadata"),
+        (
+            "shape not a list",
+            with(&["shape"], json!("8,8")),
+            "metadata",
+        ),
+        (
+            "rank mismatch",
+            with(&["shape"], json!([8, 8, 8])),
+            "metadata",
+        ),
+        (
+            "chunk shape 0",
+            with(
+                &["chunk_grid", "configuration", "chunk_shape"],
+                json!([0, 8]),
+            ),
+            "metadata",
+        ),
+        (
+            "unknown data type",
+            with(&["data_type"], json!("uint128")),
+            "metadata|codec",
+        ),
+        (
+            "data type not a string",
+            with(&["data_type"], json!(16)),
+            "metadata",
+        ),
+        (
+            "fill value wrong type",
+            with(&["fill_value"], json!("zero")),
+            "metadata",
+        ),
+        (
+            "fill value out of range",
+            with(&["fill_value"], json!(70000)),
+            "metadata",
+        ),
+        (
+            "unknown codec",
+            with(&["codecs"], json!([{"name": "lzma"}])),
+            "codec",
+        ),
+        (
+            "codec name not a string",
+            with(&["codecs"], json!([{"name": 5}])),
+            "metadata",
+        ),
+        (
+            "codecs not a list",
+            with(&["codecs"], json!({"name": "bytes"})),
+            "metadata",
+        ),
+        (
+            "no array->bytes codec",
+            with(&["codecs"], json!([{"name": "gzip"}])),
+            "metadata",
+        ),
+        (
+            "two array->bytes codecs",
+            with(&["codecs"], json!([bytes_le(), bytes_le()])),
+            "metadata",
+        ),
+        (
+            "inner chunk does not divide",
+            sharding(
+                json!({"chunk_shape": [3, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le()]}),
+            ),
+            "metadata",
+        ),
+        (
+            "inner chunk rank",
+            sharding(
+                json!({"chunk_shape": [4], "codecs": [bytes_le()], "index_codecs": [bytes_le()]}),
+            ),
+            "metadata",
+        ),
+        (
+            "compressed index",
+            sharding(
+                json!({"chunk_shape": [4, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le(), {"name": "gzip", "configuration": {"level": 1}}]}),
+            ),
+            "metadata",
+        ),
+        (
+            "index_location wrong",
+            sharding(
+                json!({"chunk_shape": [4, 4], "codecs": [bytes_le()], "index_codecs": [bytes_le()], "index_location": "middle"}),
+            ),
+            "metadata",
+        ),
+        (
+            "gzip level wrong type",
+            with(
+                &["codecs"],
+                json!([bytes_le(), {"name": "gzip", "configuration": {"level": "max"}}]),
+            ),
+            "metadata",
+        ),
+        (
+            "zstd level huge",
+            with(
+                &["codecs"],
+                json!([bytes_le(), {"name": "zstd", "configuration": {"level": 1_000_000}}]),
+            ),
+            "metadata",
+        ),
+        (
+            "transpose not a permutation",
+            with(
+                &["codecs"],
+                json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, bytes_le()]),
+            ),
+            "metadata",
+        ),
         ("unknown member", with(&["surprise"], json!(1)), "metadata"),
-        ("2^27 chunks per shard",
+        (
+            "2^27 chunks per shard",
             {
                 let mut m = with(&["shape"], json!([1u64 << 27, 1]));
                 m["chunk_grid"]["configuration"]["chunk_shape"] = json!([1u64 << 27, 1]);
                 m["codecs"][0]["configuration"]["chunk_shape"] = json!([1, 1]);
                 m
             },
-            "metadata"),
+            "metadata",
+        ),
     ];
     let mut n = 0;
     for (what, doc, kind) in &cases {
@@ -575,7 +755,8 @@ fn adversarial_metadata() {
     let deep = "[".repeat(100_000) + &"]".repeat(100_000);
     assert!(ArrayMetadata::parse(&deep).is_err());
     let deep_codecs = {
-        let mut c = json!({"chunk_shape": [8, 8], "codecs": [bytes_le()], "index_codecs": [bytes_le()]});
+        let mut c =
+            json!({"chunk_shape": [8, 8], "codecs": [bytes_le()], "index_codecs": [bytes_le()]});
         for _ in 0..100 {
             c = json!({"chunk_shape": [8, 8], "codecs": [{"name": "sharding_indexed", "configuration": c}], "index_codecs": [bytes_le()]});
         }
@@ -615,13 +796,23 @@ fn enormous_shapes_are_refused_by_the_memory_limit_before_allocating() {
     let layout = Arc::new(array.metadata().shard_layout().unwrap());
     {
         let io = array.store().shard_io("c/0/0").unwrap();
-        let mut w = ShardWriter::new(layout.clone(), io, WriteStrategy::Streaming, WriteOptions::default()).unwrap();
-        w.write_chunk(&[0, 0], &vec![1u8; layout.inner_byte_size()]).unwrap();
+        let mut w = ShardWriter::new(
+            layout.clone(),
+            io,
+            WriteStrategy::Streaming,
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.write_chunk(&[0, 0], &vec![1u8; layout.inner_byte_size()])
+            .unwrap();
         w.finalize().unwrap();
     }
     let (r, peak) = peak_during(|| array.export(&mut std::io::sink()));
     let e = r.unwrap_err();
-    assert!(matches!(e, Error::MemoryLimit { needed, limit, .. } if needed == 1 << 41 && limit == DEFAULT_LIMIT), "{e}");
+    assert!(
+        matches!(e, Error::MemoryLimit { needed, limit, .. } if needed == 1 << 41 && limit == DEFAULT_LIMIT),
+        "{e}"
+    );
     assert!(peak < 64 << 20, "export peak {peak}");
     let e = array.read_shard(&[0, 0]).unwrap_err();
     assert!(matches!(e, Error::MemoryLimit { .. }), "{e}");
@@ -659,7 +850,11 @@ fn enormous_shapes_are_refused_by_the_memory_limit_before_allocating() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("more than the limit of 1000 "), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("more than the limit of 1000 "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 const DEFAULT_LIMIT: u64 = 4 << 30;
@@ -693,12 +888,28 @@ fn c_host_without_size_and_a_terabyte_entry() {
     let layout = layout_of(&cfg);
     let mut object = written(&layout);
     let mut index = ShardIndex::decode_unchecked(&object[..64], &layout).unwrap();
-    index.set(0, Some(ChunkLocation { offset: 64, nbytes: 1 << 40 }));
+    index.set(
+        0,
+        Some(ChunkLocation {
+            offset: 64,
+            nbytes: 1 << 40,
+        }),
+    );
     object[..64].copy_from_slice(&index.encode(&layout).unwrap());
     let text = cfg.to_string();
     let mut codec = std::ptr::null_mut();
     let st = unsafe {
-        shard_codec_from_config(text.as_ptr().cast(), text.len(), c"uint16".as_ptr(), 6, [4u64, 4].as_ptr(), 2, c"0".as_ptr(), 1, &mut codec)
+        shard_codec_from_config(
+            text.as_ptr().cast(),
+            text.len(),
+            c"uint16".as_ptr(),
+            6,
+            [4u64, 4].as_ptr(),
+            2,
+            c"0".as_ptr(),
+            1,
+            &mut codec,
+        )
     };
     assert_eq!(st, SHARD_OK);
     let io = shard_io_callbacks {
@@ -714,12 +925,18 @@ fn c_host_without_size_and_a_terabyte_entry() {
         read_vectored: None,
     };
     let mut h = std::ptr::null_mut();
-    assert_eq!(unsafe { shard_open(codec, &io, shard_mode::SHARD_MODE_READ as u32, &mut h) }, SHARD_OK);
+    assert_eq!(
+        unsafe { shard_open(codec, &io, shard_mode::SHARD_MODE_READ as u32, &mut h) },
+        SHARD_OK
+    );
     let mut buf = [0u8; 8];
     let st = unsafe { shard_read_chunk(h, [0u64, 0].as_ptr(), 2, buf.as_mut_ptr(), 8) };
     assert_eq!(st, SHARD_ERR_INVALID_ARGUMENT);
     // The other chunks still read.
-    assert_eq!(unsafe { shard_read_chunk(h, [0u64, 1].as_ptr(), 2, buf.as_mut_ptr(), 8) }, SHARD_OK);
+    assert_eq!(
+        unsafe { shard_read_chunk(h, [0u64, 1].as_ptr(), 2, buf.as_mut_ptr(), 8) },
+        SHARD_OK
+    );
     unsafe { shard_close(h) };
     unsafe { shard_codec_free(codec) };
 }

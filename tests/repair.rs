@@ -24,17 +24,33 @@ fn meta(location: &str, crc: bool) -> Value {
 
 /// Version `v` of the 8×8 array (native byte order).
 fn data(v: u16) -> Vec<u8> {
-    (0..64u16).flat_map(|i| (v * 100 + i).to_ne_bytes()).collect()
+    (0..64u16)
+        .flat_map(|i| (v * 100 + i).to_ne_bytes())
+        .collect()
 }
 
 /// An array whose one shard holds version 1 (buffered), then version 2 written over it with
 /// `strategy`. Returns the array and the shard's bytes after each write.
-fn two_versions(dir: &Path, location: &str, crc: bool, strategy: WriteStrategy) -> (Array<FsStore>, Vec<u8>, Vec<u8>) {
+fn two_versions(
+    dir: &Path,
+    location: &str,
+    crc: bool,
+    strategy: WriteStrategy,
+) -> (Array<FsStore>, Vec<u8>, Vec<u8>) {
     let m = ArrayMetadata::from_json(&meta(location, crc)).unwrap();
     let array = Array::create(FsStore::new(dir), m).unwrap();
-    array.write_shard_with(&[0, 0], &data(1), WriteStrategy::Buffered, WriteOptions::default()).unwrap();
+    array
+        .write_shard_with(
+            &[0, 0],
+            &data(1),
+            WriteStrategy::Buffered,
+            WriteOptions::default(),
+        )
+        .unwrap();
     let v1 = std::fs::read(dir.join("c/0/0")).unwrap();
-    array.write_shard_with(&[0, 0], &data(2), strategy, WriteOptions::default()).unwrap();
+    array
+        .write_shard_with(&[0, 0], &data(2), strategy, WriteOptions::default())
+        .unwrap();
     let v2 = std::fs::read(dir.join("c/0/0")).unwrap();
     (array, v1, v2)
 }
@@ -46,8 +62,16 @@ fn read_back(array: &Array<FsStore>) -> Vec<u8> {
 #[test]
 fn every_cut_of_an_append_only_update_is_reported_and_repaired_to_the_previous_shard() {
     let dir = tempfile::tempdir().unwrap();
-    let (array, v1, v2) = two_versions(dir.path(), "end", true, WriteStrategy::Update(UpdateMode::AppendOnly));
-    assert!(v2.len() > v1.len() && v2[..v1.len()] == v1[..], "append-only keeps the old object as a prefix");
+    let (array, v1, v2) = two_versions(
+        dir.path(),
+        "end",
+        true,
+        WriteStrategy::Update(UpdateMode::AppendOnly),
+    );
+    assert!(
+        v2.len() > v1.len() && v2[..v1.len()] == v1[..],
+        "append-only keeps the old object as a prefix"
+    );
     let path = dir.path().join("c/0/0");
     let (mut repaired, mut refused) = (0, 0);
     for cut in 0..v2.len() {
@@ -60,7 +84,11 @@ fn every_cut_of_an_append_only_update_is_reported_and_repaired_to_the_previous_s
             assert!(array.repair(false).unwrap().is_empty());
             continue;
         }
-        assert!(!problems.is_empty(), "cut at {cut} of {} not reported", v2.len());
+        assert!(
+            !problems.is_empty(),
+            "cut at {cut} of {} not reported",
+            v2.len()
+        );
         // A dry run reports and writes nothing.
         let dry = array.repair(true).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), &v2[..cut]);
@@ -71,15 +99,27 @@ fn every_cut_of_an_append_only_update_is_reported_and_repaired_to_the_previous_s
         if cut > v1.len() {
             assert_eq!(
                 done[0].1,
-                ShardRepair::Recovered { before: cut as u64, size: v1.len() as u64, chunks: 16 }
+                ShardRepair::Recovered {
+                    before: cut as u64,
+                    size: v1.len() as u64,
+                    chunks: 16
+                }
             );
-            assert_eq!(std::fs::read(&path).unwrap(), v1, "repaired shard is the previous one, byte for byte");
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                v1,
+                "repaired shard is the previous one, byte for byte"
+            );
             assert_eq!(read_back(&array), data(1));
             assert!(array.verify().unwrap().is_empty());
             repaired += 1;
         } else {
             // Cut into the first version: nothing earlier to return to; left as it is.
-            assert!(matches!(&done[0].1, ShardRepair::Unrecoverable(why) if why == "no earlier index with a valid crc32c in the object"), "{:?}", done[0].1);
+            assert!(
+                matches!(&done[0].1, ShardRepair::Unrecoverable(why) if why == "no earlier index with a valid crc32c in the object"),
+                "{:?}",
+                done[0].1
+            );
             assert_eq!(std::fs::read(&path).unwrap(), &v2[..cut]);
             refused += 1;
         }
@@ -106,7 +146,11 @@ fn verify_reports_every_truncation_of_every_kind_of_shard() {
                     if array.verify().unwrap().is_empty() {
                         // Only a cut that leaves a complete earlier shard may verify clean,
                         // and then it must read as that shard.
-                        assert_eq!(&v2[..cut], &v1[..], "{location} crc={crc} {strategy:?}: cut at {cut} verified clean");
+                        assert_eq!(
+                            &v2[..cut],
+                            &v1[..],
+                            "{location} crc={crc} {strategy:?}: cut at {cut} verified clean"
+                        );
                         assert_eq!(read_back(&array), data(1));
                     }
                     n += 1;
@@ -136,12 +180,18 @@ fn what_cannot_be_proven_is_left_alone() {
     let (array, _, mut v2) = two_versions(dir.path(), "end", true, WriteStrategy::Buffered);
     v2[3] ^= 0xff;
     std::fs::write(dir.path().join("c/0/0"), &v2).unwrap();
-    assert!(matches!(&array.repair(false).unwrap()[0].1, ShardRepair::Unrecoverable(_)));
+    assert!(matches!(
+        &array.repair(false).unwrap()[0].1,
+        ShardRepair::Unrecoverable(_)
+    ));
     assert_eq!(std::fs::read(dir.path().join("c/0/0")).unwrap(), v2);
 }
 
 fn cli(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zarrshard")).args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8(out.stdout).unwrap(),
@@ -153,10 +203,22 @@ fn cli(args: &[&str]) -> (i32, String, String) {
 fn the_repair_command_and_its_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let (_, v1, v2) = two_versions(dir.path(), "end", true, WriteStrategy::Update(UpdateMode::AppendOnly));
+    let (_, v1, v2) = two_versions(
+        dir.path(),
+        "end",
+        true,
+        WriteStrategy::Update(UpdateMode::AppendOnly),
+    );
     let path = dir.path().join("c/0/0");
     // Clean: exit 0, nothing printed.
-    assert_eq!(cli(&["repair", d]), (0, String::new(), "zarrshard: 0 damaged shard(s): 0 recovered, 0 unrecoverable\n".into()));
+    assert_eq!(
+        cli(&["repair", d]),
+        (
+            0,
+            String::new(),
+            "zarrshard: 0 damaged shard(s): 0 recovered, 0 unrecoverable\n".into()
+        )
+    );
     let cut = v1.len() + 10;
     std::fs::write(&path, &v2[..cut]).unwrap();
     let (code, out, _) = cli(&["verify", d]);
@@ -183,5 +245,8 @@ fn the_repair_command_and_its_exit_codes() {
     // Errors: exit 1, one line.
     let (code, _, err) = cli(&["repair", "/nonexistent/array"]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("zarrshard: ") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.starts_with("zarrshard: ") && err.lines().count() == 1,
+        "{err}"
+    );
 }

@@ -41,7 +41,11 @@ pub fn run(array_dir: &Path, dry_run: bool) -> zarrshard::Result<ExitCode> {
     eprintln!(
         "zarrshard: {} damaged shard(s): {recovered} {}, {lost} unrecoverable",
         done.len(),
-        if dry_run { "recoverable (dry run, nothing written)" } else { "recovered" }
+        if dry_run {
+            "recoverable (dry run, nothing written)"
+        } else {
+            "recovered"
+        }
     );
     Ok(match (recovered, lost) {
         (0, 0) => ExitCode::SUCCESS,
