@@ -146,16 +146,24 @@ fn tsan_negative_control_races_on_purpose() {
     unsafe impl Sync for Shared {}
     let mut x = 0u64;
     let p = Shared(&mut x);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            let p = &p;
-            s.spawn(move || {
-                for _ in 0..1000 {
+    // Each thread keeps racing until the other has raced too (relaxed counters: no
+    // happens-before), so both are alive and unordered while they race, however scheduled.
+    // TSan keeps a bounded history per address, so one round can slip through: ten rounds.
+    for _round in 0..10 {
+        let done = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        std::thread::scope(|s| {
+            for me in 0..2 {
+                let (p, done) = (&p, &done);
+                s.spawn(move || loop {
                     // SAFETY: none — two threads write without synchronisation (the point).
                     unsafe { p.0.write_volatile(p.0.read_volatile() + 1) };
-                }
-            });
-        }
-    });
+                    let mine = done[me].fetch_add(1, Ordering::Relaxed) + 1;
+                    if mine >= 1000 && done[1 - me].load(Ordering::Relaxed) >= 1000 {
+                        break;
+                    }
+                });
+            }
+        });
+    }
     assert!(x > 0);
 }
