@@ -258,7 +258,10 @@ impl<S: Store> Array<S> {
         let elem = meta.data_type.size();
         let zeros = vec![0; meta.shape.len()];
         for (slab_shape, places) in self.slabs() {
-            let mut slab = meta.fill_value.0.repeat(nd_len(&slab_shape)?);
+            let mut slab = meta
+                .fill_value
+                .0
+                .repeat(slab_len(&slab_shape, meta)? / elem);
             // The slab's shards are read and decoded in parallel (each also decodes its inner
             // chunks in parallel), then placed.
             let shards = parallel::map(places.len(), |k| self.read_shard(&places[k].coords))?;
@@ -305,7 +308,7 @@ impl<S: Store> Array<S> {
             && meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty();
         for (slab_shape, places) in self.slabs() {
-            let mut slab = vec![0u8; nd_len(&slab_shape)? * elem];
+            let mut slab = vec![0u8; slab_len(&slab_shape, meta)?];
             input.read_exact(&mut slab).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => Error::InvalidArgument(format!(
                     "the input is shorter than the array's {total} bytes"
@@ -560,7 +563,10 @@ impl<S: Store> Array<S> {
         let size = Some(shard.len() as u64);
         let bad = index.entry_errors(&layout, size);
         let mut errors: Vec<Error> = Vec::new();
-        let mut chunk = vec![0u8; layout.inner_byte_size()];
+        let mut chunk = match layout.inner_repr().filled() {
+            Ok(c) => c,
+            Err(e) => return vec![e],
+        };
         let mut skip = vec![false; index.len()];
         for (i, e) in bad {
             skip[i] = true;
@@ -584,10 +590,17 @@ fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
         .map_err(|e| Error::metadata(format!("{what} is not valid JSON: {e}")))
 }
 
-fn nd_len(shape: &[u64]) -> Result<usize> {
-    crate::codec::checked_product(shape).and_then(|n| {
-        usize::try_from(n).map_err(|_| Error::InvalidArgument(format!("{shape:?} is too large")))
-    })
+/// Bytes of one slab (a row of shards) of `shape`, within the memory limit.
+fn slab_len(shape: &[u64], meta: &ArrayMetadata) -> Result<usize> {
+    let repr = crate::codec::ChunkRepr {
+        shape: shape.to_vec(),
+        dtype: meta.data_type,
+        fill_value: meta.fill_value.clone(),
+    };
+    crate::limits::buffer_len(
+        repr.byte_size()?,
+        &format!("a slab (one row of shards) of shape {shape:?}"),
+    )
 }
 
 /// Where a shard sits in a slab (see `Array::slabs`).

@@ -9,6 +9,7 @@ mod info;
 mod inspect;
 mod progress;
 mod repack;
+mod repair;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -120,6 +121,17 @@ enum Command {
     ///
     /// Example: zarrshard get data/image.zarr 3,5 > chunk.raw
     Get(get::GetArgs),
+    /// Cut torn shards (a write cut off part way) back to their last index whose crc32c
+    /// proves it intact, and print per shard what was recovered and what is lost. Exit 0:
+    /// nothing damaged; 2: every damaged shard recovered; 3: some cannot be recovered.
+    ///
+    /// Example: zarrshard repair data/image.zarr --dry-run
+    Repair {
+        array_dir: PathBuf,
+        /// Report only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -287,6 +299,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
         }
         Command::Repack(args) => repack::run(args),
         Command::Get(args) => get::run(args),
+        Command::Repair { array_dir, dry_run } => repair::run(&array_dir, dry_run),
     }
 }
 
