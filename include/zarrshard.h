@@ -113,7 +113,8 @@ typedef enum {
    */
   SHARD_ERR_BUFFER_SIZE = 7,
   /**
-   * An argument is out of range (chunk coordinates, rank, mode, flags, UTF-8).
+   * An argument is out of range (chunk coordinates, rank, mode, flags, UTF-8), or a buffer
+   * the metadata asks for exceeds the memory limit (`ZARRSHARD_MEMORY_LIMIT`).
    */
   SHARD_ERR_INVALID_ARGUMENT = 8,
   /**

@@ -27,6 +27,9 @@ export_status=${PIPESTATUS[0]}
 echo "== interop: zarrshard import writes (each strategy), zarr-python and tensorstore read"
 "$PY" tests/interop/check_import.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | grep -v '^skip ' | tee "$LOG/import.log"
 import_status=${PIPESTATUS[0]}
+echo "== interop: zarrshard repack rewrites (shard shape; inner codecs + index location; unsharded arrays), zarr-python and tensorstore read; zarrshard get"
+"$PY" tests/interop/check_repack.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/repack.log"
+repack_status=${PIPESTATUS[0]}
 echo "== regions: zarrshard's region writes (tests/region.rs), zarr-python and tensorstore read"
 "$PY" tests/interop/check_region.py "$REPO/target/tmp/region-interop" 2>&1 | tee "$LOG/region.log"
 region_status=${PIPESTATUS[0]}
@@ -42,6 +45,9 @@ legacy_status=${PIPESTATUS[0]}
 echo "== C: examples and C tests (strict C99, C++), ASan+UBSan, TSan, valgrind, install, pkg-config, CMake"
 bash tests/c/run.sh 2>&1 | tee "$LOG/c.log"
 c_status=${PIPESTATUS[0]}
+echo "== Rust under ThreadSanitizer: nightly, -Zbuild-std (scripts/tsan.sh)"
+bash scripts/tsan.sh 2>&1 | tee "$LOG/tsan.log"
+tsan_status=${PIPESTATUS[0]}
 bind_status=0
 for lang in cpp java julia; do
     [ -x "bindings/$lang/run.sh" ] || [ -f "bindings/$lang/run.sh" ] || continue
@@ -53,9 +59,9 @@ set -e
 
 # One closing line over everything that ran.
 # Count each runner once: cargo's "test result:" lines, and each other suite's closing line.
-closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG"/bind-*.log; }
+closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/repack.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG/tsan.log" "$LOG"/bind-*.log; }
 results=$( (grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$LOG/cargo.log"; closing) )
 passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]

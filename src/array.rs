@@ -112,8 +112,9 @@ impl<S: Store> Array<S> {
         })
     }
 
-    /// An array of a Zarr v3 `meta` whose document the caller already has (nothing is read
-    /// or written now).
+    /// An array of a Zarr v3 `meta` whose document the caller already has, or will write
+    /// itself (nothing is read or written now; `repack` writes `zarr.json` last, so a
+    /// half-written array never opens as a complete one).
     pub fn from_metadata(store: S, meta: ArrayMetadata) -> Self {
         Array {
             meta,
@@ -257,7 +258,10 @@ impl<S: Store> Array<S> {
         let elem = meta.data_type.size();
         let zeros = vec![0; meta.shape.len()];
         for (slab_shape, places) in self.slabs() {
-            let mut slab = meta.fill_value.0.repeat(nd_len(&slab_shape)?);
+            let mut slab = meta
+                .fill_value
+                .0
+                .repeat(slab_len(&slab_shape, meta)? / elem);
             // The slab's shards are read and decoded in parallel (each also decodes its inner
             // chunks in parallel), then placed.
             let shards = parallel::map(places.len(), |k| self.read_shard(&places[k].coords))?;
@@ -304,7 +308,7 @@ impl<S: Store> Array<S> {
             && meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty();
         for (slab_shape, places) in self.slabs() {
-            let mut slab = vec![0u8; nd_len(&slab_shape)? * elem];
+            let mut slab = vec![0u8; slab_len(&slab_shape, meta)?];
             input.read_exact(&mut slab).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => Error::InvalidArgument(format!(
                     "the input is shorter than the array's {total} bytes"
@@ -415,6 +419,16 @@ impl<S: Store> Array<S> {
     /// Rewrite every shard that has dead bytes (left by updates) without them. Returns
     /// `(shard key, bytes before, bytes after)` for each shard rewritten.
     pub fn compact(&self, order: ChunkOrder) -> Result<Vec<(String, u64, u64)>> {
+        self.compact_with_progress(order, &|| {})
+    }
+
+    /// [`Array::compact`], calling `on_shard` after each position of the chunk grid is done
+    /// (for a progress display; not called for an unsharded array).
+    pub fn compact_with_progress(
+        &self,
+        order: ChunkOrder,
+        on_shard: &dyn Fn(),
+    ) -> Result<Vec<(String, u64, u64)>> {
         let Some(layout) = self
             .meta
             .shard_layout()
@@ -424,6 +438,7 @@ impl<S: Store> Array<S> {
         };
         let mut done = Vec::new();
         for coords in nd::c_order(&self.meta.grid_shape()) {
+            on_shard();
             let key = self.shard_key(&coords);
             let io = self.store.shard_io(&key)?;
             let Some((index, size)) = crate::reader::load_index(&layout, &io)? else {
@@ -500,8 +515,15 @@ impl<S: Store> Array<S> {
     /// Returns one problem per bad shard or inner chunk (empty when the array is clean);
     /// `Err` only when the store itself fails.
     pub fn verify(&self) -> Result<Vec<Problem>> {
+        self.verify_with_progress(&|| {})
+    }
+
+    /// [`Array::verify`], calling `on_shard` as each position of the chunk grid is reached
+    /// (for a progress display).
+    pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
         for coords in nd::c_order(&self.meta.grid_shape()) {
+            on_shard();
             let key = self.shard_key(&coords);
             let Some(object) = self.store.get(&key)? else {
                 continue;
@@ -541,7 +563,10 @@ impl<S: Store> Array<S> {
         let size = Some(shard.len() as u64);
         let bad = index.entry_errors(&layout, size);
         let mut errors: Vec<Error> = Vec::new();
-        let mut chunk = vec![0u8; layout.inner_byte_size()];
+        let mut chunk = match layout.inner_repr().filled() {
+            Ok(c) => c,
+            Err(e) => return vec![e],
+        };
         let mut skip = vec![false; index.len()];
         for (i, e) in bad {
             skip[i] = true;
@@ -565,10 +590,17 @@ fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
         .map_err(|e| Error::metadata(format!("{what} is not valid JSON: {e}")))
 }
 
-fn nd_len(shape: &[u64]) -> Result<usize> {
-    crate::codec::checked_product(shape).and_then(|n| {
-        usize::try_from(n).map_err(|_| Error::InvalidArgument(format!("{shape:?} is too large")))
-    })
+/// Bytes of one slab (a row of shards) of `shape`, within the memory limit.
+fn slab_len(shape: &[u64], meta: &ArrayMetadata) -> Result<usize> {
+    let repr = crate::codec::ChunkRepr {
+        shape: shape.to_vec(),
+        dtype: meta.data_type,
+        fill_value: meta.fill_value.clone(),
+    };
+    crate::limits::buffer_len(
+        repr.byte_size()?,
+        &format!("a slab (one row of shards) of shape {shape:?}"),
+    )
 }
 
 /// Where a shard sits in a slab (see `Array::slabs`).
@@ -578,9 +610,9 @@ struct ShardPlace {
     region: Vec<u64>,
 }
 
-/// Native ↔ raw export order (little-endian; a swap on big-endian machines, its own inverse),
-/// bools normalised to 0/1.
-fn raw_order(data: &mut [u8], dtype: crate::dtype::DataType) {
+/// Native ↔ raw export order, in place (little-endian; a swap on big-endian machines, its own
+/// inverse), bools normalised to 0/1: turns decoded chunk bytes into the export format.
+pub fn raw_order(data: &mut [u8], dtype: crate::dtype::DataType) {
     if dtype == crate::dtype::DataType::Bool {
         for b in data.iter_mut() {
             *b = (*b != 0) as u8;

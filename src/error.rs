@@ -102,6 +102,19 @@ pub enum Error {
     #[error("invalid state: {0}")]
     InvalidState(String),
 
+    /// A buffer the metadata asks for (a decoded chunk, shard or slab) is larger than the
+    /// memory limit ([`crate::limits::set_memory_limit`], `ZARRSHARD_MEMORY_LIMIT`); refused
+    /// before anything is allocated.
+    #[error("memory limit: {what} needs {needed} bytes, more than the limit of {limit} (raise it with set_memory_limit or ZARRSHARD_MEMORY_LIMIT)")]
+    MemoryLimit {
+        /// What the buffer was for.
+        what: String,
+        /// Bytes it would take.
+        needed: u64,
+        /// The limit in force.
+        limit: u64,
+    },
+
     /// The I/O back end does not offer an optional operation (size, delete, …).
     #[error("operation not supported by the I/O back end: {0}")]
     Unsupported(String),

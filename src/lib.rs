@@ -11,7 +11,10 @@
 //!   strategies, compaction;
 //! * [`store`] and [`array`]: a whole array in a directory (export, verify);
 //! * [`region`]: any hyper-rectangle of an array, read and written with the minimum I/O;
-//! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks.
+//! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks;
+//! * [`repack`]: rewrite an array into a new shard layout, copying encoded chunks when it can;
+//! * [`repair`]: torn shards cut back to their last index that proves itself intact;
+//! * [`limits`]: the memory limit on buffers the metadata asks for.
 
 pub mod array;
 pub mod codec;
@@ -21,12 +24,15 @@ pub mod ffi;
 pub mod index;
 pub mod io;
 pub mod legacy;
+pub mod limits;
 pub mod metadata;
 pub mod nd;
 pub mod parallel;
 pub mod reader;
 pub mod refs;
 pub mod region;
+pub mod repack;
+pub mod repair;
 pub mod sharding;
 pub mod store;
 pub mod writer;
@@ -37,9 +43,12 @@ pub use dtype::{DataType, FillValue};
 pub use error::{Error, Result};
 pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
+pub use limits::{memory_limit, set_memory_limit};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads};
 pub use reader::{read_whole_shard, FetchedChunks, ShardReader};
+pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
+pub use repair::ShardRepair;
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, MemoryStore, Store};
 pub use writer::{

@@ -112,7 +112,8 @@ impl<I: ShardIo> ShardReader<I> {
 
     /// Decode inner chunk `coords` into a new buffer.
     pub fn read_chunk(&self, coords: &[u64]) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; self.layout.inner_byte_size()];
+        let repr = self.layout.inner_repr();
+        let mut out = vec![0u8; crate::limits::buffer_len(repr.byte_size()?, &repr.describe())?];
         self.read_chunk_into(coords, &mut out)?;
         Ok(out)
     }
@@ -271,7 +272,8 @@ pub fn read_whole_shard(layout: &ShardLayout, io: &dyn ShardIo) -> Result<Option
     let Some(out) = io.read(ByteRange::FromStart(0, None))? else {
         return Ok(None);
     };
-    let mut shard = vec![0u8; layout.shard_repr().byte_size()? as usize];
+    let repr = layout.shard_repr();
+    let mut shard = vec![0u8; crate::limits::buffer_len(repr.byte_size()?, &repr.describe())?];
     layout.decode_shard_into(&out.data, &mut shard)?;
     Ok(Some(shard))
 }

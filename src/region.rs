@@ -108,7 +108,7 @@ impl<S: Store> Array<S> {
                 band_start[0] = r0;
                 let mut band_shape = shape.to_vec();
                 band_shape[0] = r1 - r0;
-                let mut chunk = vec![0u8; layout.inner_byte_size()];
+                let mut chunk = layout.inner_repr().filled()?;
                 for w in &fetched {
                     for (k, local) in w.chunks.iter().enumerate() {
                         let corigin: Vec<u64> = w
@@ -145,7 +145,8 @@ impl<S: Store> Array<S> {
 
     /// [`Array::read_region`] into a new buffer.
     pub fn read_region_vec(&self, start: &[u64], shape: &[u64]) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; region_bytes(shape, self.metadata().data_type.size())? as usize];
+        let bytes = region_bytes(shape, self.metadata().data_type.size())?;
+        let mut out = vec![0u8; crate::limits::buffer_len(bytes, "the region")?];
         self.read_region(start, shape, &mut out)?;
         Ok(out)
     }
@@ -258,12 +259,12 @@ impl<S: Store> Array<S> {
         let (bs, be) = intersect(start, shape, &origin, cs);
         let whole = bs == origin && be == in_array(&meta.shape, &origin, cs);
         if whole || !self.partial_regions() {
-            let fill = &meta.fill_value;
-            let mut shard = match whole {
-                true => None,
-                false => self.read_shard(g)?,
-            }
-            .unwrap_or_else(|| fill.0.repeat(nd_len(cs).unwrap_or(0)));
+            // A shard covered entirely is not read.
+            let old = if whole { None } else { self.read_shard(g)? };
+            let mut shard = match old {
+                Some(s) => s,
+                None => meta.chunk_repr().filled()?,
+            };
             check_len(shard.len(), region_bytes(cs, elem)?)?;
             nd::copy_box(
                 data,
@@ -283,7 +284,7 @@ impl<S: Store> Array<S> {
         let io = self.store().shard_io(&self.shard_key(g))?;
         let mut writer =
             ShardWriter::new(layout.clone(), io, WriteStrategy::Update(mode), options)?;
-        let mut chunk = vec![0u8; layout.inner_byte_size()];
+        let mut chunk = layout.inner_repr().filled()?;
         for local in boxes(&cells(&sub(&bs, &origin), &be, &inner)) {
             let corigin: Vec<u64> = origin
                 .iter()

@@ -10,8 +10,8 @@
 //! * [`WriteStrategy::Update`]: reads an existing shard's index (one read), then replaces, adds or
 //!   erases chunks and writes a new index. [`UpdateMode::AppendOnly`] puts new chunks and the
 //!   new index after the old object, so with the index at the end no old byte is overwritten
-//!   and the previous index stays in the object (recoverable after a torn update, though
-//!   readers look only at the end); with the index at the start the index is rewritten in
+//!   and the previous index stays in the object (after a torn update, [`crate::repair`]
+//!   cuts the object back to it when the index has a crc32c); with the index at the start the index is rewritten in
 //!   place. [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
 //!   old slot (always, for uncompressed fixed-size chunks) and appends otherwise, over the old
 //!   index. Both leave dead bytes; [`compact`] removes them.

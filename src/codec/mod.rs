@@ -23,10 +23,6 @@ use crate::sharding::ShardingCodec;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
-/// Upper bound on a decoded size that no configuration bounds (e.g. a bytes→bytes codec over a
-/// whole compressed shard): 16 GiB.
-pub const UNBOUNDED_DECODE_LIMIT: u64 = 16 << 30;
-
 /// What a chunk is before the array→bytes codec: its shape, element type and fill value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkRepr {
@@ -48,11 +44,15 @@ impl ChunkRepr {
             .ok_or_else(|| Error::metadata("chunk byte size overflows 64 bits"))
     }
 
+    /// `a chunk of shape [..] uint16` (for errors).
+    pub fn describe(&self) -> String {
+        format!("a chunk of shape {:?} {}", self.shape, self.dtype.name())
+    }
+
     /// A buffer of this shape filled with the fill value.
     pub fn filled(&self) -> Result<Vec<u8>> {
-        let n = usize::try_from(self.num_elements()?)
-            .map_err(|_| Error::metadata("chunk too large for this platform"))?;
-        Ok(self.fill_value.0.repeat(n))
+        let bytes = crate::limits::buffer_len(self.byte_size()?, &self.describe())?;
+        Ok(self.fill_value.0.repeat(bytes / self.dtype.size()))
     }
 }
 
@@ -354,9 +354,14 @@ impl CodecChain {
     /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
     pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
         let arrays = self.encode_arrays(data, repr)?;
-        let mut bytes = self
+        let bytes = self
             .array_to_bytes
             .encode(&arrays, &self.bytes_repr(repr)?)?;
+        self.encode_bytes_stage(bytes)
+    }
+
+    /// Apply the bytes→bytes codecs only, to what the array→bytes codec produced.
+    pub fn encode_bytes_stage(&self, mut bytes: Vec<u8>) -> Result<Vec<u8>> {
         for c in &self.bytes_to_bytes {
             bytes = c.encode(&bytes)?;
         }
@@ -365,8 +370,7 @@ impl CodecChain {
 
     /// Decode one chunk into a new buffer.
     pub fn decode(&self, encoded: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
-        let len = usize::try_from(repr.byte_size()?)
-            .map_err(|_| Error::metadata("chunk too large for this platform"))?;
+        let len = crate::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
         let mut out = vec![0u8; len];
         self.decode_into(encoded, repr, &mut out)?;
         Ok(out)
@@ -428,7 +432,8 @@ fn undo_bytes_to_bytes<'a>(
 ) -> Result<Cow<'a, [u8]>> {
     let mut bytes = Cow::Borrowed(encoded);
     for (i, c) in codecs.iter().enumerate().rev() {
-        let max_out = sizes[i].max().unwrap_or(UNBOUNDED_DECODE_LIMIT);
+        // No configuration bounds e.g. a compressor over a compressor: the memory limit does.
+        let max_out = sizes[i].max().unwrap_or_else(crate::limits::memory_limit);
         bytes = match (c, bytes) {
             // A checksum only checks: keep borrowing (or shorten the owned buffer), no copy.
             (BytesToBytes::Crc32c(crc), Cow::Borrowed(b)) => Cow::Borrowed(crc.decode(b)?),

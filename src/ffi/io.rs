@@ -240,9 +240,10 @@ impl CallbackIo {
     }
 }
 
+/// A read's buffer length. The range may come from a hostile index entry of an object whose
+/// size the host does not report, so it is held to the memory limit before allocating.
 fn len_usize(n: u64) -> Result<usize> {
-    usize::try_from(n)
-        .map_err(|_| Error::InvalidArgument(format!("{n} bytes do not fit this platform")))
+    crate::limits::buffer_len(n, "a read from the host's object")
 }
 
 impl ShardIo for CallbackIo {

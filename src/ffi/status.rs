@@ -25,7 +25,8 @@ pub enum shard_status {
     SHARD_ERR_IO = 6,
     /// A caller buffer has the wrong length.
     SHARD_ERR_BUFFER_SIZE = 7,
-    /// An argument is out of range (chunk coordinates, rank, mode, flags, UTF-8).
+    /// An argument is out of range (chunk coordinates, rank, mode, flags, UTF-8), or a buffer
+    /// the metadata asks for exceeds the memory limit (`ZARRSHARD_MEMORY_LIMIT`).
     SHARD_ERR_INVALID_ARGUMENT = 8,
     /// The handle's state forbids the call (write after finalize, read on a write handle).
     SHARD_ERR_INVALID_STATE = 9,
@@ -47,7 +48,7 @@ impl From<&Error> for shard_status {
             Error::ChecksumMismatch { .. } => SHARD_ERR_CHECKSUM,
             Error::Io { .. } => SHARD_ERR_IO,
             Error::BufferSize { .. } => SHARD_ERR_BUFFER_SIZE,
-            Error::InvalidArgument(_) => SHARD_ERR_INVALID_ARGUMENT,
+            Error::InvalidArgument(_) | Error::MemoryLimit { .. } => SHARD_ERR_INVALID_ARGUMENT,
             Error::InvalidState(_) => SHARD_ERR_INVALID_STATE,
             Error::Unsupported(_) => SHARD_ERR_UNSUPPORTED,
         }

@@ -5,8 +5,8 @@
 #   2. the library (cargo build --release)
 #   3. every example and test compiled with -std=c99 -Wall -Wextra -Werror -pedantic, and the
 #      headers compiled (and linked) from C++17
-#   4. test_capi, test_threads, test_region (regions over a host store; also of a zarr-python
-#      fixture) and the demo (examples-c/write_array)
+#   4. test_capi, test_threads, test_faults, test_region (regions over a host store; also of a
+#      zarr-python fixture) and the demo (examples-c/write_array)
 #   5. the same built with -fsanitize=address,undefined (leak detection on); test_threads
 #      with -fsanitize=thread too
 #   6. the same under valgrind: no errors, no definite or indirect leaks; and a program that
@@ -92,7 +92,7 @@ INC=(-I"$REPO/include" -I"$REPO/examples-c")
 EX="$REPO/examples-c"
 TC="$REPO/tests/c"
 
-# build VARIANT EXTRA_FLAGS...: the three programs into $OUT/VARIANT/.
+# build VARIANT EXTRA_FLAGS...: the four programs into $OUT/VARIANT/.
 build_programs() (
     local dir="$OUT/$1"
     shift
@@ -105,7 +105,8 @@ build_programs() (
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_threads.c" "$EX/mem_io.c" \
         -o "$dir/test_threads" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_region.c" "$EX/mem_io.c" \
-        "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE
+        "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE
 )
 step compile-c99-strict build_programs plain -O2 -g
 
@@ -136,6 +137,7 @@ fi
 step test_capi "$OUT/plain/test_capi"
 step test_region "$OUT/plain/test_region" "${FIXTURE[@]}"
 step test_threads "$OUT/plain/test_threads"
+step test_faults "$OUT/plain/test_faults"
 step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
 cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
 
@@ -148,6 +150,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 step asan-test_capi "$OUT/asan/test_capi"
 step asan-test_threads env ZS_THREAD_ITERS=30 "$OUT/asan/test_threads"
 step asan-test_region "$OUT/asan/test_region" "${FIXTURE[@]}"
+step asan-test_faults "$OUT/asan/test_faults"
 step asan-demo run_demo "$OUT/demo-asan" $DEMO_SIZE "$OUT/asan/write_array"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
@@ -171,6 +174,7 @@ VG=(valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error
 step valgrind-test_capi "${VG[@]}" "$OUT/plain/test_capi"
 step valgrind-test_threads env ZS_THREAD_ITERS=10 "${VG[@]}" "$OUT/plain/test_threads"
 step valgrind-test_region "${VG[@]}" "$OUT/plain/test_region" "${FIXTURE[@]}"
+step valgrind-test_faults "${VG[@]}" "$OUT/plain/test_faults"
 # The full image (1-2 s under valgrind); VALGRIND_DEMO_SIZE=512 makes it smaller.
 step valgrind-demo run_demo "$OUT/demo-valgrind" "${VALGRIND_DEMO_SIZE:-$DEMO_SIZE}" \
     "${VG[@]}" "$OUT/plain/write_array"

@@ -1,6 +1,8 @@
 //! Test helpers: build arrays on disk from a full in-memory array.
 #![allow(dead_code)]
 
+pub mod cli;
+
 use serde_json::Value;
 use std::path::Path;
 use zarrshard::*;

@@ -3,24 +3,36 @@
 //!
 //! Every failure is one line on stderr and a non-zero exit; never a panic or a signal.
 
+mod args;
+mod get;
+mod info;
+mod inspect;
+mod progress;
+mod refs;
+mod repack;
+mod repair;
+mod verify;
+
 use clap::{Parser, Subcommand};
+use progress::{bar, Counted, Unit};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-mod refs;
 
-use zarrshard::{
-    Array, ChunkOrder, FsStore, IndexLocation, ShardIndex, Store, UpdateMode, WriteOptions,
-    WriteStrategy,
-};
+use zarrshard::{Array, ChunkOrder, FsStore, UpdateMode, WriteOptions, WriteStrategy};
 
 #[derive(Parser)]
 #[command(
     name = "zarrshard",
     version,
-    about = "Zarr v3 sharding: export, verify and inspect sharded arrays"
+    about = "Zarr v3 sharding: export, verify, inspect and repack sharded arrays"
 )]
 struct Cli {
+    /// No progress bars (they are drawn on stderr only when it is a terminal anyway).
+    ///
+    /// Example: zarrshard --quiet export data/image.zarr image.raw
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -39,7 +51,15 @@ enum Command {
     /// one line per problem (shard key and inner chunk) and exits 1 if there is any.
     ///
     /// Example: zarrshard verify data/image.zarr
-    Verify { array_dir: PathBuf },
+    Verify {
+        array_dir: PathBuf,
+        /// Print one JSON object instead: {"shards_checked": N, "problems": [{"key": KEY,
+        /// "chunk": [I, J] or null, "error": TEXT}]}. Exit codes unchanged.
+        ///
+        /// Example: zarrshard verify data/image.zarr --json
+        #[arg(long)]
+        json: bool,
+    },
     /// Write every shard of the array described by ARRAY_DIR/zarr.json (or .zarray) from raw
     /// bytes in the export format. Inner chunks equal to the fill value are not stored; a shard
     /// with nothing stored is not written.
@@ -71,13 +91,48 @@ enum Command {
     /// Print the array's shape, data type, shard layout and codecs.
     ///
     /// Example: zarrshard info data/image.zarr
-    Info { array_dir: PathBuf },
+    Info {
+        array_dir: PathBuf,
+        /// Print one JSON object instead (schema in the README).
+        ///
+        /// Example: zarrshard info data/image.zarr --json
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shard's index table (offset, nbytes, empty) and its dead bytes.
     ///
     /// Example: zarrshard inspect data/image.zarr c/0/1
     Inspect {
         array_dir: PathBuf,
         shard_key: String,
+        /// Print one JSON object instead (schema in the README).
+        ///
+        /// Example: zarrshard inspect data/image.zarr c/0/1 --json
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite every shard into a new layout: shard shape, inner chunk shape, inner codecs,
+    /// index location, chunk order. Encoded inner chunks are copied without decoding when the
+    /// inner chunk shape and inner codecs stay the same; otherwise re-encoded. Prints how
+    /// many chunks were copied and re-encoded.
+    ///
+    /// Example: zarrshard repack data/image.zarr data/image-big.zarr --shard-shape 256,256
+    Repack(repack::RepackArgs),
+    /// Write one inner chunk: decoded in the export byte format (the whole inner chunk shape;
+    /// the fill value when not stored), or with --raw its stored bytes.
+    ///
+    /// Example: zarrshard get data/image.zarr 3,5 > chunk.raw
+    Get(get::GetArgs),
+    /// Cut torn shards (a write cut off part way) back to their last index whose crc32c
+    /// proves it intact, and print per shard what was recovered and what is lost. Exit 0:
+    /// nothing damaged; 2: every damaged shard recovered; 3: some cannot be recovered.
+    ///
+    /// Example: zarrshard repair data/image.zarr --dry-run
+    Repair {
+        array_dir: PathBuf,
+        /// Report only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Write a kerchunk reference set: the array described unsharded, each stored inner chunk
     /// a [URL/SHARD_KEY, offset, nbytes] reference, for fsspec's ReferenceFileSystem.
@@ -123,6 +178,7 @@ fn main() -> ExitCode {
         eprintln!("zarrshard: internal error: {msg}");
     }));
     let cli = Cli::parse();
+    progress::set_quiet(cli.quiet);
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(code)) => code,
         // A closed pipe (`zarrshard inspect … | head`) is the reader's choice, not a failure.
@@ -167,20 +223,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
             array_dir,
             out_file,
         } => export(&array_dir, &out_file),
-        Command::Verify { array_dir } => {
-            let array = open(&array_dir)?;
-            let problems = array.verify()?;
-            let mut out = std::io::stdout().lock();
-            for p in &problems {
-                writeln!(out, "{}", one_line(&p.to_string()))?;
-            }
-            if problems.is_empty() {
-                Ok(ExitCode::SUCCESS)
-            } else {
-                eprintln!("zarrshard: {} problem(s) found", problems.len());
-                Ok(ExitCode::from(1))
-            }
-        }
+        Command::Verify { array_dir, json } => verify::run(&open(&array_dir)?, json),
         Command::Import {
             in_file,
             array_dir,
@@ -214,7 +257,8 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                     )));
                 }
             }
-            let mut input: Box<dyn std::io::Read> = if in_file.as_os_str() == "-" {
+            let progress = bar("import", expected, Unit::Bytes);
+            let input: Box<dyn std::io::Read> = if in_file.as_os_str() == "-" {
                 Box::new(std::io::stdin().lock())
             } else {
                 let f = std::fs::File::open(&in_file).map_err(|e| zarrshard::Error::Io {
@@ -223,35 +267,47 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 })?;
                 Box::new(f)
             };
+            let mut input = Counted {
+                inner: input,
+                bar: progress.clone(),
+            };
             array.import(
                 &mut std::io::BufReader::with_capacity(1 << 20, &mut input),
                 strategy,
                 options,
             )?;
+            progress.finish_and_clear();
             Ok(ExitCode::SUCCESS)
         }
         Command::Compact { array_dir, order } => {
             let array = open(&array_dir)?;
             let mut out = std::io::stdout().lock();
-            let done = array.compact(order.into())?;
+            let shards = array.metadata().grid_shape().iter().product();
+            let progress = bar("compact", shards, Unit::Shards);
+            let done = array.compact_with_progress(order.into(), &|| progress.inc(1))?;
+            progress.finish_and_clear();
             for (key, before, after) in &done {
                 writeln!(out, "{key}: {before} -> {after} bytes")?;
             }
             eprintln!("zarrshard: {} shard(s) compacted", done.len());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Info { array_dir } => {
-            info(&open(&array_dir)?)?;
+        Command::Info { array_dir, json } => {
+            info::run(&open(&array_dir)?, json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect {
             array_dir,
             shard_key,
+            json,
         } => {
-            inspect(&open(&array_dir)?, &shard_key)?;
+            inspect::run(&open(&array_dir)?, &shard_key, json)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Refs(args) => refs::run(args),
+        Command::Repack(args) => repack::run(args),
+        Command::Get(args) => get::run(args),
+        Command::Repair { array_dir, dry_run } => repair::run(&array_dir, dry_run),
     }
 }
 
@@ -263,9 +319,17 @@ fn export(array_dir: &Path, out_file: &Path) -> zarrshard::Result<ExitCode> {
     tmp_name.push(".partial");
     let tmp = out_file.with_file_name(tmp_name);
     let result = (|| {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        let m = array.metadata();
+        let total = m.shape.iter().product::<u64>() * m.data_type.size() as u64;
+        let file = Counted {
+            inner: std::fs::File::create(&tmp)?,
+            bar: bar("export", total, Unit::Bytes),
+        };
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
         array.export(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.bar.finish_and_clear();
+        file.inner.sync_all()?;
         std::fs::rename(&tmp, out_file)?;
         Ok(ExitCode::SUCCESS)
     })();
@@ -273,126 +337,4 @@ fn export(array_dir: &Path, out_file: &Path) -> zarrshard::Result<ExitCode> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
-}
-
-fn info(array: &Array<FsStore>) -> zarrshard::Result<()> {
-    let m = array.metadata();
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "shape: {:?}", m.shape)?;
-    writeln!(out, "data_type: {}", m.data_type.name())?;
-    writeln!(out, "fill_value: {}", m.fill_value.to_json(m.data_type))?;
-    writeln!(
-        out,
-        "chunk grid: {:?} ({:?} chunks)",
-        m.chunk_shape,
-        m.grid_shape()
-    )?;
-    if let Some(layout) = m.shard_layout() {
-        let s = layout.codec();
-        writeln!(out, "shard shape: {:?}", layout.shard_repr().shape)?;
-        writeln!(out, "inner chunk shape: {:?}", s.chunk_shape)?;
-        writeln!(out, "chunks per shard: {:?}", layout.chunks_per_shard())?;
-        writeln!(out, "inner codecs: {}", s.codecs.to_json())?;
-        writeln!(out, "index codecs: {}", s.index_codecs.to_json())?;
-        let loc = match s.index_location {
-            IndexLocation::Start => "start",
-            IndexLocation::End => "end",
-        };
-        writeln!(out, "index: {} bytes at the {loc}", layout.index_size())?;
-        writeln!(
-            out,
-            "partial reads: {}",
-            if m.supports_partial_reads() {
-                "yes"
-            } else {
-                "no (codec after sharding)"
-            }
-        )?;
-    } else {
-        writeln!(out, "sharded: no")?;
-    }
-    writeln!(out, "codecs: {}", m.codecs.to_json())?;
-    let (mut stored, mut bytes, mut total) = (0u64, 0u64, 0u64);
-    for coords in zarrshard::nd::c_order(&m.grid_shape()) {
-        total += 1;
-        if let Some(size) = array.store().shard_io(&array.shard_key(&coords))?.size()? {
-            stored += 1;
-            bytes += size;
-        }
-    }
-    writeln!(out, "stored shards: {stored} of {total}, {bytes} bytes")?;
-    Ok(())
-}
-
-fn inspect(array: &Array<FsStore>, key: &str) -> zarrshard::Result<()> {
-    let m = array.metadata();
-    let layout = m
-        .shard_layout()
-        .ok_or_else(|| zarrshard::Error::InvalidArgument("the array is not sharded".into()))?;
-    let object = array
-        .store()
-        .get(key)?
-        .ok_or_else(|| zarrshard::Error::InvalidArgument(format!("no shard object `{key}`")))?;
-    let shard = m.codecs.decode_bytes_stage(&object, &m.chunk_repr())?;
-    let index = ShardIndex::decode_unchecked(layout.index_bytes(&shard)?, &layout)?;
-    let bad: std::collections::HashMap<usize, zarrshard::Error> = index
-        .entry_errors(&layout, Some(shard.len() as u64))
-        .into_iter()
-        .collect();
-    let mut out = std::io::stdout().lock();
-    let loc = match layout.codec().index_location {
-        IndexLocation::Start => "start",
-        IndexLocation::End => "end",
-    };
-    write!(
-        out,
-        "shard {key}: {} bytes, index {} bytes at the {loc}",
-        object.len(),
-        layout.index_size()
-    )?;
-    if shard.len() != object.len() {
-        write!(
-            out,
-            " (after undoing the codecs that follow sharding: {} bytes)",
-            shard.len()
-        )?;
-    }
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{:<20} {:>20} {:>20}  state",
-        "chunk", "offset", "nbytes"
-    )?;
-    // Valid entries only, for the summary.
-    let mut valid = index.clone();
-    let mut stored = 0;
-    for i in 0..index.len() {
-        let coords = format!(
-            "{:?}",
-            zarrshard::nd::unravel(i as u64, layout.chunks_per_shard())
-        );
-        let (offset, nbytes) = index.entry(i);
-        if let Some(e) = bad.get(&i) {
-            valid.set(i, None);
-            writeln!(
-                out,
-                "{coords:<20} {offset:>20} {nbytes:>20}  BAD: {}",
-                one_line(&e.to_string())
-            )?;
-        } else if index.get(i).is_some() {
-            writeln!(out, "{coords:<20} {offset:>20} {nbytes:>20}  stored")?;
-            stored += 1;
-        } else {
-            writeln!(out, "{coords:<20} {:>20} {:>20}  empty", "-", "-")?;
-        }
-    }
-    writeln!(
-        out,
-        "stored chunks: {stored} of {}, chunk bytes: {}, dead bytes: {}, bad entries: {}",
-        index.len(),
-        valid.stored().map(|(_, l)| l.nbytes).sum::<u64>(),
-        valid.dead_bytes(&layout, shard.len() as u64),
-        bad.len()
-    )?;
-    Ok(())
 }

@@ -1,0 +1,174 @@
+//! `repack`: rewrite an array's shards into a new layout (see `zarrshard::repack`), into a new
+//! directory or in place.
+
+use crate::args::uint_list;
+use crate::progress::{bar, Unit};
+use crate::OrderArg;
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use zarrshard::{CodecChain, Error, FsStore, IndexLocation, RepackOptions};
+
+#[derive(Args)]
+pub struct RepackArgs {
+    /// The array to repack (any form ARRAY_DIR takes in the other commands).
+    src_dir: PathBuf,
+    /// Where to write the repacked array: a directory that does not exist or is empty.
+    /// Without it, SRC_DIR is replaced: the new array is written to SRC_DIR.repack-tmp, then
+    /// SRC_DIR is renamed to SRC_DIR.repack-old, the new one into place, and the old one
+    /// removed (after a crash, one of the two names holds a complete array).
+    dst_dir: Option<PathBuf>,
+    /// New shard shape (the chunk grid's chunk shape), comma-separated; a multiple of the
+    /// inner chunk shape.
+    ///
+    /// Example: zarrshard repack a.zarr b.zarr --shard-shape 128,128
+    #[arg(long, value_name = "A,B,..")]
+    shard_shape: Option<String>,
+    /// New inner chunk shape, comma-separated (chunks are then re-encoded).
+    ///
+    /// Example: zarrshard repack a.zarr b.zarr --inner-chunk-shape 16,16
+    #[arg(long, value_name = "A,B,..")]
+    inner_chunk_shape: Option<String>,
+    /// New codecs of each inner chunk, as a Zarr v3 codec list (chunks are then re-encoded).
+    ///
+    /// Example: zarrshard repack a.zarr b.zarr --inner-codecs '[{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd","configuration":{"level":3,"checksum":false}}]'
+    #[arg(long, value_name = "JSON")]
+    inner_codecs: Option<String>,
+    /// Where the shard index goes.
+    ///
+    /// Example: zarrshard repack a.zarr --index-location start
+    #[arg(long, value_enum)]
+    index_location: Option<LocationArg>,
+    /// Order of inner chunks in the new shards.
+    ///
+    /// Example: zarrshard repack a.zarr b.zarr --order morton
+    #[arg(long, value_enum, default_value_t = OrderArg::C)]
+    order: OrderArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LocationArg {
+    Start,
+    End,
+}
+
+pub fn run(args: RepackArgs) -> zarrshard::Result<ExitCode> {
+    let src = crate::open(&args.src_dir)?;
+    let shape = |s: &Option<String>| {
+        s.as_deref()
+            .map(uint_list)
+            .transpose()
+            .map_err(Error::InvalidArgument)
+    };
+    let inner_codecs = match &args.inner_codecs {
+        None => None,
+        Some(text) => {
+            let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                Error::InvalidArgument(format!("--inner-codecs is not valid JSON: {e}"))
+            })?;
+            Some(CodecChain::from_json(&v, "--inner-codecs")?)
+        }
+    };
+    let options = RepackOptions {
+        shard_shape: shape(&args.shard_shape)?,
+        inner_chunk_shape: shape(&args.inner_chunk_shape)?,
+        inner_codecs,
+        index_location: args.index_location.map(|l| match l {
+            LocationArg::Start => IndexLocation::Start,
+            LocationArg::End => IndexLocation::End,
+        }),
+        order: args.order.into(),
+    };
+    let target = zarrshard::repacked_metadata(src.metadata(), &options)?;
+    let in_place = args.dst_dir.is_none();
+    let mut src_dir = args.src_dir.clone();
+    let dst = match &args.dst_dir {
+        Some(d) => d.clone(),
+        None => {
+            if !args.src_dir.join("zarr.json").is_file() && !args.src_dir.join(".zarray").is_file()
+            {
+                return Err(Error::InvalidArgument(
+                    "in-place repack needs an array directory; give DST_DIR".into(),
+                ));
+            }
+            src_dir = std::fs::canonicalize(&args.src_dir)?;
+            sibling(&src_dir, ".repack-tmp")
+        }
+    };
+    let created = prepare_empty_dir(&dst)?;
+    let shards: u64 = target.grid_shape().iter().product();
+    let progress = bar("repack", shards, Unit::Shards);
+    let result = zarrshard::repack(&src, FsStore::new(&dst), target, options.order, &|| {
+        progress.inc(1)
+    });
+    progress.finish_and_clear();
+    let report = match result {
+        Ok((_, report)) => report,
+        Err(e) => {
+            // Only what this run wrote: `prepare_empty_dir` made sure the directory was empty.
+            let _ = std::fs::remove_dir_all(&dst);
+            if !created {
+                let _ = std::fs::create_dir(&dst);
+            }
+            return Err(e);
+        }
+    };
+    if in_place {
+        let old = sibling(&src_dir, ".repack-old");
+        if old.exists() {
+            return Err(Error::InvalidArgument(format!(
+                "{} exists; the repacked array is in {}",
+                old.display(),
+                dst.display()
+            )));
+        }
+        std::fs::rename(&src_dir, &old)?;
+        std::fs::rename(&dst, &src_dir)?;
+        std::fs::remove_dir_all(&old)?;
+    }
+    writeln!(
+        std::io::stdout().lock(),
+        "shards written: {}, bytes: {}, chunks copied: {}, chunks re-encoded: {}",
+        report.shards_written,
+        report.bytes_written,
+        report.chunks_copied,
+        report.chunks_reencoded
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `DIR` + `suffix` next to `DIR` (`a.zarr` → `a.zarr.repack-tmp`).
+fn sibling(dir: &Path, suffix: &str) -> PathBuf {
+    let mut name = dir
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| ".".into());
+    name.push(suffix);
+    dir.with_file_name(name)
+}
+
+/// Create `dir` (true), or accept it when it exists and is empty (false); anything else is
+/// refused, so a repack never mixes its shards with older objects.
+fn prepare_empty_dir(dir: &Path) -> zarrshard::Result<bool> {
+    let with_path = |e: std::io::Error| Error::Io {
+        code: e.raw_os_error().unwrap_or(-1),
+        message: format!("{}: {e}", dir.display()),
+    };
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} exists and is not empty",
+                    dir.display()
+                )));
+            }
+            Ok(false)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(with_path)?;
+            Ok(true)
+        }
+        Err(e) => Err(with_path(e)),
+    }
+}

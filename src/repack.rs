@@ -1,0 +1,461 @@
+//! Repacking: rewrite a sharded array into a new layout — another shard shape, inner chunk
+//! shape, inner codecs, index location or chunk order — in another store; or shard an
+//! unsharded array, its chunks becoming inner chunks.
+//!
+//! When the inner chunk shape and the inner codec chain stay the same (and no array→array
+//! codec comes before `sharding_indexed` on either side), every stored inner chunk is copied
+//! as its encoded bytes, without decoding: the new shard shape then only has to be a multiple
+//! of the inner chunk shape, which [`ShardLayout::new`] checks. Otherwise each new shard is
+//! assembled from the decoded source shards and encoded again, and inner chunks equal to the
+//! fill value are not stored.
+//!
+//! The work goes one row of new shards (along the first dimension) at a time, in parallel
+//! within the row; memory is bounded by the source shards that row overlaps. The target's
+//! `zarr.json` is written last, so a repack that fails part way never leaves a store that
+//! opens as a complete array.
+
+use crate::array::Array;
+use crate::codec::{ArrayToBytes, CodecChain};
+use crate::error::{Error, Result};
+use crate::index::{ChunkLocation, ShardIndex};
+use crate::io::MemoryIo;
+use crate::metadata::ArrayMetadata;
+use crate::nd;
+use crate::parallel;
+use crate::sharding::{IndexLocation, ShardLayout, ShardingCodec};
+use crate::store::Store;
+use crate::writer::{ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What to change; `None` keeps the source's setting.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RepackOptions {
+    /// Shard shape (the chunk grid's chunk shape) in array elements.
+    pub shard_shape: Option<Vec<u64>>,
+    /// Inner chunk shape; must divide the shard shape.
+    pub inner_chunk_shape: Option<Vec<u64>>,
+    /// Codecs of each inner chunk.
+    pub inner_codecs: Option<CodecChain>,
+    pub index_location: Option<IndexLocation>,
+    /// Order of inner chunks in the new shards (the index is always C order).
+    pub order: ChunkOrder,
+}
+
+/// What a repack did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RepackReport {
+    /// Shard objects written (shards with nothing stored are not written).
+    pub shards_written: u64,
+    /// Bytes of all shard objects written.
+    pub bytes_written: u64,
+    /// Inner chunks copied as their encoded bytes.
+    pub chunks_copied: u64,
+    /// Inner chunks decoded from the source and encoded again.
+    pub chunks_reencoded: u64,
+}
+
+/// The metadata of `src` with the changes of `options`: same shape, data type, fill value,
+/// chunk key encoding, attributes, dimension names and codecs around `sharding_indexed`.
+/// Validated like a parsed `zarr.json` (e.g. an inner chunk shape that does not divide the
+/// shard shape is an [`Error::InvalidMetadata`]).
+///
+/// An unsharded source becomes sharded: its chunks become the inner chunks (its array→bytes
+/// and bytes→bytes codecs the inner codecs; array→array codecs stay before sharding), with
+/// index codecs `bytes` (little-endian) + `crc32c` at the end unless `options` say otherwise.
+pub fn repacked_metadata(src: &ArrayMetadata, options: &RepackOptions) -> Result<ArrayMetadata> {
+    let mut meta = src.clone();
+    let mut sharding = match src.sharding() {
+        Some(s) => s.clone(),
+        None => {
+            meta.codecs.bytes_to_bytes.clear();
+            // The chunk as the array→bytes codec sees it (after any transpose).
+            let inner = src.codecs.bytes_repr(&src.chunk_repr())?.shape;
+            ShardingCodec::from_config_json(&json!({
+                "chunk_shape": inner,
+                "codecs": chunk_codecs(src).to_json(),
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            }))?
+        }
+    };
+    if let Some(shape) = &options.inner_chunk_shape {
+        sharding.chunk_shape = shape.clone();
+    }
+    if let Some(codecs) = &options.inner_codecs {
+        sharding.codecs = codecs.clone();
+    }
+    if let Some(location) = options.index_location {
+        sharding.index_location = location;
+    }
+    if let Some(shape) = &options.shard_shape {
+        meta.chunk_shape = shape.clone();
+    }
+    meta.codecs.array_to_bytes = ArrayToBytes::Sharding(Box::new(sharding));
+    // The same checks as any zarr.json we read: rank, divisibility, codec validity.
+    ArrayMetadata::from_json(&meta.to_json())
+}
+
+/// The codecs of an unsharded array's chunks without its array→array codecs.
+fn chunk_codecs(m: &ArrayMetadata) -> CodecChain {
+    CodecChain {
+        array_to_array: vec![],
+        ..m.codecs.clone()
+    }
+}
+
+/// True when repacking `src` into sharded `dst` can copy encoded inner chunks: no
+/// array→array codec before sharding on either side, the same inner chunk shape and inner
+/// codecs — or, for an unsharded `src`, its chunks are exactly `dst`'s inner chunks.
+pub fn copies_encoded_chunks(src: &ArrayMetadata, dst: &ArrayMetadata) -> bool {
+    let Some(b) = dst.sharding() else {
+        return false;
+    };
+    let plain_arrays = src.codecs.array_to_array.is_empty() && dst.codecs.array_to_array.is_empty();
+    match src.sharding() {
+        Some(a) => plain_arrays && a.chunk_shape == b.chunk_shape && a.codecs == b.codecs,
+        None => plain_arrays && src.chunk_shape == b.chunk_shape && chunk_codecs(src) == b.codecs,
+    }
+}
+
+/// Inner chunks per source shard; an unsharded source's chunk is its one inner chunk.
+fn source_chunks_per_shard(m: &ArrayMetadata) -> Vec<u64> {
+    match m.shard_layout() {
+        Some(layout) => layout.chunks_per_shard().to_vec(),
+        None => vec![1; m.shape.len()],
+    }
+}
+
+/// Rewrite every shard of `src` into `dst` (which should be empty) with the layout of
+/// `target` (see [`repacked_metadata`]; shape, data type and fill value must match the
+/// source), then write `dst`'s `zarr.json`; returns the new array and what was done.
+/// `on_shard` is called once per position of the target's chunk grid as it is done (for a
+/// progress display; called from worker threads). `src` is only read; it may be shared with
+/// other readers meanwhile, not with writers.
+///
+/// Copied chunks are not decoded, so a corrupt inner chunk is copied as it is (with its
+/// checksum, if the inner codecs have one); [`Array::verify`] finds those.
+///
+/// Errors: the source's errors (a corrupt index or, when re-encoding, a corrupt chunk stops
+/// the repack with the error naming the source shard), the stores' I/O errors,
+/// [`Error::InvalidArgument`] when `target` does not fit `src` or is not sharded. On error,
+/// `dst` may hold some shards but no `zarr.json`.
+pub fn repack<S: Store, D: Store>(
+    src: &Array<S>,
+    dst: D,
+    target: ArrayMetadata,
+    order: ChunkOrder,
+    on_shard: &(dyn Fn() + Sync),
+) -> Result<(Array<D>, RepackReport)> {
+    let sm = src.metadata();
+    if sm.shape != target.shape
+        || sm.data_type != target.data_type
+        || sm.fill_value != target.fill_value
+    {
+        return Err(Error::InvalidArgument(format!(
+            "the target's shape {:?}, data type {} and fill value {} differ from the source's {:?}, {} and {}",
+            target.shape,
+            target.data_type.name(),
+            target.fill_value.to_json(target.data_type),
+            sm.shape,
+            sm.data_type.name(),
+            sm.fill_value.to_json(sm.data_type)
+        )));
+    }
+    if target.sharding().is_none() {
+        return Err(Error::InvalidArgument(
+            "the repack target must be sharded".into(),
+        ));
+    }
+    let copy = copies_encoded_chunks(sm, &target);
+    let dst = Array::from_metadata(dst, target);
+    let job = Job {
+        src,
+        dst: &dst,
+        order,
+    };
+    let mut report = RepackReport::default();
+    let tm = dst.metadata();
+    if !tm.shape.contains(&0) {
+        let dst_grid = tm.grid_shape();
+        let rank = tm.shape.len();
+        let rows = if rank == 0 { 1 } else { dst_grid[0] };
+        let mut loaded: HashMap<Vec<u64>, Arc<Loaded>> = HashMap::new();
+        for row in 0..rows {
+            // The source shards this row of target shards overlaps, loaded once each.
+            let needed = job.source_shards_of_row(row);
+            loaded.retain(|k, _| needed.contains(k));
+            let missing: Vec<&Vec<u64>> =
+                needed.iter().filter(|k| !loaded.contains_key(*k)).collect();
+            let fresh = parallel::map(missing.len(), |k| job.load(missing[k], copy))?;
+            for (k, v) in missing.into_iter().zip(fresh) {
+                loaded.insert(k.clone(), Arc::new(v));
+            }
+            let targets: Vec<Vec<u64>> = if rank == 0 {
+                vec![vec![]]
+            } else {
+                nd::c_order(&dst_grid[1..])
+                    .map(|tail| std::iter::once(row).chain(tail).collect())
+                    .collect()
+            };
+            let done = parallel::map(targets.len(), |k| {
+                let result = if copy {
+                    job.copy_shard(&targets[k], &loaded)
+                } else {
+                    job.reencode_shard(&targets[k], &loaded)
+                };
+                on_shard();
+                result
+            })?;
+            for (finalized, chunks) in done {
+                if let Finalized::Written { size } = finalized {
+                    report.shards_written += 1;
+                    report.bytes_written += size;
+                }
+                if copy {
+                    report.chunks_copied += chunks;
+                } else {
+                    report.chunks_reencoded += chunks;
+                }
+            }
+        }
+    }
+    let text = serde_json::to_vec_pretty(&tm.to_json()).expect("JSON values serialise");
+    dst.store().set("zarr.json", &text)?;
+    Ok((dst, report))
+}
+
+/// A source shard as the copy or the re-encode path needs it.
+enum Loaded {
+    Missing,
+    /// The sharding codec's output (bytes→bytes codecs after it undone) and its index.
+    Encoded(Vec<u8>, ShardIndex),
+    /// The whole shard decoded (C order, native byte order, the source's shard shape).
+    Decoded(Vec<u8>),
+}
+
+struct Job<'a, S: Store, D: Store> {
+    src: &'a Array<S>,
+    dst: &'a Array<D>,
+    order: ChunkOrder,
+}
+
+impl<S: Store, D: Store> Job<'_, S, D> {
+    /// Grid coordinates of the source shards that row `row` of the target grid overlaps.
+    fn source_shards_of_row(&self, row: u64) -> Vec<Vec<u64>> {
+        let (sm, tm) = (self.src.metadata(), self.dst.metadata());
+        let mut grid = sm.grid_shape();
+        if grid.is_empty() {
+            return vec![vec![]];
+        }
+        let lo = row * tm.chunk_shape[0];
+        let hi = (lo + tm.chunk_shape[0]).min(tm.shape[0]);
+        let first = lo / sm.chunk_shape[0];
+        grid[0] = hi.div_ceil(sm.chunk_shape[0]) - first;
+        nd::c_order(&grid)
+            .map(|mut c| {
+                c[0] += first;
+                c
+            })
+            .collect()
+    }
+
+    /// Source shard `coords`; an error names its key.
+    fn load(&self, coords: &[u64], copy: bool) -> Result<Loaded> {
+        let key = self.src.shard_key(coords);
+        self.load_unnamed(coords, copy).map_err(|e| match e {
+            Error::Corrupt { chunk, reason } => Error::Corrupt {
+                chunk,
+                reason: format!("{key}: {reason}"),
+            },
+            Error::ChecksumMismatch {
+                chunk,
+                what,
+                stored,
+                computed,
+            } => Error::ChecksumMismatch {
+                chunk,
+                what: format!("{key}: {what}"),
+                stored,
+                computed,
+            },
+            other => other,
+        })
+    }
+
+    fn load_unnamed(&self, coords: &[u64], copy: bool) -> Result<Loaded> {
+        let src = self.src;
+        if !copy {
+            return Ok(src
+                .read_shard(coords)?
+                .map_or(Loaded::Missing, Loaded::Decoded));
+        }
+        let m = src.metadata();
+        let Some(object) = src.store().get(&src.shard_key(coords))? else {
+            return Ok(Loaded::Missing);
+        };
+        let Some(layout) = m.shard_layout() else {
+            // An unsharded chunk: the whole object is the one inner chunk.
+            let mut index = ShardIndex::new_empty(1);
+            let nbytes = object.len() as u64;
+            index.set(0, Some(ChunkLocation { offset: 0, nbytes }));
+            return Ok(Loaded::Encoded(object, index));
+        };
+        let shard = m
+            .codecs
+            .decode_bytes_stage(&object, &m.chunk_repr())?
+            .into_owned();
+        let index = layout.decode_index(&shard)?;
+        Ok(Loaded::Encoded(shard, index))
+    }
+
+    /// Fill target shard `coords` with the source's encoded inner chunks. Returns what was
+    /// stored and how many chunks were copied.
+    fn copy_shard(
+        &self,
+        coords: &[u64],
+        loaded: &HashMap<Vec<u64>, Arc<Loaded>>,
+    ) -> Result<(Finalized, u64)> {
+        let (sm, tm) = (self.src.metadata(), self.dst.metadata());
+        let layout = tm.shard_layout().expect("sharded");
+        let inner = &layout.codec().chunk_shape;
+        let (per_src, per_dst) = (&source_chunks_per_shard(sm), layout.chunks_per_shard());
+        let mut encoded = vec![None; layout.num_chunks()];
+        let mut copied = 0;
+        for (i, slot) in encoded.iter_mut().enumerate() {
+            // The chunk in the array's inner-chunk grid, then in the source's shards.
+            let global: Vec<u64> = nd::unravel(i as u64, per_dst)
+                .iter()
+                .zip(coords)
+                .zip(per_dst)
+                .map(|((c, s), n)| s * n + c)
+                .collect();
+            if global
+                .iter()
+                .zip(inner)
+                .zip(&tm.shape)
+                .any(|((g, c), s)| g * c >= *s)
+            {
+                continue; // wholly outside the array: never read
+            }
+            let shard: Vec<u64> = global.iter().zip(per_src).map(|(g, n)| g / n).collect();
+            let local: Vec<u64> = global.iter().zip(per_src).map(|(g, n)| g % n).collect();
+            let Some(Loaded::Encoded(object, index)) = loaded.get(&shard).map(|l| &**l) else {
+                continue;
+            };
+            if let Some(loc) = index.get(nd::ravel(&local, per_src) as usize) {
+                *slot = Some(object[loc.offset as usize..loc.end() as usize].to_vec());
+                copied += 1;
+            }
+        }
+        let done = self.store_chunks(coords, &layout, encoded, true)?;
+        Ok((done, copied))
+    }
+
+    /// Assemble target shard `coords` from decoded source shards and encode it. Returns what
+    /// was stored and how many inner chunks were encoded (fill-value chunks are not).
+    fn reencode_shard(
+        &self,
+        coords: &[u64],
+        loaded: &HashMap<Vec<u64>, Arc<Loaded>>,
+    ) -> Result<(Finalized, u64)> {
+        let (sm, tm) = (self.src.metadata(), self.dst.metadata());
+        let elem = tm.data_type.size();
+        let repr = tm.chunk_repr();
+        let mut data = repr.filled()?;
+        let origin: Vec<u64> = coords
+            .iter()
+            .zip(&tm.chunk_shape)
+            .map(|(c, s)| c * s)
+            .collect();
+        let end: Vec<u64> = origin
+            .iter()
+            .zip(&tm.chunk_shape)
+            .zip(&tm.shape)
+            .map(|((o, c), s)| (o + c).min(*s))
+            .collect();
+        for (key, l) in loaded {
+            let Loaded::Decoded(shard) = &**l else {
+                continue;
+            };
+            let src_origin: Vec<u64> = key
+                .iter()
+                .zip(&sm.chunk_shape)
+                .map(|(c, s)| c * s)
+                .collect();
+            // The box both shards cover.
+            let lo: Vec<u64> = origin
+                .iter()
+                .zip(&src_origin)
+                .map(|(a, b)| *a.max(b))
+                .collect();
+            let hi: Vec<u64> = (0..lo.len())
+                .map(|d| end[d].min(src_origin[d] + sm.chunk_shape[d]))
+                .collect();
+            if lo.iter().zip(&hi).any(|(l, h)| l >= h) {
+                continue;
+            }
+            let size: Vec<u64> = hi.iter().zip(&lo).map(|(h, l)| h - l).collect();
+            let from: Vec<u64> = lo.iter().zip(&src_origin).map(|(l, o)| l - o).collect();
+            let to: Vec<u64> = lo.iter().zip(&origin).map(|(l, o)| l - o).collect();
+            nd::copy_box(
+                shard,
+                &sm.chunk_shape,
+                &from,
+                &mut data,
+                &tm.chunk_shape,
+                &to,
+                &size,
+                elem,
+            );
+        }
+        let layout = tm.shard_layout().expect("sharded");
+        let arrays = tm.codecs.encode_arrays(&data, &repr)?;
+        let encoded = layout.encode_chunks(&arrays, false)?;
+        let count = encoded.iter().flatten().count() as u64;
+        let done = self.store_chunks(coords, &layout, encoded, false)?;
+        Ok((done, count))
+    }
+
+    /// Write target shard `coords` from its encoded inner chunks (in `self.order`), through
+    /// any bytes→bytes codecs after sharding; nothing stored means no object.
+    fn store_chunks(
+        &self,
+        coords: &[u64],
+        layout: &ShardLayout,
+        encoded: Vec<Option<Vec<u8>>>,
+        store_fill_chunks: bool,
+    ) -> Result<Finalized> {
+        let tm = self.dst.metadata();
+        let key = self.dst.shard_key(coords);
+        let options = WriteOptions {
+            order: self.order,
+            store_fill_chunks,
+        };
+        let layout = Arc::new(layout.clone());
+        if tm.supports_partial_reads() {
+            let io = self.dst.store().shard_io(&key)?;
+            return ShardWriter::new(layout, io, WriteStrategy::Buffered, options)?
+                .finish_with(encoded);
+        }
+        // A codec after sharding: build the shard in memory, then encode it whole.
+        let io = MemoryIo::new();
+        match ShardWriter::new(layout, &io, WriteStrategy::Buffered, options)?
+            .finish_with(encoded)?
+        {
+            Finalized::Deleted => {
+                self.dst.store().delete(&key)?;
+                Ok(Finalized::Deleted)
+            }
+            Finalized::Written { .. } => {
+                let object = tm
+                    .codecs
+                    .encode_bytes_stage(io.bytes().expect("a written shard exists"))?;
+                self.dst.store().set(&key, &object)?;
+                Ok(Finalized::Written {
+                    size: object.len() as u64,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Recovering torn shards: what can be proven intact after a write was cut off.
+//!
+//! An append-only update ([`crate::UpdateMode::AppendOnly`]) with the index at the end never
+//! overwrites a byte: it appends chunks, then a new index. Cut off anywhere, the object still
+//! holds the previous shard, byte for byte, as its prefix — ending with the previous index.
+//! When the index codecs end in `crc32c`, that index *proves* itself: its checksum matches and
+//! every entry lies before it. Repair finds the last such index before the (bad) end and cuts
+//! the object back to it; every chunk it references is decoded before that is accepted.
+//!
+//! What cannot be proven is not touched: an index without a checksum (any bytes could pass
+//! for one), an index at the start (rewritten in place by updates), bad chunks under a valid
+//! index. Candidates are found with a rolling CRC-32C over the object (one pass), so the cost
+//! is linear in the object's size, not size × index size.
+
+use crate::array::Array;
+use crate::codec::BytesToBytes;
+use crate::error::Result;
+use crate::index::ShardIndex;
+use crate::nd;
+use crate::sharding::{IndexLocation, ShardLayout};
+use crate::store::Store;
+
+/// What repair found (or did) for one shard object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardRepair {
+    /// The index and every chunk are valid: nothing to do.
+    Intact,
+    /// An earlier index with a valid crc32c was found; the object is (or, in a dry run, would
+    /// be) cut back to `size` bytes, ending with it.
+    Recovered {
+        /// The object's size before.
+        before: u64,
+        /// The recovered object's size (the earlier index ends there).
+        size: u64,
+        /// Inner chunks that index holds (each decoded successfully).
+        chunks: usize,
+    },
+    /// Damaged, and nothing provably intact to return to; the object is left as it is.
+    Unrecoverable(String),
+}
+
+impl<S: Store> Array<S> {
+    /// Check every stored shard and repair the damaged ones: each is cut back to its last
+    /// earlier index that proves itself intact (see the module docs), written with
+    /// [`Store::set`] (a temporary and a rename for [`crate::FsStore`]). With `dry_run`, nothing
+    /// is written. Returns `(shard key, outcome)` for every damaged shard, in grid order;
+    /// intact shards are not listed. `Err` only when the store fails.
+    pub fn repair(&self, dry_run: bool) -> Result<Vec<(String, ShardRepair)>> {
+        let meta = self.metadata();
+        let layout = meta
+            .shard_layout()
+            .filter(|_| meta.supports_partial_reads());
+        let mut out = Vec::new();
+        for coords in nd::c_order(&meta.grid_shape()) {
+            let key = self.shard_key(&coords);
+            let Some(object) = self.store().get(&key)? else {
+                continue;
+            };
+            let damaged = !self.check_shard_object(&object).is_empty();
+            let outcome = match &layout {
+                _ if !damaged => continue,
+                None => ShardRepair::Unrecoverable(
+                    "the shard object is not the sharding codec's own output (not sharded, or a codec follows sharding_indexed)".into(),
+                ),
+                Some(layout) => plan(layout, &object, true),
+            };
+            if let (ShardRepair::Recovered { size, .. }, false) = (&outcome, dry_run) {
+                self.store().set(&key, &object[..*size as usize])?;
+            }
+            out.push((key, outcome));
+        }
+        Ok(out)
+    }
+}
+
+/// Decide how to repair a damaged shard `object` (the sharding codec's own output): the last
+/// earlier index with a valid crc32c whose chunks all decode. `damaged` is false when the
+/// object checked clean (then [`ShardRepair::Intact`]).
+pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
+    if !damaged {
+        return ShardRepair::Intact;
+    }
+    let codec = layout.codec();
+    if codec.index_location == IndexLocation::Start {
+        return ShardRepair::Unrecoverable(
+            "the index is at the start, where updates rewrite it: no earlier index can be proven intact".into(),
+        );
+    }
+    if !matches!(
+        codec.index_codecs.bytes_to_bytes.last(),
+        Some(BytesToBytes::Crc32c(_))
+    ) {
+        return ShardRepair::Unrecoverable(
+            "the index has no crc32c: an earlier index cannot be proven intact".into(),
+        );
+    }
+    let n = layout.index_size() as usize;
+    for end in crc_candidates(object, n - 4).into_iter().rev() {
+        if end == object.len() {
+            continue; // the current index: it was found damaged
+        }
+        if let Ok(chunks) = proven(layout, &object[..end]) {
+            return ShardRepair::Recovered {
+                before: object.len() as u64,
+                size: end as u64,
+                chunks,
+            };
+        }
+    }
+    ShardRepair::Unrecoverable("no earlier index with a valid crc32c in the object".into())
+}
+
+/// The stored chunk count when `object` is a complete shard: its index (at the end) decodes
+/// and validates, and every chunk it references decodes.
+fn proven(layout: &ShardLayout, object: &[u8]) -> Result<usize> {
+    let index = ShardIndex::decode(
+        layout.index_bytes(object)?,
+        layout,
+        Some(object.len() as u64),
+    )?;
+    let mut chunk = layout.inner_repr().filled()?;
+    let mut count = 0;
+    for (i, loc) in index.stored() {
+        layout.decode_chunk_into(
+            i,
+            &object[loc.offset as usize..loc.end() as usize],
+            &mut chunk,
+        )?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Every `end` (ascending) such that `object[end - w - 4..end - 4]` has the CRC-32C stored
+/// little-endian in `object[end - 4..end]`: one pass with a rolling CRC over a `w`-byte window.
+fn crc_candidates(object: &[u8], w: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    if object.len() < w + 4 {
+        return out;
+    }
+    let table = table();
+    let step = |r: u32, b: u8| table[((r ^ b as u32) & 0xff) as usize] ^ (r >> 8);
+    // The register from 0 over a byte then `w` zeros, for each byte (linear in the byte).
+    let mut out_basis = [0u32; 8];
+    for (k, o) in out_basis.iter_mut().enumerate() {
+        let mut r = step(0, 1 << k);
+        for _ in 0..w {
+            r = step(r, 0);
+        }
+        *o = r;
+    }
+    let leaving: Vec<u32> = (0..256)
+        .map(|b| {
+            (0..8)
+                .filter(|k| b >> k & 1 == 1)
+                .fold(0, |acc, k| acc ^ out_basis[k])
+        })
+        .collect();
+    // crc32c(M) = register from 0 over M, xor crc32c of w zeros (CRC-32C is affine).
+    let k = crc32c::crc32c(&vec![0u8; w]);
+    let mut r = object[..w].iter().fold(0u32, |r, &b| step(r, b));
+    let mut s = 0;
+    loop {
+        let stored = u32::from_le_bytes(object[s + w..s + w + 4].try_into().unwrap());
+        if r ^ k == stored {
+            out.push(s + w + 4);
+        }
+        if s + w + 4 >= object.len() {
+            return out;
+        }
+        r = step(r, object[s + w]) ^ leaving[object[s] as usize];
+        s += 1;
+    }
+}
+
+/// The byte-wise table of the reflected CRC-32C polynomial.
+fn table() -> [u32; 256] {
+    let mut t = [0u32; 256];
+    for (i, e) in t.iter_mut().enumerate() {
+        let mut c = i as u32;
+        for _ in 0..8 {
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0x82F6_3B78
+            } else {
+                c >> 1
+            };
+        }
+        *e = c;
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolling_crc_finds_every_window_a_direct_crc_finds() {
+        let mut x = 0x1234_5678u64;
+        let mut data: Vec<u8> = (0..3000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let w = 48;
+        // Plant three windows followed by their checksums.
+        for at in [0usize, 1000, 3000 - w - 4] {
+            let c = crc32c::crc32c(&data[at..at + w]);
+            data[at + w..at + w + 4].copy_from_slice(&c.to_le_bytes());
+        }
+        let direct: Vec<usize> = (w + 4..=data.len())
+            .filter(|&e| crc32c::crc32c(&data[e - w - 4..e - 4]).to_le_bytes() == data[e - 4..e])
+            .collect();
+        assert_eq!(direct, vec![w + 4, 1000 + w + 4, 3000]);
+        assert_eq!(crc_candidates(&data, w), direct);
+    }
+}
