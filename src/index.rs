@@ -111,9 +111,14 @@ impl ShardIndex {
     }
 
     /// Bytes of an object of `object_size` that no stored inner chunk covers, index excluded
-    /// (what compaction reclaims). Overlapping entries count once.
+    /// (what compaction reclaims). Overlapping entries count once; entries that fail
+    /// validation cover nothing (so an unchecked index cannot overflow the sum).
     pub fn dead_bytes(&self, layout: &ShardLayout, object_size: u64) -> u64 {
-        let mut ranges: Vec<(u64, u64)> = self.stored().map(|(_, l)| (l.offset, l.end())).collect();
+        let mut ranges: Vec<(u64, u64)> = self
+            .stored()
+            .filter(|(i, _)| self.check_entry(*i, layout, Some(object_size)).is_ok())
+            .map(|(_, l)| (l.offset, l.end()))
+            .collect();
         ranges.sort_unstable();
         let (mut covered, mut reach) = (0u64, 0u64);
         for (s, e) in ranges {
