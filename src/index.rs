@@ -242,9 +242,12 @@ impl ShardIndex {
             let offset = u64::from_le_bytes(pair[..8].try_into().unwrap());
             let nbytes = u64::from_le_bytes(pair[8..].try_into().unwrap());
             let empty = (offset & nbytes) == EMPTY;
+            // One field alone may not be the marker, even where the object size is unknown and
+            // `(2^64-1, 0)` or `(0, 2^64-1)` would fit.
+            let one_marker = (offset == EMPTY) | (nbytes == EMPTY);
             // `offset <= end` first, so `end - offset` cannot underflow when it matters.
             let inside = (offset >= start) & (offset <= end) & (nbytes <= end.wrapping_sub(offset));
-            all_ok &= empty | inside;
+            all_ok &= empty | (inside & !one_marker);
         }
         if !all_ok {
             for i in 0..self.num {

@@ -108,3 +108,53 @@ fn write_fuzz_seeds() {
         std::fs::write(dir("corpus", target).join(format!("seed-{name}")), bytes).unwrap();
     }
 }
+
+/// A one-dimensional uint8 layout of `n` single-element inner chunks, plain `bytes` index at
+/// the end (16 bytes per entry, no checksum), and the index bytes of `entries`.
+fn plain_index(entries: &[(u64, u64)]) -> (zarrshard::ShardLayout, Vec<u8>) {
+    let config = serde_json::json!({
+        "chunk_shape": [1], "codecs": [{"name": "bytes"}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_location": "end"});
+    let layout = zarrshard::ShardLayout::from_config_json(
+        &config,
+        zarrshard::DataType::UInt8,
+        vec![entries.len() as u64],
+        zarrshard::FillValue(vec![0]),
+    )
+    .unwrap();
+    let bytes = entries
+        .iter()
+        .flat_map(|(o, n)| [o.to_le_bytes(), n.to_le_bytes()])
+        .flatten()
+        .collect();
+    (layout, bytes)
+}
+
+#[test]
+fn half_empty_entry_is_refused_without_the_object_size() {
+    // Found by index_parse: with the object size unknown, (0, 2^64-1) and (2^64-1, 0) passed
+    // the fast validation pass although `entry_errors` (and the spec) refuse them.
+    for entry in [(0, u64::MAX), (u64::MAX, 0)] {
+        let (layout, bytes) = plain_index(&[entry, (u64::MAX, u64::MAX)]);
+        let err = zarrshard::ShardIndex::decode(&bytes, &layout, None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "corrupt shard: inner chunk [0]: index entry (offset {}, nbytes {}) has only one field set to the empty marker",
+                entry.0, entry.1
+            )
+        );
+    }
+}
+
+#[test]
+fn dead_bytes_ignores_entries_that_overflow() {
+    // Found by index_parse and shard_decode_raw: `dead_bytes` on an unchecked index added
+    // offset + nbytes of an entry that overflows 64 bits (a panic in debug builds). Entries
+    // that fail validation now cover nothing: a 100-byte object with a 32-byte index and one
+    // valid 10-byte chunk has 58 dead bytes.
+    let (layout, bytes) = plain_index(&[(u64::MAX - 1, 10), (0, 10)]);
+    let index = zarrshard::ShardIndex::decode_unchecked(&bytes, &layout).unwrap();
+    assert_eq!(index.dead_bytes(&layout, 100), 58);
+}
