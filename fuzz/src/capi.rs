@@ -234,6 +234,22 @@ struct Config {
     fill_bytes: &'static [u8],
 }
 
+/// gzip after `bytes` in the second layout; under Miri nothing, because Miri's Stacked Borrows
+/// check stops in zlib-rs 0.6.8's own deallocation when an encoder is dropped
+/// (`zlib_rs::allocate::zfree_rust`), which is not this library's code.
+#[cfg(not(miri))]
+macro_rules! second_codec {
+    () => {
+        r#", {"name": "gzip", "configuration": {"level": 1}}"#
+    };
+}
+#[cfg(miri)]
+macro_rules! second_codec {
+    () => {
+        ""
+    };
+}
+
 /// Number of layouts a sequence can pick.
 pub(crate) const CONFIG_COUNT: usize = CONFIGS.len();
 
@@ -250,8 +266,11 @@ const CONFIGS: [Config; 3] = [
         fill_bytes: &[0, 0],
     },
     Config {
-        sharding: r#"{"chunk_shape": [2], "codecs": [{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}], "index_location": "start"}"#,
+        sharding: concat!(
+            r#"{"chunk_shape": [2], "codecs": [{"name": "bytes"}"#,
+            second_codec!(),
+            r#"], "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}], "index_location": "start"}"#
+        ),
         dtype: "uint8",
         shape: &[8],
         chunk: &[2],
