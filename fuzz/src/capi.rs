@@ -50,6 +50,17 @@ impl Host {
         })
     }
 
+    /// The object for a read callback and the fault to apply, or the code to return.
+    fn for_read(&self) -> Result<(std::cell::Ref<'_, Vec<u8>>, Option<Fault>), i32> {
+        let f = self.fault();
+        if f == Some(Fault::Error) {
+            return Err(HOST_ERROR);
+        }
+        std::cell::Ref::filter_map(self.object.borrow(), Option::as_ref)
+            .map(|o| (o, f))
+            .map_err(|_| SHARD_IO_NOT_FOUND)
+    }
+
     /// The fault for this write-side callback, if one is due.
     fn write_fault(&self) -> Option<Fault> {
         let f = self.fault();
@@ -87,14 +98,9 @@ unsafe extern "C" fn cb_read(
     buf: *mut u8,
     read_out: *mut usize,
 ) -> i32 {
-    let h = unsafe { host(ud) };
-    let f = h.fault();
-    if f == Some(Fault::Error) {
-        return HOST_ERROR;
-    }
-    let obj = h.object.borrow();
-    let Some(obj) = obj.as_ref() else {
-        return SHARD_IO_NOT_FOUND;
+    let (obj, f) = match unsafe { host(ud) }.for_read() {
+        Ok(v) => v,
+        Err(rc) => return rc,
     };
     let start = (offset.min(obj.len() as u64)) as usize;
     let end = obj.len().min(start.saturating_add(len));
@@ -109,14 +115,9 @@ unsafe extern "C" fn cb_read_suffix(
     read_out: *mut usize,
     size_out: *mut u64,
 ) -> i32 {
-    let h = unsafe { host(ud) };
-    let f = h.fault();
-    if f == Some(Fault::Error) {
-        return HOST_ERROR;
-    }
-    let obj = h.object.borrow();
-    let Some(obj) = obj.as_ref() else {
-        return SHARD_IO_NOT_FOUND;
+    let (obj, f) = match unsafe { host(ud) }.for_read() {
+        Ok(v) => v,
+        Err(rc) => return rc,
     };
     unsafe { deliver(&obj[obj.len().saturating_sub(len)..], len, buf, read_out, f) };
     unsafe { *size_out = obj.len() as u64 };

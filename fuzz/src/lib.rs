@@ -15,8 +15,11 @@ mod capi;
 pub use capi::capi_sequence;
 use capi::CONFIG_COUNT;
 
+/// A fuzz target's body: arbitrary bytes in, a panic only on a bug.
+pub type Target = fn(&[u8]);
+
 /// The targets, by name: what `fuzz/corpus/<name>/` and `fuzz/regressions/<name>/` feed.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Target); 5] = [
     ("index_parse", index_parse),
     ("shard_decode_raw", shard_decode_raw),
     ("shard_decode_codecs", shard_decode_codecs),
