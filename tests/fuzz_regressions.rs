@@ -158,3 +158,56 @@ fn dead_bytes_ignores_entries_that_overflow() {
     let index = zarrshard::ShardIndex::decode_unchecked(&bytes, &layout).unwrap();
     assert_eq!(index.dead_bytes(&layout, 100), 58);
 }
+
+/// A back end that can write and tell its size but not truncate.
+struct NoTruncate(zarrshard::MemoryIo);
+
+impl zarrshard::ShardIo for NoTruncate {
+    fn read(&self, r: zarrshard::ByteRange) -> zarrshard::Result<Option<zarrshard::ReadOutput>> {
+        self.0.read(r)
+    }
+    fn size(&self) -> zarrshard::Result<Option<u64>> {
+        self.0.size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> zarrshard::Result<()> {
+        self.0.write_at(offset, data)
+    }
+}
+
+#[test]
+fn streaming_over_a_longer_object_without_truncate_is_refused() {
+    // Found by capi_sequence: a streaming (or update) finalize ignored a missing `truncate`,
+    // reported success, and left the older object's tail after the new index, so the shard's
+    // last bytes were not its index. Now, when `size` shows a longer object, finalize refuses.
+    use zarrshard::{ShardWriter, WriteOptions, WriteStrategy};
+    let (layout, _) = plain_index(&[(0, 0); 2]);
+    let io = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]));
+    let mut w = ShardWriter::new(
+        std::sync::Arc::new(layout),
+        io,
+        WriteStrategy::Streaming,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    w.write_chunk(&[0], &[5]).unwrap();
+    // One 1-byte chunk, then the 32-byte index: 33 bytes of a 200-byte object.
+    assert_eq!(
+        w.finalize().unwrap_err().to_string(),
+        "operation not supported by the I/O back end: truncate (the object is 200 bytes, longer than the 33 written)"
+    );
+    // A new object needs no truncate.
+    let (layout, _) = plain_index(&[(0, 0); 2]);
+    let io = NoTruncate(zarrshard::MemoryIo::new());
+    let mut w = ShardWriter::new(
+        std::sync::Arc::new(layout),
+        io,
+        WriteStrategy::Streaming,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    w.write_chunk(&[0], &[5]).unwrap();
+    assert_eq!(
+        w.finalize().unwrap(),
+        zarrshard::Finalized::Written { size: 33 }
+    );
+}

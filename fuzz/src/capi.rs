@@ -452,6 +452,11 @@ impl Sequence<'_> {
             destroy: Some(cb_destroy),
             read_vectored: (opt & 64 != 0).then_some(cb_read_vectored as _),
         };
+        // The contract: a host without `truncate` or `size` writes shards to a new object.
+        if (mode == 1 || mode == 2) && opt & 16 != 0 && opt & 4 == 0 {
+            *self.host.object.borrow_mut() = None;
+            self.committed = Some(vec![Expect::Fill; self.num_chunks()]);
+        }
         // A fault that fires while no handle is open changes nothing.
         self.host.fired.set(false);
         self.host.fired_write.set(false);
