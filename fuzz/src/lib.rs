@@ -557,8 +557,15 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
             [&[k as u8][..], &text].concat(),
         ));
     }
-    // capi_sequence: open buffered (0 1 0 2), write three chunks (5 …), finalize (8 1), open
-    // for reading (0 0 0 2), read, read many, read raw, info; then update in place and read.
+    out.extend(capi_seeds());
+    out
+}
+
+/// The `capi_sequence` seeds: open buffered (0 1 0 2), write three chunks (5 …), finalize
+/// (8 1), open for reading (0 0 0 2), read, read many, read raw, info; then update in place and
+/// read; and a streaming session whose `write` callback fails.
+pub fn capi_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut out = Vec::new();
     for cfg in 0..CONFIG_COUNT as u8 {
         let write = |c: u8, p: u8| [5, 1, c, 0, p, 1];
         let mut seq = vec![cfg, 0, 1, 0, 2];
