@@ -22,6 +22,7 @@ SECS="${1:-600}"
 TARGETS=(index_parse shard_decode_raw shard_decode_codecs metadata_parse capi_sequence)
 WORK="$REPO/target/fuzz"
 mkdir -p "$WORK/logs" "$WORK/artifacts"
+rm -f "$WORK/logs"/*.result
 
 skip() {
     echo "SKIP fuzz: $*"

@@ -90,7 +90,9 @@ pub fn end_object_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
             Ok(Some(s)) if s > len => Err(Error::Unsupported(format!(
                 "truncate (the object is {s} bytes, longer than the {len} written)"
             ))),
-            _ => Ok(()),
+            Ok(_) | Err(Error::Unsupported(_)) => Ok(()),
+            // Unchecked is not done (capi_sequence found this failure ignored).
+            Err(e) => Err(e),
         },
         other => other,
     }

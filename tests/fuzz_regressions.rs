@@ -174,14 +174,20 @@ fn dead_bytes_ignores_entries_that_overflow() {
     assert_eq!(index.dead_bytes(&layout, 100), 58);
 }
 
-/// A back end that can write and tell its size but not truncate.
-struct NoTruncate(zarrshard::MemoryIo);
+/// A back end that can write and tell its size (or fail to, when `.1`) but not truncate.
+struct NoTruncate(zarrshard::MemoryIo, bool);
 
 impl zarrshard::ShardIo for NoTruncate {
     fn read(&self, r: zarrshard::ByteRange) -> zarrshard::Result<Option<zarrshard::ReadOutput>> {
         self.0.read(r)
     }
     fn size(&self) -> zarrshard::Result<Option<u64>> {
+        if self.1 {
+            return Err(zarrshard::Error::Io {
+                code: 5,
+                message: "size failed".into(),
+            });
+        }
         self.0.size()
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> zarrshard::Result<()> {
@@ -196,7 +202,7 @@ fn streaming_over_a_longer_object_without_truncate_is_refused() {
     // last bytes were not its index. Now, when `size` shows a longer object, finalize refuses.
     use zarrshard::{ShardWriter, WriteOptions, WriteStrategy};
     let (layout, _) = plain_index(&[(0, 0); 2]);
-    let io = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]));
+    let io = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]), false);
     let mut w = ShardWriter::new(
         std::sync::Arc::new(layout),
         io,
@@ -212,7 +218,7 @@ fn streaming_over_a_longer_object_without_truncate_is_refused() {
     );
     // A new object needs no truncate.
     let (layout, _) = plain_index(&[(0, 0); 2]);
-    let io = NoTruncate(zarrshard::MemoryIo::new());
+    let io = NoTruncate(zarrshard::MemoryIo::new(), false);
     let mut w = ShardWriter::new(
         std::sync::Arc::new(layout),
         io,
@@ -225,4 +231,28 @@ fn streaming_over_a_longer_object_without_truncate_is_refused() {
         w.finalize().unwrap(),
         zarrshard::Finalized::Written { size: 33 }
     );
+}
+
+#[test]
+fn a_failing_size_check_fails_the_finalize() {
+    // Found by capi_sequence: without `truncate`, a `size` callback that failed was taken as
+    // "not longer", and a buffered finalize over a 198-byte object reported an 86-byte shard.
+    use zarrshard::{ShardWriter, WriteOptions, WriteStrategy};
+    for strategy in [WriteStrategy::Buffered, WriteStrategy::Streaming] {
+        let (layout, _) = plain_index(&[(0, 0); 2]);
+        let io = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]), true);
+        let mut w = ShardWriter::new(
+            std::sync::Arc::new(layout),
+            io,
+            strategy,
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.write_chunk(&[1], &[5]).unwrap();
+        let err = w.finalize().unwrap_err();
+        assert!(
+            matches!(&err, zarrshard::Error::Io { code: 5, .. }),
+            "{strategy:?}: {err}"
+        );
+    }
 }
