@@ -195,40 +195,35 @@ impl zarrshard::ShardIo for NoTruncate {
     }
 }
 
+/// Write inner chunk 0 of a two-chunk shard (1 byte, then a 32-byte index) over `io`, and
+/// finalize.
+fn finalize_one_chunk(
+    strategy: zarrshard::WriteStrategy,
+    io: NoTruncate,
+) -> zarrshard::Result<zarrshard::Finalized> {
+    let (layout, _) = plain_index(&[(0, 0); 2]);
+    let options = zarrshard::WriteOptions::default();
+    let mut w = zarrshard::ShardWriter::new(std::sync::Arc::new(layout), io, strategy, options)?;
+    w.write_chunk(&[0], &[5])?;
+    w.finalize()
+}
+
 #[test]
 fn streaming_over_a_longer_object_without_truncate_is_refused() {
     // Found by capi_sequence: a streaming (or update) finalize ignored a missing `truncate`,
     // reported success, and left the older object's tail after the new index, so the shard's
     // last bytes were not its index. Now, when `size` shows a longer object, finalize refuses.
-    use zarrshard::{ShardWriter, WriteOptions, WriteStrategy};
-    let (layout, _) = plain_index(&[(0, 0); 2]);
-    let io = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]), false);
-    let mut w = ShardWriter::new(
-        std::sync::Arc::new(layout),
-        io,
-        WriteStrategy::Streaming,
-        WriteOptions::default(),
-    )
-    .unwrap();
-    w.write_chunk(&[0], &[5]).unwrap();
+    let streaming = zarrshard::WriteStrategy::Streaming;
+    let old = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]), false);
     // One 1-byte chunk, then the 32-byte index: 33 bytes of a 200-byte object.
     assert_eq!(
-        w.finalize().unwrap_err().to_string(),
+        finalize_one_chunk(streaming, old).unwrap_err().to_string(),
         "operation not supported by the I/O back end: truncate (the object is 200 bytes, longer than the 33 written)"
     );
     // A new object needs no truncate.
-    let (layout, _) = plain_index(&[(0, 0); 2]);
-    let io = NoTruncate(zarrshard::MemoryIo::new(), false);
-    let mut w = ShardWriter::new(
-        std::sync::Arc::new(layout),
-        io,
-        WriteStrategy::Streaming,
-        WriteOptions::default(),
-    )
-    .unwrap();
-    w.write_chunk(&[0], &[5]).unwrap();
+    let new = NoTruncate(zarrshard::MemoryIo::new(), false);
     assert_eq!(
-        w.finalize().unwrap(),
+        finalize_one_chunk(streaming, new).unwrap(),
         zarrshard::Finalized::Written { size: 33 }
     );
 }
@@ -237,19 +232,10 @@ fn streaming_over_a_longer_object_without_truncate_is_refused() {
 fn a_failing_size_check_fails_the_finalize() {
     // Found by capi_sequence: without `truncate`, a `size` callback that failed was taken as
     // "not longer", and a buffered finalize over a 198-byte object reported an 86-byte shard.
-    use zarrshard::{ShardWriter, WriteOptions, WriteStrategy};
-    for strategy in [WriteStrategy::Buffered, WriteStrategy::Streaming] {
-        let (layout, _) = plain_index(&[(0, 0); 2]);
+    use zarrshard::WriteStrategy::{Buffered, Streaming};
+    for strategy in [Buffered, Streaming] {
         let io = NoTruncate(zarrshard::MemoryIo::from_bytes(vec![7; 200]), true);
-        let mut w = ShardWriter::new(
-            std::sync::Arc::new(layout),
-            io,
-            strategy,
-            WriteOptions::default(),
-        )
-        .unwrap();
-        w.write_chunk(&[1], &[5]).unwrap();
-        let err = w.finalize().unwrap_err();
+        let err = finalize_one_chunk(strategy, io).unwrap_err();
         assert!(
             matches!(&err, zarrshard::Error::Io { code: 5, .. }),
             "{strategy:?}: {err}"

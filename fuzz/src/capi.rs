@@ -392,17 +392,16 @@ impl Sequence<'_> {
         self.cfg.chunk.iter().product::<u64>() as usize * self.cfg.elem
     }
 
+    fn chunks_per_shard(&self) -> Vec<u64> {
+        let shape = self.cfg.shape.iter().zip(self.cfg.chunk);
+        shape.map(|(s, c)| s / c).collect()
+    }
+
     /// Coordinates from the input: usually in range, sometimes one past; the rank usually
     /// right. Returns the coordinates, the rank to pass, and the linear index when valid.
     fn coords(&self, input: &mut Cursor) -> (Vec<u64>, usize, Option<usize>) {
         let b = input.u8();
-        let per: Vec<u64> = self
-            .cfg
-            .shape
-            .iter()
-            .zip(self.cfg.chunk)
-            .map(|(s, c)| s / c)
-            .collect();
+        let per = self.chunks_per_shard();
         let mut coords: Vec<u64> = per.iter().map(|&p| input.u8() as u64 % (p + 1)).collect();
         let mut rank = coords.len();
         if b % 16 == 0 {
@@ -519,13 +518,7 @@ impl Sequence<'_> {
 
     /// Linear index of `coords` when they are in range.
     fn linear(&self, coords: &[u64]) -> Option<usize> {
-        let per: Vec<u64> = self
-            .cfg
-            .shape
-            .iter()
-            .zip(self.cfg.chunk)
-            .map(|(s, c)| s / c)
-            .collect();
+        let per = self.chunks_per_shard();
         let valid = coords.len() == per.len() && coords.iter().zip(&per).all(|(c, p)| c < p);
         valid.then(|| {
             coords
