@@ -2,6 +2,8 @@
 # Every test: the Rust unit, integration and property tests, then interoperability against
 # zarr-python and tensorstore (installed from PyPI into .venv by scripts/venv.sh), which write
 # a matrix of sharded arrays that `zarrshard export` must reproduce byte for byte.
+# Then a short fuzzing run of every fuzz target (scripts/fuzz.sh) and Miri over the core's tests
+# (scripts/miri.sh); each installs its tools (cargo-fuzz, nightly miri) or prints SKIP.
 # Idempotent; needs only the Rust toolchain and python3 (python3-venv is installed if missing).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,6 +50,12 @@ c_status=${PIPESTATUS[0]}
 echo "== Rust under ThreadSanitizer: nightly, -Zbuild-std (scripts/tsan.sh)"
 bash scripts/tsan.sh 2>&1 | tee "$LOG/tsan.log"
 tsan_status=${PIPESTATUS[0]}
+echo "== fuzz: every target of fuzz/ for ${FUZZ_SECONDS:-20} s from the committed corpus (longer: scripts/fuzz.sh 600)"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" 2>&1 | tee "$LOG/fuzz.log"
+fuzz_status=${PIPESTATUS[0]}
+echo "== miri: the core's tests that Miri can run (no C codecs)"
+bash scripts/miri.sh 2>&1 | tee "$LOG/miri.log"
+miri_status=${PIPESTATUS[0]}
 bind_status=0
 for lang in cpp java julia; do
     [ -x "bindings/$lang/run.sh" ] || [ -f "bindings/$lang/run.sh" ] || continue
@@ -59,9 +67,9 @@ set -e
 
 # One closing line over everything that ran.
 # Count each runner once: cargo's "test result:" lines, and each other suite's closing line.
-closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/repack.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG/tsan.log" "$LOG"/bind-*.log; }
+closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/repack.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG/tsan.log" "$LOG/fuzz.log" "$LOG/miri.log" "$LOG"/bind-*.log; }
 results=$( (grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$LOG/cargo.log"; closing) )
 passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$miri_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]

@@ -111,9 +111,14 @@ impl ShardIndex {
     }
 
     /// Bytes of an object of `object_size` that no stored inner chunk covers, index excluded
-    /// (what compaction reclaims). Overlapping entries count once.
+    /// (what compaction reclaims). Overlapping entries count once; entries that fail
+    /// validation cover nothing (so an unchecked index cannot overflow the sum).
     pub fn dead_bytes(&self, layout: &ShardLayout, object_size: u64) -> u64 {
-        let mut ranges: Vec<(u64, u64)> = self.stored().map(|(_, l)| (l.offset, l.end())).collect();
+        let mut ranges: Vec<(u64, u64)> = self
+            .stored()
+            .filter(|(i, _)| self.check_entry(*i, layout, Some(object_size)).is_ok())
+            .map(|(_, l)| (l.offset, l.end()))
+            .collect();
         ranges.sort_unstable();
         let (mut covered, mut reach) = (0u64, 0u64);
         for (s, e) in ranges {
@@ -237,9 +242,12 @@ impl ShardIndex {
             let offset = u64::from_le_bytes(pair[..8].try_into().unwrap());
             let nbytes = u64::from_le_bytes(pair[8..].try_into().unwrap());
             let empty = (offset & nbytes) == EMPTY;
+            // One field alone may not be the marker, even where the object size is unknown and
+            // `(2^64-1, 0)` or `(0, 2^64-1)` would fit.
+            let one_marker = (offset == EMPTY) | (nbytes == EMPTY);
             // `offset <= end` first, so `end - offset` cannot underflow when it matters.
             let inside = (offset >= start) & (offset <= end) & (nbytes <= end.wrapping_sub(offset));
-            all_ok &= empty | inside;
+            all_ok &= empty | (inside & !one_marker);
         }
         if !all_ok {
             for i in 0..self.num {

@@ -64,16 +64,7 @@ pub trait ShardIo: Send + Sync {
     /// old shard stays intact until the new one is complete.
     fn put(&self, data: &[u8]) -> Result<()> {
         self.write_at(0, data)?;
-        match self.truncate(data.len() as u64) {
-            Err(Error::Unsupported(_)) => match self.size() {
-                Ok(Some(s)) if s > data.len() as u64 => Err(Error::Unsupported(format!(
-                    "truncate (the object is {s} bytes, longer than the {} written)",
-                    data.len()
-                ))),
-                _ => Ok(()),
-            },
-            other => other,
-        }
+        end_object_at(self, data.len() as u64)
     }
 
     /// Shrink or grow the object to `len` bytes (after a rewrite shorter than the old object).
@@ -86,6 +77,24 @@ pub trait ShardIo: Send + Sync {
     /// Remove the object; removing a missing object is not an error. Optional.
     fn delete(&self) -> Result<()> {
         Err(Error::Unsupported("delete".into()))
+    }
+}
+
+/// Make `len` the end of an object just written up to `len`: truncate it, or, when the back
+/// end cannot truncate, make sure (with `size`, when available) that it is no longer — an
+/// older, longer object would otherwise keep its tail, and the index would not be at the end.
+/// Without `truncate` and `size` the host must start from a new object (the C contract).
+pub fn end_object_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
+    match io.truncate(len) {
+        Err(Error::Unsupported(_)) => match io.size() {
+            Ok(Some(s)) if s > len => Err(Error::Unsupported(format!(
+                "truncate (the object is {s} bytes, longer than the {len} written)"
+            ))),
+            Ok(_) | Err(Error::Unsupported(_)) => Ok(()),
+            // Unchecked is not done (capi_sequence found this failure ignored).
+            Err(e) => Err(e),
+        },
+        other => other,
     }
 }
 

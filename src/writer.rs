@@ -402,11 +402,9 @@ impl<I: ShardIo> ShardWriter<I> {
                     IndexLocation::End => (*next, *next + index_size),
                 };
                 self.io.write_at(at, &index)?;
-                // Cut off whatever an earlier, longer object left after the new end.
-                match self.io.truncate(end) {
-                    Ok(()) | Err(Error::Unsupported(_)) => {}
-                    Err(e) => return Err(e),
-                }
+                // Cut off whatever an earlier, longer object left after the new end, or refuse
+                // when that is not possible (the capi_sequence fuzz target found this ignored).
+                crate::io::end_object_at(&self.io, end)?;
                 Ok(Finalized::Written { size: end })
             }
         }

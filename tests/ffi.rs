@@ -170,8 +170,15 @@ fn last_error() -> String {
         .to_string()
 }
 
+#[cfg(not(miri))]
 const CONFIG: &str = r#"{"chunk_shape": [2, 2],
     "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}],
+    "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}"#;
+// zstd is C, which Miri cannot run (and Miri's Stacked Borrows check stops inside zlib-rs
+// 0.6.8's gzip encoder, not our code): under Miri the inner chunks are stored uncompressed.
+#[cfg(miri)]
+const CONFIG: &str = r#"{"chunk_shape": [2, 2],
+    "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}"#;
 
 fn codec() -> *mut shard_codec {
@@ -841,10 +848,16 @@ fn version_1_tables_vectored_reads_threads_clone_and_gap() {
         // A table from a version-1 header: exactly the first nine fields, nothing after them.
         let full = callbacks(&m);
         let v1_size = std::mem::offset_of!(shard_io_callbacks, read_vectored);
-        let mut bytes = vec![0u8; v1_size];
-        std::ptr::copy_nonoverlapping(&full as *const _ as *const u8, bytes.as_mut_ptr(), v1_size);
-        let mut v1 = bytes.into_boxed_slice();
-        (v1.as_mut_ptr() as *mut u32).write_unaligned(1);
+        // Words, not bytes: a host's table is aligned like the struct (Miri found the test
+        // passing a 1-aligned buffer).
+        let mut words = vec![0u64; v1_size.div_ceil(8)];
+        std::ptr::copy_nonoverlapping(
+            &full as *const _ as *const u8,
+            words.as_mut_ptr().cast::<u8>(),
+            v1_size,
+        );
+        let mut v1 = words.into_boxed_slice();
+        (v1.as_mut_ptr() as *mut u32).write(1);
         let mut h = null_mut();
         assert_eq!(
             shard_open(c, v1.as_ptr() as *const shard_io_callbacks, 0, &mut h),

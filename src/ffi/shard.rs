@@ -431,8 +431,8 @@ pub unsafe extern "C" fn shard_erase_chunk(
 ///
 /// Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_IO`,
 /// `SHARD_ERR_INVALID_STATE` (read handle, or finalized before), `SHARD_ERR_BUSY`,
-/// `SHARD_ERR_UNSUPPORTED` (no `write`, or no `remove` when the shard must be removed),
-/// `SHARD_ERR_PANIC`.
+/// `SHARD_ERR_UNSUPPORTED` (no `write`; no `remove` when the shard must be removed; no
+/// `truncate` while `size` reports a longer object than the shard written), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_finalize(
     shard: *const shard_handle,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Miri (nightly) over the core's tests that it can run: the unit tests, the C ABI driven from
+# Rust (tests/ffi.rs, inner chunks uncompressed under Miri), index validation, metadata errors, the spec examples, the writer,
+# file I/O, the older formats, and the fuzz corpus replay of the targets whose codecs are all
+# Rust. Skipped: tests that reach zstd or blosc (C code, which Miri cannot run) or gzip
+# encoding (Miri's Stacked Borrows check stops inside zlib-rs 0.6.8's encoder drop), and the
+# property, CLI and subprocess tests (too slow under Miri, or not Rust).
+#
+#   scripts/miri.sh
+#
+# Installs the nightly `miri` and `rust-src` components when missing; prints a SKIP line when
+# they cannot be fetched. Ends with `N passed, M failed` (Miri's test results summed).
+set -uo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+LOG="$REPO/target/miri.log"
+mkdir -p target
+
+for c in miri rust-src; do
+    if ! rustup +nightly component list --installed 2>/dev/null | grep -q "^$c"; then
+        rustup component add --toolchain nightly "$c" >/dev/null 2>&1 || {
+            echo "SKIP miri: the nightly $c component cannot be installed"
+            exit 0
+        }
+    fi
+done
+
+# File tests use the real file system.
+export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
+SKIP=(
+    # zstd / blosc are C
+    --skip bad_json_bad_arguments_and_statuses
+    --skip every_strategy_gives_the_same_content_and_no_dead_bytes
+    --skip update_sequences_then_compaction
+    # gzip / zlib encoding (zlib-rs)
+    --skip whole_shard_is_one_read
+    --skip v3_draft_keys_and_listing
+)
+cargo +nightly miri test --no-fail-fast --lib --test ffi --test index_validation --test metadata_errors \
+    --test spec_examples --test writer --test io --test legacy --test fuzz_regressions \
+    -- "${SKIP[@]}" 2>&1 | tee "$LOG"
+status=${PIPESTATUS[0]}
+results=$(grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$LOG")
+passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+echo "$passed passed, $failed failed"
+[ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
