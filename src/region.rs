@@ -120,13 +120,22 @@ impl<S: Store> Array<S> {
                         if !(corigin[0] <= r0 && r0 < corigin[0] + inner[0]) {
                             continue;
                         }
-                        match &w.fetched {
-                            Some(f) => f.decode_into(k, &mut chunk)?,
-                            None => layout.inner_repr().fill_value.fill(&mut chunk),
-                        }
+                        let encoded = w.fetched.as_ref().and_then(|f| f.encoded(k));
+                        // Uncompressed native chunks are copied straight from the fetched bytes.
+                        let src: &[u8] = match (encoded, &w.fetched) {
+                            (Some(e), _) if layout.as_decoded(e).is_some() => e,
+                            (_, Some(f)) => {
+                                f.decode_into(k, &mut chunk)?;
+                                &chunk
+                            }
+                            (_, None) => {
+                                layout.inner_repr().fill_value.fill(&mut chunk);
+                                &chunk
+                            }
+                        };
                         let (bs, be) = intersect(&band_start, &band_shape, &corigin, &inner);
                         nd::copy_box(
-                            &chunk,
+                            src,
                             &inner,
                             &sub(&bs, &corigin),
                             band,

@@ -316,6 +316,13 @@ impl ShardLayout {
             .map_err(|e| e.at_chunk(&nd::unravel(i as u64, &self.chunks_per_shard)))
     }
 
+    /// `encoded` itself when inner chunks are stored as their native bytes (the `bytes` codec
+    /// alone, native order) and it has the decoded size: then it *is* the decoded chunk and
+    /// can be copied into place without a decode step.
+    pub fn as_decoded<'a>(&self, encoded: &'a [u8]) -> Option<&'a [u8]> {
+        (self.plain && encoded.len() == self.inner_byte_size()).then_some(encoded)
+    }
+
     /// Origin, in shard elements, of inner chunk `i`.
     pub fn chunk_origin(&self, i: usize) -> Vec<u64> {
         nd::unravel(i as u64, &self.chunks_per_shard)
@@ -399,9 +406,9 @@ impl ShardLayout {
             let (zeros, mut origin) = (vec![0u64; rank], vec![0u64; rank]);
             for i in row * per_row..(row + 1) * per_row {
                 let Some(bytes) = bytes_of(i) else { continue };
-                let src: &[u8] = if self.plain && bytes.len() == self.inner_byte_size() {
+                let src: &[u8] = if let Some(decoded) = self.as_decoded(bytes) {
                     // Uncompressed, native order: copy from the object straight into place.
-                    bytes
+                    decoded
                 } else if contiguous {
                     self.decode_chunk_into(i, bytes, slab)?;
                     continue;

@@ -1361,6 +1361,23 @@ fn main() {
             }));
         }
         {
+            // The decode alone: `ShardLayout::decode_shard_into` from the object in memory.
+            let arr = zs_open(&dir).unwrap();
+            let layout = arr.metadata().shard_layout().ok_or("not sharded").unwrap();
+            let object = std::fs::read(dir.join(arr.shard_key(&SHARD))).unwrap();
+            let want = &want;
+            let mut out = vec![0u8; SHARD_BYTES];
+            runners.push(Runner::zs("zarrshard: ShardLayout::decode_shard_into (object in memory)", 2, move |check| {
+                let clk = Clock::start();
+                layout.decode_shard_into(&object, &mut out).s()?;
+                let s = clk.stop();
+                if check {
+                    same(&out, want, "zarrshard")?;
+                }
+                Ok(s)
+            }));
+        }
+        {
             let arr = ZArray::open(Arc::new(FilesystemStore::new(&dir).unwrap()), "/").unwrap();
             let want = &want;
             let opts = zopts(None);
