@@ -495,6 +495,35 @@ shard_status shard_array_refs(const shard_array *array,
                               size_t *written_out);
 
 /**
+ * Write the array's kerchunk reference set in the Parquet layout of fsspec's
+ * `LazyReferenceMapper` (as `zarrshard refs --format parquet` does) as objects of the host's
+ * store `out`: `NAME/refs.<n>.parq` (file `n` holds the chunks numbered `n × record_size ..`
+ * in C order of the unsharded chunk grid, one row each; an empty chunk's row carries the
+ * encoded fill chunk in `raw`, which fsspec reads as the fill value) and, last, `.zmetadata`
+ * (Zarr v2 metadata: the only kind fsspec reads in this layout). Each object is written with
+ * one `write` (plus `truncate`) through the table `out`'s `open_object` returns. `name`
+ * (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
+ * 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
+ * whether its callbacks may run on worker threads (they are called on this thread here).
+ *
+ * Thread-safe (not while another thread writes the array).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
+ * empty or invalid name, `record_size` 0, `out` version 0 or no `open_object`, the array not
+ * sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
+ * `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
+ * the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
+ * `SHARD_ERR_UNSUPPORTED` (an object table of `out` without `write`, or without `truncate`
+ * over a longer object; a library built without the `parquet` feature), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_refs_parquet(const shard_array *array,
+                                      const char *url_prefix,
+                                      size_t url_prefix_len,
+                                      const char *name,
+                                      size_t name_len,
+                                      uint64_t record_size,
+                                      const shard_store_callbacks *out);
+
+/**
  * Build a codec from a Zarr v3 array `zarr.json` (`json`, `json_len` bytes of UTF-8, no NUL
  * needed). The array's `codecs` must contain `sharding_indexed` as the array→bytes codec and
  * no bytes→bytes codec after it (inner chunks could not be read one by one). With array→array

@@ -409,7 +409,21 @@ impl References {
 }
 
 #[cfg(feature = "parquet")]
-pub use parquet_out::write_parquet;
+pub use parquet_out::{write_parquet, write_parquet_to};
+
+/// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
+#[cfg(not(feature = "parquet"))]
+pub fn write_parquet_to(
+    _refs: &References,
+    _url_prefix: &str,
+    _name: &str,
+    _record_size: u64,
+    _out: &dyn crate::store::Store,
+) -> Result<()> {
+    Err(Error::Unsupported(
+        "Parquet output (zarrshard was built without the `parquet` feature)".into(),
+    ))
+}
 
 #[cfg(feature = "parquet")]
 mod parquet_out {
@@ -450,6 +464,39 @@ mod parquet_out {
         record_size: u64,
         out: &Path,
     ) -> Result<()> {
+        check_parquet_args(refs, name, record_size)?;
+        if out.exists() && !(out.is_dir() && std::fs::read_dir(out)?.next().is_none()) {
+            return Err(Error::InvalidArgument(format!(
+                "{} exists and is not an empty directory",
+                out.display()
+            )));
+        }
+        std::fs::create_dir_all(out)?;
+        write_files(
+            refs,
+            url_prefix,
+            name,
+            record_size,
+            &crate::store::FsStore::new(out),
+        )
+    }
+
+    /// [`write_parquet`] into any [`Store`](crate::store::Store): the objects `.zmetadata` and
+    /// `NAME/refs.<n>.parq` (each file built in memory, then one `set`), `.zmetadata` last so
+    /// a reader never finds it before the files it names.
+    pub fn write_parquet_to(
+        refs: &References,
+        url_prefix: &str,
+        name: &str,
+        record_size: u64,
+        out: &dyn crate::store::Store,
+    ) -> Result<()> {
+        check_parquet_args(refs, name, record_size)?;
+        write_files(refs, url_prefix, name, record_size, out)
+    }
+
+    /// What the Parquet layout needs, checked before anything is written.
+    fn check_parquet_args(refs: &References, name: &str, record_size: u64) -> Result<()> {
         let u = &refs.unsharded;
         if u.format != (super::MetadataFormat::V2 { separator: '.' }) {
             return Err(Error::InvalidArgument(
@@ -466,16 +513,20 @@ mod parquet_out {
                 "invalid array name `{name}`"
             )));
         }
-        if out.exists() && !(out.is_dir() && std::fs::read_dir(out)?.next().is_none()) {
-            return Err(Error::InvalidArgument(format!(
-                "{} exists and is not an empty directory",
-                out.display()
-            )));
-        }
+        Ok(())
+    }
+
+    fn write_files(
+        refs: &References,
+        url_prefix: &str,
+        name: &str,
+        record_size: u64,
+        out: &dyn crate::store::Store,
+    ) -> Result<()> {
+        let u = &refs.unsharded;
         let fill = u.encoded_fill_chunk()?;
         let prefix = url_prefix.trim_end_matches('/');
         let total = crate::codec::checked_product(&u.grid_shape)?;
-        std::fs::create_dir_all(out.join(name))?;
         let schema = Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?);
         // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
         // dictionary page for a column whose values are all null. zstd, as fsspec writes.
@@ -513,8 +564,7 @@ mod parquet_out {
                     }
                 }
             }
-            let file = std::fs::File::create(out.join(name).join(format!("refs.{file_no}.parq")))?;
-            let mut writer = SerializedFileWriter::new(file, schema.clone(), props.clone())
+            let mut writer = SerializedFileWriter::new(Vec::new(), schema.clone(), props.clone())
                 .map_err(parquet_error)?;
             let mut group = writer.next_row_group().map_err(parquet_error)?;
             let mut column = 0;
@@ -534,11 +584,12 @@ mod parquet_out {
                 column += 1;
             }
             group.close().map_err(parquet_error)?;
-            writer.close().map_err(parquet_error)?;
+            let file = writer.into_inner().map_err(parquet_error)?;
+            out.set(&format!("{name}/refs.{file_no}.parq"), &file)?;
         }
         let zmetadata = serde_json::to_vec(&refs.parquet_zmetadata(name, record_size))
             .expect("JSON values serialise");
-        std::fs::write(out.join(".zmetadata"), zmetadata)?;
+        out.set(".zmetadata", &zmetadata)?;
         Ok(())
     }
 }

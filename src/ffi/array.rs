@@ -355,3 +355,51 @@ pub unsafe extern "C" fn shard_array_refs(
         Ok(())
     })
 }
+
+/// Write the array's kerchunk reference set in the Parquet layout of fsspec's
+/// `LazyReferenceMapper` (as `zarrshard refs --format parquet` does) as objects of the host's
+/// store `out`: `NAME/refs.<n>.parq` (file `n` holds the chunks numbered `n × record_size ..`
+/// in C order of the unsharded chunk grid, one row each; an empty chunk's row carries the
+/// encoded fill chunk in `raw`, which fsspec reads as the fill value) and, last, `.zmetadata`
+/// (Zarr v2 metadata: the only kind fsspec reads in this layout). Each object is written with
+/// one `write` (plus `truncate`) through the table `out`'s `open_object` returns. `name`
+/// (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
+/// 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
+/// whether its callbacks may run on worker threads (they are called on this thread here).
+///
+/// Thread-safe (not while another thread writes the array).
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
+/// empty or invalid name, `record_size` 0, `out` version 0 or no `open_object`, the array not
+/// sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
+/// `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
+/// the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
+/// `SHARD_ERR_UNSUPPORTED` (an object table of `out` without `write`, or without `truncate`
+/// over a longer object; a library built without the `parquet` feature), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_refs_parquet(
+    array: *const shard_array,
+    url_prefix: *const c_char,
+    url_prefix_len: usize,
+    name: *const c_char,
+    name_len: usize,
+    record_size: u64,
+    out: *const shard_store_callbacks,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
+        let name = unsafe { text(name, name_len, "name") }?;
+        let out = *unsafe { out.as_ref() }.ok_or(Failure::Null("out"))?;
+        if out.version < 1 || out.open_object.is_none() {
+            return Err(Error::InvalidArgument(
+                "the output store needs version >= 1 and open_object".into(),
+            )
+            .into());
+        }
+        let refs = References::from_array(&h.array, MetadataFormat::V2 { separator: '.' })?;
+        let out = CallbackStore { cb: out };
+        crate::refs::write_parquet_to(&refs, url_prefix, name, record_size, &out)?;
+        Ok(())
+    })
+}

@@ -131,6 +131,17 @@ FIXTURE=()
 if [ -x "$REPO/.venv/bin/python" ] &&
     "$REPO/.venv/bin/python" "$REPO/bindings/make_fixture.py" "$OUT/fixture" >"$LOGS/fixture.log" 2>&1; then
     FIXTURE=("$OUT/fixture")
+    # Its Parquet reference set as `zarrshard refs` writes it, which test_region's C call
+    # must reproduce object for object.
+    rm -rf "$OUT/fixture-parquet"
+    if cargo build --release --bin zarrshard >>"$LOGS/fixture.log" 2>&1 &&
+        "$REPO/target/release/zarrshard" refs "$OUT/fixture/fixture.zarr" --format parquet \
+            --url-prefix http://example/fixture.zarr --name fixture --record-size 3 \
+            -o "$OUT/fixture-parquet" >>"$LOGS/fixture.log" 2>&1; then
+        FIXTURE+=("$OUT/fixture-parquet")
+    else
+        echo "FAIL making the Parquet reference set of the fixture (see $LOGS/fixture.log)"
+    fi
 else
     echo "SKIP test_region's zarr-python fixture (no .venv, or see $LOGS/fixture.log)"
 fi

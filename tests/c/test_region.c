@@ -5,7 +5,8 @@
  * here, the storage requests a region costs, every argument error, a failing store, and that
  * a second concurrent writer is refused with SHARD_ERR_BUSY. A read-only directory store
  * (posix_io) reads the zarr-python fixture (bindings/make_fixture.py) region by region, equal
- * to its expected values, when its path is given: test_region [FIXTURE_DIR].
+ * to its expected values, when its path is given, and writes its Parquet reference set
+ * equal to `zarrshard refs`' files: test_region [FIXTURE_DIR [PARQUET_DIR]].
  * One line per test, then `N passed, M failed`.
  */
 #define _XOPEN_SOURCE 700
@@ -468,6 +469,88 @@ static void test_reference_set(void) {
     store_free(&s);
 }
 
+/* The Parquet reference set written through a host store equals, object for object, the
+ * files `zarrshard refs --format parquet` wrote for the same array (which tests/refs checks
+ * with fsspec and zarr-python): argv[2], made by tests/c/run.sh with --name fixture
+ * --record-size 3 --url-prefix http://example/fixture.zarr. */
+static const char *g_parquet_expected;
+
+static int same_as_file(mem_store *s, const char *key) {
+    char path[4096];
+    int i;
+    FILE *f;
+    long len;
+    uint8_t *want, *got;
+    int same;
+    for (i = 0; i < s->count; i++)
+        if (strcmp(s->keys[i], key) == 0) break;
+    if (i == s->count) return 0;
+    snprintf(path, sizeof path, "%s/%s", g_parquet_expected, key);
+    f = fopen(path, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    want = malloc((size_t)len + 1);
+    got = malloc((size_t)len + 1);
+    same = fread(want, 1, (size_t)len, f) == (size_t)len &&
+           mem_io_size(s->objects[i]) == (size_t)len &&
+           mem_io_copy(s->objects[i], got, (size_t)len) == (size_t)len &&
+           memcmp(want, got, (size_t)len) == 0;
+    fclose(f);
+    free(want);
+    free(got);
+    return same;
+}
+
+static void test_parquet_reference_set(void) {
+    char path[4096], *json, key[64];
+    FILE *f;
+    long len;
+    shard_store_callbacks in, out_t;
+    shard_array *a = NULL;
+    mem_store out;
+    const char *url = "http://example/fixture.zarr";
+    int n;
+    snprintf(path, sizeof path, "%s/fixture.zarr/zarr.json", g_fixture);
+    f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    json = malloc((size_t)len);
+    CHECK(fread(json, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    memset(&in, 0, sizeof in);
+    in.version = SHARD_STORE_VERSION;
+    in.userdata = (void *)g_fixture;
+    in.open_object = dir_open;
+    EXPECT(shard_array_open(json, (size_t)len, &in, &a), SHARD_OK);
+    store_init(&out);
+    out_t = store_table(&out);
+    EXPECT(shard_array_refs_parquet(a, url, strlen(url), "fixture", 7, 3, &out_t), SHARD_OK);
+    CHECK(out.destroyed == 0); /* borrowed, not owned */
+    /* 64x64 of 16x16 chunks: 16 records, 3 per file: files 0..5 and .zmetadata. */
+    CHECK(out.count == 7);
+    CHECK(same_as_file(&out, ".zmetadata"));
+    for (n = 0; n < 6; n++) {
+        snprintf(key, sizeof key, "fixture/refs.%d.parq", n);
+        CHECK(same_as_file(&out, key));
+    }
+    EXPECT(shard_array_refs_parquet(a, url, strlen(url), "", 0, 3, &out_t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_parquet(a, url, strlen(url), "fixture", 7, 0, &out_t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_parquet(a, url, strlen(url), "fixture", 7, 3, NULL),
+           SHARD_ERR_NULL_POINTER);
+    out.fail_open = 28;
+    EXPECT(shard_array_refs_parquet(a, url, strlen(url), "fixture", 7, 3, &out_t), SHARD_ERR_IO);
+    shard_array_close(a);
+    store_free(&out);
+    free(json);
+}
+
 int main(int argc, char **argv) {
     RUN(test_regions_match_the_model);
     RUN(test_requests_per_region);
@@ -477,6 +560,10 @@ int main(int argc, char **argv) {
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);
+    }
+    if (argc > 2) {
+        g_parquet_expected = argv[2];
+        RUN(test_parquet_reference_set);
     }
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed != 0;

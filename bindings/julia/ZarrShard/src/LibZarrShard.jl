@@ -200,6 +200,19 @@ function shard_array_refs(array, format, zarr_format, url_prefix, url_prefix_len
           written_out)
 end
 
+"""
+`shard_status shard_array_refs_parquet(const shard_array *array, const char *url_prefix,
+size_t url_prefix_len, const char *name, size_t name_len, uint64_t record_size,
+const shard_store_callbacks *out)`
+"""
+function shard_array_refs_parquet(array, url_prefix, url_prefix_len, name, name_len,
+                                  record_size, out)
+    ccall((:shard_array_refs_parquet, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t, UInt64,
+           Ref{shard_store_callbacks}),
+          array, url_prefix, url_prefix_len, name, name_len, record_size, out)
+end
+
 "`shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard_codec **codec_out)`"
 function shard_codec_from_zarr_json(json, json_len, codec_out)
     ccall((:shard_codec_from_zarr_json, libzarrshard), Cint,
