@@ -7,38 +7,13 @@
 //! The figures printed (`hostile: …`) are the ones quoted in the README.
 
 use serde_json::{json, Value};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use zarrshard::*;
 
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(l.size(), Ordering::SeqCst) + l.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(l) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(l.size(), Ordering::SeqCst) + l.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        CURRENT.fetch_sub(l.size(), Ordering::SeqCst);
-    }
-}
+#[path = "common/alloc.rs"]
+mod alloc;
+use alloc::{peak_during, Counting};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -50,14 +25,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Peak bytes allocated above the level at the start while `f` runs (other tests may allocate
-/// meanwhile, which only makes the figure larger: the bounds below are still upper bounds).
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
-    let out = f();
-    (out, PEAK.load(Ordering::SeqCst).saturating_sub(base))
-}
+// `peak_during` (other tests may allocate meanwhile, which only makes the figure larger: the
+// bounds below are still upper bounds).
 
 const BYTES_LE: &str = r#"{"name": "bytes", "configuration": {"endian": "little"}}"#;
 

@@ -3,43 +3,18 @@
 //! for contrast, holds the encoded shard (which shows the measurement can fail).
 
 use serde_json::json;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use zarrshard::*;
 
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(l.size(), Ordering::SeqCst) + l.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        CURRENT.fetch_sub(l.size(), Ordering::SeqCst);
-    }
-}
+#[path = "common/alloc.rs"]
+mod alloc;
+use alloc::{peak_during, Counting};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
 /// The two measurements must not overlap with each other (tests run on threads).
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Peak bytes allocated above the level at the start, while `f` runs.
-fn peak_during(f: impl FnOnce()) -> usize {
-    let base = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
-    f();
-    PEAK.load(Ordering::SeqCst) - base
-}
 
 const CHUNK: usize = 32 * 32 * 2; // 2 KiB inner chunks of uint16
 
@@ -64,7 +39,7 @@ fn run(strategy: WriteStrategy) -> (usize, usize, u64) {
     // Noise that zstd cannot shrink much, so encoded chunks are about CHUNK bytes each.
     let mut x = 0x9E37_79B9u32;
     let mut chunk = vec![0u8; CHUNK];
-    let peak = peak_during(|| {
+    let ((), peak) = peak_during(|| {
         let mut w =
             ShardWriter::new(layout.clone(), &io, strategy, WriteOptions::default()).unwrap();
         for i in 0..4096u64 {

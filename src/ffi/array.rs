@@ -2,7 +2,7 @@
 //! `shard_io_callbacks`), for reading and writing regions across shards and inner chunks.
 
 use super::codec::{copy_string, shard_codec, CodecHandle};
-use super::error::{guard, Failure};
+use super::error::{guard, Failure, FfiResult};
 use super::handle::{bytes, bytes_mut, out, text, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
@@ -213,6 +213,20 @@ pub unsafe extern "C" fn shard_array_codec(
     })
 }
 
+/// The handle and region of a call.
+unsafe fn region_args<'a>(
+    array: *const shard_array,
+    start: *const u64,
+    shape: *const u64,
+    rank: usize,
+) -> FfiResult<(&'a ArrayHandle, &'a [u64], &'a [u64])> {
+    // SAFETY: per the callers' contract.
+    let h = unsafe { shard_array::borrow(array, "array") }?;
+    let start = unsafe { bytes(start, rank, "start") }?;
+    let shape = unsafe { bytes(shape, rank, "shape") }?;
+    Ok((h, start, shape))
+}
+
 /// Read the region of extent `shape` at `start` (each `rank` values, array coordinates) into
 /// `buf` (`len` bytes, which must be the region's element count × the element size): C order,
 /// native byte order; the fill value where nothing is stored. Per shard touched: one read of
@@ -237,9 +251,7 @@ pub unsafe extern "C" fn shard_array_read_region(
 ) -> shard_status {
     guard(|| {
         // SAFETY: per the documented contract.
-        let h = unsafe { shard_array::borrow(array, "array") }?;
-        let start = unsafe { bytes(start, rank, "start") }?;
-        let shape = unsafe { bytes(shape, rank, "shape") }?;
+        let (h, start, shape) = unsafe { region_args(array, start, shape, rank) }?;
         let buf = unsafe { bytes_mut(buf, len, "buf") }?;
         Ok(h.array.read_region(start, shape, buf)?)
     })
@@ -269,9 +281,7 @@ pub unsafe extern "C" fn shard_array_write_region(
 ) -> shard_status {
     guard(|| {
         // SAFETY: per the documented contract.
-        let h = unsafe { shard_array::borrow(array, "array") }?;
-        let start = unsafe { bytes(start, rank, "start") }?;
-        let shape = unsafe { bytes(shape, rank, "shape") }?;
+        let (h, start, shape) = unsafe { region_args(array, start, shape, rank) }?;
         let data = unsafe { bytes(data, len, "data") }?;
         let _exclusive = match h.writing.try_lock() {
             Ok(g) => g,
