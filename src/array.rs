@@ -128,10 +128,12 @@ impl<S: Store> Array<S> {
         &self.format
     }
 
+    /// The parsed metadata.
     pub fn metadata(&self) -> &ArrayMetadata {
         &self.meta
     }
 
+    /// The store the array lives in.
     pub fn store(&self) -> &S {
         &self.store
     }

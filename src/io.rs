@@ -224,6 +224,7 @@ impl FileIo {
         }
     }
 
+    /// The file this back end reads and writes.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -384,6 +385,7 @@ pub struct CountingIo<T> {
 }
 
 impl<T> CountingIo<T> {
+    /// Count the reads of `inner`, starting at zero.
     pub fn new(inner: T) -> Self {
         CountingIo {
             inner,

@@ -54,6 +54,7 @@ impl<I: ShardIo> ShardReader<I> {
         self.object_size
     }
 
+    /// The shard layout this reader decodes with.
     pub fn layout(&self) -> &Arc<ShardLayout> {
         &self.layout
     }

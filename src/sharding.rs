@@ -241,6 +241,7 @@ impl ShardLayout {
         )
     }
 
+    /// The sharding configuration.
     pub fn codec(&self) -> &ShardingCodec {
         &self.codec
     }
@@ -252,9 +253,11 @@ impl ShardLayout {
     pub fn inner_repr(&self) -> &ChunkRepr {
         &self.inner
     }
+    /// Inner chunks per shard, per dimension.
     pub fn chunks_per_shard(&self) -> &[u64] {
         &self.chunks_per_shard
     }
+    /// Inner chunks per shard in all (entries of the index).
     pub fn num_chunks(&self) -> usize {
         self.num_chunks
     }

@@ -44,12 +44,14 @@ pub struct FsStore {
 }
 
 impl FsStore {
+    /// The directory `root` (created on the first write when missing).
     pub fn new(root: impl AsRef<Path>) -> Self {
         FsStore {
             root: root.as_ref().to_path_buf(),
         }
     }
 
+    /// The directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -86,6 +88,7 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store.
     pub fn new() -> Self {
         Self::default()
     }
@@ -113,6 +116,7 @@ impl MemoryStore {
             .fold((0, 0), |(r, b), o| (r + o.reads(), b + o.bytes_read()))
     }
 
+    /// Zero the read counters of every object.
     pub fn reset_counts(&self) {
         let map = self.objects.lock().unwrap_or_else(|e| e.into_inner());
         map.values().for_each(|o| o.reset());

@@ -175,6 +175,7 @@ impl<I: ShardIo> ShardWriter<I> {
         })
     }
 
+    /// The shard layout this writer encodes with.
     pub fn layout(&self) -> &Arc<ShardLayout> {
         &self.layout
     }

@@ -548,6 +548,7 @@ pub struct Config<'a> {
 }
 
 impl<'a> Config<'a> {
+    /// The member `key`, if present.
     pub fn get(&self, key: &str) -> Option<&'a Value> {
         self.map.get(key)
     }
@@ -563,6 +564,7 @@ impl<'a> Config<'a> {
         ))
     }
 
+    /// The member `key` as a string; an error names the codec when it has another type.
     pub fn str(&self, key: &str) -> Result<Option<&'a str>> {
         match self.map.get(key) {
             None => Ok(None),
@@ -571,6 +573,7 @@ impl<'a> Config<'a> {
         }
     }
 
+    /// The member `key` as an integer; an error names the codec when it has another type.
     pub fn int(&self, key: &str) -> Result<Option<i64>> {
         match self.map.get(key) {
             None => Ok(None),
@@ -581,6 +584,7 @@ impl<'a> Config<'a> {
         }
     }
 
+    /// The member `key` as a boolean; an error names the codec when it has another type.
     pub fn bool(&self, key: &str) -> Result<Option<bool>> {
         match self.map.get(key) {
             None => Ok(None),
