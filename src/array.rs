@@ -105,11 +105,7 @@ impl<S: Store> Array<S> {
     pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
         let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
         store.set("zarr.json", &text)?;
-        Ok(Array {
-            meta,
-            store,
-            format: Format::V3,
-        })
+        Ok(Self::from_metadata(store, meta))
     }
 
     /// An array of a Zarr v3 `meta` whose document the caller already has, or will write

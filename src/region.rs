@@ -79,11 +79,17 @@ impl<S: Store> Array<S> {
                         Some(reader.fetch_chunks(&indices)?)
                     }
                 };
-                Ok(Wanted {
-                    origin,
-                    chunks,
-                    fetched,
-                })
+                let origins = chunks
+                    .iter()
+                    .map(|c| {
+                        c.iter()
+                            .zip(&inner)
+                            .zip(&origin)
+                            .map(|((c, i), o)| o + c * i)
+                            .collect()
+                    })
+                    .collect();
+                Ok(Wanted { origins, fetched })
             })?;
             // Phase 2: the output rows this row of shards covers, cut where inner chunks
             // start along the first dimension; each band is decoded into by one task.
@@ -109,15 +115,13 @@ impl<S: Store> Array<S> {
                 let mut band_shape = shape.to_vec();
                 band_shape[0] = r1 - r0;
                 let mut chunk = layout.inner_repr().filled()?;
+                // Where each chunk's part goes: reused for every chunk (no allocation per chunk).
+                let rank = shape.len();
+                let (mut from, mut to, mut extent) =
+                    (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
                 for w in &fetched {
-                    for (k, local) in w.chunks.iter().enumerate() {
-                        let corigin: Vec<u64> = w
-                            .origin
-                            .iter()
-                            .zip(local.iter().zip(&inner))
-                            .map(|(o, (c, i))| o + c * i)
-                            .collect();
-                        if !(corigin[0] <= r0 && r0 < corigin[0] + inner[0]) {
+                    for (k, c) in w.origins.iter().enumerate() {
+                        if !(c[0] <= r0 && r0 < c[0] + inner[0]) {
                             continue;
                         }
                         let encoded = w.fetched.as_ref().and_then(|f| f.encoded(k));
@@ -133,17 +137,12 @@ impl<S: Store> Array<S> {
                                 &chunk
                             }
                         };
-                        let (bs, be) = intersect(&band_start, &band_shape, &corigin, &inner);
-                        nd::copy_box(
-                            src,
-                            &inner,
-                            &sub(&bs, &corigin),
-                            band,
-                            &band_shape,
-                            &sub(&bs, &band_start),
-                            &be,
-                            elem,
-                        );
+                        for d in 0..rank {
+                            let lo = band_start[d].max(c[d]);
+                            let hi = (band_start[d] + band_shape[d]).min(c[d] + inner[d]);
+                            (from[d], to[d], extent[d]) = (lo - c[d], lo - band_start[d], hi - lo);
+                        }
+                        nd::copy_box(src, &inner, &from, band, &band_shape, &to, &extent, elem);
                     }
                 }
                 Ok(())
@@ -325,11 +324,10 @@ impl<S: Store> Array<S> {
     }
 }
 
-/// One shard's part of a region read: where the shard starts, the inner chunks the region
-/// touches (shard-local coordinates, C order), and their fetched bytes (`None`: no object).
+/// One shard's part of a region read: where each inner chunk the region touches starts (array
+/// coordinates, C order), and their fetched bytes (`None`: no object).
 struct Wanted {
-    origin: Vec<u64>,
-    chunks: Vec<Vec<u64>>,
+    origins: Vec<Vec<u64>>,
     fetched: Option<FetchedChunks>,
 }
 

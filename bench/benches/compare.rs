@@ -22,7 +22,6 @@
 //!   and gzip-1 compress/decompress of the same 64×64 inner chunks with reused contexts.
 //! * Peak heap comes from the counting global allocator below (all threads).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -39,57 +38,12 @@ use serde_json::{json, Value};
 // ---------------------------------------------------------------------------------------------
 // Counting allocator: current and peak heap bytes over all threads.
 
-struct CountingAlloc;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = CURRENT.fetch_add(n, Ordering::Relaxed) + n;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            grew(l.size());
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(l) };
-        if !p.is_null() {
-            grew(l.size());
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        CURRENT.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            if new >= l.size() {
-                grew(new - l.size());
-            } else {
-                CURRENT.fetch_sub(l.size() - new, Ordering::Relaxed);
-            }
-        }
-        q
-    }
-}
+#[path = "../../tests/common/alloc.rs"]
+mod alloc;
+use alloc::peak_during as peak_heap;
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
-
-/// Run `f` and return its result and the peak heap above what was allocated when it started.
-fn peak_heap<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
-    let out = f();
-    (out, PEAK.load(Ordering::SeqCst).saturating_sub(base))
-}
+static ALLOC: alloc::Counting = alloc::Counting;
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.

@@ -422,10 +422,7 @@ impl UserdataOwner {
     /// Take ownership of a table's `userdata`: call this only once the handle exists, so a
     /// failed `shard_open` leaves it with the host.
     pub(crate) fn of(cb: &shard_io_callbacks) -> Self {
-        UserdataOwner {
-            destroy: cb.destroy,
-            userdata: cb.userdata,
-        }
+        Self::of_store(cb.destroy, cb.userdata)
     }
 
     /// Take ownership of a store table's `userdata` (see [`UserdataOwner::of`]).

@@ -1,4 +1,5 @@
-//! A counting global allocator, for tests that measure peak heap use. A test binary installs
+//! A counting global allocator, for tests (and the benchmark, bench/benches/compare.rs) that
+//! measure peak heap use. A binary installs
 //! it with `#[global_allocator] static ALLOC: Counting = Counting;` and measures with
 //! [`peak_during`] (serialise the measurements: tests run on threads).
 
@@ -34,6 +35,19 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe { System.dealloc(p, l) };
         CURRENT.fetch_sub(l.size(), Ordering::SeqCst);
+    }
+    // In place where the system can: counting it as alloc + dealloc would report a peak of
+    // old + new size that never happened.
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            if new >= l.size() {
+                grew(new - l.size());
+            } else {
+                CURRENT.fetch_sub(l.size() - new, Ordering::SeqCst);
+            }
+        }
+        q
     }
 }
 
