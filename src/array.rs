@@ -305,25 +305,30 @@ impl<S: Store> Array<S> {
         let direct = strategy == WriteStrategy::Buffered
             && meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty();
-        for (slab_shape, places) in self.slabs() {
-            let mut slab = vec![0u8; slab_len(&slab_shape, meta)?];
-            input.read_exact(&mut slab).map_err(|e| match e.kind() {
+        let read_slab = |input: &mut dyn Read, shape: &[u64], slab: &mut Vec<u8>| {
+            slab.resize(slab_len(shape, meta)?, 0);
+            input.read_exact(slab).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => Error::InvalidArgument(format!(
                     "the input is shorter than the array's {total} bytes"
                 )),
                 _ => e.into(),
             })?;
-            raw_order(&mut slab, meta.data_type);
-            // The slab's shards are cut out, encoded and written in parallel.
+            raw_order(slab, meta.data_type);
+            Ok::<_, Error>(())
+        };
+        // The slab's shards are cut out, encoded and written in parallel.
+        let encode_slab = |slab: &[u8], slab_shape: &[u64], places: &[ShardPlace]| {
             parallel::map(places.len(), |k| {
                 let p = &places[k];
                 if direct {
-                    return self.import_shard_direct(&slab, &slab_shape, p, options);
+                    return self.write_shard_cut(
+                        &p.coords, slab, slab_shape, &p.in_slab, &p.region, options,
+                    );
                 }
                 let mut shard = meta.chunk_repr().filled()?;
                 nd::copy_box(
-                    &slab,
-                    &slab_shape,
+                    slab,
+                    slab_shape,
                     &p.in_slab,
                     &mut shard,
                     &meta.chunk_shape,
@@ -332,7 +337,26 @@ impl<S: Store> Array<S> {
                     elem,
                 );
                 self.write_shard_with(&p.coords, &shard, strategy, options)
-            })?;
+            })
+        };
+        // Two slab buffers, reused: the next row of shards is read on this thread while the
+        // pool encodes and writes the current one.
+        let slabs: Vec<(Vec<u64>, Vec<ShardPlace>)> = self.slabs().collect();
+        let (mut current, mut next) = (Vec::new(), Vec::new());
+        if let Some((shape, _)) = slabs.first() {
+            read_slab(input, shape, &mut current)?;
+        }
+        for (k, (shape, places)) in slabs.iter().enumerate() {
+            let (encoded, read) = parallel::overlap(
+                || encode_slab(&current, shape, places),
+                || match slabs.get(k + 1) {
+                    Some((next_shape, _)) => read_slab(input, next_shape, &mut next),
+                    None => Ok(()),
+                },
+            );
+            encoded?;
+            read?;
+            std::mem::swap(&mut current, &mut next);
         }
         if input.read(&mut [0u8])? != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -342,14 +366,18 @@ impl<S: Store> Array<S> {
         Ok(())
     }
 
-    /// Import one shard of a slab with the buffered writer, cutting each inner chunk straight
-    /// out of the slab (no shard-sized intermediate copy); chunks past the array's edge are
-    /// padded with the fill value.
-    fn import_shard_direct(
+    /// Write shard `coords` with the buffered writer from a larger C-order buffer `src` of
+    /// shape `src_shape`, in which the shard's origin is at `at` and `region` of it lies inside
+    /// the array: each inner chunk is cut straight out of `src` (no shard-sized intermediate
+    /// copy), chunks past the array's edge padded with the fill value. For sharded arrays
+    /// without array→array codecs or bytes→bytes codecs after sharding.
+    pub(crate) fn write_shard_cut(
         &self,
-        slab: &[u8],
-        slab_shape: &[u64],
-        p: &ShardPlace,
+        coords: &[u64],
+        src: &[u8],
+        src_shape: &[u64],
+        at: &[u64],
+        region: &[u64],
         options: WriteOptions,
     ) -> Result<Finalized> {
         let meta = &self.meta;
@@ -359,25 +387,25 @@ impl<S: Store> Array<S> {
         let encoded = layout.encode_chunks_with(options.store_fill_chunks, |i, chunk| {
             let origin = layout.chunk_origin(i);
             // Where the chunk starts in the slab, and how much of it lies inside the array.
-            let start: Vec<u64> = p.in_slab.iter().zip(&origin).map(|(a, b)| a + b).collect();
-            let region: Vec<u64> = (0..rank)
-                .map(|d| inner[d].min(p.region[d].saturating_sub(origin[d])))
+            let start: Vec<u64> = at.iter().zip(&origin).map(|(a, b)| a + b).collect();
+            let part: Vec<u64> = (0..rank)
+                .map(|d| inner[d].min(region[d].saturating_sub(origin[d])))
                 .collect();
-            if region != *inner {
+            if part != *inner {
                 meta.fill_value.fill(chunk);
             }
             nd::copy_box(
-                slab,
-                slab_shape,
+                src,
+                src_shape,
                 &start,
                 chunk,
                 inner,
                 &vec![0; rank],
-                &region,
+                &part,
                 elem,
             );
         })?;
-        let io = self.store.shard_io(&self.shard_key(&p.coords))?;
+        let io = self.store.shard_io(&self.shard_key(coords))?;
         let writer = ShardWriter::new(layout.clone(), io, WriteStrategy::Buffered, options)?;
         writer.finish_with(encoded)
     }

@@ -67,6 +67,14 @@ pub trait ShardIo: Send + Sync {
         end_object_at(self, data.len() as u64)
     }
 
+    /// [`ShardIo::put`] of the concatenation of `parts`: a buffered shard hands over its
+    /// encoded chunks and its index without first copying them into one buffer. The default
+    /// concatenates and calls `put` (one host write); [`FileIo`] writes the parts with
+    /// vectored writes (`writev`), so the shard is never assembled in memory.
+    fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
+        self.put(&parts.concat())
+    }
+
     /// Shrink or grow the object to `len` bytes (after a rewrite shorter than the old object).
     /// Optional.
     fn truncate(&self, len: u64) -> Result<()> {
@@ -98,6 +106,26 @@ pub fn end_object_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
     }
 }
 
+/// Write every byte of `parts`, in order, with as few `writev` calls as the kernel allows.
+fn write_all_parts(f: &mut File, parts: &[&[u8]]) -> std::io::Result<()> {
+    use std::io::{ErrorKind, IoSlice, Write};
+    let mut slices: Vec<IoSlice> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match f.write_vectored(rest) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// References and boxes of a back end are back ends (`Box<dyn ShardIo>` is what stores hand out).
 macro_rules! forward_shard_io {
     ($($ty:ty),*) => {$(
@@ -116,6 +144,9 @@ macro_rules! forward_shard_io {
             }
             fn put(&self, data: &[u8]) -> Result<()> {
                 (**self).put(data)
+            }
+            fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
+                (**self).put_parts(parts)
             }
             fn truncate(&self, len: u64) -> Result<()> {
                 (**self).truncate(len)
@@ -342,13 +373,19 @@ impl ShardIo for FileIo {
     }
 
     fn put(&self, data: &[u8]) -> Result<()> {
+        self.put_parts(&[data])
+    }
+
+    fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
         }
         let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
         tmp_name.push(format!(".tmp-{}", std::process::id()));
         let tmp = self.path.with_file_name(tmp_name);
-        let result = std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, &self.path));
+        let result = File::create(&tmp)
+            .and_then(|mut f| write_all_parts(&mut f, parts))
+            .and_then(|_| std::fs::rename(&tmp, &self.path));
         if let Err(e) = result {
             let _ = std::fs::remove_file(&tmp);
             return Err(io_error(&self.path, e));
@@ -425,6 +462,9 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
     }
     fn put(&self, data: &[u8]) -> Result<()> {
         self.inner.put(data)
+    }
+    fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
+        self.inner.put_parts(parts)
     }
     fn truncate(&self, len: u64) -> Result<()> {
         self.inner.truncate(len)

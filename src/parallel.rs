@@ -70,6 +70,29 @@ pub(crate) fn map<T: Send>(
     }
 }
 
+/// Run `background` on the pool while `foreground` runs on the calling thread (which need not
+/// be `Send`: it may hold the caller's reader); returns both results once both are done.
+/// Without a pool, `background` runs first, then `foreground`.
+pub(crate) fn overlap<A: Send, B>(
+    background: impl FnOnce() -> A + Send,
+    foreground: impl FnOnce() -> B,
+) -> (A, B) {
+    match pool() {
+        (_, Some(pool)) => {
+            let mut a = None;
+            let b = pool.in_place_scope(|scope| {
+                scope.spawn(|_| a = Some(background()));
+                foreground()
+            });
+            (a.expect("the scope waits for its task"), b)
+        }
+        _ => {
+            let a = background();
+            (a, foreground())
+        }
+    }
+}
+
 /// `f(i, piece)` for each `size`-byte piece of `buf`, in parallel like [`map`].
 pub(crate) fn for_each_piece(
     buf: &mut [u8],

@@ -266,6 +266,11 @@ impl<S: Store> Array<S> {
         let origin = mul(g, cs);
         let (bs, be) = intersect(start, shape, &origin, cs);
         let whole = bs == origin && be == in_array(&meta.shape, &origin, cs);
+        if whole && self.partial_regions() {
+            // Covered entirely: not read, its chunks cut straight out of `data`.
+            self.write_shard_cut(g, data, shape, &sub(&bs, start), &be, options)?;
+            return Ok(());
+        }
         if whole || !self.partial_regions() {
             // A shard covered entirely is not read.
             let old = if whole { None } else { self.read_shard(g)? };

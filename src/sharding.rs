@@ -146,6 +146,11 @@ pub struct ShardLayout {
     plain: bool,
 }
 
+thread_local! {
+    /// One decoded inner chunk per thread, reused by [`ShardLayout::encode_chunks_with`].
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 impl ShardLayout {
     /// Validate `codec` against `shard` (rank, divisibility, one array→bytes codec, fixed-size
     /// index codecs) and compute the layout.
@@ -464,16 +469,25 @@ impl ShardLayout {
         store_fill_chunks: bool,
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
     ) -> Result<Vec<Option<Vec<u8>>>> {
+        let n = self.inner_byte_size();
         parallel::map(self.num_chunks, |i| {
-            let mut chunk = vec![0u8; self.inner_byte_size()];
-            fill(i, &mut chunk);
-            if !store_fill_chunks && self.is_fill(&chunk) {
-                return Ok(None);
-            }
             if self.plain {
-                return Ok(Some(chunk)); // stored as is: no second copy
+                // Stored as is: the chunk's buffer becomes its encoded bytes.
+                let mut chunk = vec![0u8; n];
+                fill(i, &mut chunk);
+                return Ok((store_fill_chunks || !self.is_fill(&chunk)).then_some(chunk));
             }
-            self.codec.codecs.encode(&chunk, &self.inner).map(Some)
+            // The decoded chunk lives in a buffer reused by this thread (taken out while in
+            // use, so a nested sharding codec gets its own).
+            let mut chunk = SCRATCH.take();
+            chunk.resize(n, 0);
+            fill(i, &mut chunk[..n]);
+            let encoded = match !store_fill_chunks && self.is_fill(&chunk[..n]) {
+                true => Ok(None),
+                false => self.codec.codecs.encode(&chunk[..n], &self.inner).map(Some),
+            };
+            SCRATCH.set(chunk);
+            encoded
         })
     }
 

@@ -370,31 +370,31 @@ impl<I: ShardIo> ShardWriter<I> {
                     ChunkOrder::Morton => nd::morton_order(layout.chunks_per_shard()),
                 };
                 let at_start = layout.codec().index_location == IndexLocation::Start;
-                let base = if at_start { index_size } else { 0 };
-                // One buffer for the whole object: room for the index first when it goes there.
-                let body_len: usize = chunks.iter().flatten().map(Vec::len).sum();
-                let mut object: Vec<u8> = Vec::with_capacity(body_len + index_size as usize);
-                object.resize(base as usize, 0);
+                // The object is handed over as parts (chunks in order, the index first or
+                // last): never assembled into one buffer here.
+                let mut end = if at_start { index_size } else { 0 };
+                let mut body: Vec<&[u8]> = Vec::with_capacity(chunks.len() + 1);
                 for i in order {
-                    if let Some(c) = chunks[i as usize].take() {
+                    if let Some(c) = &chunks[i as usize] {
                         let loc = ChunkLocation {
-                            offset: object.len() as u64,
+                            offset: end,
                             nbytes: c.len() as u64,
                         };
                         self.index.set(i as usize, Some(loc));
-                        object.extend_from_slice(&c);
+                        body.push(c);
+                        end += c.len() as u64;
                     }
                 }
                 let index = self.index.encode(layout)?;
                 if at_start {
-                    object[..index.len()].copy_from_slice(&index);
+                    body.insert(0, &index);
                 } else {
-                    object.extend_from_slice(&index);
+                    body.push(&index);
+                    end += index.len() as u64;
                 }
-                self.io.put(&object)?;
-                Ok(Finalized::Written {
-                    size: object.len() as u64,
-                })
+                self.io.put_parts(&body)?;
+                chunks.iter_mut().for_each(|c| *c = None);
+                Ok(Finalized::Written { size: end })
             }
             Mode::Positional { next, .. } => {
                 let index = self.index.encode(layout)?;

@@ -671,6 +671,8 @@ struct Ceiling {
     name: &'static str,
     per_core: f64,
     bytes: f64,
+    /// For whole-array rows: the stricter one-shard ceiling (name, bytes/s per core), shown too.
+    also: Option<(&'static str, f64)>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -897,7 +899,12 @@ impl Table {
             let pct = match (ceiling, r.kind) {
                 (Some(c), Kind::Zarrshard) => {
                     let ceil_time = c.bytes / (c.per_core * r.cores as f64);
-                    format!("{:.0}% of {} × {} core{}", 100.0 * ceil_time / m, c.name, r.cores, if r.cores == 1 { "" } else { "s" })
+                    let mut pct = format!("{:.0}% of {} × {} core{}", 100.0 * ceil_time / m, c.name, r.cores, if r.cores == 1 { "" } else { "s" });
+                    if let Some((name, per_core)) = c.also {
+                        let t = c.bytes / (per_core * r.cores as f64);
+                        pct.push_str(&format!(" ({:.0}% of {name})", 100.0 * t / m));
+                    }
+                    pct
                 }
                 _ => String::new(),
             };
@@ -1122,8 +1129,16 @@ fn main() {
         vec![(zarrs_default.clone(), None), ("zarrs (1 thread)".to_string(), Some(1))];
 
     let ceilings = measure_ceilings(&ctx, &mut table);
+    // Rows on one shard or single chunks: the codec ceiling over shard [1, 1]'s chunks (hot).
     let c = |name: &'static str, bytes: f64| -> Option<Ceiling> {
-        ceilings.get(name).map(|&per_core| Ceiling { name, per_core, bytes })
+        ceilings.get(name).map(|&per_core| Ceiling { name, per_core, bytes, also: None })
+    };
+    // Whole-array rows: the codec over the array's own inner chunks (what the workload
+    // compresses), the hot one-shard figure alongside.
+    let ca = |name: &'static str, bytes: f64| -> Option<Ceiling> {
+        let all = ARRAY_CEILINGS.iter().find(|(n, _)| *n == name)?.1;
+        let per_core = *ceilings.get(all)?;
+        Some(Ceiling { name: all, per_core, bytes, also: ceilings.get(name).map(|&p| (name, p)) })
     };
 
     // 1. Encode the whole array. Before each sample (untimed): the previous sample's shards
@@ -1131,8 +1146,8 @@ fn main() {
     for v in ENCODE_VARIANTS {
         let ceiling = match v.key {
             "raw-end" => c("memcpy", ARRAY_BYTES as f64),
-            "gzip1-end" => c("gzip-1 compress", ARRAY_BYTES as f64),
-            _ => c("zstd-1 compress", ARRAY_BYTES as f64),
+            "gzip1-end" => ca("gzip-1 compress", ARRAY_BYTES as f64),
+            _ => ca("zstd-1 compress", ARRAY_BYTES as f64),
         };
         let mut runners = Vec::new();
         for (name, threads, cores) in &zs_variants {
@@ -1243,12 +1258,27 @@ fn main() {
                 Ok(s)
             }));
         }
+        {
+            // The same read into one caller buffer kept across calls (no 32 MiB of fresh pages
+            // to fault in per call), as a host decoding into its own image buffer does.
+            let arr = zs_open(&dir).unwrap();
+            let ctx = &ctx;
+            let out = RefCell::new(vec![0u8; ARRAY_BYTES]);
+            runners.push(Runner::zs(format!("{zs_default}: into a reused caller buffer"), zs_cores, move |check| {
+                let mut out = out.borrow_mut();
+                let ((), s) = zs_timed(0, || arr.read_region(&[0, 0], &[N, N], &mut out).s(), || ())?;
+                if check {
+                    same(&out, ctx.src(), "zarrshard")?;
+                }
+                Ok(s)
+            }));
+        }
         runners.extend(ctx.peers("decode_array", v));
         table.measure(
             "2a. decode whole array (zstd 1)",
             Unit::Rate(ARRAY_BYTES as f64),
             7,
-            c("zstd-1 decompress", ARRAY_BYTES as f64),
+            ca("zstd-1 decompress", ARRAY_BYTES as f64),
             runners,
         );
 
@@ -1885,23 +1915,108 @@ fn main() {
     }
 }
 
-/// Ceilings on this machine, one thread: returns bytes/s per core by name. The codec
-/// ceilings run over the 256 inner chunks of shard [1, 1] 16 times (32 MiB, hot cache: the
-/// most favourable case, so an upper bound); memcpy and crc32c over the whole array once.
+/// Raw deflate of `c` at level 1 by libdeflate (zarrshard's gzip encoder): the streams the
+/// gzip decompress ceilings inflate.
+fn deflate1(c: &[u8]) -> Vec<u8> {
+    let mut e = libdeflater::Compressor::new(libdeflater::CompressionLvl::new(1).unwrap());
+    let mut out = vec![0u8; e.deflate_compress_bound(c.len())];
+    let n = e.deflate_compress(c, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// zstd level 1 of each 8 KiB chunk of `chunks`, `passes` times, one reused context.
+fn zstd_compress_each(chunks: &[u8], passes: usize) -> R<Sample> {
+    let mut c = zstd::bulk::Compressor::new(1).s()?;
+    let mut out = vec![0u8; zstd::zstd_safe::compress_bound(CHUNK_BYTES)];
+    let clk = Clock::start();
+    for _ in 0..passes {
+        for ch in chunks.chunks(CHUNK_BYTES) {
+            std::hint::black_box(c.compress_to_buffer(ch, &mut out[..]).s()?);
+        }
+    }
+    Ok(clk.stop())
+}
+
+/// zstd decompression of each frame, `passes` times, one reused context.
+fn zstd_decompress_each(frames: &[Vec<u8>], passes: usize) -> R<Sample> {
+    let mut d = zstd::bulk::Decompressor::new().s()?;
+    let mut out = vec![0u8; CHUNK_BYTES];
+    let clk = Clock::start();
+    for _ in 0..passes {
+        for f in frames {
+            std::hint::black_box(d.decompress_to_buffer(f, &mut out[..]).s()?);
+        }
+    }
+    Ok(clk.stop())
+}
+
+/// libdeflate gzip level 1 (zarrshard's gzip encoder) of each 8 KiB chunk, `passes` times.
+fn gzip_compress_each(chunks: &[u8], passes: usize) -> R<Sample> {
+    let mut e = libdeflater::Compressor::new(libdeflater::CompressionLvl::new(1).unwrap());
+    let mut out = vec![0u8; e.gzip_compress_bound(CHUNK_BYTES)];
+    let clk = Clock::start();
+    for _ in 0..passes {
+        for ch in chunks.chunks(CHUNK_BYTES) {
+            std::hint::black_box(e.gzip_compress(ch, &mut out).s()?);
+        }
+    }
+    Ok(clk.stop())
+}
+
+/// flate2 inflate + CRC-32 (what a gzip decode does) of each raw deflate stream, `passes` times.
+fn inflate_each(streams: &[Vec<u8>], passes: usize) -> R<Sample> {
+    use flate2::{Crc, Decompress, FlushDecompress};
+    let mut d = Decompress::new(false);
+    let mut out = Vec::with_capacity(CHUNK_BYTES);
+    let clk = Clock::start();
+    for _ in 0..passes {
+        for f in streams {
+            d.reset(false);
+            out.clear();
+            d.decompress_vec(f, &mut out, FlushDecompress::Finish).s()?;
+            let mut crc = Crc::new();
+            crc.update(&out);
+            std::hint::black_box(crc.sum());
+        }
+    }
+    Ok(clk.stop())
+}
+
+/// The whole-array codec ceilings: (the one-shard ceiling's name, this one's name).
+const ARRAY_CEILINGS: [(&str, &str); 4] = [
+    ("zstd-1 compress", "zstd-1 compress of the array's chunks"),
+    ("zstd-1 decompress", "zstd-1 decompress of the array's chunks"),
+    ("gzip-1 compress", "gzip-1 compress of the array's chunks"),
+    ("gzip-1 decompress", "gzip-1 decompress of the array's chunks"),
+];
+
+/// Ceilings on this machine, one thread: returns bytes/s per core by name. Two sets of codec
+/// ceilings: over the 256 inner chunks of shard [1, 1] 16 times (32 MiB, hot cache: the
+/// most favourable case, an upper bound; for rows on one shard or single chunks), and over
+/// all 4096 inner chunks of the array once each, cut out beforehand (the same chunks a
+/// whole-array workload compresses, not in cache: for whole-array rows); memcpy and crc32c
+/// over the whole array once.
 fn measure_ceilings(ctx: &Ctx, table: &mut Table) -> HashMap<&'static str, f64> {
-    use flate2::{Compress, Compression, Crc, Decompress, FlushCompress, FlushDecompress};
+    use flate2::{Compress, Compression, Crc, FlushCompress};
     let src = ctx.src();
     let passes = 16;
     let hot: Vec<u8> = ctx.single.iter().flat_map(|&o| ctx.chunk(o)).collect();
     let zstd_frames: Vec<Vec<u8>> = hot.chunks(CHUNK_BYTES).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect();
     let gzip_frames: Vec<Vec<u8>> = hot
         .chunks(CHUNK_BYTES)
-        .map(|c| {
-            let mut e = Compress::new(Compression::new(1), false);
-            let mut out = Vec::with_capacity(2 * CHUNK_BYTES);
-            e.compress_vec(c, &mut out, FlushCompress::Finish).unwrap();
-            out
-        })
+        .map(deflate1)
+        .collect();
+    // Every inner chunk of the array, 8 KiB each, shard by shard in C order.
+    let all: Vec<u8> = (0..N / S)
+        .flat_map(|sy| (0..N / S).map(move |sx| (sy, sx)))
+        .flat_map(|(sy, sx)| (0..S / C).flat_map(move |cy| (0..S / C).map(move |cx| [sy * S + cy * C, sx * S + cx * C])))
+        .flat_map(|o| ctx.chunk(o))
+        .collect();
+    let all_zstd: Vec<Vec<u8>> = all.chunks(CHUNK_BYTES).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect();
+    let all_gzip: Vec<Vec<u8>> = all
+        .chunks(CHUNK_BYTES)
+        .map(deflate1)
         .collect();
     let zstd_ratio = hot.len() as f64 / zstd_frames.iter().map(Vec::len).sum::<usize>() as f64;
     let gzip_ratio = hot.len() as f64 / gzip_frames.iter().map(Vec::len).sum::<usize>() as f64;
@@ -1924,63 +2039,46 @@ fn measure_ceilings(ctx: &Ctx, table: &mut Table) -> HashMap<&'static str, f64> 
             Ok(clk.stop())
         })),
         ("zstd-1 compress", Runner::ceiling(format!("zstd-1 compress, reused context (1 thread; ratio {zstd_ratio:.2})"), move |_| {
-            let mut c = zstd::bulk::Compressor::new(1).s()?;
-            let mut out = vec![0u8; zstd::zstd_safe::compress_bound(CHUNK_BYTES)];
-            let clk = Clock::start();
-            for _ in 0..passes {
-                for ch in hot.chunks(CHUNK_BYTES) {
-                    std::hint::black_box(c.compress_to_buffer(ch, &mut out[..]).s()?);
-                }
-            }
-            Ok(clk.stop())
+            zstd_compress_each(hot, passes)
         })),
-        ("zstd-1 decompress", Runner::ceiling("zstd-1 decompress, reused context (1 thread)", move |_| {
-            let mut d = zstd::bulk::Decompressor::new().s()?;
-            let mut out = vec![0u8; CHUNK_BYTES];
-            let clk = Clock::start();
-            for _ in 0..passes {
-                for f in zf {
-                    std::hint::black_box(d.decompress_to_buffer(f, &mut out[..]).s()?);
-                }
-            }
-            Ok(clk.stop())
+        ("zstd-1 decompress", Runner::ceiling("zstd-1 decompress, reused context (1 thread)", move |_| zstd_decompress_each(zf, passes))),
+        ("gzip-1 compress", Runner::ceiling(format!("gzip-1 compress: libdeflate gzip (zarrshard's encoder), reused compressor (1 thread; ratio {gzip_ratio:.2})"), move |_| {
+            gzip_compress_each(hot, passes)
         })),
-        ("gzip-1 compress", Runner::ceiling(format!("gzip-1 compress: flate2 deflate + crc32, reused context (1 thread; ratio {gzip_ratio:.2})"), move |_| {
-            let mut e = Compress::new(Compression::new(1), false);
-            let mut out = Vec::with_capacity(2 * CHUNK_BYTES);
-            let clk = Clock::start();
-            for _ in 0..passes {
-                for ch in hot.chunks(CHUNK_BYTES) {
-                    e.reset();
-                    out.clear();
-                    let mut crc = Crc::new();
-                    crc.update(ch);
-                    e.compress_vec(ch, &mut out, FlushCompress::Finish).s()?;
-                    std::hint::black_box((&out, crc.sum()));
-                }
-            }
-            Ok(clk.stop())
-        })),
-        ("gzip-1 decompress", Runner::ceiling("gzip-1 decompress: flate2 inflate + crc32, reused context (1 thread)", move |_| {
-            let mut d = Decompress::new(false);
-            let mut out = Vec::with_capacity(CHUNK_BYTES);
-            let clk = Clock::start();
-            for _ in 0..passes {
-                for f in gf {
-                    d.reset(false);
-                    out.clear();
-                    d.decompress_vec(f, &mut out, FlushDecompress::Finish).s()?;
-                    let mut crc = Crc::new();
-                    crc.update(&out);
-                    std::hint::black_box(crc.sum());
-                }
-            }
-            Ok(clk.stop())
+        ("gzip-1 decompress", Runner::ceiling("gzip-1 decompress: flate2 inflate + crc32 of libdeflate's streams, reused context (1 thread)", move |_| {
+            inflate_each(gf, passes)
         })),
     ];
+    // The same codecs over the array's 4096 chunks, once each.
+    let (all, az, ag) = (&all, &all_zstd, &all_gzip);
+    // zarrs' gzip encoder (flate2 with zlib-rs; level 1 is its quick strategy), for reference.
+    let gzip_zlib_rs = move || -> R<Sample> {
+        let mut e = Compress::new(Compression::new(1), false);
+        let mut out = Vec::with_capacity(2 * CHUNK_BYTES);
+        let clk = Clock::start();
+        for ch in all.chunks(CHUNK_BYTES) {
+            e.reset();
+            out.clear();
+            let mut crc = Crc::new();
+            crc.update(ch);
+            e.compress_vec(ch, &mut out, FlushCompress::Finish).s()?;
+            std::hint::black_box((&out, crc.sum()));
+        }
+        Ok(clk.stop())
+    };
+    let mut named = named;
+    let label = |n: &str| format!("{n}: all 4096 inner chunks once, reused context (1 thread)");
+    named.push((ARRAY_CEILINGS[0].1, Runner::ceiling(label(ARRAY_CEILINGS[0].1), move |_| zstd_compress_each(all, 1))));
+    named.push((ARRAY_CEILINGS[1].1, Runner::ceiling(label(ARRAY_CEILINGS[1].1), move |_| zstd_decompress_each(az, 1))));
+    named.push((ARRAY_CEILINGS[2].1, Runner::ceiling(label(ARRAY_CEILINGS[2].1), move |_| gzip_compress_each(all, 1))));
+    named.push((ARRAY_CEILINGS[3].1, Runner::ceiling(label(ARRAY_CEILINGS[3].1), move |_| inflate_each(ag, 1))));
+    named.push((
+        "gzip-1 compress zlib-rs",
+        Runner::ceiling("gzip-1 compress of the array's chunks by flate2 + zlib-rs (zarrs' encoder; ratio 1.02), reused context (1 thread)", move |_| gzip_zlib_rs()),
+    ));
     let (names, runners): (Vec<_>, Vec<_>) = named.into_iter().unzip();
     let labels: Vec<String> = runners.iter().map(|r| r.name.clone()).collect();
-    let w = "0. ceilings, 1 thread (32 MiB: the array; codecs: shard [1, 1]'s 256 inner chunks × 16)";
+    let w = "0. ceilings, 1 thread (32 MiB: the array; codecs: shard [1, 1]'s 256 inner chunks × 16, and the array's 4096 inner chunks once)";
     table.measure(w, Unit::Rate(ARRAY_BYTES as f64), 7, None, runners);
     names
         .iter()
@@ -2034,6 +2132,30 @@ fn shard_writes(ctx: &Ctx, table: &mut Table, zs_default: &str, zarrs_default: &
                     }
                     w.finalize().s()?;
                     Ok(())
+                });
+                let s = clk.stop();
+                res?;
+                if check {
+                    check_shard(zs_dir, "zarrshard")?;
+                }
+                Ok(if heap { Sample::value(peak as f64) } else { s })
+            }));
+        }
+        {
+            let arr = zs_open(&zs_dir).unwrap();
+            let (zs_dir, check_shard) = (&zs_dir, &check_shard);
+            let cores = zs_default_threads().unwrap_or(1);
+            // `Array::write_region` of the shard's extent from the decoded shard (built inside
+            // the measured window, as for zarrs below): inner chunks cut out and encoded on
+            // the pool, written with one `writev`.
+            runners.push(Runner::zs(format!("{zs_default}: Array::write_region (whole shard)"), cores, move |check| {
+                zs_use_threads(0);
+                let _ = std::fs::remove_file(key(zs_dir));
+                sync();
+                let clk = Clock::start();
+                let (res, peak) = peak_heap(|| -> R<()> {
+                    let shard = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
+                    arr.write_region(&[SHARD[0] * S, SHARD[1] * S], &[S, S], &shard).s()
                 });
                 let s = clk.stop();
                 res?;

@@ -342,6 +342,9 @@ impl CodecChain {
     /// (borrowed when there are none).
     pub fn encode_arrays<'a>(&self, data: &'a [u8], repr: &ChunkRepr) -> Result<Cow<'a, [u8]>> {
         check_len(data.len(), repr.byte_size()?)?;
+        if self.array_to_array.is_empty() {
+            return Ok(Cow::Borrowed(data));
+        }
         let mut r = repr.clone();
         let mut out = Cow::Borrowed(data);
         for c in &self.array_to_array {
@@ -354,10 +357,23 @@ impl CodecChain {
     /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
     pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
         let arrays = self.encode_arrays(data, repr)?;
-        let bytes = self
-            .array_to_bytes
-            .encode(&arrays, &self.bytes_repr(repr)?)?;
-        self.encode_bytes_stage(bytes)
+        let brepr = match self.array_to_array.is_empty() {
+            true => Cow::Borrowed(repr),
+            false => Cow::Owned(self.bytes_repr(repr)?),
+        };
+        match (&self.array_to_bytes, self.bytes_to_bytes.split_first()) {
+            // `bytes` in native order changes nothing: the first bytes→bytes codec reads the
+            // chunk where it is (no copy of every chunk before compressing it).
+            (ArrayToBytes::Bytes(b), Some((first, rest))) if b.is_identity(&brepr) => {
+                check_len(arrays.len(), brepr.byte_size()?)?;
+                let bytes = first.encode(&arrays)?;
+                rest.iter().try_fold(bytes, |b, c| c.encode(&b))
+            }
+            _ => {
+                let bytes = self.array_to_bytes.encode(&arrays, &brepr)?;
+                self.encode_bytes_stage(bytes)
+            }
+        }
     }
 
     /// Apply the bytes→bytes codecs only, to what the array→bytes codec produced.

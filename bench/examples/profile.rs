@@ -1,0 +1,200 @@
+//! Run one workload of the benchmark in a loop, for a profiler (`perf record`, callgrind):
+//!
+//! ```sh
+//! cargo build --release --manifest-path bench/Cargo.toml --example profile
+//! perf record -F 5000 -g bench/target/release/examples/profile encode 20
+//! ```
+//!
+//! Workloads: `encode` (`Array::write_region` of the whole array), `import` (`Array::import`
+//! from memory), `decode` (`Array::read_region` of the whole array into one reused buffer),
+//! `shard` (`Array::read_shard` of shard [1, 1]). The same image and metadata as the
+//! benchmark (4096² uint16, 1024² shards, 64² inner chunks, zstd 1, index at end); prints the
+//! time of each iteration.
+
+use serde_json::json;
+use std::time::Instant;
+
+const N: u64 = 4096;
+const S: u64 = 1024;
+
+/// The benchmark's image (see `benches/compare.rs`).
+fn generate() -> Vec<u8> {
+    let n = N as usize;
+    let sx: Vec<f64> = (0..n).map(|x| (x as f64 / 611.0).sin()).collect();
+    let cy: Vec<f64> = (0..n).map(|y| (y as f64 / 487.0).cos()).collect();
+    let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut out = Vec::with_capacity(n * n * 2);
+    for y in 0..n {
+        for x in 0..n {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            let r = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            let g = 8000.0 + 2.0 * x as f64 + 1.5 * y as f64 + 6000.0 * sx[x] * cy[y];
+            out.extend_from_slice(&((g as u32 + (r >> 58) as u32) as u16).to_le_bytes());
+        }
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let what = args.get(1).map_or("encode", String::as_str).to_string();
+    let iters: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let codec = args.get(3).map_or("zstd", String::as_str).to_string();
+    let level: u32 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let dir = std::env::temp_dir().join(format!("zarrshard-profile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let inner = match codec.as_str() {
+        "raw" => json!([{"name": "bytes", "configuration": {"endian": "little"}}]),
+        "gzip" => json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "gzip", "configuration": {"level": 1}}]),
+        _ => json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]),
+    };
+    let meta = json!({
+        "zarr_format": 3, "node_type": "array", "shape": [N, N], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [S, S]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [64, 64], "codecs": inner,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}}],
+    });
+    std::fs::write(dir.join("zarr.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+    let data = generate();
+    let arr = zarrshard::Array::open(zarrshard::FsStore::new(&dir)).unwrap();
+    arr.write_region(&[0, 0], &[N, N], &data).unwrap();
+    let mut out = vec![0u8; data.len()];
+    let frames: Vec<Vec<u8>> = Vec::new();
+    let shard: Vec<u8> = (0..S as usize)
+        .flat_map(|y| data[((S as usize + y) * N as usize + S as usize) * 2..][..S as usize * 2].to_vec())
+        .collect();
+    // Every inner chunk, in shard order then chunk order (C), each 8 KiB contiguous.
+    let mut chunks = Vec::with_capacity(data.len());
+    for shard in 0..16u64 {
+        for c in 0..256u64 {
+            let (y0, x0) = ((shard / 4) * S + (c / 16) * 64, (shard % 4) * S + (c % 16) * 64);
+            for y in y0..y0 + 64 {
+                let at = ((y * N + x0) * 2) as usize;
+                chunks.extend_from_slice(&data[at..at + 128]);
+            }
+        }
+    }
+    let frames: Vec<Vec<u8>> = if what == "dceiling" {
+        chunks.chunks(8192).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect()
+    } else {
+        frames
+    };
+    for _ in 0..iters {
+        if ["encode", "import", "wshard", "wbuf"].contains(&what.as_str()) {
+            // As in the benchmark: the previous shards removed and dirty pages flushed, untimed.
+            let _ = std::fs::remove_dir_all(dir.join("c"));
+            unsafe { libc::sync() };
+        }
+        let t = Instant::now();
+        match what.as_str() {
+            "encode" => arr.write_region(&[0, 0], &[N, N], &data).unwrap(),
+            "import" => arr
+                .import(&mut &data[..], zarrshard::WriteStrategy::Buffered, Default::default())
+                .unwrap(),
+            "decode" => arr.read_region(&[0, 0], &[N, N], &mut out).unwrap(),
+            "shard" => drop(arr.read_shard(&[1, 1]).unwrap()),
+            "wshard" => arr.write_region(&[S, S], &[S, S], &shard).unwrap(),
+            "wbuf" => {
+                let layout = std::sync::Arc::new(arr.metadata().shard_layout().unwrap());
+                let io = zarrshard::FileIo::new(dir.join("c/1/1"));
+                let mut w = zarrshard::ShardWriter::new(layout, io, zarrshard::WriteStrategy::Buffered, Default::default()).unwrap();
+                let mut chunk = vec![0u8; 8192];
+                for i in 0..16u64 {
+                    for j in 0..16u64 {
+                        for r in 0..64usize {
+                            let at = ((i as usize * 64 + r) * S as usize + j as usize * 64) * 2;
+                            chunk[r * 128..][..128].copy_from_slice(&shard[at..at + 128]);
+                        }
+                        w.write_chunk(&[i, j], &chunk).unwrap();
+                    }
+                }
+                w.finalize().unwrap();
+            }
+            "ceiling" => {
+                // zstd-1 over every inner chunk of the array, cut out beforehand, one context.
+                let mut c = zstd::bulk::Compressor::new(1).unwrap();
+                let mut buf = vec![0u8; zstd::zstd_safe::compress_bound(8192)];
+                for ch in chunks.chunks(8192) {
+                    std::hint::black_box(c.compress_to_buffer(ch, &mut buf[..]).unwrap());
+                }
+            }
+            "dceiling" => {
+                // zstd-1 decompression of every inner chunk, one context.
+                let mut d = zstd::bulk::Decompressor::new().unwrap();
+                let mut buf = vec![0u8; 8192];
+                for f in &frames {
+                    std::hint::black_box(d.decompress_to_buffer(f, &mut buf[..]).unwrap());
+                }
+            }
+            "gz-flate2" => {
+                use flate2::{Compress, Compression, Crc, FlushCompress};
+                let mut e = Compress::new(Compression::new(level), false);
+                let mut o = Vec::with_capacity(2 * 8192);
+                let mut tot = 0;
+                for ch in chunks.chunks(8192) {
+                    e.reset();
+                    o.clear();
+                    let mut crc = Crc::new();
+                    crc.update(ch);
+                    e.compress_vec(ch, &mut o, FlushCompress::Finish).unwrap();
+                    tot += o.len() + 18;
+                    std::hint::black_box(crc.sum());
+                }
+                eprintln!("ratio {:.3}", chunks.len() as f64 / tot as f64);
+            }
+            "gz-libdeflate" => {
+                let mut e = libdeflater::Compressor::new(libdeflater::CompressionLvl::new(level as i32).unwrap());
+                let mut o = vec![0u8; e.gzip_compress_bound(8192)];
+                let mut tot = 0;
+                for ch in chunks.chunks(8192) {
+                    tot += e.gzip_compress(ch, &mut o).unwrap();
+                }
+                eprintln!("ratio {:.3}", chunks.len() as f64 / tot as f64);
+            }
+            "gzd-flate2" | "gzd-libdeflate" => {
+                let mut e = libdeflater::Compressor::new(libdeflater::CompressionLvl::new(level as i32).unwrap());
+                let gz: Vec<Vec<u8>> = chunks.chunks(8192).map(|ch| { let mut o = vec![0u8; e.gzip_compress_bound(8192)]; let n = e.gzip_compress(ch, &mut o).unwrap(); o.truncate(n); o }).collect();
+                let t = Instant::now();
+                let mut buf = vec![0u8; 8192];
+                if what == "gzd-flate2" {
+                    let mut d = flate2::Decompress::new(false);
+                    for f in &gz {
+                        d.reset(false);
+                        // skip the 10-byte header, inflate raw
+                        d.decompress(&f[10..f.len() - 8], &mut buf, flate2::FlushDecompress::Finish).unwrap();
+                        let mut crc = flate2::Crc::new();
+                        crc.update(&buf);
+                        std::hint::black_box(crc.sum());
+                    }
+                } else {
+                    let mut d = libdeflater::Decompressor::new();
+                    for f in &gz {
+                        std::hint::black_box(d.gzip_decompress(f, &mut buf).unwrap());
+                    }
+                }
+                eprintln!("decode only {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+            }
+            "ceiling-hot" => {
+                // The benchmark's section 0: shard [1, 1]'s 256 chunks, 16 times.
+                let mut c = zstd::bulk::Compressor::new(1).unwrap();
+                let mut buf = vec![0u8; zstd::zstd_safe::compress_bound(8192)];
+                let hot = &chunks[(256 * 4 + 256) * 8192..][..256 * 8192];
+                for _ in 0..16 {
+                    for ch in hot.chunks(8192) {
+                        std::hint::black_box(c.compress_to_buffer(ch, &mut buf[..]).unwrap());
+                    }
+                }
+            }
+            other => panic!("unknown workload {other}"),
+        }
+        println!("{what} {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
