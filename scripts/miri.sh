@@ -2,8 +2,8 @@
 # Miri (nightly) over the core's tests that it can run: the unit tests, the C ABI driven from
 # Rust (tests/ffi.rs, inner chunks uncompressed under Miri), index validation, metadata errors, the spec examples, the writer,
 # file I/O, the older formats, and the fuzz corpus replay of the targets whose codecs are all
-# Rust. Skipped: tests that reach zstd or blosc (C code, which Miri cannot run) or gzip
-# encoding (Miri's Stacked Borrows check stops inside zlib-rs 0.6.8's encoder drop), and the
+# Rust. Skipped: tests that reach zstd, blosc or gzip encoding (libdeflate): C code, which
+# Miri cannot run; and the
 # property, CLI and subprocess tests (too slow under Miri, or not Rust).
 #
 #   scripts/miri.sh
@@ -32,7 +32,7 @@ SKIP=(
     --skip bad_json_bad_arguments_and_statuses
     --skip every_strategy_gives_the_same_content_and_no_dead_bytes
     --skip update_sequences_then_compaction
-    # gzip / zlib encoding (zlib-rs)
+    # gzip encoding (libdeflate, C)
     --skip whole_shard_is_one_read
     --skip v3_draft_keys_and_listing
 )

@@ -174,8 +174,8 @@ fn last_error() -> String {
 const CONFIG: &str = r#"{"chunk_shape": [2, 2],
     "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}],
     "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}"#;
-// zstd is C, which Miri cannot run (and Miri's Stacked Borrows check stops inside zlib-rs
-// 0.6.8's gzip encoder, not our code): under Miri the inner chunks are stored uncompressed.
+// zstd (and libdeflate, gzip's encoder) are C, which Miri cannot run: under Miri the inner
+// chunks are stored uncompressed.
 #[cfg(miri)]
 const CONFIG: &str = r#"{"chunk_shape": [2, 2],
     "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],

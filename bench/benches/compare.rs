@@ -1155,11 +1155,28 @@ fn main() {
             let arr = zs_open(&dir).unwrap();
             let threads = *threads;
             let ctx = &ctx;
-            // `Array::import`: the crate's whole-array write (row slabs of shards, each shard
-            // written with the buffered strategy, its chunks encoded on the pool).
+            // `Array::write_region` over the whole array from memory (as zarrs'
+            // `store_chunks_opt`): all shards in parallel, each shard's inner chunks cut
+            // straight out of the caller's array and encoded on the pool, written with one
+            // `writev`.
             runners.push(Runner::zs(name.clone(), *cores, move |check| {
+                let write = || arr.write_region(&[0, 0], &[N, N], ctx.src()).s();
+                let ((), s) = zs_timed(threads, write, || fresh_output(&dir))?;
+                if check {
+                    verify_written(&dir, ctx.src())?;
+                }
+                Ok(s)
+            }));
+        }
+        {
+            let dir = ctx.enc_dir("zarrshard", v);
+            let arr = zs_open(&dir).unwrap();
+            let ctx = &ctx;
+            // `Array::import` from a reader (the CLI's `zarrshard import`): one row of shards
+            // read while the previous row is encoded.
+            runners.push(Runner::zs(format!("{zs_default}: Array::import from a reader"), zs_cores, move |check| {
                 let import = || arr.import(&mut &ctx.src()[..], zarrshard::WriteStrategy::Buffered, Default::default()).s();
-                let ((), s) = zs_timed(threads, import, || fresh_output(&dir))?;
+                let ((), s) = zs_timed(0, import, || fresh_output(&dir))?;
                 if check {
                     verify_written(&dir, ctx.src())?;
                 }

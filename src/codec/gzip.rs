@@ -104,6 +104,7 @@ mod tests {
     /// the CRC-32 and size trailer flate2 computes; level 1 compresses the image-like data
     /// (as C zlib's level 1 does) rather than zlib-rs' quick strategy's near-copy.
     #[test]
+    #[cfg_attr(miri, ignore = "libdeflate is C, which Miri cannot run")]
     fn libdeflate_members_decode_with_flate2() {
         let data = image_like(4096);
         for level in 0..=9 {
