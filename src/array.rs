@@ -291,6 +291,10 @@ impl<S: Store> Array<S> {
     ///
     /// Strategies apply where the shard object is the sharding codec's own output; with a
     /// bytes→bytes codec after `sharding_indexed` (or no sharding) each shard is encoded whole.
+    ///
+    /// The input is read one row of shards (a slab) at a time, on the calling thread, while
+    /// the pool encodes and writes the previous row: two slab buffers are held (each checked
+    /// against the memory limit). `input` is never used from another thread.
     pub fn import(
         &self,
         input: &mut dyn Read,

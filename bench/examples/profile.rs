@@ -5,11 +5,18 @@
 //! perf record -F 5000 -g bench/target/release/examples/profile encode 20
 //! ```
 //!
-//! Workloads: `encode` (`Array::write_region` of the whole array), `import` (`Array::import`
-//! from memory), `decode` (`Array::read_region` of the whole array into one reused buffer),
-//! `shard` (`Array::read_shard` of shard [1, 1]). The same image and metadata as the
-//! benchmark (4096² uint16, 1024² shards, 64² inner chunks, zstd 1, index at end); prints the
-//! time of each iteration.
+//! Arguments: `WORKLOAD ITERATIONS [zstd|raw|gzip] [LEVEL]`; `ZARRSHARD_THREADS` sizes the
+//! pool. zarrshard workloads: `encode` (`Array::write_region` of the whole array), `import`
+//! (`Array::import` from memory), `decode` (`Array::read_region` of the whole array into one
+//! reused buffer), `shard` (`Array::read_shard` of shard [1, 1]), `wshard` (`write_region` of
+//! that shard), `wbuf` (a buffered `ShardWriter`, chunk by chunk). Before each write the
+//! previous shards are removed and dirty pages flushed (untimed), as in the benchmark. Raw
+//! codec loops, no zarrshard code: `ceiling` / `dceiling` (zstd-1 over the array's 4096
+//! chunks), `ceiling-hot` (section 0's one-shard ceiling), `dplace` (zstd decompression into
+//! each chunk's place in a 32 MiB buffer, on `ZARRSHARD_THREADS` plain threads),
+//! `gz-flate2` / `gz-libdeflate` (gzip compress at LEVEL), `gzd-flate2` / `gzd-libdeflate`
+//! (gzip decompress). The same image and metadata as the benchmark (4096² uint16, 1024²
+//! shards, 64² inner chunks, index at end); prints the time of each iteration.
 
 use serde_json::json;
 use std::time::Instant;
@@ -81,7 +88,7 @@ fn main() {
             }
         }
     }
-    let frames: Vec<Vec<u8>> = if what == "dceiling" {
+    let frames: Vec<Vec<u8>> = if what == "dceiling" || what == "dplace" {
         chunks.chunks(8192).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect()
     } else {
         frames
@@ -180,6 +187,23 @@ fn main() {
                     }
                 }
                 eprintln!("decode only {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+            }
+            "dplace" => {
+                // zstd-1 decompression of every inner chunk into its own place in a 32 MiB
+                // output (no zarrshard code), on ZARRSHARD_THREADS plain threads: what the
+                // machine allows when the decoded bytes go to memory rather than a hot buffer.
+                let threads: usize = std::env::var("ZARRSHARD_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+                let per = frames.len().div_ceil(threads);
+                std::thread::scope(|sc| {
+                    for (part, outp) in frames.chunks(per).zip(out.chunks_mut(per * 8192)) {
+                        sc.spawn(move || {
+                            let mut d = zstd::bulk::Decompressor::new().unwrap();
+                            for (f, o) in part.iter().zip(outp.chunks_mut(8192)) {
+                                d.decompress_to_buffer(f, o).unwrap();
+                            }
+                        });
+                    }
+                });
             }
             "ceiling-hot" => {
                 // The benchmark's section 0: shard [1, 1]'s 256 chunks, 16 times.

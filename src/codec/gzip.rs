@@ -59,6 +59,7 @@ impl Gzip {
                 .gzip_compress(data, &mut out)
                 .map_err(|e| Error::InvalidArgument(format!("gzip: {e:?}")))?;
             out.truncate(n);
+            out.shrink_to_fit(); // in place, as for zstd
             Ok(out)
         })
     }

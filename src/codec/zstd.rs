@@ -54,6 +54,9 @@ impl Zstd {
             let (_, c) = slot.as_mut().expect("set above");
             let mut out = Vec::with_capacity(::zstd::zstd_safe::compress_bound(data.len()));
             c.compress_to_buffer(data, &mut out)?;
+            // Give back the bound's slack (in place: a shrinking realloc does not copy), so a
+            // shard's chunks held until it is written take what they compressed to.
+            out.shrink_to_fit();
             Ok(out)
         })
     }
