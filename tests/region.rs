@@ -334,3 +334,77 @@ fn region_writes_for_the_peers_to_read() {
         std::fs::write(root.join(format!("{name}.raw")), le).unwrap();
     }
 }
+
+/// A reader that hands out `step` bytes per call and fails with `EIO` once `fail_at` bytes
+/// have been read.
+struct Trickle<'a> {
+    data: &'a [u8],
+    at: usize,
+    step: usize,
+    fail_at: Option<usize>,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.fail_at.is_some_and(|f| self.at >= f) {
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
+        let n = buf.len().min(self.step).min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// `import` reads the next row of shards on the calling thread while the pool encodes the
+/// current one: with the pool or without, and whatever sizes the reader's reads come in, the
+/// array then holds the input; a reader failing half-way surfaces as its own error; a short
+/// or long input is the exact error.
+#[test]
+fn import_reads_rows_while_encoding_and_reports_reader_errors() {
+    // 5 rows × 2 columns of 8×8 shards, the last row and column cut by the array's edge.
+    let meta = metadata(&[37, 13], &[8, 8], &[4, 4], "zstd", false);
+    let data = values(37 * 13, 11);
+    let raw: Vec<u8> = data
+        .chunks(2)
+        .flat_map(|b| u16::from_ne_bytes([b[0], b[1]]).to_le_bytes())
+        .collect();
+    let import = |array: &Array<MemoryStore>, input: &mut dyn std::io::Read| {
+        array.import(input, WriteStrategy::Buffered, WriteOptions::default())
+    };
+    for threads in [1, 0] {
+        zarrshard::set_threads(threads).unwrap();
+        let (array, _) = create(&meta);
+        let mut input = Trickle {
+            data: &raw,
+            at: 0,
+            step: 7,
+            fail_at: None,
+        };
+        import(&array, &mut input).unwrap();
+        assert_eq!(array.read_region_vec(&[0, 0], &[37, 13]).unwrap(), data);
+
+        let (array, _) = create(&meta);
+        let mut failing = Trickle {
+            data: &raw,
+            at: 0,
+            step: 7,
+            fail_at: Some(raw.len() / 2),
+        };
+        match import(&array, &mut failing).unwrap_err() {
+            Error::Io { code, .. } => assert_eq!(code, 5, "the reader's EIO"),
+            other => panic!("expected the reader's I/O error, got {other}"),
+        }
+        for (input, word) in [
+            (&raw[..raw.len() - 1], "shorter"),
+            (&[raw.as_slice(), &[0]].concat()[..], "longer"),
+        ] {
+            let (array, _) = create(&meta);
+            assert_eq!(
+                import(&array, &mut &input[..]).unwrap_err().to_string(),
+                format!("invalid argument: the input is {word} than the array's 962 bytes")
+            );
+        }
+    }
+    zarrshard::set_threads(0).unwrap();
+}

@@ -2,7 +2,7 @@
 //!
 //! Encoding uses libdeflate (one gzip member per chunk, from the whole buffer, with a
 //! compressor reused per thread and level): at level 1 it compresses like C zlib's level 1
-//! (ratio 1.43 on the benchmark image, where zlib-rs and zlib-ng's level 1 use their *quick*
+//! (ratio 1.4 on the benchmark image, where zlib-rs and zlib-ng's level 1 use their *quick*
 //! strategy: 1.02) and slightly faster than zlib-rs. zarrs and tensorstore write what their
 //! zlib gives; every gzip reader reads either. Decoding uses flate2 with the zlib-rs back end
 //! (`MultiGzDecoder`: members concatenated by other writers are all read), capped at the
