@@ -508,7 +508,7 @@ shard_status shard_array_refs(const shard_array *array,
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
- * empty or invalid name, `record_size` 0, `out` version 0 or no `open_object`, the array not
+ * empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, the array not
  * sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
  * `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
  * the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,

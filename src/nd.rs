@@ -126,6 +126,42 @@ pub fn copy_box(
     }
 }
 
+/// Element-wise product: a cell's origin from its grid coordinates and the cell shape.
+pub(crate) fn mul(a: &[u64], b: &[u64]) -> Vec<u64> {
+    a.iter().zip(b).map(|(x, y)| x * y).collect()
+}
+
+/// Element-wise difference `a - b` (`a ≥ b` in every dimension).
+pub(crate) fn sub(a: &[u64], b: &[u64]) -> Vec<u64> {
+    a.iter().zip(b).map(|(x, y)| x - y).collect()
+}
+
+/// The box two boxes (origin, shape) share: its origin and shape; a shape with a 0 where they
+/// do not overlap.
+pub(crate) fn intersect(
+    a: &[u64],
+    a_shape: &[u64],
+    b: &[u64],
+    b_shape: &[u64],
+) -> (Vec<u64>, Vec<u64>) {
+    let start: Vec<u64> = a.iter().zip(b).map(|(x, y)| *x.max(y)).collect();
+    let extent = (0..a.len())
+        .map(|d| {
+            (a[d] + a_shape[d])
+                .min(b[d] + b_shape[d])
+                .saturating_sub(start[d])
+        })
+        .collect();
+    (start, extent)
+}
+
+/// The part of a `cell`-shaped box at `origin` that lies inside an array of `shape`.
+pub(crate) fn in_array(shape: &[u64], origin: &[u64], cell: &[u64]) -> Vec<u64> {
+    (0..shape.len())
+        .map(|d| cell[d].min(shape[d] - origin[d]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,9 +65,9 @@ impl<S: Store> Array<S> {
             let shards = row_of_boxes(&shard_ranges, g0);
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
             let fetched = self.map_io(shards.len(), |s| -> Result<Wanted> {
-                let origin = mul(&shards[s], cs);
-                let (bs, be) = intersect(start, shape, &origin, cs);
-                let local = cells(&sub(&bs, &origin), &be, &inner);
+                let origin = nd::mul(&shards[s], cs);
+                let (bs, be) = nd::intersect(start, shape, &origin, cs);
+                let local = cells(&nd::sub(&bs, &origin), &be, &inner);
                 let chunks: Vec<Vec<u64>> = boxes(&local).collect();
                 let reader = self.shard_reader(&shards[s])?;
                 let fetched = match reader.index() {
@@ -234,15 +234,15 @@ impl<S: Store> Array<S> {
             let decoded = self.map_io(batch.len(), |k| self.read_shard(&batch[k]))?;
             for (g, shard) in batch.iter().zip(decoded) {
                 let Some(shard) = shard else { continue };
-                let origin = mul(g, cs);
-                let (bs, be) = intersect(start, shape, &origin, cs);
+                let origin = nd::mul(g, cs);
+                let (bs, be) = nd::intersect(start, shape, &origin, cs);
                 nd::copy_box(
                     &shard,
                     cs,
-                    &sub(&bs, &origin),
+                    &nd::sub(&bs, &origin),
                     out,
                     shape,
-                    &sub(&bs, start),
+                    &nd::sub(&bs, start),
                     &be,
                     elem,
                 );
@@ -263,12 +263,12 @@ impl<S: Store> Array<S> {
         let meta = self.metadata();
         let elem = meta.data_type.size();
         let cs = &meta.chunk_shape;
-        let origin = mul(g, cs);
-        let (bs, be) = intersect(start, shape, &origin, cs);
-        let whole = bs == origin && be == in_array(&meta.shape, &origin, cs);
+        let origin = nd::mul(g, cs);
+        let (bs, be) = nd::intersect(start, shape, &origin, cs);
+        let whole = bs == origin && be == nd::in_array(&meta.shape, &origin, cs);
         if whole && self.partial_regions() {
             // Covered entirely: not read, its chunks cut straight out of `data`.
-            self.write_shard_cut(g, data, shape, &sub(&bs, start), &be, options)?;
+            self.write_shard_cut(g, data, shape, &nd::sub(&bs, start), &be, options)?;
             return Ok(());
         }
         if whole || !self.partial_regions() {
@@ -282,10 +282,10 @@ impl<S: Store> Array<S> {
             nd::copy_box(
                 data,
                 shape,
-                &sub(&bs, start),
+                &nd::sub(&bs, start),
                 &mut shard,
                 cs,
-                &sub(&bs, &origin),
+                &nd::sub(&bs, &origin),
                 &be,
                 elem,
             );
@@ -298,16 +298,16 @@ impl<S: Store> Array<S> {
         let mut writer =
             ShardWriter::new(layout.clone(), io, WriteStrategy::Update(mode), options)?;
         let mut chunk = layout.inner_repr().filled()?;
-        for local in boxes(&cells(&sub(&bs, &origin), &be, &inner)) {
+        for local in boxes(&cells(&nd::sub(&bs, &origin), &be, &inner)) {
             let corigin: Vec<u64> = origin
                 .iter()
                 .zip(local.iter().zip(&inner))
                 .map(|(o, (c, i))| o + c * i)
                 .collect();
-            let (cb, ce) = intersect(&bs, &be, &corigin, &inner);
+            let (cb, ce) = nd::intersect(&bs, &be, &corigin, &inner);
             // Read only a chunk the region covers partly; the rest of a covered chunk that lies
             // past the array's edge is the fill value.
-            if cb == corigin && ce == in_array(&meta.shape, &corigin, &inner) {
+            if cb == corigin && ce == nd::in_array(&meta.shape, &corigin, &inner) {
                 layout.inner_repr().fill_value.fill(&mut chunk);
             } else {
                 writer.read_chunk_into(&local, &mut chunk)?;
@@ -315,10 +315,10 @@ impl<S: Store> Array<S> {
             nd::copy_box(
                 data,
                 shape,
-                &sub(&cb, start),
+                &nd::sub(&cb, start),
                 &mut chunk,
                 &inner,
-                &sub(&cb, &corigin),
+                &nd::sub(&cb, &corigin),
                 &ce,
                 elem,
             );
@@ -397,31 +397,6 @@ fn row_of_boxes(ranges: &[(u64, u64)], g0: u64) -> Vec<Vec<u64>> {
     boxes(&row).collect()
 }
 
-/// The intersection of two boxes given as start + extent: its start and its extent (the
-/// boxes must overlap).
-fn intersect(a: &[u64], a_shape: &[u64], b: &[u64], b_shape: &[u64]) -> (Vec<u64>, Vec<u64>) {
-    let start: Vec<u64> = a.iter().zip(b).map(|(x, y)| *x.max(y)).collect();
-    let extent = (0..a.len())
-        .map(|d| (a[d] + a_shape[d]).min(b[d] + b_shape[d]) - start[d])
-        .collect();
-    (start, extent)
-}
-
-/// Extent of the cell at `origin` of shape `cell` inside an array of `shape`.
-fn in_array(shape: &[u64], origin: &[u64], cell: &[u64]) -> Vec<u64> {
-    (0..shape.len())
-        .map(|d| cell[d].min(shape[d] - origin[d]))
-        .collect()
-}
-
-fn mul(a: &[u64], b: &[u64]) -> Vec<u64> {
-    a.iter().zip(b).map(|(x, y)| x * y).collect()
-}
-
-fn sub(a: &[u64], b: &[u64]) -> Vec<u64> {
-    a.iter().zip(b).map(|(x, y)| x - y).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,10 +406,10 @@ mod tests {
         // Region rows 3..10, cols 0..1 on a grid of 4×4 cells: cells rows 0..3, cols 0..1.
         assert_eq!(cells(&[3, 0], &[7, 1], &[4, 4]), vec![(0, 3), (0, 1)]);
         assert_eq!(
-            intersect(&[3, 0], &[7, 1], &[4, 0], &[4, 4]),
+            nd::intersect(&[3, 0], &[7, 1], &[4, 0], &[4, 4]),
             (vec![4, 0], vec![4, 1])
         );
-        assert_eq!(in_array(&[10, 6], &[8, 4], &[4, 4]), vec![2, 2]);
+        assert_eq!(nd::in_array(&[10, 6], &[8, 4], &[4, 4]), vec![2, 2]);
         let b: Vec<Vec<u64>> = boxes(&[(1, 3), (5, 6)]).collect();
         assert_eq!(b, vec![vec![1, 5], vec![2, 5]]);
     }

@@ -363,48 +363,25 @@ impl<S: Store, D: Store> Job<'_, S, D> {
         let elem = tm.data_type.size();
         let repr = tm.chunk_repr();
         let mut data = repr.filled()?;
-        let origin: Vec<u64> = coords
-            .iter()
-            .zip(&tm.chunk_shape)
-            .map(|(c, s)| c * s)
-            .collect();
-        let end: Vec<u64> = origin
-            .iter()
-            .zip(&tm.chunk_shape)
-            .zip(&tm.shape)
-            .map(|((o, c), s)| (o + c).min(*s))
-            .collect();
+        let origin = nd::mul(coords, &tm.chunk_shape);
+        let inside = nd::in_array(&tm.shape, &origin, &tm.chunk_shape);
         for (key, l) in loaded {
             let Loaded::Decoded(shard) = &**l else {
                 continue;
             };
-            let src_origin: Vec<u64> = key
-                .iter()
-                .zip(&sm.chunk_shape)
-                .map(|(c, s)| c * s)
-                .collect();
-            // The box both shards cover.
-            let lo: Vec<u64> = origin
-                .iter()
-                .zip(&src_origin)
-                .map(|(a, b)| *a.max(b))
-                .collect();
-            let hi: Vec<u64> = (0..lo.len())
-                .map(|d| end[d].min(src_origin[d] + sm.chunk_shape[d]))
-                .collect();
-            if lo.iter().zip(&hi).any(|(l, h)| l >= h) {
+            let src_origin = nd::mul(key, &sm.chunk_shape);
+            // The box both shards cover (within the array).
+            let (lo, size) = nd::intersect(&origin, &inside, &src_origin, &sm.chunk_shape);
+            if size.contains(&0) {
                 continue;
             }
-            let size: Vec<u64> = hi.iter().zip(&lo).map(|(h, l)| h - l).collect();
-            let from: Vec<u64> = lo.iter().zip(&src_origin).map(|(l, o)| l - o).collect();
-            let to: Vec<u64> = lo.iter().zip(&origin).map(|(l, o)| l - o).collect();
             nd::copy_box(
                 shard,
                 &sm.chunk_shape,
-                &from,
+                &nd::sub(&lo, &src_origin),
                 &mut data,
                 &tm.chunk_shape,
-                &to,
+                &nd::sub(&lo, &origin),
                 &size,
                 elem,
             );

@@ -366,6 +366,67 @@ fn zs_open(dir: &Path) -> R<ZsArray> {
     zarrshard::Array::open(zarrshard::FsStore::new(dir)).s()
 }
 
+/// Every chunk of `timed` equals the source's.
+fn check_timed(ctx: &Ctx, outs: &[Vec<u8>], timed: &[[u64; 2]], what: &str) -> R<()> {
+    for (out, &o) in outs.iter().zip(timed) {
+        same(out, &ctx.chunk(o), what)?;
+    }
+    Ok(())
+}
+
+/// Inner chunk `o` (array element coordinates of its origin) within shard [1, 1].
+fn in_shard(o: [u64; 2]) -> [u64; 2] {
+    [(o[0] % S) / C, (o[1] % S) / C]
+}
+
+/// Warm single-chunk reads with zarrshard: one `ShardReader` (index loaded, warmed on chunk 0),
+/// then `read_chunk_into` of each timed chunk into one buffer; time per chunk.
+fn zs_warm_chunks<'a>(arr: ZsArray, ctx: &'a Ctx, timed: &'a [[u64; 2]], name: String) -> Runner<'a> {
+    let first = in_shard(ctx.single[0]);
+    Runner::zs(name, 1, move |check| {
+        let reader = arr.shard_reader(&SHARD).s()?;
+        let mut buf = vec![0u8; CHUNK_BYTES];
+        reader.read_chunk_into(&first, &mut buf).s()?;
+        let mut outs = Vec::new();
+        let clk = Clock::start();
+        for &o in timed {
+            reader.read_chunk_into(&in_shard(o), &mut buf).s()?;
+            if check {
+                outs.push(buf.clone());
+            }
+        }
+        let s = clk.stop().per(timed.len() as f64);
+        if check {
+            check_timed(ctx, &outs, timed, "zarrshard")?;
+        }
+        Ok(s)
+    })
+}
+
+/// The same with zarrs: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an
+/// `ArrayShardedReadableExtCache` (the cached shard index), warmed on chunk 0.
+fn zarrs_warm_chunks<'a>(arr: ZArray<FilesystemStore>, ctx: &'a Ctx, timed: &'a [[u64; 2]], name: String) -> Runner<'a> {
+    let first = ctx.single[0];
+    Runner::peer(name, move |check| {
+        let cache = ArrayShardedReadableExtCache::new(&arr);
+        let opts = CodecOptions::default();
+        arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[first[0] / C, first[1] / C], &opts).s()?;
+        let mut outs = Vec::new();
+        let clk = Clock::start();
+        for &o in timed {
+            let out = arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[o[0] / C, o[1] / C], &opts).s()?;
+            if check {
+                outs.push(zbytes(out)?);
+            }
+        }
+        let s = clk.stop().per(timed.len() as f64);
+        if check {
+            check_timed(ctx, &outs, timed, "zarrs")?;
+        }
+        Ok(s)
+    })
+}
+
 /// Decode the whole array with zarrshard: `Array::read_region` over the whole array (per row
 /// of shards: indexes and coalesced chunk bytes fetched shard by shard in parallel, then the
 /// inner chunks decoded in parallel, each task owning a band of output rows).
@@ -1408,13 +1469,7 @@ fn main() {
     //    per chunk.
     let timed_chunks: Vec<[u64; 2]> = ctx.single[1..].to_vec();
     let k = timed_chunks.len() as f64;
-    let in_shard = |o: [u64; 2]| [(o[0] % S) / C, (o[1] % S) / C];
-    let check_chunks = |ctx: &Ctx, outs: Vec<Vec<u8>>, what: &str| -> R<()> {
-        for (out, &o) in outs.iter().zip(&timed_chunks) {
-            same(out, &ctx.chunk(o), what)?;
-        }
-        Ok(())
-    };
+    let check_chunks = |ctx: &Ctx, outs: Vec<Vec<u8>>, what: &str| check_timed(ctx, &outs, &timed_chunks, what);
     for v in READ_VARIANTS {
         let dir = ctx.read_dir(v);
         // Cold.
@@ -1481,59 +1536,14 @@ fn main() {
 
         // Warm.
         let mut runners = Vec::new();
-        {
-            let arr = zs_open(&dir).unwrap();
-            let (ctx, timed, check_chunks) = (&ctx, &timed_chunks, &check_chunks);
-            let first = in_shard(ctx.single[0]);
-            runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
-                let reader = arr.shard_reader(&SHARD).s()?;
-                let mut buf = vec![0u8; CHUNK_BYTES];
-                reader.read_chunk_into(&first, &mut buf).s()?;
-                let mut outs = Vec::new();
-                let clk = Clock::start();
-                for &o in timed {
-                    reader.read_chunk_into(&in_shard(o), &mut buf).s()?;
-                    if check {
-                        outs.push(buf.clone());
-                    }
-                }
-                let s = clk.stop().per(k);
-                if check {
-                    check_chunks(ctx, outs, "zarrshard")?;
-                }
-                Ok(s)
-            }));
-        }
+        runners.push(zs_warm_chunks(zs_open(&dir).unwrap(), &ctx, &timed_chunks, zs_default.clone()));
         let stores: [(&str, usize); 2] = [("", 0), (", FilesystemStore file handle cache", 16)];
         for (suffix, handles) in stores {
             let mut o = FilesystemStoreOptions::default();
             o.file_handle_cache_size(handles);
             let arr = ZArray::open(Arc::new(FilesystemStore::new_with_options(&dir, o).unwrap()), "/").unwrap();
-            let (ctx, timed, check_chunks) = (&ctx, &timed_chunks, &check_chunks);
-            let first = ctx.single[0];
-            // `ArrayShardedReadableExt::retrieve_subchunk_opt` with an
-            // `ArrayShardedReadableExtCache` (the cached shard index), warmed on chunk 0.
-            runners.push(Runner::peer(
-                format!("{zarrs_default}: retrieve_subchunk_opt + index cache{suffix}"),
-                move |check| {
-                    let cache = ArrayShardedReadableExtCache::new(&arr);
-                    let opts = CodecOptions::default();
-                    arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[first[0] / C, first[1] / C], &opts).s()?;
-                    let mut outs = Vec::new();
-                    let clk = Clock::start();
-                    for &o in timed {
-                        let out = arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[o[0] / C, o[1] / C], &opts).s()?;
-                        if check {
-                            outs.push(zbytes(out)?);
-                        }
-                    }
-                    let s = clk.stop().per(k);
-                    if check {
-                        check_chunks(ctx, outs, "zarrs")?;
-                    }
-                    Ok(s)
-                },
-            ));
+            let name = format!("{zarrs_default}: retrieve_subchunk_opt + index cache{suffix}");
+            runners.push(zarrs_warm_chunks(arr, &ctx, &timed_chunks, name));
         }
         runners.extend(ctx.peers("chunk_warm", v));
         table.measure(
@@ -1588,53 +1598,10 @@ fn main() {
     {
         let dir = ctx.read_dir(RAW_END);
         let mut runners = Vec::new();
-        {
-            let arr = zs_open(&dir).unwrap();
-            let (ctx, timed, check_chunks) = (&ctx, &timed_chunks, &check_chunks);
-            let first = in_shard(ctx.single[0]);
-            // `ShardReader::read_chunk_into` (uncompressed: copied, no decode step).
-            runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
-                let reader = arr.shard_reader(&SHARD).s()?;
-                let mut buf = vec![0u8; CHUNK_BYTES];
-                reader.read_chunk_into(&first, &mut buf).s()?;
-                let mut outs = Vec::new();
-                let clk = Clock::start();
-                for &o in timed {
-                    reader.read_chunk_into(&in_shard(o), &mut buf).s()?;
-                    if check {
-                        outs.push(buf.clone());
-                    }
-                }
-                let s = clk.stop().per(k);
-                if check {
-                    check_chunks(ctx, outs, "zarrshard")?;
-                }
-                Ok(s)
-            }));
-        }
-        {
-            let arr = ZArray::open(Arc::new(FilesystemStore::new(&dir).unwrap()), "/").unwrap();
-            let (ctx, timed, check_chunks) = (&ctx, &timed_chunks, &check_chunks);
-            let first = ctx.single[0];
-            runners.push(Runner::peer(format!("{zarrs_default}: retrieve_subchunk_opt + index cache"), move |check| {
-                let cache = ArrayShardedReadableExtCache::new(&arr);
-                let opts = CodecOptions::default();
-                arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[first[0] / C, first[1] / C], &opts).s()?;
-                let mut outs = Vec::new();
-                let clk = Clock::start();
-                for &o in timed {
-                    let out = arr.retrieve_subchunk_opt::<ArrayBytes<'static>>(&cache, &[o[0] / C, o[1] / C], &opts).s()?;
-                    if check {
-                        outs.push(zbytes(out)?);
-                    }
-                }
-                let s = clk.stop().per(k);
-                if check {
-                    check_chunks(ctx, outs, "zarrs")?;
-                }
-                Ok(s)
-            }));
-        }
+        // `ShardReader::read_chunk_into` (uncompressed: copied, no decode step).
+        runners.push(zs_warm_chunks(zs_open(&dir).unwrap(), &ctx, &timed_chunks, zs_default.clone()));
+        let arr = ZArray::open(Arc::new(FilesystemStore::new(&dir).unwrap()), "/").unwrap();
+        runners.push(zarrs_warm_chunks(arr, &ctx, &timed_chunks, format!("{zarrs_default}: retrieve_subchunk_opt + index cache")));
         table.measure("3d. one inner chunk, warm, decoded, uncompressed (index at end)", Unit::PerChunk, 9, None, runners);
     }
 

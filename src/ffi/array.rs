@@ -70,6 +70,30 @@ struct CallbackStore {
     cb: shard_store_callbacks,
 }
 
+impl CallbackStore {
+    /// A host's store table, checked: a known version, `open_object` set, no unknown flags.
+    fn new(cb: shard_store_callbacks) -> Result<Self, Error> {
+        if cb.version < 1 {
+            return Err(Error::InvalidArgument(format!(
+                "shard_store_callbacks.version is {}, expected {SHARD_STORE_VERSION}",
+                cb.version
+            )));
+        }
+        if cb.open_object.is_none() {
+            return Err(Error::InvalidArgument(
+                "shard_store_callbacks.open_object is required".into(),
+            ));
+        }
+        if cb.flags & !SHARD_STORE_THREAD_SAFE != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "unknown flags {:#x}",
+                cb.flags
+            )));
+        }
+        Ok(CallbackStore { cb })
+    }
+}
+
 // SAFETY: the library calls the host's callbacks from worker threads only when the host set
 // `SHARD_STORE_THREAD_SAFE`; otherwise `io_on_caller_thread` keeps them on the calling thread.
 unsafe impl Send for CallbackStore {}
@@ -150,30 +174,16 @@ pub unsafe extern "C" fn shard_array_open(
         let json = unsafe { text(json, json_len, "json") }?;
         let store = *unsafe { store.as_ref() }.ok_or(Failure::Null("store"))?;
         let array_out = unsafe { out(array_out, "array_out") }?;
-        if store.version < 1 {
-            return Err(Error::InvalidArgument(format!(
-                "shard_store_callbacks.version is {}, expected {SHARD_STORE_VERSION}",
-                store.version
-            ))
-            .into());
-        }
-        if store.open_object.is_none() {
-            return Err(Error::InvalidArgument(
-                "shard_store_callbacks.open_object is required".into(),
-            )
-            .into());
-        }
-        if store.flags & !SHARD_STORE_THREAD_SAFE != 0 {
-            return Err(Error::InvalidArgument(format!("unknown flags {:#x}", store.flags)).into());
-        }
+        let store = CallbackStore::new(store)?;
         let meta = ArrayMetadata::parse(json)?;
         let layout = meta.shard_layout().map(Arc::new);
-        let array = Array::from_metadata(CallbackStore { cb: store }, meta);
+        let (destroy, userdata) = (store.cb.destroy, store.cb.userdata);
+        let array = Array::from_metadata(store, meta);
         *array_out = shard_array::into_ptr(ArrayHandle {
             array,
             layout,
             writing: Mutex::new(()),
-            _userdata: UserdataOwner::of_store(store.destroy, store.userdata),
+            _userdata: UserdataOwner::of_store(destroy, userdata),
         });
         Ok(())
     })
@@ -379,7 +389,7 @@ pub unsafe extern "C" fn shard_array_refs(
 ///
 /// Thread-safe (not while another thread writes the array).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
-/// empty or invalid name, `record_size` 0, `out` version 0 or no `open_object`, the array not
+/// empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, the array not
 /// sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
 /// `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
 /// the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
@@ -400,15 +410,8 @@ pub unsafe extern "C" fn shard_array_refs_parquet(
         let h = unsafe { shard_array::borrow(array, "array") }?;
         let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
         let name = unsafe { text(name, name_len, "name") }?;
-        let out = *unsafe { out.as_ref() }.ok_or(Failure::Null("out"))?;
-        if out.version < 1 || out.open_object.is_none() {
-            return Err(Error::InvalidArgument(
-                "the output store needs version >= 1 and open_object".into(),
-            )
-            .into());
-        }
+        let out = CallbackStore::new(*unsafe { out.as_ref() }.ok_or(Failure::Null("out"))?)?;
         let refs = References::from_array(&h.array, MetadataFormat::V2 { separator: '.' })?;
-        let out = CallbackStore { cb: out };
         crate::refs::write_parquet_to(&refs, url_prefix, name, record_size, &out)?;
         Ok(())
     })

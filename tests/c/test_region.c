@@ -327,6 +327,24 @@ static int32_t dir_open(void *ud, const char *key, shard_io_callbacks *io) {
     return posix_io_open(path, POSIX_IO_READ, io, NULL);
 }
 
+/* The whole file at `path` in a new buffer (one spare byte) and its length in `*len`; NULL when
+ * it cannot be read. */
+static char *read_whole_file(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    char *data = NULL;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0) {
+        rewind(f);
+        data = malloc((size_t)*len + 1);
+        if (data && fread(data, 1, (size_t)*len, f) != (size_t)*len) {
+            free(data);
+            data = NULL;
+        }
+    }
+    fclose(f);
+    return data;
+}
+
 static void test_zarr_python_fixture(void) {
     char path[4096], *json;
     FILE *f;
@@ -336,15 +354,9 @@ static void test_zarr_python_fixture(void) {
     shard_array *a = NULL;
     uint64_t start[2], shape[2], r, c;
     snprintf(path, sizeof path, "%s/fixture.zarr/zarr.json", g_fixture);
-    f = fopen(path, "rb");
-    CHECK(f != NULL);
-    if (!f) return;
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    json = malloc((size_t)len);
-    CHECK(fread(json, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
+    json = read_whole_file(path, &len);
+    CHECK(json != NULL);
+    if (!json) return;
     snprintf(path, sizeof path, "%s/fixture.raw", g_fixture);
     f = fopen(path, "rb");
     want = malloc(64 * 64 * 2);
@@ -478,7 +490,6 @@ static const char *g_parquet_expected;
 static int same_as_file(mem_store *s, const char *key) {
     char path[4096];
     int i;
-    FILE *f;
     long len;
     uint8_t *want, *got;
     int same;
@@ -486,18 +497,12 @@ static int same_as_file(mem_store *s, const char *key) {
         if (strcmp(s->keys[i], key) == 0) break;
     if (i == s->count) return 0;
     snprintf(path, sizeof path, "%s/%s", g_parquet_expected, key);
-    f = fopen(path, "rb");
-    if (!f) return 0;
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    want = malloc((size_t)len + 1);
+    want = (uint8_t *)read_whole_file(path, &len);
+    if (!want) return 0;
     got = malloc((size_t)len + 1);
-    same = fread(want, 1, (size_t)len, f) == (size_t)len &&
-           mem_io_size(s->objects[i]) == (size_t)len &&
+    same = mem_io_size(s->objects[i]) == (size_t)len &&
            mem_io_copy(s->objects[i], got, (size_t)len) == (size_t)len &&
            memcmp(want, got, (size_t)len) == 0;
-    fclose(f);
     free(want);
     free(got);
     return same;
@@ -505,7 +510,6 @@ static int same_as_file(mem_store *s, const char *key) {
 
 static void test_parquet_reference_set(void) {
     char path[4096], *json, key[64];
-    FILE *f;
     long len;
     shard_store_callbacks in, out_t;
     shard_array *a = NULL;
@@ -513,15 +517,9 @@ static void test_parquet_reference_set(void) {
     const char *url = "http://example/fixture.zarr";
     int n;
     snprintf(path, sizeof path, "%s/fixture.zarr/zarr.json", g_fixture);
-    f = fopen(path, "rb");
-    CHECK(f != NULL);
-    if (!f) return;
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    json = malloc((size_t)len);
-    CHECK(fread(json, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
+    json = read_whole_file(path, &len);
+    CHECK(json != NULL);
+    if (!json) return;
     memset(&in, 0, sizeof in);
     in.version = SHARD_STORE_VERSION;
     in.userdata = (void *)g_fixture;

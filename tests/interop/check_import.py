@@ -209,6 +209,22 @@ def compare_shard_bytes(new_files, fix_files):
 # ---------------------------------------------------------------------------
 
 
+def peer_readers():
+    """The peers that read an array directory back whole: name -> (path -> numpy array)."""
+    import numpy as np
+    import tensorstore as ts
+    import zarr
+
+    def read_zarr_python(path):
+        return np.asarray(zarr.open_array(store=path, mode="r")[...])
+
+    def read_tensorstore(path):
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+        return np.asarray(ts.open(spec, open=True, read=True).result().read().result())
+
+    return {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
+
+
 def peer_plan(entry) -> dict[str, str | None]:
     """reader -> None (read it) or a skip reason."""
     plan = {}
@@ -285,8 +301,8 @@ def main(argv=None) -> int:
     try:
         warnings.simplefilter("ignore")  # zarr's "partial reads disabled" etc.
         import numpy as np  # noqa: F401
-        import tensorstore as ts
-        import zarr
+        import tensorstore as ts  # noqa: F401
+        import zarr  # noqa: F401
     except ImportError as e:
         print(f"{e}: run this with the project venv (scripts/venv.sh, .venv/bin/python)",
               file=sys.stderr)
@@ -294,15 +310,7 @@ def main(argv=None) -> int:
 
     fix_dir = os.path.abspath(args.fix_dir)
     binary = os.path.abspath(args.binary) if os.sep in args.binary else args.binary
-
-    def read_zarr_python(path):
-        return np.asarray(zarr.open_array(store=path, mode="r")[...])
-
-    def read_tensorstore(path):
-        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
-        return np.asarray(ts.open(spec, open=True, read=True).result().read().result())
-
-    readers = {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
+    readers = peer_readers()
 
     entries = [e for e in manifest if args.filter in f"{e['impl']}/{e['case']}"]
 

@@ -56,7 +56,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_import import compare_values, peer_plan  # noqa: E402
+from check_import import compare_values, peer_plan, peer_readers  # noqa: E402
 
 VARIANTS = ("reshard", "recodec")
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -190,6 +190,47 @@ def run(cmd, timeout, text=True):
     return p.returncode, out, p.stderr.decode(errors="replace")
 
 
+def check_variant(binary, work, src, variant, meta, entry, expected, readers, timeout):
+    """Repack `src` with one variant into WORK/new; the peers and `zarrshard export` must read
+    the source's values back. Returns (problems, peer reads made)."""
+    problems, reads = [], 0
+    new = os.path.join(work, "new")
+    shutil.rmtree(new, ignore_errors=True)
+    flags, expect = variant_args(variant, meta)
+    rc, out, err = run([binary, "repack", src, new, *flags], timeout)
+    m = COUNTS.match(out.strip())
+    if rc != 0:
+        return [f"repack exit {rc}: {err.strip()[:300]}"], reads
+    if not m:
+        return [f"repack printed {out.strip()[:200]!r}"], reads
+    copied, reencoded = int(m.group(3)), int(m.group(4))
+    if expect == "copy" and reencoded:
+        problems.append(f"{reencoded} chunks re-encoded, expected copies")
+    if expect == "reencode" and copied:
+        problems.append(f"{copied} chunks copied, expected re-encoding")
+    for reader, skip in peer_plan(entry).items():
+        if skip:
+            continue
+        reads += 1
+        try:
+            got = readers[reader](new)
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"{reader} cannot read it: {str(e)[:200]}")
+            continue
+        p = compare_values(reader, got, entry, expected)
+        if p:
+            problems.append(p)
+    raw = os.path.join(work, "new.raw")
+    rc, _, err = run([binary, "export", new, raw], timeout)
+    if rc != 0:
+        problems.append(f"export exit {rc}: {err.strip()[:300]}")
+    else:
+        with open(raw, "rb") as f:
+            if f.read() != expected:
+                problems.append("zarrshard export differs from the expected bytes")
+    return problems, reads
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("fix_dir")
@@ -205,24 +246,26 @@ def main(argv=None) -> int:
         return 2
     try:
         warnings.simplefilter("ignore")
-        import numpy as np
-        import tensorstore as ts
-        import zarr
+        import numpy as np  # noqa: F401
+        import tensorstore as ts  # noqa: F401
+        import zarr  # noqa: F401
     except ImportError as e:
         print(f"{e}: run this with the project venv (scripts/venv.sh)", file=sys.stderr)
         return 2
 
-    def read_zarr_python(path):
-        return np.asarray(zarr.open_array(store=path, mode="r")[...])
-
-    def read_tensorstore(path):
-        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
-        return np.asarray(ts.open(spec, open=True, read=True).result().read().result())
-
-    readers = {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
+    readers = peer_readers()
     fix_dir = os.path.abspath(args.fix_dir)
     binary = os.path.abspath(args.binary)
     passed = failed = reads = gets = 0
+
+    def record(label, problems):
+        nonlocal passed, failed
+        if problems:
+            failed += 1
+            print(f"FAIL {label}: " + "; ".join(problems), flush=True)
+        else:
+            passed += 1
+
     with tempfile.TemporaryDirectory(prefix="zarrshard-repack-") as work:
         for entry in manifest:
             label_base = f"{entry['impl']}/{entry['case']}"
@@ -241,66 +284,20 @@ def main(argv=None) -> int:
                 problems = [f"harness error: {type(e).__name__}: {e}"]
             if problems is not None:
                 gets += 1
-                if problems:
-                    failed += 1
-                    print(f"FAIL {label_base} [get]: " + "; ".join(problems), flush=True)
-                else:
-                    passed += 1
+                record(f"{label_base} [get]", problems)
             for variant in VARIANTS:
-                label = f"{label_base} [{variant}]"
-                problems = []
-                new = os.path.join(work, "new")
-                shutil.rmtree(new, ignore_errors=True)
                 try:
-                    flags, expect = variant_args(variant, meta)
-                    rc, out, err = run([binary, "repack", src, new, *flags], args.timeout)
-                    m = COUNTS.match(out.strip())
-                    if rc != 0:
-                        problems.append(f"repack exit {rc}: {err.strip()[:300]}")
-                    elif not m:
-                        problems.append(f"repack printed {out.strip()[:200]!r}")
-                    else:
-                        copied, reencoded = int(m.group(3)), int(m.group(4))
-                        if expect == "copy" and reencoded:
-                            problems.append(f"{reencoded} chunks re-encoded, expected copies")
-                        if expect == "reencode" and copied:
-                            problems.append(f"{copied} chunks copied, expected re-encoding")
-                        for reader, skip in peer_plan(entry).items():
-                            if skip:
-                                continue
-                            reads += 1
-                            try:
-                                got = readers[reader](new)
-                            except Exception as e:  # noqa: BLE001
-                                problems.append(f"{reader} cannot read it: {str(e)[:200]}")
-                                continue
-                            p = compare_values(reader, got, entry, expected)
-                            if p:
-                                problems.append(p)
-                        raw = os.path.join(work, "new.raw")
-                        rc, _, err = run([binary, "export", new, raw], args.timeout)
-                        if rc != 0:
-                            problems.append(f"export exit {rc}: {err.strip()[:300]}")
-                        else:
-                            with open(raw, "rb") as f:
-                                if f.read() != expected:
-                                    problems.append("zarrshard export differs from the expected bytes")
+                    problems, n = check_variant(binary, work, src, variant, meta, entry,
+                                                expected, readers, args.timeout)
+                    reads += n
                 except subprocess.TimeoutExpired:
-                    problems.append(f"timed out after {args.timeout:g}s")
+                    problems = [f"timed out after {args.timeout:g}s"]
                 except Exception as e:  # noqa: BLE001 - a harness error is a failure too
-                    problems.append(f"harness error: {type(e).__name__}: {e}")
-                if problems:
-                    failed += 1
-                    print(f"FAIL {label}: " + "; ".join(problems), flush=True)
-                else:
-                    passed += 1
+                    problems = [f"harness error: {type(e).__name__}: {e}"]
+                record(f"{label_base} [{variant}]", problems)
         for label, problems in check_unsharded(binary, work, readers, args.timeout):
             reads += 2
-            if problems:
-                failed += 1
-                print(f"FAIL {label}: " + "; ".join(problems), flush=True)
-            else:
-                passed += 1
+            record(label, problems)
     print(f"repack: {passed + failed} combinations ({gets} of them get), {reads} peer reads",
           flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)

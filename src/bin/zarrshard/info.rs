@@ -89,11 +89,7 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<()> {
     let info = gather(array)?;
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&info).expect("serialisable")
-        )?;
+        crate::write_json(&mut out, &info)?;
         return Ok(());
     }
     writeln!(out, "shape: {:?}", info.shape)?;

@@ -105,11 +105,7 @@ pub fn run(array: &Array<FsStore>, key: &str, json: bool) -> zarrshard::Result<(
     let r = gather(array, key)?;
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&r).expect("serialisable")
-        )?;
+        crate::write_json(&mut out, &r)?;
         return Ok(());
     }
     write!(

@@ -191,6 +191,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// A `--json` report: pretty-printed, one trailing newline.
+fn write_json(out: &mut impl Write, report: &impl serde::Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(report).expect("reports are plain data");
+    writeln!(out, "{text}")
+}
+
 fn one_line(s: &str) -> String {
     s.replace('\n', " ")
 }

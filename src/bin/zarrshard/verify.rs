@@ -45,11 +45,7 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
                 })
                 .collect(),
         };
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).expect("serialisable")
-        )?;
+        crate::write_json(&mut out, &report)?;
     } else {
         for p in &problems {
             writeln!(out, "{}", one_line(&p.to_string()))?;
