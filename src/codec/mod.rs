@@ -207,10 +207,10 @@ impl BytesToBytes {
         match self {
             BytesToBytes::Zstd(c) => c.decode_into(data, out),
             BytesToBytes::Gzip(_) => {
-                read_exactly(flate2::read::MultiGzDecoder::new(data), out, "gzip")
+                read_exactly(flate2::bufread::MultiGzDecoder::new(data), out, "gzip")
             }
             BytesToBytes::Zlib(_) => {
-                read_exactly(flate2::read::ZlibDecoder::new(data), out, "zlib")
+                read_exactly(flate2::bufread::ZlibDecoder::new(data), out, "zlib")
             }
             BytesToBytes::Blosc(_) => blosc::decode_into(data, out),
             BytesToBytes::Crc32c(c) => {

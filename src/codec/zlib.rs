@@ -5,7 +5,7 @@
 
 use super::Config;
 use crate::error::Result;
-use flate2::{read::ZlibDecoder, write::ZlibEncoder, Compression};
+use flate2::{bufread::ZlibDecoder, write::ZlibEncoder, Compression};
 use serde_json::{json, Value};
 use std::io::Write;
 
