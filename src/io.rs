@@ -45,6 +45,22 @@ pub trait ShardIo: Send + Sync {
         ranges.iter().map(|r| self.read(*r)).collect()
     }
 
+    /// [`ShardIo::read_many`], with `spare` buffers (from earlier reads; any length, contents
+    /// replaced) to read into: a caller reading shard after shard hands back the previous
+    /// shard's buffers, so the bytes land in memory that is already mapped instead of a fresh
+    /// allocation per read (which glibc may trim and the kernel fault in again, page by page:
+    /// a third of a one-thread whole-array decode). Buffers are taken from the end of `spare`;
+    /// unused ones stay there. The default ignores `spare` and calls `read_many`; [`FileIo`]
+    /// and the C callback table read into the buffers.
+    fn read_many_reusing(
+        &self,
+        ranges: &[ByteRange],
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<ReadOutput>>> {
+        let _ = spare;
+        self.read_many(ranges)
+    }
+
     /// Size of the object, `Ok(None)` when it does not exist. Optional.
     fn size(&self) -> Result<Option<u64>> {
         Err(Error::Unsupported("size".into()))
@@ -135,6 +151,13 @@ macro_rules! forward_shard_io {
             }
             fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
                 (**self).read_many(ranges)
+            }
+            fn read_many_reusing(
+                &self,
+                ranges: &[ByteRange],
+                spare: &mut Vec<Vec<u8>>,
+            ) -> Result<Vec<Option<ReadOutput>>> {
+                (**self).read_many_reusing(ranges, spare)
             }
             fn size(&self) -> Result<Option<u64>> {
                 (**self).size()
@@ -317,8 +340,22 @@ fn write_all_at(f: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()
     Ok(())
 }
 
-impl ShardIo for FileIo {
-    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+/// A `len`-byte buffer to read into: `spare`'s allocation when it is large enough (only the
+/// part past its old length is zeroed; the caller overwrites the rest and cuts the buffer to
+/// what was read), otherwise fresh zeroed memory (no memset for large buffers).
+pub(crate) fn read_buffer(spare: Option<Vec<u8>>, len: usize) -> Vec<u8> {
+    match spare {
+        Some(mut buf) if buf.capacity() >= len => {
+            buf.resize(len, 0);
+            buf
+        }
+        _ => vec![0u8; len],
+    }
+}
+
+impl FileIo {
+    /// [`ShardIo::read`] into `spare`'s allocation when it is large enough.
+    fn read_into(&self, range: ByteRange, spare: Option<Vec<u8>>) -> Result<Option<ReadOutput>> {
         let Some(f) = self.handle(false)? else {
             return Ok(None);
         };
@@ -339,7 +376,7 @@ impl ShardIo for FileIo {
                 }
             }
         };
-        let mut data = vec![0u8; len as usize];
+        let mut data = read_buffer(spare, len as usize);
         let mut done = 0;
         while done < data.len() {
             match read_at(&f, &mut data[done..], start + done as u64) {
@@ -354,6 +391,23 @@ impl ShardIo for FileIo {
             data,
             object_size: size,
         }))
+    }
+}
+
+impl ShardIo for FileIo {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        self.read_into(range, None)
+    }
+
+    fn read_many_reusing(
+        &self,
+        ranges: &[ByteRange],
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<ReadOutput>>> {
+        ranges
+            .iter()
+            .map(|r| self.read_into(*r, spare.pop()))
+            .collect()
     }
 
     fn size(&self) -> Result<Option<u64>> {
@@ -452,6 +506,18 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
         if let Some(o) = &out {
             self.bytes.fetch_add(o.data.len() as u64, Ordering::Relaxed);
         }
+        Ok(out)
+    }
+    fn read_many_reusing(
+        &self,
+        ranges: &[ByteRange],
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<ReadOutput>>> {
+        // One call per range, as `read_many`'s default makes of `read`.
+        self.reads.fetch_add(ranges.len() as u64, Ordering::Relaxed);
+        let out = self.inner.read_many_reusing(ranges, spare)?;
+        let n: usize = out.iter().flatten().map(|o| o.data.len()).sum();
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
         Ok(out)
     }
     fn size(&self) -> Result<Option<u64>> {

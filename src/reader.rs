@@ -145,6 +145,17 @@ impl<I: ShardIo> ShardReader<I> {
     /// the coalescing gap, or into one read of the whole span when the wanted bytes are most
     /// of it; then all runs are fetched with one [`ShardIo::read_many`] call.
     pub fn fetch_chunks(&self, indices: &[usize]) -> Result<FetchedChunks> {
+        self.fetch_chunks_reusing(indices, &mut Vec::new())
+    }
+
+    /// [`ShardReader::fetch_chunks`] reading into `spare` buffers where the back end can
+    /// (see [`ShardIo::read_many_reusing`]); [`FetchedChunks::into_buffers`] gives them back
+    /// for the next shard.
+    pub fn fetch_chunks_reusing(
+        &self,
+        indices: &[usize],
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<FetchedChunks> {
         let n = self.layout.num_chunks();
         let locs: Vec<Option<ChunkLocation>> = indices
             .iter()
@@ -162,7 +173,7 @@ impl<I: ShardIo> ShardReader<I> {
             .iter()
             .map(|&(s, e)| ByteRange::FromStart(s, Some(e - s)))
             .collect();
-        let fetched = self.io.read_many(&ranges)?;
+        let fetched = self.io.read_many_reusing(&ranges, spare)?;
         let mut data = Vec::with_capacity(fetched.len());
         for ((start, end), got) in runs.iter().zip(fetched) {
             let got = got.ok_or_else(|| {
@@ -196,6 +207,12 @@ pub struct FetchedChunks {
 }
 
 impl FetchedChunks {
+    /// The buffers the chunks were fetched into, to read the next shard's chunks into
+    /// ([`ShardReader::fetch_chunks_reusing`]).
+    pub fn into_buffers(self) -> Vec<Vec<u8>> {
+        self.runs.into_iter().map(|(_, bytes)| bytes).collect()
+    }
+
     /// The encoded bytes of the `k`-th requested chunk; `None` when it is empty.
     pub fn encoded(&self, k: usize) -> Option<&[u8]> {
         let loc = self.locs[k]?;

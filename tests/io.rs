@@ -139,3 +139,58 @@ fn put_parts_is_put_of_the_concatenation() {
         );
     }
 }
+
+/// `read_many_reusing` on files reads into the spare buffers (taken from the end, the
+/// allocation kept when large enough, a fresh one otherwise, unused ones left), returns exactly
+/// the bytes read (no stale bytes from a buffer's earlier contents, even on a short read), and
+/// a missing file is `None` with the spare buffers untouched. The default (memory) ignores them;
+/// `CountingIo` counts one read per range.
+#[test]
+fn read_many_reusing_recycles_buffers_and_never_returns_stale_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = FileIo::new(dir.path().join("shard"));
+    f.write_at(0, b"0123456789").unwrap();
+    let ranges = [
+        ByteRange::FromStart(2, Some(3)),
+        ByteRange::FromStart(8, Some(5)), // short: the object ends after 2 bytes
+        ByteRange::FromStart(0, Some(4)),
+    ];
+    let unused = vec![b'u'; 4];
+    let (big, stale, small) = (vec![b'x'; 64], vec![b'y'; 64], Vec::with_capacity(1));
+    let (big_ptr, stale_ptr) = (big.as_ptr(), stale.as_ptr());
+    let mut spare = vec![unused.clone(), small, stale, big];
+    let got = f.read_many_reusing(&ranges, &mut spare).unwrap();
+    let got: Vec<Vec<u8>> = got.into_iter().map(|o| o.unwrap().data).collect();
+    assert_eq!(got, [b"234".to_vec(), b"89".to_vec(), b"0123".to_vec()]);
+    assert_eq!(
+        got[0].as_ptr(),
+        big_ptr,
+        "the last spare buffer, large enough, is reused"
+    );
+    assert_eq!(
+        got[1].as_ptr(),
+        stale_ptr,
+        "a short read into a used buffer: cut, not stale"
+    );
+    assert_eq!(spare, std::slice::from_ref(&unused), "buffers not needed stay");
+
+    let missing = FileIo::new(dir.path().join("missing"));
+    let mut spare = vec![vec![b'x'; 8]];
+    let got = missing
+        .read_many_reusing(&[ByteRange::FromStart(0, Some(4))], &mut spare)
+        .unwrap();
+    assert_eq!(got, [None]);
+
+    let mem = MemoryIo::from_bytes(b"0123456789".to_vec());
+    let mut spare = vec![unused.clone()];
+    let got = mem.read_many_reusing(&ranges[..2], &mut spare).unwrap();
+    assert_eq!(got[1].as_ref().unwrap().data, b"89");
+    assert_eq!(spare, [unused], "the default leaves the buffers alone");
+
+    let counting = CountingIo::new(FileIo::new(dir.path().join("shard")));
+    let got = counting
+        .read_many_reusing(&ranges[..2], &mut Vec::new())
+        .unwrap();
+    assert_eq!(got[0].as_ref().unwrap().data, b"234");
+    assert_eq!((counting.reads(), counting.bytes_read()), (2, 5));
+}

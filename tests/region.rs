@@ -408,3 +408,50 @@ fn import_reads_rows_while_encoding_and_reports_reader_errors() {
     }
     zarrshard::set_threads(0).unwrap();
 }
+
+/// On one thread a region read fetches each row of shards into the buffers of the row before
+/// (files read into them): rows whose objects are larger, smaller or missing in turn must all
+/// read back as written, for the whole array and for a region cutting every row.
+#[test]
+fn one_thread_region_reads_reuse_buffers_across_rows_of_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = metadata(&[40, 16], &[8, 8], &[4, 4], "zstd", false);
+    let array = Array::create(
+        FsStore::new(dir.path()),
+        ArrayMetadata::from_json(&meta).unwrap(),
+    )
+    .unwrap();
+    let mut expected = vec![7u16; 40 * 16];
+    // Rows of shards: noise, constant (small objects), noise, nothing stored, noise.
+    for (row, seed) in [(0u64, Some(1)), (1, None), (2, Some(2)), (4, Some(3))] {
+        let data = match seed {
+            Some(s) => values(8 * 16, s),
+            None => [3u16; 8 * 16]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect(),
+        };
+        array.write_region(&[row * 8, 0], &[8, 16], &data).unwrap();
+        for (k, v) in data.chunks(2).enumerate() {
+            expected[row as usize * 8 * 16 + k] = u16::from_ne_bytes([v[0], v[1]]);
+        }
+    }
+    let region = |start: [u64; 2], shape: [u64; 2]| -> Vec<u8> {
+        (start[0]..start[0] + shape[0])
+            .flat_map(|r| {
+                let from = (r * 16 + start[1]) as usize;
+                expected[from..from + shape[1] as usize].to_vec()
+            })
+            .flat_map(|v| v.to_ne_bytes())
+            .collect()
+    };
+    zarrshard::set_threads(1).unwrap();
+    for (start, shape) in [([0, 0], [40, 16]), ([3, 5], [34, 9]), ([0, 0], [40, 16])] {
+        assert_eq!(
+            array.read_region_vec(&start, &shape).unwrap(),
+            region(start, shape),
+            "region at {start:?} of {shape:?}"
+        );
+    }
+    zarrshard::set_threads(0).unwrap();
+}

@@ -8,7 +8,8 @@
 //! Arguments: `WORKLOAD ITERATIONS [zstd|raw|gzip] [LEVEL]`; `ZARRSHARD_THREADS` sizes the
 //! pool. zarrshard workloads: `encode` (`Array::write_region` of the whole array), `import`
 //! (`Array::import` from memory), `decode` (`Array::read_region` of the whole array into one
-//! reused buffer), `shard` (`Array::read_shard` of shard [1, 1]), `wshard` (`write_region` of
+//! reused buffer), `shard` (`Array::read_shard` of shard [1, 1]), `dshard`
+//! (`ShardLayout::decode_shard_into` of that shard's object, in memory), `wshard` (`write_region` of
 //! that shard), `wbuf` (a buffered `ShardWriter`, chunk by chunk). Before each write the
 //! previous shards are removed and dirty pages flushed (untimed), as in the benchmark. Raw
 //! codec loops, no zarrshard code: `ceiling` / `dceiling` (zstd-1 over the array's 4096
@@ -88,6 +89,9 @@ fn main() {
             }
         }
     }
+    let layout = arr.metadata().shard_layout().unwrap();
+    let object = std::fs::read(dir.join(arr.shard_key(&[1, 1]))).unwrap();
+    let mut shard_out = vec![0u8; (S * S * 2) as usize];
     let frames: Vec<Vec<u8>> = if what == "dceiling" || what == "dplace" {
         chunks.chunks(8192).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect()
     } else {
@@ -107,6 +111,7 @@ fn main() {
                 .unwrap(),
             "decode" => arr.read_region(&[0, 0], &[N, N], &mut out).unwrap(),
             "shard" => drop(arr.read_shard(&[1, 1]).unwrap()),
+            "dshard" => layout.decode_shard_into(&object, &mut shard_out).unwrap(),
             "wshard" => arr.write_region(&[S, S], &[S, S], &shard).unwrap(),
             "wbuf" => {
                 let layout = std::sync::Arc::new(arr.metadata().shard_layout().unwrap());

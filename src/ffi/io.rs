@@ -201,9 +201,10 @@ impl CallbackIo {
         }
     }
 
-    fn read_at(&self, offset: u64, len: usize) -> Result<Option<Vec<u8>>> {
+    /// Read `len` bytes at `offset` into `spare`'s allocation when it is large enough.
+    fn read_at(&self, offset: u64, len: usize, spare: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
         let read = self.cb.read.expect("checked in new");
-        let mut buf = vec![0u8; len];
+        let mut buf = crate::io::read_buffer(spare, len);
         let mut got = 0usize;
         // SAFETY: `buf` is valid for `len` bytes and `got` for one usize during the call.
         let rc = unsafe { read(self.cb.userdata, offset, len, buf.as_mut_ptr(), &mut got) };
@@ -228,7 +229,7 @@ impl CallbackIo {
         const BLOCK: usize = 1 << 20;
         let mut out = Vec::new();
         loop {
-            let Some(block) = self.read_at(offset + out.len() as u64, BLOCK)? else {
+            let Some(block) = self.read_at(offset + out.len() as u64, BLOCK, None)? else {
                 return Ok(if out.is_empty() { None } else { Some(out) });
             };
             let short = block.len() < BLOCK;
@@ -252,14 +253,14 @@ impl ShardIo for CallbackIo {
             |data: Option<Vec<u8>>, object_size| data.map(|data| ReadOutput { data, object_size });
         match range {
             ByteRange::FromStart(offset, Some(len)) => {
-                Ok(with(self.read_at(offset, len_usize(len)?)?, None))
+                Ok(with(self.read_at(offset, len_usize(len)?, None)?, None))
             }
             ByteRange::FromStart(offset, None) => match self.cb.size {
                 Some(_) => match self.size()? {
                     None => Ok(None),
                     Some(size) => {
                         let len = len_usize(size.saturating_sub(offset))?;
-                        Ok(with(self.read_at(offset, len)?, Some(size)))
+                        Ok(with(self.read_at(offset, len, None)?, Some(size)))
                     }
                 },
                 None => Ok(with(self.read_to_end(offset)?, None)),
@@ -299,7 +300,7 @@ impl ShardIo for CallbackIo {
                 };
                 let start = size.saturating_sub(len);
                 Ok(with(
-                    self.read_at(start, len_usize(size - start)?)?,
+                    self.read_at(start, len_usize(size - start)?, None)?,
                     Some(size),
                 ))
             }
@@ -307,6 +308,14 @@ impl ShardIo for CallbackIo {
     }
 
     fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
+        self.read_many_reusing(ranges, &mut Vec::new())
+    }
+
+    fn read_many_reusing(
+        &self,
+        ranges: &[ByteRange],
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<ReadOutput>>> {
         let bounded: Option<Vec<(u64, usize)>> = ranges
             .iter()
             .map(|r| match *r {
@@ -317,11 +326,25 @@ impl ShardIo for CallbackIo {
         let (Some(read_vectored), Some(bounded), true) =
             (self.cb.read_vectored, bounded, ranges.len() > 1)
         else {
-            return ranges.iter().map(|r| self.read(*r)).collect();
+            return ranges
+                .iter()
+                .map(|r| match *r {
+                    ByteRange::FromStart(offset, Some(len)) => Ok(self
+                        .read_at(offset, len_usize(len)?, spare.pop())?
+                        .map(|data| ReadOutput {
+                            data,
+                            object_size: None,
+                        })),
+                    _ => self.read(*r),
+                })
+                .collect();
         };
         let offsets: Vec<u64> = bounded.iter().map(|b| b.0).collect();
         let lens: Vec<usize> = bounded.iter().map(|b| b.1).collect();
-        let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&n| vec![0u8; n]).collect();
+        let mut bufs = Vec::with_capacity(lens.len());
+        for &n in &lens {
+            bufs.push(crate::io::read_buffer(spare.pop(), len_usize(n as u64)?));
+        }
         let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
         let mut got = vec![0usize; ranges.len()];
         // SAFETY: every array has `ranges.len()` entries and each buffer `lens[k]` bytes, all

@@ -70,7 +70,22 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int hold, holding;
+    int vectored; /* non-zero: object tables get store_read_vectored */
 } mem_store;
+
+/* read_vectored over the objects' own read (every object's table has the same one). */
+static int32_t (*g_object_read)(void *, uint64_t, size_t, uint8_t *, size_t *);
+static int g_vectored_calls;
+static int32_t store_read_vectored(void *ud, size_t count, const uint64_t *offsets,
+                                   const size_t *lens, uint8_t *const *bufs, size_t *outs) {
+    size_t k;
+    g_vectored_calls++;
+    for (k = 0; k < count; k++) {
+        int32_t rc = g_object_read(ud, offsets[k], lens[k], bufs[k], &outs[k]);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
 
 static int32_t store_open(void *ud, const char *key, shard_io_callbacks *io) {
     mem_store *s = ud;
@@ -92,6 +107,10 @@ static int32_t store_open(void *ud, const char *key, shard_io_callbacks *io) {
         s->count++;
     }
     mem_io_callbacks(s->objects[i], io);
+    if (s->vectored) {
+        g_object_read = io->read;
+        io->read_vectored = store_read_vectored;
+    }
     return 0;
 }
 
@@ -189,11 +208,12 @@ static int box_matches(shard_array *a, uint64_t r0, uint64_t c0, uint64_t h, uin
     return ok;
 }
 
-static void test_regions_match_the_model(void) {
+static void regions_match_the_model(int vectored) {
     mem_store s;
     shard_array *a;
     uint64_t r0, c0, h, w;
     store_init(&s);
+    s.vectored = vectored;
     model_reset();
     a = open_array(&s);
     CHECK(box_matches(a, 0, 0, ROWS, COLS)); /* nothing stored: all fill */
@@ -208,6 +228,57 @@ static void test_regions_match_the_model(void) {
     shard_array_close(a);
     CHECK(s.destroyed == 1);
     store_free(&s);
+}
+
+static void test_regions_match_the_model(void) { regions_match_the_model(0); }
+
+/* 16x16384 uint16, uncompressed: two rows of shards 8x16384, each two rows of sixteen 4x1024
+ * inner chunks of 8 KiB. A region one inner chunk wide wants chunks 0 and 16 of each shard,
+ * 120 KiB apart: two ranges per shard, past the 64 KiB coalescing gap. */
+static const char WIDE_JSON[] =
+    "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [16, 16384],"
+    " \"data_type\": \"uint16\", \"chunk_grid\": {\"name\": \"regular\","
+    " \"configuration\": {\"chunk_shape\": [8, 16384]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
+    " \"fill_value\": 0, \"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": {"
+    "\"chunk_shape\": [4, 1024], \"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}],"
+    " \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}},"
+    " {\"name\": \"crc32c\"}]}}]}";
+
+/* One thread, so each row of shards is fetched into the buffers of the row before, through
+ * plain reads (the model's regions) and through read_vectored (ranges too far apart to merge):
+ * the same values. */
+static void test_regions_on_one_thread_reuse_buffers(void) {
+    mem_store s;
+    shard_store_callbacks t;
+    shard_array *a = NULL;
+    uint64_t start[2] = {0, 0}, whole[2] = {16, 16384}, narrow[2] = {16, 1024}, r, c;
+    uint16_t *data = malloc(16 * 16384 * 2), *got = malloc(16 * 1024 * 2);
+    int same = 1;
+    EXPECT(shard_set_threads(1), SHARD_OK);
+    regions_match_the_model(0);
+    store_init(&s);
+    s.vectored = 1;
+    t = store_table(&s);
+    EXPECT(shard_array_open(WIDE_JSON, strlen(WIDE_JSON), &t, &a), SHARD_OK);
+    for (r = 0; r < 16; r++)
+        for (c = 0; c < 16384; c++) data[r * 16384 + c] = (uint16_t)(r * 7919 + c * 31);
+    EXPECT(shard_array_write_region(a, start, whole, 2, (const uint8_t *)data, 16 * 16384 * 2),
+           SHARD_OK);
+    g_vectored_calls = 0;
+    for (start[1] = 0; start[1] < 16384; start[1] += 5 * 1024) {
+        EXPECT(shard_array_read_region(a, start, narrow, 2, (uint8_t *)got, 16 * 1024 * 2),
+               SHARD_OK);
+        for (r = 0; r < 16; r++)
+            for (c = 0; c < 1024; c++)
+                if (got[r * 1024 + c] != data[r * 16384 + start[1] + c]) same = 0;
+    }
+    CHECK(same);
+    CHECK(g_vectored_calls == 8); /* 4 regions x 2 rows of shards */
+    shard_array_close(a);
+    store_free(&s);
+    EXPECT(shard_set_threads(0), SHARD_OK);
+    free(data);
+    free(got);
 }
 
 static void test_requests_per_region(void) {
@@ -551,6 +622,7 @@ static void test_parquet_reference_set(void) {
 
 int main(int argc, char **argv) {
     RUN(test_regions_match_the_model);
+    RUN(test_regions_on_one_thread_reuse_buffers);
     RUN(test_requests_per_region);
     RUN(test_argument_errors);
     RUN(test_second_writer_is_refused);
