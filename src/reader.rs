@@ -143,7 +143,8 @@ impl<I: ShardIo> ShardReader<I> {
     /// Fetch the encoded bytes of the inner chunks at linear `indices` (C order within the
     /// shard): their byte ranges are sorted and merged where the gap between them is below
     /// the coalescing gap, or into one read of the whole span when the wanted bytes are most
-    /// of it; then all runs are fetched with one [`ShardIo::read_many`] call.
+    /// of it; then all runs are fetched with one [`ShardIo::read_many`] call (through
+    /// [`ShardIo::read_many_reusing`], which back ends that cannot reuse buffers pass on).
     pub fn fetch_chunks(&self, indices: &[usize]) -> Result<FetchedChunks> {
         self.fetch_chunks_reusing(indices, &mut Vec::new())
     }

@@ -172,7 +172,11 @@ fn read_many_reusing_recycles_buffers_and_never_returns_stale_bytes() {
         stale_ptr,
         "a short read into a used buffer: cut, not stale"
     );
-    assert_eq!(spare, std::slice::from_ref(&unused), "buffers not needed stay");
+    assert_eq!(
+        spare,
+        std::slice::from_ref(&unused),
+        "buffers not needed stay"
+    );
 
     let missing = FileIo::new(dir.path().join("missing"));
     let mut spare = vec![vec![b'x'; 8]];
@@ -193,4 +197,6 @@ fn read_many_reusing_recycles_buffers_and_never_returns_stale_bytes() {
         .unwrap();
     assert_eq!(got[0].as_ref().unwrap().data, b"234");
     assert_eq!((counting.reads(), counting.bytes_read()), (2, 5));
+    counting.read_many(&ranges).unwrap();
+    assert_eq!((counting.reads(), counting.bytes_read()), (5, 14));
 }
