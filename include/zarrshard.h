@@ -408,6 +408,15 @@ shard_status shard_array_open(const char *json,
 void shard_array_close(shard_array *array);
 
 /**
+ * Set the gap (bytes) below which the byte ranges of inner chunks that one
+ * `shard_array_read_region` call wants from a shard are fetched with one range; 0 merges only
+ * touching ranges, a large value reads the whole span (fewer requests to a high-latency store,
+ * at the cost of bytes not wanted). The default is 65536. Thread-safe: calls that start
+ * afterwards use it. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_set_coalesce_gap(const shard_array *array, uint64_t gap);
+
+/**
  * A new codec handle for the array's sharding layout and metadata, for the `shard_codec_*`
  * getters (shape, data type, fill value, key of a shard) and for opening single shards with
  * `shard_open`. Free it with `shard_codec_free`. Thread-safe.

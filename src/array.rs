@@ -7,12 +7,13 @@ use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::parallel;
-use crate::reader::ShardReader;
+use crate::reader::{ShardReader, DEFAULT_COALESCE_GAP};
 use crate::store::Store;
 use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::Value;
 use std::fmt;
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Which metadata format an array was opened from; it decides where the metadata lives and
@@ -37,6 +38,8 @@ pub struct Array<S: Store> {
     meta: ArrayMetadata,
     store: S,
     format: Format,
+    /// Given to every shard reader the array opens ([`Array::set_coalesce_gap`]).
+    coalesce_gap: AtomicU64,
 }
 
 /// One problem `verify` found: the shard key, and what is wrong (the error names the inner
@@ -64,19 +67,11 @@ impl<S: Store> Array<S> {
                     "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
                 ));
             }
-            return Ok(Array {
-                meta: ArrayMetadata::from_json(&v)?,
-                store,
-                format: Format::V3,
-            });
+            return Ok(Array::new(ArrayMetadata::from_json(&v)?, store, Format::V3));
         }
         if let Some(text) = store.get(".zarray")? {
             let meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
-            return Ok(Array {
-                meta,
-                store,
-                format: Format::V2Prototype,
-            });
+            return Ok(Array::new(meta, store, Format::V2Prototype));
         }
         Err(Error::metadata("no zarr.json or .zarray in the store"))
     }
@@ -90,15 +85,12 @@ impl<S: Store> Array<S> {
             .get(&metadata_key)?
             .ok_or_else(|| Error::metadata(format!("no {metadata_key} in the store")))?;
         let (meta, separator) = crate::legacy::parse_v3_draft(&parse_json(&text, &metadata_key)?)?;
-        Ok(Array {
-            meta,
-            store,
-            format: Format::V3Draft {
-                metadata_key,
-                data_prefix: format!("data/root/{path}/"),
-                separator,
-            },
-        })
+        let format = Format::V3Draft {
+            metadata_key,
+            data_prefix: format!("data/root/{path}/"),
+            separator,
+        };
+        Ok(Array::new(meta, store, format))
     }
 
     /// Create a Zarr v3 array: write its `zarr.json` (existing shards are left alone).
@@ -112,11 +104,31 @@ impl<S: Store> Array<S> {
     /// itself (nothing is read or written now; `repack` writes `zarr.json` last, so a
     /// half-written array never opens as a complete one).
     pub fn from_metadata(store: S, meta: ArrayMetadata) -> Self {
+        Array::new(meta, store, Format::V3)
+    }
+
+    fn new(meta: ArrayMetadata, store: S, format: Format) -> Self {
         Array {
             meta,
             store,
-            format: Format::V3,
+            format,
+            coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
         }
+    }
+
+    /// Set the gap (bytes) below which the byte ranges of inner chunks one call wants from a
+    /// shard are fetched with one read: region reads, and every reader
+    /// [`Array::shard_reader`] opens from now on. 0 merges only touching ranges; a large value
+    /// reads the whole span (fewer requests for a high-latency store such as HTTP, at the cost
+    /// of bytes not wanted). Default [`DEFAULT_COALESCE_GAP`] (64 KiB). Safe to call while
+    /// other threads read (calls that start afterwards use it).
+    pub fn set_coalesce_gap(&self, gap: u64) {
+        self.coalesce_gap.store(gap, Ordering::Relaxed);
+    }
+
+    /// The gap [`Array::set_coalesce_gap`] set.
+    pub fn coalesce_gap(&self) -> u64 {
+        self.coalesce_gap.load(Ordering::Relaxed)
     }
 
     /// The metadata format the array was opened from.
@@ -188,7 +200,9 @@ impl<S: Store> Array<S> {
             ));
         }
         let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
-        ShardReader::open(layout, self.store.shard_io(&self.shard_key(coords))?)
+        let reader = ShardReader::open(layout, self.store.shard_io(&self.shard_key(coords))?)?;
+        reader.set_coalesce_gap(self.coalesce_gap());
+        Ok(reader)
     }
 
     /// The slabs of the array along its first dimension, one row of shards each: the slab's

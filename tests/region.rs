@@ -202,6 +202,18 @@ fn a_region_costs_one_index_read_and_one_coalesced_run_per_shard() {
     assert_eq!(got, model.read(&[4, 2], &[4, 8]));
     let index_bytes = 16 * 16 + 4;
     assert_eq!(store.read_counts(), (2, index_bytes + 3 * 32));
+    // Rows 4..12, cols 0..4: inner chunks (1,0) and (2,0), chunks 4 and 8 of the object, 96
+    // bytes apart: the default gap (64 KiB) reads chunks 4..=8 as one run; with the array's
+    // gap at 0 they are two runs of 32 bytes.
+    let want = model.read(&[4, 0], &[8, 4]);
+    store.reset_counts();
+    assert_eq!(array.read_region_vec(&[4, 0], &[8, 4]).unwrap(), want);
+    assert_eq!(store.read_counts(), (2, index_bytes + 5 * 32));
+    assert_eq!(array.coalesce_gap(), 64 << 10);
+    array.set_coalesce_gap(0);
+    store.reset_counts();
+    assert_eq!(array.read_region_vec(&[4, 0], &[8, 4]).unwrap(), want);
+    assert_eq!(store.read_counts(), (3, index_bytes + 2 * 32));
     // A region outside every stored shard: one (missing) index read, all fill.
     let (empty, store) = create(&metadata(&[16, 16], &[8, 8], &[4, 4], "zstd", true));
     store.reset_counts();

@@ -1460,6 +1460,15 @@ class Array {
         return Codec(c);
     }
 
+    /// Set the gap (bytes) below which the byte ranges of inner chunks one `read_region` call
+    /// wants from a shard are fetched as one range (0: only touching ranges; large: the
+    /// whole span, fewer requests to a high-latency store). Default 65536. Thread-safe.
+    /// Throws `Error` (`SHARD_ERR_NULL_POINTER` when empty).
+    void set_coalesce_gap(std::uint64_t gap) const {
+        require_open();
+        detail::call([&] { return shard_array_set_coalesce_gap(get(), gap); });
+    }
+
     /// Read the region of extent `shape` at `start` (array coordinates) into `out`: exactly
     /// the region's element count × the element size, C order, native byte order; the fill
     /// value where nothing is stored. Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT`

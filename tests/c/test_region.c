@@ -246,7 +246,7 @@ static const char WIDE_JSON[] =
 
 /* One thread, so each row of shards is fetched into the buffers of the row before, through
  * plain reads (the model's regions) and through read_vectored (ranges too far apart to merge):
- * the same values. */
+ * the same values; and the array's coalescing gap decides which. */
 static void test_regions_on_one_thread_reuse_buffers(void) {
     mem_store s;
     shard_store_callbacks t;
@@ -274,6 +274,17 @@ static void test_regions_on_one_thread_reuse_buffers(void) {
     }
     CHECK(same);
     CHECK(g_vectored_calls == 8); /* 4 regions x 2 rows of shards */
+    /* With the array's coalescing gap above 120 KiB, each shard's two chunks are one range
+     * (one plain read: no vectored call), the bytes between them read and dropped. */
+    EXPECT(shard_array_set_coalesce_gap(a, 1 << 20), SHARD_OK);
+    g_vectored_calls = 0;
+    start[1] = 3 * 1024;
+    EXPECT(shard_array_read_region(a, start, narrow, 2, (uint8_t *)got, 16 * 1024 * 2), SHARD_OK);
+    for (r = 0; r < 16; r++)
+        for (c = 0; c < 1024; c++)
+            if (got[r * 1024 + c] != data[r * 16384 + start[1] + c]) same = 0;
+    CHECK(same);
+    CHECK(g_vectored_calls == 0);
     shard_array_close(a);
     store_free(&s);
     EXPECT(shard_set_threads(0), SHARD_OK);
@@ -329,6 +340,7 @@ static void test_argument_errors(void) {
     CHECK(out == sentinel && s.destroyed == 0); /* failed opens keep userdata with the host */
     a = open_array(&s);
     EXPECT(shard_array_read_region(NULL, start, shape, 2, buf, 8), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_set_coalesce_gap(NULL, 0), SHARD_ERR_NULL_POINTER);
     EXPECT(shard_array_read_region(a, NULL, shape, 2, buf, 8), SHARD_ERR_NULL_POINTER);
     EXPECT(shard_array_read_region(a, start, shape, 2, NULL, 8), SHARD_ERR_NULL_POINTER);
     EXPECT(shard_array_read_region(a, start, shape, 1, buf, 8), SHARD_ERR_INVALID_ARGUMENT);

@@ -1109,6 +1109,11 @@ static void test_array_fixture_regions() {
         compared++;
     }
     CHECK(array.read_region<std::uint16_t>({0, 0}, {16, 16}) == std::vector<std::uint16_t>(256, 0));
+    // Whatever the coalescing gap (only touching ranges, or whole spans), the same values.
+    for (const std::uint64_t gap : {std::uint64_t{0}, std::uint64_t{1} << 30}) {
+        array.set_coalesce_gap(gap);
+        CHECK(array.read_region<std::uint16_t>({10, 20}, {40, 30}) == sub2d(want, 64, 10, 20, 40, 30));
+    }
     // Many threads reading regions of one array at once.
     std::vector<std::future<bool>> readers;
     for (std::uint64_t t = 0; t < 4; t++)

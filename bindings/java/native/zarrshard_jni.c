@@ -1151,6 +1151,17 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayCodec(JNIEnv *env, jclass 
     return finish(env, &s, st) ? (jlong)(uintptr_t)codec : 0;
 }
 
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arraySetCoalesceGap(JNIEnv *env, jclass cls,
+                                                                   jlong array, jlong gap) {
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return;
+    scope_begin(&s);
+    st = shard_array_set_coalesce_gap(ARRAY(array), (uint64_t)gap);
+    (void)finish(env, &s, st);
+}
+
 /* start and shape as two long[] of one rank; 0 and an exception otherwise. */
 static int get_region(JNIEnv *env, jlongArray start, jlongArray shape, coords_buf *a,
                       coords_buf *b) {

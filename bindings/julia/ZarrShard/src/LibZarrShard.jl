@@ -160,6 +160,11 @@ function shard_array_close(array)
     ccall((:shard_array_close, libzarrshard), Cvoid, (Ptr{shard_array},), array)
 end
 
+"`shard_status shard_array_set_coalesce_gap(const shard_array *array, uint64_t gap)`"
+function shard_array_set_coalesce_gap(array, gap)
+    ccall((:shard_array_set_coalesce_gap, libzarrshard), Cint, (Ptr{shard_array}, UInt64), array, gap)
+end
+
 "`shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out)`"
 function shard_array_codec(array, codec_out)
     ccall((:shard_array_codec, libzarrshard), Cint,

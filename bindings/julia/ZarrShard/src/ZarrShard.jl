@@ -50,7 +50,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region, kerchunk_refs
+       ShardArray, read_region, read_region!, write_region, kerchunk_refs, set_coalesce_gap!
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -726,6 +726,20 @@ function _region_eltype(a::ShardArray)
     a.codec === nothing &&
         throw(ArgumentError("the array is not sharded: pass an Array of its element type to read_region!"))
     return eltype(a.codec)
+end
+
+"""
+    set_coalesce_gap!(a::ShardArray, gap::Integer) -> a
+
+Set the gap in bytes below which the byte ranges of inner chunks one `read_region` call
+wants from a shard are fetched as one range (`shard_array_set_coalesce_gap`): 0 merges only
+touching ranges, a large gap reads whole spans (fewer requests to a high-latency store).
+The default is 65536.
+"""
+function set_coalesce_gap!(a::ShardArray, gap::Integer)
+    gap >= 0 || throw(ArgumentError("the coalescing gap must be non-negative, got $gap"))
+    @check L.shard_array_set_coalesce_gap(a, UInt64(gap))
+    return a
 end
 
 """

@@ -89,6 +89,8 @@ final class Native {
 
     static native long arrayCodec(long array);
 
+    static native void arraySetCoalesceGap(long array, long gap);
+
     static native void arrayReadRegion(long array, long[] start, long[] shape, byte[] out);
 
     static native void arrayReadRegionDirect(long array, long[] start, long[] shape,

@@ -82,6 +82,24 @@ public final class ShardArray implements AutoCloseable {
         return ShardCodec.adopt(c);
     }
 
+    /**
+     * Set the gap in bytes below which the byte ranges of inner chunks one region read wants
+     * from a shard are fetched as one range: 0 merges only touching ranges, a large gap reads
+     * whole spans (fewer requests to a high-latency store). The default is 65536. Safe while
+     * other threads read. {@link IllegalArgumentException} for a negative gap.
+     */
+    public void setCoalesceGap(long gap) {
+        if (gap < 0) {
+            throw new IllegalArgumentException("the coalescing gap must be non-negative, got " + gap);
+        }
+        long h = ref.acquire();
+        try {
+            Native.arraySetCoalesceGap(h, gap);
+        } finally {
+            ref.release();
+        }
+    }
+
     /** Read the region of extent {@code shape} at {@code start} into {@code out}. */
     public void readRegion(long[] start, long[] shape, byte[] out) {
         bytes(start, shape, Objects.requireNonNull(out, "out"), false);

@@ -89,6 +89,13 @@ public class RegionTest {
                         sub(expected, 64, g[0], g[1], g[2], g[3]), got);
             }
             assertArrayEquals(new short[256], array.readRegionShorts(new long[] {32, 32}, new long[] {16, 16}));
+            // Whatever the coalescing gap (only touching ranges, or whole spans), the same values.
+            for (long gap : new long[] {0, 1L << 30}) {
+                array.setCoalesceGap(gap);
+                assertArrayEquals("gap " + gap, sub(expected, 64, 10, 20, 40, 30),
+                        array.readRegionShorts(new long[] {10, 20}, new long[] {40, 30}));
+            }
+            assertThrows(IllegalArgumentException.class, () -> array.setCoalesceGap(-1));
             // Bytes: the whole array is fixture.raw on a little-endian host.
             if (ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN) {
                 byte[] all = new byte[raw.length];
@@ -251,6 +258,7 @@ public class RegionTest {
         assertTrue(closed.isClosed());
         assertThrows(IllegalStateException.class,
                 () -> closed.readRegionShorts(new long[] {0, 0}, new long[] {1, 1}));
+        assertThrows(IllegalStateException.class, () -> closed.setCoalesceGap(0));
         ShardException e = assertThrows(ShardException.class, () -> ShardArray.open("{not json", store));
         assertEquals(Status.INVALID_METADATA, e.status());
         // Without sharding: regions work, a sharding codec does not exist.
