@@ -208,12 +208,11 @@ static int box_matches(shard_array *a, uint64_t r0, uint64_t c0, uint64_t h, uin
     return ok;
 }
 
-static void regions_match_the_model(int vectored) {
+static void test_regions_match_the_model(void) {
     mem_store s;
     shard_array *a;
     uint64_t r0, c0, h, w;
     store_init(&s);
-    s.vectored = vectored;
     model_reset();
     a = open_array(&s);
     CHECK(box_matches(a, 0, 0, ROWS, COLS)); /* nothing stored: all fill */
@@ -229,8 +228,6 @@ static void regions_match_the_model(int vectored) {
     CHECK(s.destroyed == 1);
     store_free(&s);
 }
-
-static void test_regions_match_the_model(void) { regions_match_the_model(0); }
 
 /* 16x16384 uint16, uncompressed: two rows of shards 8x16384, each two rows of sixteen 4x1024
  * inner chunks of 8 KiB. A region one inner chunk wide wants chunks 0 and 16 of each shard,
@@ -255,7 +252,7 @@ static void test_regions_on_one_thread_reuse_buffers(void) {
     uint16_t *data = malloc(16 * 16384 * 2), *got = malloc(16 * 1024 * 2);
     int same = 1;
     EXPECT(shard_set_threads(1), SHARD_OK);
-    regions_match_the_model(0);
+    test_regions_match_the_model();
     store_init(&s);
     s.vectored = 1;
     t = store_table(&s);
