@@ -857,7 +857,7 @@ int main(int argc, char **argv) {
         shard_store_callbacks table;
         shard_codec *acodec = NULL;
         shard_array *arr;
-        uint16_t R[30 * 40], Z[16 * 16];
+        uint16_t R[30 * 40], R2[30 * 40], Z[16 * 16];
         uint64_t start[2] = {10, 20}, shape[2] = {40, 30};
         uint64_t start0[2] = {0, 0}, shape0[2] = {16, 16};
         size_t x, y, k;
@@ -878,6 +878,14 @@ int main(int argc, char **argv) {
         check(same, "[37] read_region(arr, (21, 11), (30, 40)) == expected[21:50, 11:50] (C rows 10..49, columns 20..49)");
         check(store_opens == 4 && calls_of[K_DESTROY] == 4,
               "[37] the region touches 4 shards: %lu open_object, %lu destroy", store_opens, calls_of[K_DESTROY]);
+
+        /* julia: set_coalesce_gap!(arr, 0)                                               [37a]
+         * C:     shard_array_set_coalesce_gap(arr, 0)
+         * julia: read_region(arr, (21, 11), (30, 40)) == R                                 [37b]
+         * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, (uint8_t *)R2, 2400)    */
+        CHECK_OK(shard_array_set_coalesce_gap(arr, 0), "[37a] shard_array_set_coalesce_gap");
+        CHECK_OK(shard_array_read_region(arr, start, shape, 2, (uint8_t *)R2, sizeof R2), "[37b] shard_array_read_region");
+        check(memcmp(R, R2, sizeof R) == 0, "[37b] the region reads the same with the coalescing gap at 0");
 
         /* julia: all(iszero, read_region(arr, (1, 1), (16, 16)))                          [38]
          * C:     shard_array_read_region(arr, {0, 0}, {16, 16}, 2, buf, 512)                 */

@@ -121,6 +121,9 @@ function main(dir::AbstractString)
     # C start [10][20], shape [40][30] (rows 10..49, columns 20..49): all four shards.
     R = read_region(arr, (21, 11), (30, 40))                                         # [37]
     R == expected[21:50, 11:50] || error("region differs from fixture.raw")
+    set_coalesce_gap!(arr, 0)  # only touching byte ranges merged                   # [37a]
+    read_region(arr, (21, 11), (30, 40)) == R ||                                     # [37b]
+        error("the region differs with another coalescing gap")
     all(iszero, read_region(arr, (1, 1), (16, 16))) ||                              # [38]
         error("the top-left inner chunk reads as the fill value")
     close(arr)                                                                       # [39]
