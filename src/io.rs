@@ -50,9 +50,8 @@ pub trait ShardIo: Send + Sync {
     /// shard's buffers, so the bytes land in memory that is already mapped instead of a fresh
     /// allocation per read (which glibc may trim and the kernel fault in again, page by page:
     /// a quarter of a one-thread whole-array decode in the benchmark). Buffers are taken from
-    /// the end of `spare`;
-    /// unused ones stay there. The default ignores `spare` and calls `read_many`; [`FileIo`]
-    /// and the C callback table read into the buffers.
+    /// the end of `spare`; unused ones stay there. The default ignores `spare` and calls
+    /// `read_many`; [`FileIo`] and the C callback table read into the buffers.
     fn read_many_reusing(
         &self,
         ranges: &[ByteRange],

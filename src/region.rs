@@ -158,9 +158,11 @@ impl<S: Store> Array<S> {
                 }
                 Ok(())
             })?;
-            for (s, w) in fetched.into_iter().enumerate().filter(|_| recycle) {
-                if let Some(f) = w.fetched {
-                    *spare[s].get_mut().unwrap_or_else(|e| e.into_inner()) = f.into_buffers();
+            if recycle {
+                for (s, w) in fetched.into_iter().enumerate() {
+                    if let Some(f) = w.fetched {
+                        *spare[s].get_mut().unwrap_or_else(|e| e.into_inner()) = f.into_buffers();
+                    }
                 }
             }
         }

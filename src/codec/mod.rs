@@ -363,9 +363,9 @@ impl CodecChain {
         };
         match (&self.array_to_bytes, self.bytes_to_bytes.split_first()) {
             // `bytes` in native order changes nothing: the first bytes→bytes codec reads the
-            // chunk where it is (no copy of every chunk before compressing it).
+            // chunk where it is (no copy of every chunk before compressing it; `encode_arrays`
+            // checked its length).
             (ArrayToBytes::Bytes(b), Some((first, rest))) if b.is_identity(&brepr) => {
-                check_len(arrays.len(), brepr.byte_size()?)?;
                 let bytes = first.encode(&arrays)?;
                 rest.iter().try_fold(bytes, |b, c| c.encode(&b))
             }

@@ -247,13 +247,15 @@ fn len_usize(n: u64) -> Result<usize> {
     crate::limits::buffer_len(n, "a read from the host's object")
 }
 
-impl ShardIo for CallbackIo {
-    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+impl CallbackIo {
+    /// [`ShardIo::read`]; a bounded read goes into `spare`'s allocation when it is large
+    /// enough.
+    fn read_into(&self, range: ByteRange, spare: Option<Vec<u8>>) -> Result<Option<ReadOutput>> {
         let with =
             |data: Option<Vec<u8>>, object_size| data.map(|data| ReadOutput { data, object_size });
         match range {
             ByteRange::FromStart(offset, Some(len)) => {
-                Ok(with(self.read_at(offset, len_usize(len)?, None)?, None))
+                Ok(with(self.read_at(offset, len_usize(len)?, spare)?, None))
             }
             ByteRange::FromStart(offset, None) => match self.cb.size {
                 Some(_) => match self.size()? {
@@ -306,6 +308,12 @@ impl ShardIo for CallbackIo {
             }
         }
     }
+}
+
+impl ShardIo for CallbackIo {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        self.read_into(range, None)
+    }
 
     fn read_many(&self, ranges: &[ByteRange]) -> Result<Vec<Option<ReadOutput>>> {
         self.read_many_reusing(ranges, &mut Vec::new())
@@ -328,15 +336,7 @@ impl ShardIo for CallbackIo {
         else {
             return ranges
                 .iter()
-                .map(|r| match *r {
-                    ByteRange::FromStart(offset, Some(len)) => Ok(self
-                        .read_at(offset, len_usize(len)?, spare.pop())?
-                        .map(|data| ReadOutput {
-                            data,
-                            object_size: None,
-                        })),
-                    _ => self.read(*r),
-                })
+                .map(|r| self.read_into(*r, spare.pop()))
                 .collect();
         };
         let offsets: Vec<u64> = bounded.iter().map(|b| b.0).collect();

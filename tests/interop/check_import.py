@@ -158,6 +158,26 @@ def compare_values(reader, got, entry, expected: bytes):
     return msg
 
 
+def read_with_peers(readers, plan, array_dir, entry, expected: bytes):
+    """Read `array_dir` with every peer `plan` does not skip and compare with `expected`.
+    Returns (reads made, problems)."""
+    reads, problems = 0, []
+    for reader, skip in plan.items():
+        if skip:
+            continue
+        reads += 1
+        try:
+            got = readers[reader](array_dir)
+        except Exception as e:  # noqa: BLE001
+            msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            problems.append(f"{reader} cannot read it: {msg}")
+            continue
+        p = compare_values(reader, got, entry, expected)
+        if p:
+            problems.append(p)
+    return reads, problems
+
+
 def shard_files(array_dir: str) -> dict[str, str]:
     """Relative key -> path of every object under array_dir except its zarr.json."""
     out = {}
@@ -371,19 +391,9 @@ def main(argv=None) -> int:
                         meta = json.load(f)
 
                     # 3. values, as read by each peer that can read this configuration
-                    for reader, skip in plan.items():
-                        if skip:
-                            continue
-                        reads += 1
-                        try:
-                            got = readers[reader](new_dir)
-                        except Exception as e:  # noqa: BLE001
-                            msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-                            problems.append(f"{reader} cannot read it: {msg}")
-                            continue
-                        p = compare_values(reader, got, entry, expected)
-                        if p:
-                            problems.append(p)
+                    n, p = read_with_peers(readers, plan, new_dir, entry, expected)
+                    reads += n
+                    problems += p
 
                     # 4. the same set of shard objects as the fixture
                     new_files = shard_files(new_dir)

@@ -56,7 +56,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_import import compare_values, peer_plan, peer_readers  # noqa: E402
+from check_import import peer_plan, peer_readers, read_with_peers, to_le_bytes  # noqa: E402
 
 VARIANTS = ("reshard", "recodec")
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -132,15 +132,10 @@ def check_unsharded(binary, work, readers, timeout):
                                     f"{n_chunks} copies (the stored chunks)")
                 if expect == "reencode" and copied:
                     problems.append(f"{copied} chunks copied, expected re-encoding")
-                for reader, read in readers.items():
-                    try:
-                        got = read(new)
-                    except Exception as e:  # noqa: BLE001
-                        problems.append(f"{reader} cannot read it: {str(e)[:200]}")
-                        continue
-                    if got.dtype != data.dtype or got.shape != data.shape or \
-                            got.tobytes() != data.tobytes():
-                        problems.append(f"{reader} read other values")
+                entry = {"shape": list(shape), "dtype": np.dtype(dtype).name}
+                _, p = read_with_peers(readers, dict.fromkeys(readers), new, entry,
+                                       to_le_bytes(data))
+                problems += p
             results.append((f"zarr-python/unsharded-{name} [{variant}]", problems))
     return results
 
@@ -208,18 +203,8 @@ def check_variant(binary, work, src, variant, meta, entry, expected, readers, ti
         problems.append(f"{reencoded} chunks re-encoded, expected copies")
     if expect == "reencode" and copied:
         problems.append(f"{copied} chunks copied, expected re-encoding")
-    for reader, skip in peer_plan(entry).items():
-        if skip:
-            continue
-        reads += 1
-        try:
-            got = readers[reader](new)
-        except Exception as e:  # noqa: BLE001
-            problems.append(f"{reader} cannot read it: {str(e)[:200]}")
-            continue
-        p = compare_values(reader, got, entry, expected)
-        if p:
-            problems.append(p)
+    reads, p = read_with_peers(readers, peer_plan(entry), new, entry, expected)
+    problems += p
     raw = os.path.join(work, "new.raw")
     rc, _, err = run([binary, "export", new, raw], timeout)
     if rc != 0:
