@@ -6,6 +6,11 @@
 use crate::error::{Error, Result};
 use serde_json::Value;
 
+/// The widest raw-bits type accepted, in bytes: `r1048576` (128 KiB per element). The spec
+/// sets no bound; without one a metadata document could size a single element (its fill value,
+/// every chunk's element stride) past any buffer.
+pub const MAX_RAW_BYTES: usize = 1 << 17;
+
 /// A Zarr v3 `data_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataType {
@@ -50,11 +55,23 @@ impl DataType {
                 let bits = name
                     .strip_prefix('r')
                     .and_then(|n| n.parse::<usize>().ok())
-                    .filter(|&n| n > 0 && n % 8 == 0 && n <= 1 << 20)
+                    .filter(|&n| n > 0 && n % 8 == 0)
                     .ok_or_else(|| Error::metadata(format!("unknown data_type `{name}`")))?;
-                RawBits(bits / 8)
+                Self::raw_bytes(bits / 8, name)?
             }
         })
+    }
+
+    /// Raw bits of `bytes` bytes per element (`r<8·bytes>`, or a v2 `|V<bytes>`), spelled
+    /// `name` in the metadata: refused when 0 or wider than [`MAX_RAW_BYTES`].
+    pub fn raw_bytes(bytes: usize, name: &str) -> Result<Self> {
+        match bytes {
+            1..=MAX_RAW_BYTES => Ok(DataType::RawBits(bytes)),
+            0 => Err(Error::metadata(format!("data_type `{name}` has no bits"))),
+            _ => Err(Error::metadata(format!(
+                "data_type `{name}`: raw elements wider than {MAX_RAW_BYTES} bytes are not supported"
+            ))),
+        }
     }
 
     /// The Zarr v3 name.
@@ -349,6 +366,26 @@ mod tests {
 
     fn fv(v: Value, t: &str) -> Result<Vec<u8>> {
         FillValue::parse(&v, DataType::parse(t)?).map(|f| f.0)
+    }
+
+    #[test]
+    fn raw_bits_up_to_128_kib_per_element() {
+        assert_eq!(DataType::parse("r8").unwrap(), DataType::RawBits(1));
+        assert_eq!(DataType::parse("r1048576").unwrap().size(), 131072);
+        assert_eq!(
+            DataType::parse("r1048584").unwrap_err().to_string(),
+            "invalid metadata: data_type `r1048584`: raw elements wider than 131072 bytes are not supported"
+        );
+        for bad in ["r0", "r12", "r", "r-8"] {
+            assert_eq!(
+                DataType::parse(bad).unwrap_err().to_string(),
+                format!("invalid metadata: unknown data_type `{bad}`")
+            );
+        }
+        assert_eq!(
+            DataType::raw_bytes(0, "r0").unwrap_err().to_string(),
+            "invalid metadata: data_type `r0` has no bits"
+        );
     }
 
     #[test]

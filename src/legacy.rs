@@ -57,7 +57,7 @@ pub fn parse_typestr(s: &str) -> Result<(DataType, Option<Endian>)> {
         "c8" => DataType::Complex64,
         "c16" => DataType::Complex128,
         _ => match body.strip_prefix('V').and_then(|n| n.parse::<usize>().ok()) {
-            Some(n) if n > 0 => DataType::RawBits(n),
+            Some(n) if n > 0 => DataType::raw_bytes(n, s)?,
             _ => return Err(bad()),
         },
     };
@@ -477,5 +477,30 @@ mod tests {
             "multi-byte types need a byte order"
         );
         assert!(parse_typestr("<M8[ns]").is_err());
+    }
+
+    #[test]
+    fn raw_typestrings_are_bounded_like_v3_raw_bits() {
+        // 131072 bytes = 1048576 bits, the widest `r<N>` (fuzzing found `<V3246680448946580131`
+        // sizing a fill value of 3.2 EB).
+        assert_eq!(
+            parse_typestr("|V131072").unwrap(),
+            (DataType::RawBits(131072), None)
+        );
+        assert_eq!(parse_typestr("|V3").unwrap(), (DataType::RawBits(3), None));
+        for (s, n) in [
+            ("|V131073", 131073u64),
+            ("<V3246680448946580131", 3246680448946580131),
+        ] {
+            assert_eq!(
+                parse_typestr(s).unwrap_err().to_string(),
+                format!("invalid metadata: data_type `{s}`: raw elements wider than 131072 bytes are not supported"),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            parse_typestr("|V0").unwrap_err().to_string(),
+            "invalid metadata: unsupported dtype `|V0`"
+        );
     }
 }
