@@ -488,14 +488,10 @@ mod tests {
             (DataType::RawBits(131072), None)
         );
         assert_eq!(parse_typestr("|V3").unwrap(), (DataType::RawBits(3), None));
-        for (s, n) in [
-            ("|V131073", 131073u64),
-            ("<V3246680448946580131", 3246680448946580131),
-        ] {
+        for s in ["|V131073", "<V3246680448946580131"] {
             assert_eq!(
                 parse_typestr(s).unwrap_err().to_string(),
-                format!("invalid metadata: data_type `{s}`: raw elements wider than 131072 bytes are not supported"),
-                "{n}"
+                format!("invalid metadata: data_type `{s}`: raw elements wider than 131072 bytes are not supported")
             );
         }
         assert_eq!(
