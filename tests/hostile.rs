@@ -611,6 +611,11 @@ fn adversarial_metadata() {
             "metadata",
         ),
         (
+            "raw bits of 256 KiB per element",
+            with(&["data_type"], json!("r2097152")),
+            "metadata",
+        ),
+        (
             "fill value wrong type",
             with(&["fill_value"], json!("zero")),
             "metadata",

@@ -65,6 +65,33 @@ fn v3_draft_keys_and_listing() {
 }
 
 #[test]
+fn v2_prototype_raw_dtypes_open_up_to_128_kib_per_element() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zarray = |dtype: &str| {
+        let doc = json!({"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": dtype,
+            "compressor": null, "fill_value": null, "order": "C", "filters": null,
+            "shards": [2], "shard_format": "indexed"});
+        std::fs::write(tmp.path().join(".zarray"), doc.to_string()).unwrap();
+        Array::open(FsStore::new(tmp.path()))
+    };
+    let array = zarray("|V16").unwrap();
+    assert_eq!(array.metadata().data_type.name(), "r128");
+    // Nothing stored: the 4 elements read as the all-zero fill value, 16 bytes each.
+    assert_eq!(array.read_region_vec(&[0], &[4]).unwrap(), vec![0u8; 64]);
+    assert_eq!(
+        zarray("|V131072").unwrap().metadata().data_type.size(),
+        131072
+    );
+    // The fuzz finding: 3.2 EB per element, whose fill value was allocated on open.
+    for dtype in ["|V131073", "<V3246680448946580131"] {
+        assert_eq!(
+            zarray(dtype).err().unwrap().to_string(),
+            format!("invalid metadata: data_type `{dtype}`: raw elements wider than 131072 bytes are not supported")
+        );
+    }
+}
+
+#[test]
 fn v2_prototype_shard_keys_and_fortran_order() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
