@@ -78,10 +78,14 @@ fn v2_prototype_raw_dtypes_open_up_to_128_kib_per_element() {
     assert_eq!(array.metadata().data_type.name(), "r128");
     // Nothing stored: the 4 elements read as the all-zero fill value, 16 bytes each.
     assert_eq!(array.read_region_vec(&[0], &[4]).unwrap(), vec![0u8; 64]);
-    assert_eq!(
-        zarray("|V131072").unwrap().metadata().data_type.size(),
-        131072
-    );
+    // The widest: its fill value goes through JSON as 131072 numbers, minutes under Miri (where
+    // the unit test `raw_typestrings_are_bounded_like_v3_raw_bits` covers the same edge).
+    if !cfg!(miri) {
+        assert_eq!(
+            zarray("|V131072").unwrap().metadata().data_type.size(),
+            131072
+        );
+    }
     // The fuzz finding: 3.2 EB per element, whose fill value was allocated on open.
     for dtype in ["|V131073", "<V3246680448946580131"] {
         assert_eq!(
