@@ -366,10 +366,12 @@ shard_status shard_last_error(char *buf, size_t len, size_t *written_out);
 /**
  * Set the number of threads the library uses to encode and decode inner chunks in parallel:
  * 0 = one per core (the default, or the `ZARRSHARD_THREADS` environment variable), 1 = only
- * the calling thread (for hosts that manage their own threads). Process-wide; takes effect for
- * calls that start afterwards. The library's threads never call the host's callbacks.
- * Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_INVALID_ARGUMENT` (the threads could not be
- * started), `SHARD_ERR_PANIC`.
+ * the calling thread (for hosts that manage their own threads). The calling thread counts:
+ * a call that decodes or encodes one shard's chunks runs them on the calling thread and
+ * `threads - 1` of the library's. Process-wide; takes effect for calls that start afterwards.
+ * The library's threads call the host's callbacks only for array stores flagged
+ * `SHARD_STORE_THREAD_SAFE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_INVALID_ARGUMENT`
+ * (the threads could not be started), `SHARD_ERR_PANIC`.
  */
 shard_status shard_set_threads(size_t threads);
 

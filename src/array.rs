@@ -276,7 +276,8 @@ impl<S: Store> Array<S> {
                 .repeat(slab_len(&slab_shape, meta)? / elem);
             // The slab's shards are read and decoded in parallel (each also decodes its inner
             // chunks in parallel), then placed.
-            let shards = parallel::map(places.len(), |k| self.read_shard(&places[k].coords))?;
+            let shards =
+                parallel::map_on_pool(places.len(), |k| self.read_shard(&places[k].coords))?;
             for (p, shard) in places.iter().zip(shards) {
                 let Some(shard) = shard else {
                     continue;
@@ -336,7 +337,7 @@ impl<S: Store> Array<S> {
         };
         // The slab's shards are cut out, encoded and written in parallel.
         let encode_slab = |slab: &[u8], slab_shape: &[u64], places: &[ShardPlace]| {
-            parallel::map(places.len(), |k| {
+            parallel::map_on_pool(places.len(), |k| {
                 let p = &places[k];
                 if direct {
                     return self.write_shard_cut(

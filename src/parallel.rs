@@ -5,10 +5,40 @@
 //! every chunk is encoded or decoded on the calling thread, for hosts that manage their own
 //! threads. Work is split by whole inner chunks (or rows of them), never finer, so a task is
 //! always worth its scheduling.
+//!
+//! Two kinds of parallel call:
+//! * a shard's inner chunks (encoded, or decoded a row of chunks per item) are *shared with
+//!   the calling thread* ([`map`], [`for_each_piece`]): it takes items from the same queue as
+//!   `threads - 1` pool tasks, one at a time, so a pool thread that wakes late just takes
+//!   fewer;
+//! * whole shards (each encoding or decoding its chunks in parallel) and region reads go to
+//!   the pool and the calling thread waits ([`map_on_pool`], [`for_each_split_on_pool`]):
+//!   work nested inside an item is balanced between pool threads by stealing, which a thread
+//!   outside the pool cannot do; and a region's fetched bytes, allocated on pool threads,
+//!   come from their allocator arenas, which glibc does not trim between calls. Shared, the
+//!   calling thread fetched part of each row into glibc's main arena, which it trims when
+//!   they are freed: 1 000–4 600 page faults per whole-array read, 10–30 % slower
+//!   (`bench/examples/profile.rs decode`).
+//!
+//! Why the calling thread works rather than waits (unlike rayon's `install`, which zarrs and
+//! most Rust code use): on the 2-vCPU machine of `BENCHMARKS.md`, when a thread that has just
+//! been busy hands every item to sleeping pool threads and goes to sleep, the kernel often
+//! queues both woken pool threads on one vCPU while the other stays idle for milliseconds.
+//! After 10 ms of work on the calling thread (`bench/examples/profile.rs`, `SPIN=10`), one
+//! shard decoded and one shard encoded ran on one core in 16 and 21 of 30 calls handed over
+//! (medians 2.3 and 5.1 ms), in 0 of 30 shared (1.5 and 3.0 ms): the calling thread keeps its
+//! vCPU and the one woken task gets the other.
+//!
+//! Calls from a pool thread (inside an item of [`map_on_pool`], or of a helper task) use
+//! rayon's own work stealing; calls made by the calling thread while it runs a shared item
+//! (a nested sharding codec) run on that thread, since pool tasks it spawned then might wait
+//! behind other long items.
 
 use crate::error::{Error, Result};
 use rayon::prelude::*;
-use std::sync::{Arc, RwLock};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// `None` until first use or after `set_threads` (rebuilt lazily).
 static POOL: RwLock<Option<(usize, Option<Arc<rayon::ThreadPool>>)>> = RwLock::new(None);
@@ -24,22 +54,36 @@ fn cores() -> usize {
 }
 
 /// Set the number of threads used to encode and decode inner chunks: 0 = one per core,
-/// 1 = the calling thread only. Takes effect for calls that start afterwards.
+/// 1 = the calling thread only; the calling thread counts as one of them (see the module
+/// docs). Takes effect for calls that start afterwards. Switching back to the size of the pool
+/// built last reuses that pool, whose threads have slept since (keeping their codec contexts):
+/// a host that alternates between one thread and the default starts threads once.
 pub fn set_threads(n: usize) -> Result<()> {
     let n = if n == 0 { cores() } else { n };
-    let pool = if n == 1 {
-        None
-    } else {
-        Some(Arc::new(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("zarrshard-{i}"))
-                .build()
-                .map_err(|e| Error::InvalidArgument(format!("cannot start {n} threads: {e}")))?,
-        ))
-    };
+    let pool = if n == 1 { None } else { Some(pool_of(n)?) };
     *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some((n, pool));
     Ok(())
+}
+
+/// The pool built last, kept while a smaller setting is in force.
+static LAST_BUILT: Mutex<Option<Arc<rayon::ThreadPool>>> = Mutex::new(None);
+
+/// A pool of `n` threads: the one built last when it has that size, else a new one (which
+/// then replaces it; the old pool's threads end once no call uses it).
+fn pool_of(n: usize) -> Result<Arc<rayon::ThreadPool>> {
+    let mut last = LAST_BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pool) = last.as_ref().filter(|p| p.current_num_threads() == n) {
+        return Ok(pool.clone());
+    }
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("zarrshard-{i}"))
+            .build()
+            .map_err(|e| Error::InvalidArgument(format!("cannot start {n} threads: {e}")))?,
+    );
+    *last = Some(pool.clone());
+    Ok(pool)
 }
 
 /// The number of threads encoding and decoding uses.
@@ -58,15 +102,144 @@ fn pool() -> (usize, Option<Arc<rayon::ThreadPool>>) {
     pool()
 }
 
-/// `f(0..n)` on the pool (in order of the results), or on the calling thread when the pool
-/// has one thread or there is only one item.
+/// `f(0..n)` in order of the results, shared between the calling thread and the pool (see
+/// the module docs); on the calling thread alone when the pool has one thread or there is
+/// only one item. Items must not start parallel work of their own: use [`map_on_pool`]. On a
+/// failure no further item starts and a failed item's error is returned (shared: the lowest
+/// one's).
 pub(crate) fn map<T: Send>(
+    n: usize,
+    f: impl Fn(usize) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
+    match how(n) {
+        How::Here => (0..n).map(f).collect(),
+        How::Pool(pool) => pool.install(|| (0..n).into_par_iter().map(&f).collect()),
+        How::Shared(pool, helpers) => {
+            let mut slots: Vec<Option<T>> = (0..n).map(|_| None).collect();
+            for (i, v) in share(&pool, helpers, 0..n, |i, _| f(i))? {
+                slots[i] = Some(v);
+            }
+            Ok(slots.into_iter().flatten().collect())
+        }
+    }
+}
+
+/// `f(0..n)` on the pool, in order of the results, the calling thread waiting; for items that
+/// start parallel work themselves (see the module docs). On the calling thread when the pool
+/// has one thread or there is only one item.
+pub(crate) fn map_on_pool<T: Send>(
     n: usize,
     f: impl Fn(usize) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
     match pool() {
         (_, Some(pool)) if n > 1 => pool.install(|| (0..n).into_par_iter().map(&f).collect()),
         _ => (0..n).map(f).collect(),
+    }
+}
+
+/// How a call of `n` items that start no parallel work runs.
+enum How {
+    /// On the calling thread: no pool, one item, or a nested call while sharing.
+    Here,
+    /// With rayon's work stealing: the calling thread is one of the pool's.
+    Pool(Arc<rayon::ThreadPool>),
+    /// Shared between the calling thread and this many pool tasks.
+    Shared(Arc<rayon::ThreadPool>, usize),
+}
+
+thread_local! {
+    /// Set while this (non-pool) thread runs items of a shared call.
+    static SHARING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn how(n: usize) -> How {
+    match pool() {
+        (threads, Some(pool)) if n > 1 => {
+            if pool.current_thread_index().is_some() {
+                How::Pool(pool)
+            } else if SHARING.get() {
+                How::Here
+            } else {
+                How::Shared(pool, (threads - 1).min(n - 1))
+            }
+        }
+        _ => How::Here,
+    }
+}
+
+/// Clears [`SHARING`] when the calling thread's share of the items ends, panic or not.
+struct Sharing;
+
+impl Sharing {
+    fn enter() -> Sharing {
+        SHARING.set(true);
+        Sharing
+    }
+}
+
+impl Drop for Sharing {
+    fn drop(&mut self) {
+        SHARING.set(false);
+    }
+}
+
+/// `f(i, item)` for each item, taken one at a time from one queue by the calling thread and
+/// `helpers` tasks on `pool` until it runs out or an item fails (then no further item starts);
+/// returns the results with their positions, in no particular order, or the error of the
+/// lowest position that failed. A task that starts after the queue ran out returns at once.
+fn share<I, T>(
+    pool: &rayon::ThreadPool,
+    helpers: usize,
+    items: I,
+    f: impl Fn(usize, I::Item) -> Result<T> + Sync,
+) -> Result<Vec<(usize, T)>>
+where
+    I: Iterator + Send,
+    T: Send,
+{
+    let queue = Mutex::new(items.enumerate());
+    let failed = AtomicBool::new(false);
+    let parts = Mutex::new(Vec::with_capacity(helpers + 1));
+    let work = || {
+        let (mut done, mut error) = (Vec::new(), None);
+        while !failed.load(Ordering::Relaxed) {
+            // The lock is released before the item runs.
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some((i, item)) = next else { break };
+            match f(i, item) {
+                Ok(v) => done.push((i, v)),
+                Err(e) => {
+                    failed.store(true, Ordering::Relaxed);
+                    error = Some((i, e));
+                    break;
+                }
+            }
+        }
+        parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((done, error));
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| work());
+        }
+        let _sharing = Sharing::enter();
+        work();
+    });
+    let mut results = Vec::new();
+    let mut first_error: Option<(usize, Error)> = None;
+    for (done, error) in parts.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        results.extend(done);
+        if let Some((i, e)) = error {
+            if first_error.as_ref().is_none_or(|(j, _)| i < *j) {
+                first_error = Some((i, e));
+            }
+        }
+    }
+    match first_error {
+        Some((_, e)) => Err(e),
+        None => Ok(results),
     }
 }
 
@@ -93,28 +266,31 @@ pub(crate) fn overlap<A: Send, B>(
     }
 }
 
-/// `f(i, piece)` for each `size`-byte piece of `buf`, in parallel like [`map`].
+/// `f(i, piece)` for each `size`-byte piece of `buf`, in parallel like [`map`] (shared with
+/// the calling thread; the pieces start no parallel work of their own).
 pub(crate) fn for_each_piece(
     buf: &mut [u8],
     size: usize,
     f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
 ) -> Result<()> {
-    match pool() {
-        (_, Some(pool)) if buf.len() > size => pool.install(|| {
+    match how(buf.len().div_ceil(size.max(1))) {
+        How::Here => buf
+            .chunks_mut(size)
+            .enumerate()
+            .try_for_each(|(i, p)| f(i, p)),
+        How::Pool(pool) => pool.install(|| {
             buf.par_chunks_mut(size)
                 .enumerate()
                 .try_for_each(|(i, p)| f(i, p))
         }),
-        _ => buf
-            .chunks_mut(size)
-            .enumerate()
-            .try_for_each(|(i, p)| f(i, p)),
+        How::Shared(pool, helpers) => share(&pool, helpers, buf.chunks_mut(size), f).map(drop),
     }
 }
 
 /// `f(i, piece)` for consecutive pieces of `buf` of the given `sizes` (which must add up to at
-/// most `buf.len()`), in parallel like [`map`].
-pub(crate) fn for_each_split(
+/// most `buf.len()`), on the pool like [`map_on_pool`]: for a region's bands of rows, whose
+/// fetched bytes pool threads allocated (see the module docs).
+pub(crate) fn for_each_split_on_pool(
     buf: &mut [u8],
     sizes: &[usize],
     f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
@@ -137,5 +313,146 @@ pub(crate) fn for_each_split(
             .into_iter()
             .enumerate()
             .try_for_each(|(i, p)| f(i, p)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Condvar, Mutex};
+    use std::thread::ThreadId;
+    use std::time::Duration;
+
+    /// Both items must run at the same time on two threads (each waits for the other, giving
+    /// up after 10 s so a regression fails rather than hangs); returns the threads that ran
+    /// them.
+    fn two_items_at_once() -> Vec<ThreadId> {
+        let arrived = (Mutex::new(0usize), Condvar::new());
+        map(2, |_| {
+            let (count, cv) = &arrived;
+            let mut n = count.lock().unwrap();
+            *n += 1;
+            cv.notify_all();
+            let (n, timeout) = cv
+                .wait_timeout_while(n, Duration::from_secs(10), |n| *n < 2)
+                .unwrap();
+            drop(n);
+            match timeout.timed_out() {
+                true => Err(Error::InvalidArgument(
+                    "the items did not run together".into(),
+                )),
+                false => Ok(std::thread::current().id()),
+            }
+        })
+        .unwrap()
+    }
+
+    // One test for everything that changes the process-wide pool: tests run on threads.
+    // Not under Miri: rayon's deques (crossbeam-epoch) trip its Stacked Borrows check when a
+    // pool thread registers (elsewhere under Miri one core means no pool); ThreadSanitizer
+    // runs it (scripts/tsan.sh).
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn shared_calls_run_on_the_calling_thread_and_one_pool_task() {
+        set_threads(2).unwrap();
+        let me = std::thread::current().id();
+        let ran = two_items_at_once();
+        assert!(ran.contains(&me), "the calling thread took no item");
+        assert_ne!(ran[0], ran[1]);
+
+        // In order, whoever ran them.
+        let squares = map(1000, |i| Ok(i * i)).unwrap();
+        assert_eq!(squares, (0..1000).map(|i| i * i).collect::<Vec<_>>());
+
+        // Pieces: each written once, by index.
+        let mut buf = vec![0u8; 10 * 7 + 3];
+        for_each_piece(&mut buf, 7, |i, p| {
+            p.fill(i as u8 + 1);
+            Ok(())
+        })
+        .unwrap();
+        let want: Vec<u8> = (0..buf.len()).map(|k| (k / 7) as u8 + 1).collect();
+        assert_eq!(buf, want);
+        let mut buf = vec![0u8; 12];
+        for_each_split_on_pool(&mut buf, &[1, 5, 0, 6], |i, p| {
+            p.fill(i as u8 + 1);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(buf, [1, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 4]);
+
+        // The lowest failing item's error, whichever thread saw a failure first.
+        let fail = |i: usize| -> Result<usize> {
+            match i {
+                37 | 80 | 999 => Err(Error::InvalidArgument(format!("item {i}"))),
+                _ => Ok(i),
+            }
+        };
+        for _ in 0..20 {
+            let e = map(1000, fail).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                Error::InvalidArgument("item 37".into()).to_string()
+            );
+        }
+        let mut buf = vec![0u8; 64];
+        let e = for_each_piece(&mut buf, 8, |i, _| match i {
+            5 => Err(Error::InvalidArgument("piece 5".into())),
+            _ => Ok(()),
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            Error::InvalidArgument("piece 5".into()).to_string()
+        );
+
+        // A call nested in an item the calling thread runs stays on that thread; one nested in
+        // a pool task's item uses the pool. Both finish with the right results.
+        let nested = map(64, |i| {
+            let outer = std::thread::current().id();
+            let inner = map(16, |j| Ok((std::thread::current().id(), i * 16 + j)))?;
+            if outer == me && inner.iter().any(|(t, _)| *t != me) {
+                return Err(Error::InvalidArgument("nested call left the thread".into()));
+            }
+            Ok(inner.into_iter().map(|(_, v)| v).collect::<Vec<_>>())
+        })
+        .unwrap();
+        assert_eq!(nested.concat(), (0..1024).collect::<Vec<_>>());
+        assert!(!SHARING.get());
+
+        // A panicking item reaches the caller (after the pool task is done), leaves the
+        // thread able to share again, and poisons nothing.
+        let caught = std::panic::catch_unwind(|| {
+            map(8, |i| match i {
+                3 => panic!("item 3"),
+                _ => Ok(i),
+            })
+        });
+        assert!(caught.is_err());
+        assert!(!SHARING.get());
+        let ran = two_items_at_once();
+        assert!(ran.contains(&me));
+
+        // Items that themselves start parallel work go to the pool: the caller only waits.
+        let on_pool = map_on_pool(2, |_| Ok(std::thread::current().id())).unwrap();
+        assert!(!on_pool.contains(&me));
+
+        // One thread: everything on the calling thread.
+        let two = pool().1.expect("a pool of 2");
+        set_threads(1).unwrap();
+        assert!(pool().1.is_none());
+        assert_eq!(
+            map(5, |_| Ok(std::thread::current().id())).unwrap(),
+            vec![me; 5]
+        );
+        // Back to 2: the same pool, not new threads.
+        set_threads(2).unwrap();
+        assert!(Arc::ptr_eq(&two, &pool().1.unwrap()));
+        // Another size: a new pool.
+        set_threads(3).unwrap();
+        let three = pool().1.unwrap();
+        assert_eq!(three.current_num_threads(), 3);
+        assert!(!Arc::ptr_eq(&two, &three));
+        set_threads(0).unwrap();
     }
 }

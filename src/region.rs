@@ -119,7 +119,7 @@ impl<S: Store> Array<S> {
                 .collect();
             let from = (lo - start[0]) as usize * row_bytes;
             let to = (hi - start[0]) as usize * row_bytes;
-            parallel::for_each_split(&mut out[from..to], &sizes, |b, band| {
+            parallel::for_each_split_on_pool(&mut out[from..to], &sizes, |b, band| {
                 let (r0, r1) = bands[b];
                 let mut band_start = start.to_vec();
                 band_start[0] = r0;
@@ -219,7 +219,9 @@ impl<S: Store> Array<S> {
         Ok(())
     }
 
-    /// `f(0..n)` where `f` does I/O: on the pool, or on this thread when the store asks.
+    /// `f(0..n)` where `f` does I/O: on the pool ([`parallel::map_on_pool`]: the items
+    /// decode or encode whole shards, or allocate the fetched bytes, which pool threads' own
+    /// allocator arenas keep between calls), or on this thread when the store asks.
     fn map_io<T: Send>(
         &self,
         n: usize,
@@ -228,7 +230,7 @@ impl<S: Store> Array<S> {
         if self.store().io_on_caller_thread() {
             (0..n).map(f).collect()
         } else {
-            parallel::map(n, f)
+            parallel::map_on_pool(n, f)
         }
     }
 

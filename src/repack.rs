@@ -187,7 +187,7 @@ pub fn repack<S: Store, D: Store>(
             loaded.retain(|k, _| needed.contains(k));
             let missing: Vec<&Vec<u64>> =
                 needed.iter().filter(|k| !loaded.contains_key(*k)).collect();
-            let fresh = parallel::map(missing.len(), |k| job.load(missing[k], copy))?;
+            let fresh = parallel::map_on_pool(missing.len(), |k| job.load(missing[k], copy))?;
             for (k, v) in missing.into_iter().zip(fresh) {
                 loaded.insert(k.clone(), Arc::new(v));
             }
@@ -198,7 +198,7 @@ pub fn repack<S: Store, D: Store>(
                     .map(|tail| std::iter::once(row).chain(tail).collect())
                     .collect()
             };
-            let done = parallel::map(targets.len(), |k| {
+            let done = parallel::map_on_pool(targets.len(), |k| {
                 let result = if copy {
                     job.copy_shard(&targets[k], &loaded)
                 } else {

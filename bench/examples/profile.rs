@@ -16,8 +16,12 @@
 //! chunks), `ceiling-hot` (section 0's one-shard ceiling), `dplace` (zstd decompression into
 //! each chunk's place in a 32 MiB buffer, on `ZARRSHARD_THREADS` plain threads),
 //! `gz-flate2` / `gz-libdeflate` (gzip compress at LEVEL), `gzd-flate2` / `gzd-libdeflate`
-//! (gzip decompress). The same image and metadata as the benchmark (4096² uint16, 1024²
-//! shards, 64² inner chunks, index at end); prints the time of each iteration.
+//! (gzip decompress), `rshare` / `rinstall` (zstd-1 over one shard's chunks on a plain rayon
+//! pool, shared with the calling thread or handed over; prints the vCPUs that ran them). The
+//! same image and metadata as the benchmark (4096² uint16, 1024² shards, 64² inner chunks,
+//! index at end); prints each iteration's time, cores busy and page faults. `SPIN=MS` keeps
+//! the calling thread busy for MS ms before each iteration; `TOGGLE=1` switches zarrshard to one
+//! thread and back before each (both untimed).
 
 use serde_json::json;
 use std::time::Instant;
@@ -103,6 +107,25 @@ fn main() {
             let _ = std::fs::remove_dir_all(dir.join("c"));
             unsafe { libc::sync() };
         }
+        // SPIN=MS: this thread compresses for MS ms first (a host busy just before the call);
+        // TOGGLE: switch to one thread and back first (as the harness's one-thread rows do).
+        let spin_ms: f64 = std::env::var("SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        let busy = Instant::now();
+        let mut zstd1 = zstd::bulk::Compressor::new(1).unwrap();
+        let mut scratch = vec![0u8; 16384];
+        while busy.elapsed().as_secs_f64() * 1e3 < spin_ms {
+            for ch in shard.chunks(8192).take(16) {
+                std::hint::black_box(zstd1.compress_to_buffer(ch, &mut scratch[..]).unwrap());
+            }
+        }
+        if std::env::var_os("TOGGLE").is_some() {
+            zarrshard::set_threads(1).unwrap();
+            drop(arr.read_shard(&[1, 1]).unwrap());
+            zarrshard::set_threads(0).unwrap();
+            drop(arr.read_shard(&[1, 1]).unwrap());
+        }
+        let c0 = cpu_now();
+        let f0 = faults_now();
         let t = Instant::now();
         match what.as_str() {
             "encode" => arr.write_region(&[0, 0], &[N, N], &data).unwrap(),
@@ -113,6 +136,47 @@ fn main() {
             "shard" => drop(arr.read_shard(&[1, 1]).unwrap()),
             "dshard" => layout.decode_shard_into(&object, &mut shard_out).unwrap(),
             "wshard" => arr.write_region(&[S, S], &[S, S], &shard).unwrap(),
+            "rshare" | "rinstall" => {
+                // No zarrshard code: zstd-1 over shard [1, 1]'s 256 chunks on a plain rayon pool
+                // of 2, either handed over (`install`, the calling thread sleeps) or shared (the
+                // calling thread and one pool task take chunks from one counter). Prints which
+                // vCPUs ran how many chunks: with SPIN, `install` often runs all on one.
+                use rayon::prelude::*;
+                use std::sync::atomic::{AtomicUsize, Ordering};
+                static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+                thread_local!(static ZSTD: std::cell::RefCell<zstd::bulk::Compressor<'static>> =
+                    std::cell::RefCell::new(zstd::bulk::Compressor::new(1).unwrap()));
+                let pool = POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
+                let compress = |i: usize| {
+                    let mut buf = vec![0u8; 16384];
+                    ZSTD.with(|c| c.borrow_mut().compress_to_buffer(&shard[i * 8192..][..8192], &mut buf[..]).unwrap());
+                    // SAFETY: sched_getcpu has no preconditions.
+                    unsafe { libc::sched_getcpu() }
+                };
+                let cpus: Vec<i32> = if what == "rinstall" {
+                    pool.install(|| (0..256usize).into_par_iter().map(compress).collect())
+                } else {
+                    let next = AtomicUsize::new(0);
+                    let cpus: Vec<std::sync::Mutex<i32>> = (0..256).map(|_| std::sync::Mutex::new(-1)).collect();
+                    let take = || loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= 256 {
+                            break;
+                        }
+                        *cpus[i].lock().unwrap() = compress(i);
+                    };
+                    pool.in_place_scope(|s| {
+                        s.spawn(|_| take());
+                        take();
+                    });
+                    cpus.into_iter().map(|m| m.into_inner().unwrap()).collect()
+                };
+                let mut per_cpu = std::collections::BTreeMap::new();
+                for c in cpus {
+                    *per_cpu.entry(c).or_insert(0) += 1;
+                }
+                eprintln!("chunks per vCPU {per_cpu:?}");
+            }
             "wbuf" => {
                 let layout = std::sync::Arc::new(arr.metadata().shard_layout().unwrap());
                 let io = zarrshard::FileIo::new(dir.join("c/1/1"));
@@ -223,7 +287,27 @@ fn main() {
             }
             other => panic!("unknown workload {other}"),
         }
-        println!("{what} {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+        let el = t.elapsed().as_secs_f64();
+        println!("{what} {:.2} ms {:.2} cores {} faults", el * 1e3, (cpu_now() - c0) / el, faults_now() - f0);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn usage() -> libc::rusage {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    u
+}
+
+/// CPU seconds of the process (all threads).
+fn cpu_now() -> f64 {
+    let u = usage();
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Minor page faults of the process so far.
+fn faults_now() -> i64 {
+    usage().ru_minflt as i64
 }
