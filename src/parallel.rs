@@ -40,8 +40,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// `None` until first use or after `set_threads` (rebuilt lazily).
-static POOL: RwLock<Option<(usize, Option<Arc<rayon::ThreadPool>>)>> = RwLock::new(None);
+/// The setting: the number of threads (`None` until first use), and the pool built last,
+/// which calls use while the setting is above 1 and which stays asleep while it is 1.
+static POOL: RwLock<(Option<usize>, Option<Arc<rayon::ThreadPool>>)> = RwLock::new((None, None));
 
 /// The default size: `ZARRSHARD_THREADS` when set to a positive number (like
 /// `RAYON_NUM_THREADS`), otherwise one thread per core.
@@ -57,33 +58,23 @@ fn cores() -> usize {
 /// 1 = the calling thread only; the calling thread counts as one of them (see the module
 /// docs). Takes effect for calls that start afterwards. Switching back to the size of the pool
 /// built last reuses that pool, whose threads have slept since (keeping their codec contexts):
-/// a host that alternates between one thread and the default starts threads once.
+/// a host that alternates between one thread and the default starts threads once. A pool of
+/// another size replaces it (its threads end once no call uses it).
 pub fn set_threads(n: usize) -> Result<()> {
     let n = if n == 0 { cores() } else { n };
-    let pool = if n == 1 { None } else { Some(pool_of(n)?) };
-    *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some((n, pool));
-    Ok(())
-}
-
-/// The pool built last, kept while a smaller setting is in force.
-static LAST_BUILT: Mutex<Option<Arc<rayon::ThreadPool>>> = Mutex::new(None);
-
-/// A pool of `n` threads: the one built last when it has that size, else a new one (which
-/// then replaces it; the old pool's threads end once no call uses it).
-fn pool_of(n: usize) -> Result<Arc<rayon::ThreadPool>> {
-    let mut last = LAST_BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(pool) = last.as_ref().filter(|p| p.current_num_threads() == n) {
-        return Ok(pool.clone());
+    let mut setting = POOL.write().unwrap_or_else(|e| e.into_inner());
+    let built = setting.1.as_ref().map(|p| p.current_num_threads());
+    if n > 1 && built != Some(n) {
+        setting.1 = Some(Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("zarrshard-{i}"))
+                .build()
+                .map_err(|e| Error::InvalidArgument(format!("cannot start {n} threads: {e}")))?,
+        ));
     }
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("zarrshard-{i}"))
-            .build()
-            .map_err(|e| Error::InvalidArgument(format!("cannot start {n} threads: {e}")))?,
-    );
-    *last = Some(pool.clone());
-    Ok(pool)
+    setting.0 = Some(n);
+    Ok(())
 }
 
 /// The number of threads encoding and decoding uses.
@@ -91,13 +82,14 @@ pub fn threads() -> usize {
     pool().0
 }
 
+/// The number of threads and, when above 1, the pool.
 fn pool() -> (usize, Option<Arc<rayon::ThreadPool>>) {
-    if let Some(p) = POOL.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        return p.clone();
+    if let (Some(n), pool) = &*POOL.read().unwrap_or_else(|e| e.into_inner()) {
+        return (*n, pool.clone().filter(|_| *n > 1));
     }
     // First use: the default. A failure to start threads falls back to the calling thread.
     if set_threads(0).is_err() {
-        *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some((1, None));
+        POOL.write().unwrap_or_else(|e| e.into_inner()).0 = Some(1);
     }
     pool()
 }
@@ -115,11 +107,9 @@ pub(crate) fn map<T: Send>(
         How::Here => (0..n).map(f).collect(),
         How::Pool(pool) => pool.install(|| (0..n).into_par_iter().map(&f).collect()),
         How::Shared(pool, helpers) => {
-            let mut slots: Vec<Option<T>> = (0..n).map(|_| None).collect();
-            for (i, v) in share(&pool, helpers, 0..n, |i, _| f(i))? {
-                slots[i] = Some(v);
-            }
-            Ok(slots.into_iter().flatten().collect())
+            let mut done = share(&pool, helpers, 0..n, |i, _| f(i))?;
+            done.sort_unstable_by_key(|(i, _)| *i);
+            Ok(done.into_iter().map(|(_, v)| v).collect())
         }
     }
 }

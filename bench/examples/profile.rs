@@ -109,13 +109,14 @@ fn main() {
         }
         // SPIN=MS: this thread compresses for MS ms first (a host busy just before the call);
         // TOGGLE: switch to one thread and back first (as the harness's one-thread rows do).
-        let spin_ms: f64 = std::env::var("SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
-        let busy = Instant::now();
-        let mut zstd1 = zstd::bulk::Compressor::new(1).unwrap();
-        let mut scratch = vec![0u8; 16384];
-        while busy.elapsed().as_secs_f64() * 1e3 < spin_ms {
-            for ch in shard.chunks(8192).take(16) {
-                std::hint::black_box(zstd1.compress_to_buffer(ch, &mut scratch[..]).unwrap());
+        if let Some(spin_ms) = std::env::var("SPIN").ok().and_then(|v| v.parse::<f64>().ok()) {
+            let busy = Instant::now();
+            let mut zstd1 = zstd::bulk::Compressor::new(1).unwrap();
+            let mut scratch = vec![0u8; 16384];
+            while busy.elapsed().as_secs_f64() * 1e3 < spin_ms {
+                for ch in shard.chunks(8192).take(16) {
+                    std::hint::black_box(zstd1.compress_to_buffer(ch, &mut scratch[..]).unwrap());
+                }
             }
         }
         if std::env::var_os("TOGGLE").is_some() {
