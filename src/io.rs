@@ -266,7 +266,8 @@ impl ShardIo for MemoryIo {
 #[derive(Debug)]
 pub struct FileIo {
     path: PathBuf,
-    file: RwLock<Option<Arc<File>>>,
+    /// The open file, and whether it was opened for writing.
+    file: RwLock<Option<(Arc<File>, bool)>>,
 }
 
 impl FileIo {
@@ -283,26 +284,41 @@ impl FileIo {
         &self.path
     }
 
-    /// The open file, opening it on first use; `None` when it does not exist.
-    fn handle(&self, create: bool) -> Result<Option<Arc<File>>> {
-        if let Some(f) = self.file.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            return Ok(Some(f.clone()));
+    /// The open file, opening it on first use; `None` when it does not exist. `write` opens
+    /// (and creates) it for writing, replacing a descriptor opened only for reading.
+    fn handle(&self, write: bool) -> Result<Option<Arc<File>>> {
+        if let Some((f, writable)) = self.file.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            if *writable || !write {
+                return Ok(Some(f.clone()));
+            }
         }
-        let mut opts = std::fs::OpenOptions::new();
-        opts.read(true);
-        if create {
-            opts.write(true).create(true);
+        let open = |w: bool| {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.read(true).write(w).create(write);
+            opts.open(&self.path)
+        };
+        let opened = if write {
             if let Some(parent) = self.path.parent() {
-                std::fs::create_dir_all(parent)?;
+                std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+            }
+            open(true).map(|f| (f, true))
+        } else if std::fs::metadata(&self.path).is_ok_and(|m| !m.permissions().readonly()) {
+            // Open for writing too when the mode allows it, so one handle serves both; a file
+            // this process may only read (another user's, or on a read-only mount) opens for
+            // reading: a reader must not need write access.
+            match open(true) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    open(false).map(|f| (f, false))
+                }
+                other => other.map(|f| (f, true)),
             }
         } else {
-            // Open for writing when allowed, so one handle serves both.
-            opts.write(std::fs::metadata(&self.path).is_ok_and(|m| !m.permissions().readonly()));
-        }
-        match opts.open(&self.path) {
-            Ok(f) => {
+            open(false).map(|f| (f, false))
+        };
+        match opened {
+            Ok((f, writable)) => {
                 let f = Arc::new(f);
-                *self.file.write().unwrap_or_else(|e| e.into_inner()) = Some(f.clone());
+                *self.file.write().unwrap_or_else(|e| e.into_inner()) = Some((f.clone(), writable));
                 Ok(Some(f))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
