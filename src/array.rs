@@ -174,7 +174,12 @@ impl<S: Store> Array<S> {
     /// Encode a whole decoded shard (C order, native byte order, the chunk grid's chunk shape)
     /// through the full codec chain and store it in one write. A shard that is entirely the
     /// fill value is deleted instead of written.
+    ///
+    /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
+    /// (checked before anything else: a short buffer of fill bytes never deletes the shard),
+    /// the codecs' and the store's errors.
     pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<Finalized> {
+        crate::codec::check_len(data.len(), self.meta.chunk_repr().byte_size()?)?;
         let key = self.shard_key(coords);
         if self.meta.fill_value.fills(data) {
             self.store.delete(&key)?;
@@ -430,6 +435,9 @@ impl<S: Store> Array<S> {
     }
 
     /// Write one decoded shard with `strategy` (see [`Array::import`]).
+    ///
+    /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
+    /// (nothing is written or deleted then), the writer's, codecs' and store's errors.
     pub fn write_shard_with(
         &self,
         coords: &[u64],
