@@ -249,7 +249,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
             return vec![vec![]];
         }
         let lo = row * tm.chunk_shape[0];
-        let hi = (lo + tm.chunk_shape[0]).min(tm.shape[0]);
+        let hi = lo.saturating_add(tm.chunk_shape[0]).min(tm.shape[0]);
         let first = lo / sm.chunk_shape[0];
         grid[0] = hi.div_ceil(sm.chunk_shape[0]) - first;
         nd::c_order(&grid)
@@ -334,7 +334,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
                 .iter()
                 .zip(inner)
                 .zip(&tm.shape)
-                .any(|((g, c), s)| g * c >= *s)
+                .any(|((g, c), s)| g.checked_mul(*c).is_none_or(|origin| origin >= *s))
             {
                 continue; // wholly outside the array: never read
             }
@@ -434,5 +434,42 @@ impl<S: Store, D: Store> Job<'_, S, D> {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn huge(shard: u64, inner: u64) -> ArrayMetadata {
+        ArrayMetadata::from_json(&json!({
+            "zarr_format": 3, "node_type": "array", "shape": [u64::MAX], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [inner],
+                "codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]
+        }))
+        .unwrap()
+    }
+
+    /// Shape 2^64 - 1: the last row of target shards (shard 4) starts at 2^64 - 4 and would
+    /// end at 2^64; source shards of 2 cover it with shards 2^63 - 2 and 2^63 - 1 (the last,
+    /// holding element 2^64 - 2 only). No overflow.
+    #[test]
+    fn source_shards_of_the_last_row_near_two_to_the_64() {
+        let src = Array::create(MemoryStore::new(), huge(2, 1)).unwrap();
+        let dst = Array::create(MemoryStore::new(), huge(4, 1)).unwrap();
+        let job = Job {
+            src: &src,
+            dst: &dst,
+            order: ChunkOrder::C,
+        };
+        let last_row = u64::MAX / 4; // target grid: ceil((2^64 - 1) / 4) = 2^62 rows
+        assert_eq!(
+            job.source_shards_of_row(last_row),
+            vec![vec![(1u64 << 63) - 2], vec![(1u64 << 63) - 1]]
+        );
     }
 }
