@@ -94,17 +94,25 @@ impl<S: Store> Array<S> {
     }
 
     /// Create a Zarr v3 array: write its `zarr.json` (existing shards are left alone).
+    ///
+    /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
+    /// [`ArrayMetadata::validate`] — nothing is written then; the store's errors.
     pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
+        meta.validate()?;
         let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
         store.set("zarr.json", &text)?;
-        Ok(Self::from_metadata(store, meta))
+        Ok(Array::new(meta, store, Format::V3))
     }
 
     /// An array of a Zarr v3 `meta` whose document the caller already has, or will write
     /// itself (nothing is read or written now; `repack` writes `zarr.json` last, so a
     /// half-written array never opens as a complete one).
-    pub fn from_metadata(store: S, meta: ArrayMetadata) -> Self {
-        Array::new(meta, store, Format::V3)
+    ///
+    /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
+    /// [`ArrayMetadata::validate`].
+    pub fn from_metadata(store: S, meta: ArrayMetadata) -> Result<Self> {
+        meta.validate()?;
+        Ok(Array::new(meta, store, Format::V3))
     }
 
     fn new(meta: ArrayMetadata, store: S, format: Format) -> Self {

@@ -138,7 +138,9 @@ fn source_chunks_per_shard(m: &ArrayMetadata) -> Vec<u64> {
 ///
 /// Errors: the source's errors (a corrupt index or, when re-encoding, a corrupt chunk stops
 /// the repack with the error naming the source shard), the stores' I/O errors,
-/// [`Error::InvalidArgument`] when `target` does not fit `src` or is not sharded. On error,
+/// [`Error::InvalidMetadata`] when `target` fails [`ArrayMetadata::validate`] (nothing is
+/// written then), [`Error::InvalidArgument`] when `target` does not fit `src` or is not
+/// sharded. On error,
 /// `dst` may hold some shards but no `zarr.json`.
 pub fn repack<S: Store, D: Store>(
     src: &Array<S>,
@@ -147,6 +149,7 @@ pub fn repack<S: Store, D: Store>(
     order: ChunkOrder,
     on_shard: &(dyn Fn() + Sync),
 ) -> Result<(Array<D>, RepackReport)> {
+    target.validate()?;
     let sm = src.metadata();
     if sm.shape != target.shape
         || sm.data_type != target.data_type
@@ -168,7 +171,7 @@ pub fn repack<S: Store, D: Store>(
         ));
     }
     let copy = copies_encoded_chunks(sm, &target);
-    let dst = Array::from_metadata(dst, target);
+    let dst = Array::from_metadata(dst, target)?;
     let job = Job {
         src,
         dst: &dst,
