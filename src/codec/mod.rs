@@ -8,6 +8,9 @@
 //!
 //! Decoders are given the exact or maximum size they may produce, so a hostile stream that
 //! claims or expands to more than an inner chunk can hold is an error, never a huge allocation.
+//! The one unbounded case is a compressor after a nested `sharding_indexed` (a shard may hold
+//! unused space between its inner chunks): there the memory limit
+//! ([`crate::limits::memory_limit`]) bounds what it may produce.
 
 pub mod blosc;
 pub mod bytes;
