@@ -94,17 +94,25 @@ impl<S: Store> Array<S> {
     }
 
     /// Create a Zarr v3 array: write its `zarr.json` (existing shards are left alone).
+    ///
+    /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
+    /// [`ArrayMetadata::validate`] — nothing is written then; the store's errors.
     pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
+        meta.validate()?;
         let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
         store.set("zarr.json", &text)?;
-        Ok(Self::from_metadata(store, meta))
+        Ok(Array::new(meta, store, Format::V3))
     }
 
     /// An array of a Zarr v3 `meta` whose document the caller already has, or will write
     /// itself (nothing is read or written now; `repack` writes `zarr.json` last, so a
     /// half-written array never opens as a complete one).
-    pub fn from_metadata(store: S, meta: ArrayMetadata) -> Self {
-        Array::new(meta, store, Format::V3)
+    ///
+    /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
+    /// [`ArrayMetadata::validate`].
+    pub fn from_metadata(store: S, meta: ArrayMetadata) -> Result<Self> {
+        meta.validate()?;
+        Ok(Array::new(meta, store, Format::V3))
     }
 
     fn new(meta: ArrayMetadata, store: S, format: Format) -> Self {
@@ -174,7 +182,12 @@ impl<S: Store> Array<S> {
     /// Encode a whole decoded shard (C order, native byte order, the chunk grid's chunk shape)
     /// through the full codec chain and store it in one write. A shard that is entirely the
     /// fill value is deleted instead of written.
+    ///
+    /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
+    /// (checked before anything else: a short buffer of fill bytes never deletes the shard),
+    /// the codecs' and the store's errors.
     pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<Finalized> {
+        crate::codec::check_len(data.len(), self.meta.chunk_repr().byte_size()?)?;
         let key = self.shard_key(coords);
         if self.meta.fill_value.fills(data) {
             self.store.delete(&key)?;
@@ -430,6 +443,9 @@ impl<S: Store> Array<S> {
     }
 
     /// Write one decoded shard with `strategy` (see [`Array::import`]).
+    ///
+    /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
+    /// (nothing is written or deleted then), the writer's, codecs' and store's errors.
     pub fn write_shard_with(
         &self,
         coords: &[u64],

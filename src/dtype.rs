@@ -211,7 +211,7 @@ impl FillValue {
             }
             Float16 => match float_spelling(value, 2).ok_or_else(bad)? {
                 FloatSpelling::Bits(b) => (b as u16).to_ne_bytes().to_vec(),
-                FloatSpelling::Value(f) => half::f16::from_f64(f).to_ne_bytes().to_vec(),
+                FloatSpelling::Value(f) => f64_to_f16_bits(f).to_ne_bytes().to_vec(),
             },
             Float32 => float32_bytes(value).ok_or_else(bad)?,
             Float64 => float64_bytes(value).ok_or_else(bad)?,
@@ -247,12 +247,19 @@ impl FillValue {
         Ok(FillValue(bytes))
     }
 
-    /// The fill value as Zarr v3 JSON (the canonical spelling).
+    /// The fill value as Zarr v3 JSON (the canonical spelling). A float NaN is `"NaN"` only
+    /// when its bits are the canonical quiet NaN that `"NaN"` parses to (float16 `0x7e00`,
+    /// float32 `0x7fc00000`, float64 `0x7ff8000000000000`, as zarr-python and zarrs write);
+    /// any other NaN is written as its bits, `"0x…"` (big-endian hex), so it parses back to the
+    /// same bits. Complex numbers are written component by component the same way.
     pub fn to_json(&self, dtype: DataType) -> Value {
         use DataType::*;
         let b = &self.0;
-        let float = |f: f64| -> Value {
-            if f.is_nan() {
+        // `f` is the value, `bits` its `size`-byte IEEE bits, `canonical_nan` the bits "NaN" means.
+        let float = |f: f64, bits: u64, size: usize, canonical_nan: u64| -> Value {
+            if f.is_nan() && bits != canonical_nan {
+                format!("0x{bits:0width$x}", width = 2 * size).into()
+            } else if f.is_nan() {
                 "NaN".into()
             } else if f == f64::INFINITY {
                 "Infinity".into()
@@ -262,8 +269,14 @@ impl FillValue {
                 serde_json::Number::from_f64(f).map(Value::Number).unwrap()
             }
         };
-        let f32_at = |i: usize| f32::from_ne_bytes(b[i..i + 4].try_into().unwrap()) as f64;
-        let f64_at = |i: usize| f64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
+        let f32_at = |i: usize| {
+            let bits = u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+            float(f32::from_bits(bits) as f64, bits as u64, 4, 0x7fc0_0000)
+        };
+        let f64_at = |i: usize| {
+            let bits = u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
+            float(f64::from_bits(bits), bits, 8, 0x7ff8_0000_0000_0000)
+        };
         match dtype {
             Bool => Value::Bool(b[0] != 0),
             Int8 => (b[0] as i8).into(),
@@ -274,14 +287,62 @@ impl FillValue {
             UInt16 => u16::from_ne_bytes([b[0], b[1]]).into(),
             UInt32 => u32::from_ne_bytes(b[..4].try_into().unwrap()).into(),
             UInt64 => u64::from_ne_bytes(b[..8].try_into().unwrap()).into(),
-            Float16 => float(half::f16::from_ne_bytes([b[0], b[1]]).to_f64()),
-            Float32 => float(f32_at(0)),
-            Float64 => float(f64_at(0)),
-            Complex64 => Value::Array(vec![float(f32_at(0)), float(f32_at(4))]),
-            Complex128 => Value::Array(vec![float(f64_at(0)), float(f64_at(8))]),
+            Float16 => {
+                let bits = u16::from_ne_bytes([b[0], b[1]]);
+                float(half::f16::from_bits(bits).to_f64(), bits as u64, 2, 0x7e00)
+            }
+            Float32 => f32_at(0),
+            Float64 => f64_at(0),
+            Complex64 => Value::Array(vec![f32_at(0), f32_at(4)]),
+            Complex128 => Value::Array(vec![f64_at(0), f64_at(8)]),
             RawBits(_) => Value::Array(b.iter().map(|&x| x.into()).collect()),
         }
     }
+}
+
+/// The IEEE 754 half-precision bits nearest to `f` (round to nearest, ties to even), rounded
+/// once from the double's own bits: subnormal halves, overflow to ±infinity (from ±65520 up),
+/// NaN to a quiet NaN keeping the sign and the payload's top bits (`f64::NAN` → `0x7e00`).
+/// (`half::f16::from_f64` may round through f32 first, which rounds twice.)
+fn f64_to_f16_bits(f: f64) -> u16 {
+    let bits = f.to_bits();
+    let sign = ((bits >> 48) & 0x8000) as u16;
+    let exp = ((bits >> 52) & 0x7ff) as i64;
+    let man = bits & ((1u64 << 52) - 1);
+    if exp == 0x7ff {
+        return match man {
+            0 => sign | 0x7c00,
+            _ => sign | 0x7e00 | ((man >> 42) as u16 & 0x3ff),
+        };
+    }
+    if exp == 0 {
+        // Zero or a double subnormal (below 2^-1022): far under half the least half subnormal.
+        return sign;
+    }
+    let e = exp - 1023;
+    if e > 15 {
+        return sign | 0x7c00;
+    }
+    // The significand with its implicit bit (53 bits), shifted right by `shift` to the half's
+    // 10 fraction bits (normal) or to units of 2^-24 (subnormal); the bits shifted out decide.
+    let sig = man | (1u64 << 52);
+    let (base, shift) = if e >= -14 {
+        (((e + 15) as u64) << 10, 42)
+    } else {
+        (0, (28 - e) as u32)
+    };
+    if shift > 53 {
+        return sign; // below 2^-25: rounds to zero
+    }
+    let kept = if e >= -14 { man >> shift } else { sig >> shift };
+    let rest = sig & ((1u64 << shift) - 1);
+    let half = 1u64 << (shift - 1);
+    let mut h = base + kept;
+    if rest > half || (rest == half && h & 1 == 1) {
+        // A carry out of the fraction steps the exponent up, and out of 0x7bff gives infinity.
+        h += 1;
+    }
+    sign | h as u16
 }
 
 /// The bytes of the low `size` bytes of a native `total`-byte integer.
@@ -435,6 +496,36 @@ mod tests {
             FillValue(v.clone()).fill(&mut out);
             assert_eq!(out, v.repeat(n / v.len()));
         }
+    }
+
+    /// Every half, and every midpoint between neighbouring halves (exact in f64, computed from
+    /// `half`'s exact widening), ± one double ulp: the value itself, to even at the tie, and
+    /// the nearer neighbour just off it.
+    #[test]
+    fn f64_to_f16_rounds_every_midpoint() {
+        let wide = |h: u16| half::f16::from_bits(h).to_f64();
+        for h in 0..0x7c00u16 {
+            for sign in [0, 0x8000] {
+                assert_eq!(f64_to_f16_bits(wide(sign | h)), sign | h);
+            }
+            let next = h + 1; // 0x7c00 is infinity: the tie above 65504 overflows
+            let mid = match next {
+                0x7c00 => 65520.0,
+                _ => (wide(h) + wide(next)) / 2.0,
+            };
+            let even = if h % 2 == 0 { h } else { next };
+            assert_eq!(f64_to_f16_bits(mid), even, "tie after {h:#06x}");
+            assert_eq!(f64_to_f16_bits(-mid), 0x8000 | even, "tie after -{h:#06x}");
+            let (below, above) = (
+                f64::from_bits(mid.to_bits() - 1),
+                f64::from_bits(mid.to_bits() + 1),
+            );
+            assert_eq!(f64_to_f16_bits(below), h, "below the tie after {h:#06x}");
+            assert_eq!(f64_to_f16_bits(above), next, "above the tie after {h:#06x}");
+        }
+        assert_eq!(f64_to_f16_bits(f64::NAN), 0x7e00);
+        assert_eq!(f64_to_f16_bits(f64::INFINITY), 0x7c00);
+        assert_eq!(f64_to_f16_bits(f64::MIN_POSITIVE / 2.0), 0);
     }
 
     #[test]

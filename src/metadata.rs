@@ -228,6 +228,33 @@ impl ArrayMetadata {
         Ok(meta)
     }
 
+    /// Check metadata built or edited in code (the fields are public) with the same checks as
+    /// parsing `zarr.json`: it must be exactly what its own `zarr.json` parses back to.
+    ///
+    /// Errors: [`Error::InvalidMetadata`] naming the problem — a fill value of the wrong size
+    /// for the data type, anything [`ArrayMetadata::from_json`] refuses (ranks, a zero in the
+    /// chunk shape, an inner chunk shape that does not divide the shard shape, codec
+    /// configurations, a data type or key separator no `zarr.json` can spell), or a value that
+    /// would not be written as itself. [`Error::UnsupportedCodec`] as parsing gives it.
+    pub fn validate(&self) -> Result<()> {
+        if self.fill_value.0.len() != self.data_type.size() {
+            return Err(Error::metadata(format!(
+                "fill value of {} bytes for data_type {} ({} bytes)",
+                self.fill_value.0.len(),
+                self.data_type.name(),
+                self.data_type.size()
+            )));
+        }
+        let reparsed = Self::from_json(&self.to_json())?;
+        if reparsed != *self {
+            return Err(Error::metadata(format!(
+                "the metadata would be written as a zarr.json that parses to something else: {}",
+                self.to_json()
+            )));
+        }
+        Ok(())
+    }
+
     /// The metadata as `zarr.json` JSON.
     pub fn to_json(&self) -> Value {
         let mut o = json!({

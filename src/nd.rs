@@ -137,7 +137,9 @@ pub(crate) fn sub(a: &[u64], b: &[u64]) -> Vec<u64> {
 }
 
 /// The box two boxes (origin, shape) share: its origin and shape; a shape with a 0 where they
-/// do not overlap.
+/// do not overlap. A box reaching past 2^64 - 1 (the last shard of an array whose shape is
+/// near 2^64) is cut there: no array has elements beyond it, so with one box inside an array
+/// the result is exact, and it never overflows.
 pub(crate) fn intersect(
     a: &[u64],
     a_shape: &[u64],
@@ -147,8 +149,8 @@ pub(crate) fn intersect(
     let start: Vec<u64> = a.iter().zip(b).map(|(x, y)| *x.max(y)).collect();
     let extent = (0..a.len())
         .map(|d| {
-            (a[d] + a_shape[d])
-                .min(b[d] + b_shape[d])
+            a[d].saturating_add(a_shape[d])
+                .min(b[d].saturating_add(b_shape[d]))
                 .saturating_sub(start[d])
         })
         .collect();
@@ -189,6 +191,38 @@ mod tests {
         assert_eq!(m[..4], [0, 3, 1, 4]);
         m.sort();
         assert_eq!(m, (0..9).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn intersect_by_hand_and_near_two_to_the_64() {
+        // [3, 10) x [0, 1) and [4, 8) x [0, 4): [4, 8) x [0, 1).
+        assert_eq!(
+            intersect(&[3, 0], &[7, 1], &[4, 0], &[4, 4]),
+            (vec![4, 0], vec![4, 1])
+        );
+        // Disjoint: extent 0.
+        assert_eq!(intersect(&[0], &[2], &[5], &[2]), (vec![5], vec![0]));
+        // Array shape [2^64 - 1], shards of 2: the last shard starts at 2^64 - 2 and would end
+        // at 2^64 (one past u64::MAX). The region [2^64 - 2, 2^64 - 1) lies in it: 1 element.
+        let last = u64::MAX - 1;
+        assert_eq!(
+            intersect(&[last], &[1], &[last], &[2]),
+            (vec![last], vec![1])
+        );
+        assert_eq!(
+            intersect(&[last], &[2], &[last], &[1]),
+            (vec![last], vec![1])
+        );
+        // Element u64::MAX - 2 is in the shard before; none of it in the last shard.
+        assert_eq!(
+            intersect(&[u64::MAX - 2], &[1], &[last], &[2]),
+            (vec![last], vec![0])
+        );
+        // The last shard clipped to the array: [2^64 - 2, 2^64 - 1), 1 element.
+        assert_eq!(
+            intersect(&[last], &[2], &[0], &[u64::MAX]),
+            (vec![last], vec![1])
+        );
     }
 
     #[test]

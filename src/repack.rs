@@ -138,7 +138,9 @@ fn source_chunks_per_shard(m: &ArrayMetadata) -> Vec<u64> {
 ///
 /// Errors: the source's errors (a corrupt index or, when re-encoding, a corrupt chunk stops
 /// the repack with the error naming the source shard), the stores' I/O errors,
-/// [`Error::InvalidArgument`] when `target` does not fit `src` or is not sharded. On error,
+/// [`Error::InvalidMetadata`] when `target` fails [`ArrayMetadata::validate`] (nothing is
+/// written then), [`Error::InvalidArgument`] when `target` does not fit `src` or is not
+/// sharded. On error,
 /// `dst` may hold some shards but no `zarr.json`.
 pub fn repack<S: Store, D: Store>(
     src: &Array<S>,
@@ -147,6 +149,7 @@ pub fn repack<S: Store, D: Store>(
     order: ChunkOrder,
     on_shard: &(dyn Fn() + Sync),
 ) -> Result<(Array<D>, RepackReport)> {
+    target.validate()?;
     let sm = src.metadata();
     if sm.shape != target.shape
         || sm.data_type != target.data_type
@@ -168,7 +171,7 @@ pub fn repack<S: Store, D: Store>(
         ));
     }
     let copy = copies_encoded_chunks(sm, &target);
-    let dst = Array::from_metadata(dst, target);
+    let dst = Array::from_metadata(dst, target)?;
     let job = Job {
         src,
         dst: &dst,
@@ -249,7 +252,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
             return vec![vec![]];
         }
         let lo = row * tm.chunk_shape[0];
-        let hi = (lo + tm.chunk_shape[0]).min(tm.shape[0]);
+        let hi = lo.saturating_add(tm.chunk_shape[0]).min(tm.shape[0]);
         let first = lo / sm.chunk_shape[0];
         grid[0] = hi.div_ceil(sm.chunk_shape[0]) - first;
         nd::c_order(&grid)
@@ -334,7 +337,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
                 .iter()
                 .zip(inner)
                 .zip(&tm.shape)
-                .any(|((g, c), s)| g * c >= *s)
+                .any(|((g, c), s)| g.checked_mul(*c).is_none_or(|origin| origin >= *s))
             {
                 continue; // wholly outside the array: never read
             }
@@ -434,5 +437,42 @@ impl<S: Store, D: Store> Job<'_, S, D> {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    fn huge(shard: u64, inner: u64) -> ArrayMetadata {
+        ArrayMetadata::from_json(&json!({
+            "zarr_format": 3, "node_type": "array", "shape": [u64::MAX], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [inner],
+                "codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]
+        }))
+        .unwrap()
+    }
+
+    /// Shape 2^64 - 1: the last row of target shards (shard 4) starts at 2^64 - 4 and would
+    /// end at 2^64; source shards of 2 cover it with shards 2^63 - 2 and 2^63 - 1 (the last,
+    /// holding element 2^64 - 2 only). No overflow.
+    #[test]
+    fn source_shards_of_the_last_row_near_two_to_the_64() {
+        let src = Array::create(MemoryStore::new(), huge(2, 1)).unwrap();
+        let dst = Array::create(MemoryStore::new(), huge(4, 1)).unwrap();
+        let job = Job {
+            src: &src,
+            dst: &dst,
+            order: ChunkOrder::C,
+        };
+        let last_row = u64::MAX / 4; // target grid: ceil((2^64 - 1) / 4) = 2^62 rows
+        assert_eq!(
+            job.source_shards_of_row(last_row),
+            vec![vec![(1u64 << 63) - 2], vec![(1u64 << 63) - 1]]
+        );
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! What cannot be proven is not touched: an index without a checksum (any bytes could pass
 //! for one), an index at the start (rewritten in place by updates), bad chunks under a valid
-//! index. Candidates are found with a rolling CRC-32C over the object (one pass), so the cost
+//! index — when the object's last index proves itself, the object is the current version and
+//! is never cut back to an earlier one. Candidates are found with a rolling CRC-32C over the object (one pass), so the cost
 //! is linear in the object's size, not size × index size.
 
 use crate::array::Array;
@@ -73,9 +74,15 @@ impl<S: Store> Array<S> {
     }
 }
 
+/// Why a shard whose current index is valid is not repaired ([`ShardRepair::Unrecoverable`]).
+pub const CORRUPT_CHUNK_UNDER_VALID_INDEX: &str =
+    "a chunk is corrupt under a valid index (its crc32c matches and every entry is valid): an earlier index would drop the chunks written since";
+
 /// Decide how to repair a damaged shard `object` (the sharding codec's own output): the last
 /// earlier index with a valid crc32c whose chunks all decode. `damaged` is false when the
-/// object checked clean (then [`ShardRepair::Intact`]).
+/// object checked clean (then [`ShardRepair::Intact`]). When the object's own (last) index is
+/// valid, the damage is a corrupt chunk under it: [`ShardRepair::Unrecoverable`] (the object
+/// is the current version; no earlier one replaces it).
 pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
     if !damaged {
         return ShardRepair::Intact;
@@ -93,6 +100,12 @@ pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
         return ShardRepair::Unrecoverable(
             "the index has no crc32c: an earlier index cannot be proven intact".into(),
         );
+    }
+    if layout.decode_index(object).is_ok() {
+        // The current index proves itself (checksum, every entry valid): the damage is in a
+        // chunk it names, and rolling back to an earlier index would drop the valid chunks
+        // written since.
+        return ShardRepair::Unrecoverable(CORRUPT_CHUNK_UNDER_VALID_INDEX.into());
     }
     let n = layout.index_size() as usize;
     for end in crc_candidates(object, n - 4).into_iter().rev() {

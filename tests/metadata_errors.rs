@@ -230,3 +230,55 @@ fn bare_sharding_config() {
         .to_string()
         .contains("fill value of 1 bytes for data type uint16"));
 }
+
+/// A chunk of 2^64 - 1 bytes plus a crc32c checksum does not fit in 64 bits: the parser
+/// accepts the metadata (nothing is sized yet), and every size computed from it is an error,
+/// never an overflow (a panic in debug builds, a wrapped size in release builds).
+#[test]
+fn crc32c_encoded_size_overflow_is_an_error() {
+    let crc =
+        CodecChain::from_json(&json!([{"name": "bytes"}, {"name": "crc32c"}]), "codecs").unwrap();
+    let huge = ChunkRepr {
+        shape: vec![u64::MAX],
+        dtype: DataType::UInt8,
+        fill_value: FillValue(vec![0]),
+    };
+    assert_eq!(
+        crc.encoded_size(&huge).unwrap_err().to_string(),
+        "invalid metadata: crc32c: an encoded chunk of 18446744073709551615 bytes plus its checksum overflows 64 bits"
+    );
+    // 2^64 - 5 bytes and a checksum fill 64 bits exactly; 2^64 - 4 bytes do not fit.
+    let fits = ChunkRepr {
+        shape: vec![u64::MAX - 4],
+        ..huge.clone()
+    };
+    assert_eq!(
+        crc.encoded_size(&fits).unwrap(),
+        EncodedSize::Fixed(u64::MAX)
+    );
+    let over = ChunkRepr {
+        shape: vec![u64::MAX - 3],
+        ..huge.clone()
+    };
+    assert!(crc.encoded_size(&over).is_err());
+
+    let meta = ArrayMetadata::from_json(&json!({
+        "zarr_format": 3, "node_type": "array", "shape": [u64::MAX], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [u64::MAX]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [u64::MAX],
+            "codecs": [{"name": "bytes"}, {"name": "crc32c"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]
+    }))
+    .unwrap();
+    // What `Array::verify` does with a stored object: errors, no panic.
+    let array = Array::create(MemoryStore::new(), meta).unwrap();
+    assert!(!array.check_shard_object(&le_pair(0, 4)).is_empty());
+}
+
+fn le_pair(offset: u64, nbytes: u64) -> Vec<u8> {
+    [offset, nbytes]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect()
+}

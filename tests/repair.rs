@@ -181,11 +181,58 @@ fn what_cannot_be_proven_is_left_alone() {
     let (array, _, mut v2) = two_versions(dir.path(), "end", true, WriteStrategy::Buffered);
     v2[3] ^= 0xff;
     std::fs::write(dir.path().join("c/0/0"), &v2).unwrap();
-    assert!(matches!(
-        &array.repair(false).unwrap()[0].1,
-        ShardRepair::Unrecoverable(_)
-    ));
+    assert_eq!(
+        array.repair(false).unwrap(),
+        vec![(
+            "c/0/0".to_string(),
+            ShardRepair::Unrecoverable(repair::CORRUPT_CHUNK_UNDER_VALID_INDEX.into())
+        )]
+    );
     assert_eq!(std::fs::read(dir.path().join("c/0/0")).unwrap(), v2);
+}
+
+/// README, "Torn shards and repair": a corrupt chunk under a valid index is reported and left
+/// alone. With an append-only history the object also holds older indexes with valid
+/// checksums; repair must not cut the object back to one of them (that would drop the chunks
+/// written since, valid ones included).
+#[test]
+fn a_corrupt_chunk_under_a_valid_current_index_is_not_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = ArrayMetadata::from_json(&meta("end", true)).unwrap();
+    let array = Array::create(FsStore::new(dir.path()), m).unwrap();
+    array.write_region(&[0, 0], &[8, 8], &data(1)).unwrap(); // buffered: index 1
+    let v1 = std::fs::read(dir.path().join("c/0/0")).unwrap();
+    let c: Vec<u8> = [900u16; 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    array.write_region(&[0, 0], &[2, 2], &c).unwrap(); // append-only: chunk C, index 2
+    let d: Vec<u8> = [555u16; 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    array.write_region(&[6, 6], &[2, 2], &d).unwrap(); // append-only: chunk D, index 3
+    let path = dir.path().join("c/0/0");
+    let before = std::fs::read(&path).unwrap();
+    // Bit rot in chunk C; index 3 (the last, current one) is intact.
+    let loc = array
+        .shard_reader(&[0, 0])
+        .unwrap()
+        .chunk_location(&[0, 0])
+        .unwrap()
+        .unwrap();
+    let mut obj = before.clone();
+    obj[(loc.offset + loc.nbytes / 2) as usize] ^= 0xff;
+    std::fs::write(&path, &obj).unwrap();
+    assert_eq!(array.verify().unwrap().len(), 1);
+    // The first version is still there, a prefix ending with an index whose checksum matches
+    // (what a rollback would return to): cut back to it, the object verifies clean.
+    assert!(before.len() > v1.len() && obj[..v1.len()] == v1[..]);
+    assert!(array.check_shard_object(&obj[..v1.len()]).is_empty());
+    let expected = vec![(
+        "c/0/0".to_string(),
+        ShardRepair::Unrecoverable(repair::CORRUPT_CHUNK_UNDER_VALID_INDEX.into()),
+    )];
+    assert_eq!(array.repair(true).unwrap(), expected);
+    assert_eq!(array.repair(false).unwrap(), expected);
+    assert_eq!(std::fs::read(&path).unwrap(), obj, "left as it is");
+    // Chunk D, written last, still reads; chunk C is reported, not replaced by older data.
+    assert_eq!(array.read_region_vec(&[6, 6], &[2, 2]).unwrap(), d);
+    assert!(array.read_region_vec(&[0, 0], &[2, 2]).is_err());
 }
 
 fn cli(args: &[&str]) -> (i32, String, String) {

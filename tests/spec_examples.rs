@@ -214,3 +214,58 @@ fn many_chunks_coalesce_into_few_reads() {
     // The same chunk twice is fine.
     assert_eq!(read(&[5, 5], 0), (1, 4));
 }
+
+/// Spec, "Binary shard format": inner chunks are written successively, "where unused space
+/// between them is allowed". A nested shard (inner `codecs` = sharding, then a compressor)
+/// with a gap between its chunks is valid and must decode: its size is not bounded by its
+/// chunks and index packed together.
+#[test]
+fn nested_shard_with_unused_space_behind_a_compressor() {
+    let nested = json!({"name": "sharding_indexed", "configuration": {"chunk_shape": [1],
+        "codecs": [{"name": "bytes"}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_location": "end"}});
+    let repr = ChunkRepr {
+        shape: vec![2],
+        dtype: DataType::UInt8,
+        fill_value: FillValue(vec![0]),
+    };
+    // By hand: chunk 0 (7) at offset 0, 100 unused bytes, chunk 1 (9) at offset 101, then
+    // the index (offset, nbytes) little-endian: 134 bytes where packed chunks and index are 34.
+    let mut shard = vec![7u8];
+    shard.extend([0xaa; 100]);
+    shard.push(9);
+    shard.extend(le(&[0, 1, 101, 1]));
+    assert_eq!(shard.len(), 134);
+    let alone = CodecChain::from_json(&json!([nested]), "codecs").unwrap();
+    assert_eq!(alone.decode(&shard, &repr).unwrap(), [7, 9]);
+    let as_bytes = ChunkRepr {
+        shape: vec![shard.len() as u64],
+        ..repr.clone()
+    };
+    for compressor in [
+        json!({"name": "gzip", "configuration": {"level": 1}}),
+        json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}}),
+        json!({"name": "zlib", "configuration": {"level": 1}}),
+        json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 1,
+            "shuffle": "noshuffle", "typesize": 1, "blocksize": 0}}),
+        json!({"name": "crc32c"}),
+    ] {
+        // The compressed stream of the hand-built shard (compressing its plain bytes).
+        let stored = CodecChain::from_json(&json!([{"name": "bytes"}, compressor]), "codecs")
+            .unwrap()
+            .encode(&shard, &as_bytes)
+            .unwrap();
+        let chain = CodecChain::from_json(&json!([nested, compressor]), "codecs").unwrap();
+        assert_eq!(
+            chain.decode(&stored, &repr).unwrap(),
+            [7, 9],
+            "{compressor}"
+        );
+        assert_eq!(
+            chain.encoded_size(&repr).unwrap(),
+            EncodedSize::Unbounded,
+            "{compressor}"
+        );
+    }
+}

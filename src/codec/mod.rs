@@ -8,6 +8,9 @@
 //!
 //! Decoders are given the exact or maximum size they may produce, so a hostile stream that
 //! claims or expands to more than an inner chunk can hold is an error, never a huge allocation.
+//! The one unbounded case is a compressor after a nested `sharding_indexed` (a shard may hold
+//! unused space between its inner chunks): there the memory limit
+//! ([`crate::limits::memory_limit`]) bounds what it may produce.
 
 pub mod blosc;
 pub mod bytes;
@@ -171,16 +174,25 @@ impl BytesToBytes {
         }
     }
 
-    fn encoded_size(&self, input: EncodedSize) -> EncodedSize {
-        match self {
+    /// Size of this codec's output for an input of size `input`; an error when the size
+    /// overflows 64 bits (no such object can be stored).
+    fn encoded_size(&self, input: EncodedSize) -> Result<EncodedSize> {
+        let plus_checksum = |n: u64| {
+            n.checked_add(4).ok_or_else(|| {
+                Error::metadata(format!(
+                    "crc32c: an encoded chunk of {n} bytes plus its checksum overflows 64 bits"
+                ))
+            })
+        };
+        Ok(match self {
             BytesToBytes::Crc32c(_) => match input {
-                EncodedSize::Fixed(n) => EncodedSize::Fixed(n + 4),
-                EncodedSize::Bounded(n) => EncodedSize::Bounded(n + 4),
+                EncodedSize::Fixed(n) => EncodedSize::Fixed(plus_checksum(n)?),
+                EncodedSize::Bounded(n) => EncodedSize::Bounded(plus_checksum(n)?),
                 EncodedSize::Unbounded => EncodedSize::Unbounded,
             },
             // Compressors can grow incompressible input; their size is data dependent.
             _ => EncodedSize::Unbounded,
-        }
+        })
     }
     fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
         match self {
@@ -323,17 +335,19 @@ impl CodecChain {
         }
     }
 
-    /// Sizes after the array→bytes codec and after each bytes→bytes codec.
+    /// Sizes after the array→bytes codec and after each bytes→bytes codec (an error when one
+    /// overflows 64 bits).
     fn stage_sizes(&self, repr: &ChunkRepr) -> Result<Vec<EncodedSize>> {
         let mut sizes = vec![self.array_to_bytes.encoded_size(&self.bytes_repr(repr)?)?];
         for c in &self.bytes_to_bytes {
             let last = *sizes.last().unwrap();
-            sizes.push(c.encoded_size(last));
+            sizes.push(c.encoded_size(last)?);
         }
         Ok(sizes)
     }
 
-    /// Encoded size of a chunk of `repr`.
+    /// Encoded size of a chunk of `repr`. Errors: the chain does not fit `repr` (a nested
+    /// sharding codec that does not bind), or the size overflows 64 bits.
     pub fn encoded_size(&self, repr: &ChunkRepr) -> Result<EncodedSize> {
         Ok(*self.stage_sizes(repr)?.last().unwrap())
     }

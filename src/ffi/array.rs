@@ -178,7 +178,7 @@ pub unsafe extern "C" fn shard_array_open(
         let meta = ArrayMetadata::parse(json)?;
         let layout = meta.shard_layout().map(Arc::new);
         let (destroy, userdata) = (store.cb.destroy, store.cb.userdata);
-        let array = Array::from_metadata(store, meta);
+        let array = Array::from_metadata(store, meta)?;
         *array_out = shard_array::into_ptr(ArrayHandle {
             array,
             layout,
