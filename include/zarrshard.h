@@ -145,11 +145,16 @@ typedef enum {
   SHARD_MODE_READ = 0,
   /**
    * Write, buffered: chunks are kept encoded in memory; `shard_finalize` writes the whole
-   * shard with one `write` (plus `truncate`).
+   * shard with one `write` (plus `truncate`). Without `truncate`, when `size` reports an
+   * object longer than the new shard, finalize refuses (`SHARD_ERR_UNSUPPORTED`) before
+   * writing any byte, so the old shard stays as it was.
    */
   SHARD_MODE_WRITE_BUFFERED = 1,
   /**
-   * Write, streaming: each chunk is written as it is given; the index at finalize.
+   * Write, streaming: each chunk is written as it is given; the index at finalize. The
+   * final size is known only then: without `truncate`, an existing object longer than the
+   * new shard is found at finalize (`SHARD_ERR_UNSUPPORTED`), after the chunks overwrote
+   * its start, so give a host without `truncate` a new object to stream into.
    */
   SHARD_MODE_WRITE_STREAMING = 2,
   /**
@@ -158,11 +163,19 @@ typedef enum {
    * earlier index stays in the object, which `zarrshard repair` can use), but a torn update
    * still leaves an object whose last bytes are not a valid index; with the index at the
    * start the index is rewritten in place. Crash safety comes from writing to a temporary
-   * object and committing it after finalize.
+   * object and committing it after finalize. The object's size (from `read_suffix` or
+   * `size`) must agree with the index read at open (every entry inside the object, none
+   * over the index), or open fails with `SHARD_ERR_CORRUPT`: a stale size would put new
+   * chunks over stored ones. When a `write` fails before the new index is written, the
+   * object is cut back to its old size (`truncate`; `remove` for an object the update
+   * created), leaving the previous shard as it was, when the host has those callbacks.
    */
   SHARD_MODE_UPDATE_APPEND = 3,
   /**
-   * Update an existing shard, rewriting chunks in place where the new encoding fits.
+   * Update an existing shard, rewriting chunks in place where the new encoding fits (and
+   * no other index entry shares the old bytes; appending otherwise). The size is checked
+   * at open as for `SHARD_MODE_UPDATE_APPEND`; a failed `write` is not undone (old bytes
+   * were overwritten).
    */
   SHARD_MODE_UPDATE_IN_PLACE = 4,
 } shard_mode;
@@ -795,8 +808,9 @@ shard_status shard_chunk_info(const shard_handle *shard,
  * Encode inner chunk `coords` from `data` (`len` bytes = `shard_codec_inner_chunk_nbytes`,
  * C order, native byte order) and write it per the handle's mode. A chunk equal to the fill
  * value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given. When the `write`
- * callback fails the object is incomplete: every later write or finalize on the handle returns
- * `SHARD_ERR_INVALID_STATE` (close it and discard the object).
+ * callback fails the object is incomplete (in `SHARD_MODE_UPDATE_APPEND` it is cut back to
+ * the previous shard when the host has `truncate`): every later write or finalize on the
+ * handle returns `SHARD_ERR_INVALID_STATE` (close it and discard the object).
  *
  * Write handles only; exclusive use (a concurrent call on the same handle gets
  * `SHARD_ERR_BUSY`). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
@@ -834,10 +848,13 @@ shard_status shard_erase_chunk(const shard_handle *shard, const uint64_t *coords
  * callback) and `*size_out` is 0; otherwise `*size_out` is the object's size. `size_out` may be
  * NULL. Afterwards every write call returns `SHARD_ERR_INVALID_STATE`; close the handle.
  *
- * Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_IO`,
- * `SHARD_ERR_INVALID_STATE` (read handle, or finalized before), `SHARD_ERR_BUSY`,
- * `SHARD_ERR_UNSUPPORTED` (no `write`; no `remove` when the shard must be removed; no
- * `truncate` while `size` reports a longer object than the shard written), `SHARD_ERR_PANIC`.
+ * Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+ * `SHARD_ERR_INVALID_ARGUMENT` (the shard would end past byte 2^64, e.g. after a host
+ * reported an absurd size; nothing is written), `SHARD_ERR_IO`, `SHARD_ERR_INVALID_STATE`
+ * (read handle, or finalized before), `SHARD_ERR_BUSY`, `SHARD_ERR_UNSUPPORTED` (no `write`;
+ * no `remove` when the shard must be removed; no `truncate` while `size` reports a longer
+ * object than the shard written: buffered refuses before writing, see `shard_mode`),
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_finalize(const shard_handle *shard, uint64_t *size_out);
 
