@@ -147,8 +147,8 @@ pub(crate) fn intersect(
     let start: Vec<u64> = a.iter().zip(b).map(|(x, y)| *x.max(y)).collect();
     let extent = (0..a.len())
         .map(|d| {
-            (a[d] + a_shape[d])
-                .min(b[d] + b_shape[d])
+            (a[d].saturating_add(a_shape[d]))
+                .min(b[d].saturating_add(b_shape[d]))
                 .saturating_sub(start[d])
         })
         .collect();
