@@ -258,10 +258,13 @@ pub unsafe extern "C" fn shard_set_coalesce_gap(
 /// coalescing gap (`shard_set_coalesce_gap`, 64 KiB by default) are fetched as one range (the
 /// whole span once when most of it is wanted); all ranges go to one `read_vectored` call when
 /// the table has it, else one `read` each. Chunks are decoded in parallel on the library's
-/// threads (`shard_set_threads`), which never call back into the host.
+/// threads (`shard_set_threads`), which never call back into the host. A rank-0 shard has one
+/// chunk and no coordinates: `coords` may then be NULL, and each of the `count` chunks is
+/// that chunk.
 ///
-/// Read handles only. Thread-safe. Returns what `shard_read_chunk` returns; on error the
-/// contents of `buf` are unspecified.
+/// Read handles only. Thread-safe. Returns what `shard_read_chunk` returns
+/// (`SHARD_ERR_INVALID_ARGUMENT` also for `count * rank` values whose byte size exceeds the
+/// address space); on error the contents of `buf` are unspecified.
 #[no_mangle]
 pub unsafe extern "C" fn shard_read_chunks(
     shard: *const shard_handle,
@@ -282,10 +285,12 @@ pub unsafe extern "C" fn shard_read_chunks(
         let reader = h.reader()?;
         let each = reader.layout().inner_byte_size();
         crate::codec::check_len(len, (count as u64).saturating_mul(each as u64))?;
-        let list: Vec<&[u64]> = coords.chunks(rank.max(1)).take(count).collect();
-        if rank == 0 && count > 0 {
-            return Err(Error::InvalidArgument("rank 0 with chunks to read".into()).into());
-        }
+        // Rank 0: each of the `count` chunks is the shard's one chunk, with no coordinates.
+        let list: Vec<&[u64]> = if rank == 0 {
+            vec![&[][..]; count]
+        } else {
+            coords.chunks(rank).collect()
+        };
         reader.read_chunks_into(&list, buf)?;
         Ok(())
     })
