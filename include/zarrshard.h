@@ -631,7 +631,8 @@ shard_status shard_codec_inner_chunk_shape(const shard_codec *codec,
 
 /**
  * Copy the number of inner chunks per shard along each dimension into `shape_out` (`rank`
- * values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
+ * values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`,
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_chunks_per_shard(const shard_codec *codec,
                                           uint64_t *shape_out,
@@ -701,7 +702,8 @@ shard_status shard_codec_grid_shape(const shard_codec *codec, uint64_t *shape_ou
  * without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
  * for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
  * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
- * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`), `SHARD_ERR_PANIC`.
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_shard_key(const shard_codec *codec,
                                    const uint64_t *coords,

@@ -128,8 +128,8 @@ impl<I: ShardIo> ShardWriter<I> {
     /// `size` call when the read did not report the size).
     ///
     /// Errors (update only): [`Error::Io`] and [`Error::Unsupported`] from the back end;
-    /// [`Error::Corrupt`] / [`Error::ChecksumMismatch`] for an index that does not decode or does not
-    /// fit the object's size.
+    /// [`Error::Corrupt`] / [`Error::ChecksumMismatch`] for an index that does not decode or
+    /// does not fit the object's size.
     pub fn new(
         layout: Arc<ShardLayout>,
         io: I,
@@ -181,7 +181,8 @@ impl<I: ShardIo> ShardWriter<I> {
                     // an append would land on stored chunks.
                     if size < layout.index_size() {
                         return Err(Error::corrupt(format!(
-                            "the object's reported size ({size} bytes) is smaller than its {}-byte index",
+                            "the object's reported size ({size} bytes) is smaller than its \
+                             {}-byte index",
                             layout.index_size()
                         )));
                     }

@@ -277,7 +277,8 @@ pub unsafe extern "C" fn shard_codec_inner_chunk_shape(
 }
 
 /// Copy the number of inner chunks per shard along each dimension into `shape_out` (`rank`
-/// values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
+/// values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`,
+/// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_chunks_per_shard(
     codec: *const shard_codec,
@@ -422,7 +423,8 @@ pub unsafe extern "C" fn shard_codec_grid_shape(
 /// without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
 /// for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
 /// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
-/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`), `SHARD_ERR_PANIC`.
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
+/// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_shard_key(
     codec: *const shard_codec,
