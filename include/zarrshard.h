@@ -145,11 +145,16 @@ typedef enum {
   SHARD_MODE_READ = 0,
   /**
    * Write, buffered: chunks are kept encoded in memory; `shard_finalize` writes the whole
-   * shard with one `write` (plus `truncate`).
+   * shard with one `write` (plus `truncate`). Without `truncate`, when `size` reports an
+   * object longer than the new shard, finalize refuses (`SHARD_ERR_UNSUPPORTED`) before
+   * writing any byte, so the old shard stays as it was.
    */
   SHARD_MODE_WRITE_BUFFERED = 1,
   /**
-   * Write, streaming: each chunk is written as it is given; the index at finalize.
+   * Write, streaming: each chunk is written as it is given; the index at finalize. The
+   * final size is known only then: without `truncate`, an existing object longer than the
+   * new shard is found at finalize (`SHARD_ERR_UNSUPPORTED`), after the chunks overwrote
+   * its start, so give a host without `truncate` a new object to stream into.
    */
   SHARD_MODE_WRITE_STREAMING = 2,
   /**
@@ -158,11 +163,19 @@ typedef enum {
    * earlier index stays in the object, which `zarrshard repair` can use), but a torn update
    * still leaves an object whose last bytes are not a valid index; with the index at the
    * start the index is rewritten in place. Crash safety comes from writing to a temporary
-   * object and committing it after finalize.
+   * object and committing it after finalize. The object's size (from `read_suffix` or
+   * `size`) must agree with the index read at open (every entry inside the object, none
+   * over the index), or open fails with `SHARD_ERR_CORRUPT`: a stale size would put new
+   * chunks over stored ones. When a `write` fails before the new index is written, the
+   * object is cut back to its old size (`truncate`; `remove` for an object the update
+   * created), leaving the previous shard as it was, when the host has those callbacks.
    */
   SHARD_MODE_UPDATE_APPEND = 3,
   /**
-   * Update an existing shard, rewriting chunks in place where the new encoding fits.
+   * Update an existing shard, rewriting chunks in place where the new encoding fits (and
+   * no other index entry shares the old bytes; appending otherwise). The size is checked
+   * at open as for `SHARD_MODE_UPDATE_APPEND`; a failed `write` is not undone (old bytes
+   * were overwritten).
    */
   SHARD_MODE_UPDATE_IN_PLACE = 4,
 } shard_mode;
@@ -377,7 +390,7 @@ shard_status shard_set_threads(size_t threads);
 
 /**
  * Store the number of threads the library encodes and decodes with in `*threads_out`.
- * Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+ * Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_get_threads(size_t *threads_out);
 
@@ -423,7 +436,9 @@ shard_status shard_array_set_coalesce_gap(const shard_array *array, uint64_t gap
  * getters (shape, data type, fill value, key of a shard) and for opening single shards with
  * `shard_open`. Free it with `shard_codec_free`. Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_UNSUPPORTED` (the array is not
- * sharded), `SHARD_ERR_PANIC`.
+ * sharded), `SHARD_ERR_UNSUPPORTED_CODEC` (a bytes→bytes codec such as `crc32c` or `gzip`
+ * follows `sharding_indexed`: shards can only be decoded whole, and a shard handle would
+ * write them without it; as `shard_codec_from_zarr_json`), `SHARD_ERR_PANIC`.
  */
 shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out);
 
@@ -438,7 +453,9 @@ shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out
  * Thread-safe: many threads may read one handle at once (not while another writes the same
  * shards: the result is then unspecified, though memory-safe).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
- * past the array), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+ * past the array or whose byte size overflows 64 bits, a buffer over the memory limit: e.g.
+ * a whole object read from a table without `size` that passes it),
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
  * `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (the object tables lack `size`/`read_suffix`
  * an index at the end needs), `SHARD_ERR_PANIC`.
  */
@@ -456,11 +473,17 @@ shard_status shard_array_read_region(const shard_array *array,
  * index and the inner chunks the region covers partly are read, and the touched chunks plus
  * a new index are appended (`SHARD_MODE_UPDATE_APPEND`; `zarrshard compact` reclaims the dead
  * bytes). Inner chunks equal to the fill value are not stored; a shard left empty is removed.
- * Not atomic across shards: after an error some shards may hold new values.
+ * Not atomic across shards: after an error some shards may hold new values. Within a shard,
+ * the partly covered inner chunks are read and decoded before anything is written, so a read
+ * error or a corrupt chunk leaves that shard as it was; a failed `write` while appending is
+ * undone with `truncate` when the table has it. A shard written whole over a longer object
+ * on a table without `truncate` (but with `size`) is refused before any byte is written.
  *
  * One writer per handle: a second thread writing at the same time gets `SHARD_ERR_BUSY`.
- * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
- * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (as for
+ * `shard_array_read_region`), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO`,
+ * `SHARD_ERR_CORRUPT` (also a shard whose object size, from `read_suffix` or `size`,
+ * contradicts its index),
  * `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (an object table without `write`, `truncate`
  * or `remove` where one was needed), `SHARD_ERR_PANIC`.
  */
@@ -586,20 +609,21 @@ void shard_codec_free(shard_codec *codec);
 
 /**
  * Store the rank (number of dimensions) of shards in `*rank_out`. Thread-safe.
- * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_rank(const shard_codec *codec, size_t *rank_out);
 
 /**
  * Copy the shard shape (elements per dimension) into `shape_out`, which holds `rank` values
- * (`rank` must equal `shard_codec_rank`). Thread-safe. Returns `SHARD_OK`,
- * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE` (wrong rank).
+ * (`rank` must equal `shard_codec_rank`; for rank 0, `(NULL, 0)` is the empty array, as for
+ * every shape getter). Thread-safe. Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE` (wrong rank), `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_shard_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank);
 
 /**
  * Copy the inner chunk shape into `shape_out` (`rank` values). Thread-safe. Returns
- * `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`.
+ * `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_inner_chunk_shape(const shard_codec *codec,
                                            uint64_t *shape_out,
@@ -607,7 +631,8 @@ shard_status shard_codec_inner_chunk_shape(const shard_codec *codec,
 
 /**
  * Copy the number of inner chunks per shard along each dimension into `shape_out` (`rank`
- * values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`.
+ * values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`,
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_chunks_per_shard(const shard_codec *codec,
                                           uint64_t *shape_out,
@@ -615,33 +640,33 @@ shard_status shard_codec_chunks_per_shard(const shard_codec *codec,
 
 /**
  * Store the number of inner chunks per shard in `*count_out`. Thread-safe. Returns
- * `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+ * `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_num_chunks(const shard_codec *codec, uint64_t *count_out);
 
 /**
  * Store the decoded size in bytes of one inner chunk (the buffer size `shard_read_chunk`
  * and `shard_write_chunk` take) in `*nbytes_out`. Thread-safe. Returns `SHARD_OK`,
- * `SHARD_ERR_NULL_POINTER`.
+ * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_inner_chunk_nbytes(const shard_codec *codec, size_t *nbytes_out);
 
 /**
  * Store the encoded size in bytes of the shard index in `*nbytes_out`. Thread-safe. Returns
- * `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+ * `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_index_nbytes(const shard_codec *codec, uint64_t *nbytes_out);
 
 /**
  * Store the size in bytes of one element in `*nbytes_out`. Thread-safe. Returns `SHARD_OK`,
- * `SHARD_ERR_NULL_POINTER`.
+ * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_element_nbytes(const shard_codec *codec, size_t *nbytes_out);
 
 /**
  * Copy the fill value, one element in native byte order, into `buf`, whose `len` must equal
  * `shard_codec_element_nbytes`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
- * `SHARD_ERR_BUFFER_SIZE`.
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size_t len);
 
@@ -650,7 +675,7 @@ shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size
  * `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
  * stored (a size query); a non-empty buffer too small for name and NUL gives
  * `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
- * `SHARD_ERR_BUFFER_SIZE`.
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_data_type(const shard_codec *codec,
                                    char *buf,
@@ -660,14 +685,14 @@ shard_status shard_codec_data_type(const shard_codec *codec,
 /**
  * Copy the array shape (from `zarr.json`) into `shape_out` (`rank` values). Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`,
- * `SHARD_ERR_INVALID_STATE` (codec not built from a `zarr.json`).
+ * `SHARD_ERR_INVALID_STATE` (codec not built from a `zarr.json`), `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_array_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank);
 
 /**
  * Copy the number of shards along each dimension (from `zarr.json`) into `shape_out`
  * (`rank` values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
- * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE`.
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_grid_shape(const shard_codec *codec, uint64_t *shape_out, size_t rank);
 
@@ -677,7 +702,8 @@ shard_status shard_codec_grid_shape(const shard_codec *codec, uint64_t *shape_ou
  * without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
  * for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
  * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
- * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`).
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_shard_key(const shard_codec *codec,
                                    const uint64_t *coords,
@@ -752,10 +778,13 @@ shard_status shard_set_coalesce_gap(const shard_handle *shard, uint64_t gap);
  * coalescing gap (`shard_set_coalesce_gap`, 64 KiB by default) are fetched as one range (the
  * whole span once when most of it is wanted); all ranges go to one `read_vectored` call when
  * the table has it, else one `read` each. Chunks are decoded in parallel on the library's
- * threads (`shard_set_threads`), which never call back into the host.
+ * threads (`shard_set_threads`), which never call back into the host. A rank-0 shard has one
+ * chunk and no coordinates: `coords` may then be NULL, and each of the `count` chunks is
+ * that chunk.
  *
- * Read handles only. Thread-safe. Returns what `shard_read_chunk` returns; on error the
- * contents of `buf` are unspecified.
+ * Read handles only. Thread-safe. Returns what `shard_read_chunk` returns
+ * (`SHARD_ERR_INVALID_ARGUMENT` also for `count * rank` values whose byte size exceeds the
+ * address space); on error the contents of `buf` are unspecified.
  */
 shard_status shard_read_chunks(const shard_handle *shard,
                                const uint64_t *coords,
@@ -795,8 +824,9 @@ shard_status shard_chunk_info(const shard_handle *shard,
  * Encode inner chunk `coords` from `data` (`len` bytes = `shard_codec_inner_chunk_nbytes`,
  * C order, native byte order) and write it per the handle's mode. A chunk equal to the fill
  * value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given. When the `write`
- * callback fails the object is incomplete: every later write or finalize on the handle returns
- * `SHARD_ERR_INVALID_STATE` (close it and discard the object).
+ * callback fails the object is incomplete (in `SHARD_MODE_UPDATE_APPEND` it is cut back to
+ * the previous shard when the host has `truncate`): every later write or finalize on the
+ * handle returns `SHARD_ERR_INVALID_STATE` (close it and discard the object).
  *
  * Write handles only; exclusive use (a concurrent call on the same handle gets
  * `SHARD_ERR_BUSY`). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
@@ -834,10 +864,13 @@ shard_status shard_erase_chunk(const shard_handle *shard, const uint64_t *coords
  * callback) and `*size_out` is 0; otherwise `*size_out` is the object's size. `size_out` may be
  * NULL. Afterwards every write call returns `SHARD_ERR_INVALID_STATE`; close the handle.
  *
- * Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_IO`,
- * `SHARD_ERR_INVALID_STATE` (read handle, or finalized before), `SHARD_ERR_BUSY`,
- * `SHARD_ERR_UNSUPPORTED` (no `write`; no `remove` when the shard must be removed; no
- * `truncate` while `size` reports a longer object than the shard written), `SHARD_ERR_PANIC`.
+ * Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+ * `SHARD_ERR_INVALID_ARGUMENT` (the shard would end past byte 2^64, e.g. after a host
+ * reported an absurd size; nothing is written), `SHARD_ERR_IO`, `SHARD_ERR_INVALID_STATE`
+ * (read handle, or finalized before), `SHARD_ERR_BUSY`, `SHARD_ERR_UNSUPPORTED` (no `write`;
+ * no `remove` when the shard must be removed; no `truncate` while `size` reports a longer
+ * object than the shard written: buffered refuses before writing, see `shard_mode`),
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_finalize(const shard_handle *shard, uint64_t *size_out);
 

@@ -75,10 +75,13 @@ pub trait ShardIo: Send + Sync {
     /// Replace the whole object with `data` (a buffered shard is written with one call).
     ///
     /// The default writes at offset 0 and truncates to `data.len()`; a back end without
-    /// `truncate` must then start from a missing or shorter object (checked with `size` when
-    /// available). [`FileIo`] writes a temporary sibling and renames it over the file, so the
-    /// old shard stays intact until the new one is complete.
+    /// `truncate` must then start from a missing or shorter object: when `size` reports a
+    /// longer one, the put is refused with [`Error::Unsupported`] before any byte is written
+    /// ([`check_can_end_at`]), so the old object stays as it was. [`FileIo`] writes a
+    /// temporary sibling and renames it over the file, so the old shard stays intact until
+    /// the new one is complete.
     fn put(&self, data: &[u8]) -> Result<()> {
+        check_can_end_at(self, data.len() as u64)?;
         self.write_at(0, data)?;
         end_object_at(self, data.len() as u64)
     }
@@ -119,6 +122,24 @@ pub fn end_object_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
             Err(e) => Err(e),
         },
         other => other,
+    }
+}
+
+/// Before replacing an object with `len` bytes: refuse ([`Error::Unsupported`]) when the
+/// back end reports a longer object (`size`) and cannot truncate, so nothing is written that
+/// [`end_object_at`] would refuse afterwards. Whether it can truncate is asked by truncating
+/// the object to the size it has (no change). Without `size` nothing can be checked (the
+/// host must start from a new object, as the C contract says).
+pub fn check_can_end_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
+    match io.size() {
+        Ok(Some(s)) if s > len => match io.truncate(s) {
+            Err(Error::Unsupported(_)) => Err(Error::Unsupported(format!(
+                "truncate (the object is {s} bytes, longer than the {len} to be written; nothing was written)"
+            ))),
+            other => other,
+        },
+        Ok(_) | Err(Error::Unsupported(_)) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -42,7 +42,8 @@ impl<S: Store> Array<S> {
     /// nothing is stored.
     ///
     /// Errors: [`Error::InvalidArgument`] when the region's rank differs from the array's or it
-    /// reaches past the array; [`Error::BufferSize`] when `out` has the wrong length; and
+    /// reaches past the array, or its byte size overflows 64 bits; [`Error::BufferSize`] when
+    /// `out` has the wrong length; and
     /// whatever reading and decoding the shards reports (corruption names shard and chunk).
     /// Safe to call from many threads at once.
     pub fn read_region(&self, start: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
@@ -104,12 +105,14 @@ impl<S: Store> Array<S> {
             })?;
             // Phase 2: the output rows this row of shards covers, cut where inner chunks
             // start along the first dimension; each band is decoded into by one task.
+            // Saturating: the last shard of an array within one shard of 2^64 elements ends
+            // past u64::MAX; the region (inside the array) ends before that.
             let lo = start[0].max(g0 * cs[0]);
-            let hi = (start[0] + shape[0]).min((g0 + 1) * cs[0]);
+            let hi = (start[0] + shape[0]).min((g0 + 1).saturating_mul(cs[0]));
             let mut bands = Vec::new();
             let mut r = lo;
             while r < hi {
-                let next = ((r / inner[0] + 1) * inner[0]).min(hi);
+                let next = ((r / inner[0] + 1).saturating_mul(inner[0])).min(hi);
                 bands.push((r, next));
                 r = next;
             }
@@ -132,7 +135,7 @@ impl<S: Store> Array<S> {
                     (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
                 for w in &fetched {
                     for (k, c) in w.origins.iter().enumerate() {
-                        if !(c[0] <= r0 && r0 < c[0] + inner[0]) {
+                        if !(c[0] <= r0 && r0 < c[0].saturating_add(inner[0])) {
                             continue;
                         }
                         let encoded = w.fetched.as_ref().and_then(|f| f.encoded(k));
@@ -150,7 +153,8 @@ impl<S: Store> Array<S> {
                         };
                         for d in 0..rank {
                             let lo = band_start[d].max(c[d]);
-                            let hi = (band_start[d] + band_shape[d]).min(c[d] + inner[d]);
+                            let hi =
+                                (band_start[d] + band_shape[d]).min(c[d].saturating_add(inner[d]));
                             (from[d], to[d], extent[d]) = (lo - c[d], lo - band_start[d], hi - lo);
                         }
                         nd::copy_box(src, &inner, &from, band, &band_shape, &to, &extent, elem);
@@ -183,7 +187,10 @@ impl<S: Store> Array<S> {
     ///
     /// Not atomic across shards: each shard is written on its own (in parallel); on an error
     /// some shards may hold the new values and others the old. Within a shard the update
-    /// strategy's guarantees hold. Not to be called concurrently with another write or a read
+    /// strategy's guarantees hold: the chunks the region covers partly are read and decoded
+    /// before anything is written, so a read or decode error (a corrupt chunk) leaves the
+    /// shard as it was; an append-only update that fails while writing is cut back to the
+    /// previous shard when the store can truncate. Not to be called concurrently with another write or a read
     /// of the same shards (the caller serialises; the C API refuses a second concurrent
     /// writer on one handle).
     pub fn write_region(&self, start: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
@@ -250,7 +257,7 @@ impl<S: Store> Array<S> {
         meta.fill_value.fill(out);
         let shards: Vec<Vec<u64>> = boxes(&cells(start, shape, cs)).collect();
         // A few shards at a time: decoded shards are full size.
-        for batch in shards.chunks(parallel::threads().max(1) * 2) {
+        for batch in shards.chunks(parallel::threads().max(1).saturating_mul(2)) {
             let decoded = self.map_io(batch.len(), |k| self.read_shard(&batch[k]))?;
             for (g, shard) in batch.iter().zip(decoded) {
                 let Some(shard) = shard else { continue };
@@ -317,7 +324,10 @@ impl<S: Store> Array<S> {
         let io = self.store().shard_io(&self.shard_key(g))?;
         let mut writer =
             ShardWriter::new(layout.clone(), io, WriteStrategy::Update(mode), options)?;
-        let mut chunk = layout.inner_repr().filled()?;
+        // First read (and decode) every chunk the region covers partly, then write: a read
+        // or decode that fails (a corrupt chunk, a store error) then fails before any byte is
+        // written, and the shard stays exactly as it was. Memory: the partly covered chunks.
+        let mut parts = Vec::new();
         for local in boxes(&cells(&nd::sub(&bs, &origin), &be, &inner)) {
             let corigin: Vec<u64> = origin
                 .iter()
@@ -327,25 +337,43 @@ impl<S: Store> Array<S> {
             let (cb, ce) = nd::intersect(&bs, &be, &corigin, &inner);
             // Read only a chunk the region covers partly; the rest of a covered chunk that lies
             // past the array's edge is the fill value.
-            if cb == corigin && ce == nd::in_array(&meta.shape, &corigin, &inner) {
-                layout.inner_repr().fill_value.fill(&mut chunk);
+            let old = if cb == corigin && ce == nd::in_array(&meta.shape, &corigin, &inner) {
+                None
             } else {
+                let mut chunk = layout.inner_repr().filled()?;
                 writer.read_chunk_into(&local, &mut chunk)?;
-            }
-            nd::copy_box(
-                data,
-                shape,
-                &nd::sub(&cb, start),
-                &mut chunk,
-                &inner,
-                &nd::sub(&cb, &corigin),
-                &ce,
-                elem,
-            );
-            writer.write_chunk(&local, &chunk)?;
+                Some(chunk)
+            };
+            parts.push((local, corigin, cb, ce, old));
         }
-        writer.finalize()?;
-        Ok(())
+        let written = (|| -> Result<()> {
+            let mut chunk = layout.inner_repr().filled()?;
+            for (local, corigin, cb, ce, old) in &parts {
+                match old {
+                    Some(old) => chunk.copy_from_slice(old),
+                    None => layout.inner_repr().fill_value.fill(&mut chunk),
+                }
+                nd::copy_box(
+                    data,
+                    shape,
+                    &nd::sub(cb, start),
+                    &mut chunk,
+                    &inner,
+                    &nd::sub(cb, corigin),
+                    ce,
+                    elem,
+                );
+                writer.write_chunk(local, &chunk)?;
+            }
+            writer.finalize()?;
+            Ok(())
+        })();
+        if written.is_err() {
+            // An append-only update cuts what it appended off again (the writer does so itself
+            // when a write or the index fails; this covers the rest, e.g. an encode error).
+            let _ = writer.discard();
+        }
+        written
     }
 }
 
@@ -379,15 +407,23 @@ fn check_region(array: &[u64], start: &[u64], shape: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// The byte size of a region (an argument of the call, so overflow is
+/// [`Error::InvalidArgument`]).
 fn region_bytes(shape: &[u64], elem: usize) -> Result<u64> {
-    crate::codec::checked_product(shape)?
-        .checked_mul(elem as u64)
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    shape
+        .iter()
+        .try_fold(elem as u64, |acc, &n| acc.checked_mul(n))
         .ok_or_else(|| Error::InvalidArgument(format!("a region of {shape:?} overflows")))
 }
 
 fn nd_len(shape: &[u64]) -> Result<usize> {
-    usize::try_from(crate::codec::checked_product(shape)?)
-        .map_err(|_| Error::InvalidArgument(format!("{shape:?} does not fit this platform")))
+    region_bytes(shape, 1)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::InvalidArgument(format!("{shape:?} does not fit this platform")))
 }
 
 /// The cells of a grid with cell shape `cell` that the box `[start, start + shape)` (non-empty)

@@ -14,7 +14,13 @@
 //!   cuts the object back to it when the index has a crc32c); with the index at the start the index is rewritten in
 //!   place. [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
 //!   old slot (always, for uncompressed fixed-size chunks) and appends otherwise, over the old
-//!   index. Both leave dead bytes; [`compact`] removes them.
+//!   index. Both leave dead bytes; [`compact`] removes them. The index read at the start is
+//!   checked against the object's size (every entry inside the object, none over the index),
+//!   so a stale size from the back end cannot make new chunks land on stored ones; an in-place
+//!   update never rewrites a slot that another entry shares. When an append-only update fails
+//!   before its new index is written (a failed write, or [`ShardWriter::discard`]), the
+//!   object is cut back to its old size where the back end can truncate: the previous shard
+//!   reads exactly as before.
 //!
 //! Inner chunks equal to the fill value are not stored unless
 //! [`WriteOptions::store_fill_chunks`] says so, and a shard left with no stored chunk is
@@ -100,6 +106,12 @@ pub struct ShardWriter<I: ShardIo> {
     /// True once anything was written to `io` (streaming and update).
     touched: bool,
     state: WriterState,
+    /// Append-only update: the object's size before it (`None`: there was no object), to cut
+    /// the object back to when the update fails before its new index is written.
+    restore: Option<Option<u64>>,
+    /// In-place update: the chunks whose stored bytes overlap another entry's (never
+    /// rewritten in place). Empty otherwise.
+    shared: Vec<bool>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -112,7 +124,12 @@ enum WriterState {
 
 impl<I: ShardIo> ShardWriter<I> {
     /// Start a shard with `strategy`. Buffered and streaming start empty (an existing object is
-    /// replaced at `finalize`); update reads the existing index first (one read).
+    /// replaced at `finalize`); update reads the existing index first (one read, plus a
+    /// `size` call when the read did not report the size).
+    ///
+    /// Errors (update only): [`Error::Io`] and [`Error::Unsupported`] from the back end;
+    /// [`Error::Corrupt`] / [`Error::ChecksumMismatch`] for an index that does not decode or
+    /// does not fit the object's size.
     pub fn new(
         layout: Arc<ShardLayout>,
         io: I,
@@ -124,6 +141,8 @@ impl<I: ShardIo> ShardWriter<I> {
             IndexLocation::Start => layout.index_size(),
             IndexLocation::End => 0,
         };
+        let mut restore = None;
+        let mut shared = Vec::new();
         let (index, mode) = match strategy {
             WriteStrategy::Buffered => (
                 ShardIndex::new_empty(n),
@@ -139,21 +158,43 @@ impl<I: ShardIo> ShardWriter<I> {
                 },
             ),
             WriteStrategy::Update(update) => match load_index(&layout, &io)? {
-                None => (
-                    ShardIndex::new_empty(n),
-                    Mode::Positional {
-                        next: start,
-                        in_place: false,
-                    },
-                ),
-                Some((index, size)) => {
-                    let size = match size {
+                None => {
+                    restore = Some(None);
+                    (
+                        ShardIndex::new_empty(n),
+                        Mode::Positional {
+                            next: start,
+                            in_place: false,
+                        },
+                    )
+                }
+                Some((index, reported)) => {
+                    let size = match reported {
                         Some(s) => s,
                         None => io.size()?.ok_or_else(|| {
                             Error::corrupt("the shard object disappeared after its index was read")
                         })?,
                     };
+                    // New chunks go at the end of the object, so its size must agree with the
+                    // index: a size taken from a second call (or a host that reports a stale
+                    // one) is checked as the reader checks a size reported with the index, or
+                    // an append would land on stored chunks.
+                    if size < layout.index_size() {
+                        return Err(Error::corrupt(format!(
+                            "the object's reported size ({size} bytes) is smaller than its \
+                             {}-byte index",
+                            layout.index_size()
+                        )));
+                    }
+                    if reported.is_none() {
+                        index.validate(&layout, Some(size))?;
+                    }
                     let in_place = update == UpdateMode::InPlace;
+                    if in_place {
+                        shared = shared_slots(&index);
+                    } else {
+                        restore = Some(Some(size));
+                    }
                     // In place with the index at the end, appended chunks reuse the old index's
                     // bytes; append-only never writes before the old end.
                     let next = match (in_place, layout.codec().index_location) {
@@ -172,6 +213,8 @@ impl<I: ShardIo> ShardWriter<I> {
             mode,
             touched: false,
             state: WriterState::Open,
+            restore,
+            shared,
         })
     }
 
@@ -224,6 +267,46 @@ impl<I: ShardIo> ShardWriter<I> {
             }
         };
         self.layout.decode_chunk_into(i, &bytes, out)
+    }
+
+    /// Give up a writer that will not be finalized (after an error of the caller's own, say).
+    /// An append-only update that wrote anything cuts the object back to its size before the
+    /// update (or removes an object it created), so the previous shard reads exactly as
+    /// before; `Ok(true)` when that was done or nothing had been written. `Ok(false)` when the
+    /// object cannot be restored: another strategy (streaming and in-place updates overwrite
+    /// bytes), or a back end without `truncate`/`delete`. Later calls on this writer fail
+    /// with [`Error::InvalidState`]. Errors: [`Error::Io`] from the back end.
+    pub fn discard(&mut self) -> Result<bool> {
+        if self.state == WriterState::Finalized {
+            return Err(Error::InvalidState(
+                "the shard writer was already finalized".into(),
+            ));
+        }
+        self.state = WriterState::Failed;
+        if !self.touched {
+            return Ok(true);
+        }
+        let Some(old) = self.restore else {
+            return Ok(false);
+        };
+        let done = match old {
+            Some(len) => self.io.truncate(len),
+            None => self.io.delete(),
+        };
+        match done {
+            Ok(()) => {
+                self.touched = false;
+                Ok(true)
+            }
+            Err(Error::Unsupported(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`ShardWriter::discard`] after a failure of this writer's own: best effort, the
+    /// failure being reported is the first one.
+    fn roll_back(&mut self) {
+        let _ = self.discard();
     }
 
     fn check_open(&self) -> Result<()> {
@@ -312,8 +395,16 @@ impl<I: ShardIo> ShardWriter<I> {
                 chunks[i] = Some(encoded);
             }
             Mode::Positional { next, in_place } => {
+                // A slot shared with another entry (validation accepts overlapping entries)
+                // is never rewritten: that would change the other chunk too.
                 let offset = match self.index.get(i) {
-                    Some(old) if *in_place && old.nbytes >= len => old.offset,
+                    Some(old)
+                        if *in_place
+                            && old.nbytes >= len
+                            && !self.shared.get(i).copied().unwrap_or(false) =>
+                    {
+                        old.offset
+                    }
                     _ => {
                         let at = *next;
                         *next = at.checked_add(len).ok_or_else(|| {
@@ -324,8 +415,10 @@ impl<I: ShardIo> ShardWriter<I> {
                 };
                 self.touched = true;
                 if let Err(e) = self.io.write_at(offset, &encoded) {
-                    // The object now holds a partial chunk; finishing it would hide that.
+                    // The object now holds a partial chunk; finishing it would hide that. An
+                    // append-only update cuts it back to the previous shard when it can.
                     self.state = WriterState::Failed;
+                    self.roll_back();
                     return Err(e);
                 }
                 self.index.set(
@@ -342,6 +435,11 @@ impl<I: ShardIo> ShardWriter<I> {
 
     /// Write the index (and, buffered, the chunks), or delete the object when nothing is
     /// stored. Later calls on this writer fail with [`Error::InvalidState`].
+    ///
+    /// Errors: [`Error::InvalidState`] (finalized before, or an earlier write failed);
+    /// [`Error::InvalidArgument`] when the shard would end past byte 2^64 (nothing written);
+    /// [`Error::Unsupported`] when the back end cannot truncate a longer old object (buffered:
+    /// refused before writing) or cannot delete; [`Error::Io`] from the back end.
     pub fn finalize(&mut self) -> Result<Finalized> {
         self.check_open()?;
         // Whatever happens below, this writer is done: success or a known-bad object.
@@ -361,7 +459,8 @@ impl<I: ShardIo> ShardWriter<I> {
             }
             return Ok(Finalized::Deleted);
         }
-        let layout = &self.layout;
+        let layout = self.layout.clone();
+        let layout = &*layout;
         let index_size = layout.index_size();
         match &mut self.mode {
             Mode::Buffered { chunks } => {
@@ -397,12 +496,35 @@ impl<I: ShardIo> ShardWriter<I> {
                 Ok(Finalized::Written { size: end })
             }
             Mode::Positional { next, .. } => {
-                let index = self.index.encode(layout)?;
-                let (at, end) = match layout.codec().index_location {
-                    IndexLocation::Start => (0, (*next).max(index_size)),
-                    IndexLocation::End => (*next, *next + index_size),
+                let next = *next;
+                let before_index = |w: &mut Self, e: Error| {
+                    w.roll_back();
+                    Err(e)
                 };
-                self.io.write_at(at, &index)?;
+                let index = match self.index.encode(layout) {
+                    Ok(index) => index,
+                    Err(e) => return before_index(self, e),
+                };
+                let (at, end) = match layout.codec().index_location {
+                    IndexLocation::Start => (0, next.max(index_size)),
+                    IndexLocation::End => match next.checked_add(index_size) {
+                        Some(end) => (next, end),
+                        None => {
+                            let e = Error::InvalidArgument(format!(
+                                "shard exceeds 2^64 bytes (the index would end past byte {next} + {index_size})"
+                            ));
+                            return before_index(self, e);
+                        }
+                    },
+                };
+                if let Err(e) = self.io.write_at(at, &index) {
+                    // An index at the end went after the old object too, so cutting back
+                    // still restores it; one at the start was partly overwritten.
+                    if layout.codec().index_location == IndexLocation::End {
+                        self.roll_back();
+                    }
+                    return Err(e);
+                }
                 // Cut off whatever an earlier, longer object left after the new end, or refuse
                 // when that is not possible (the capi_sequence fuzz target found this ignored).
                 crate::io::end_object_at(&self.io, end)?;
@@ -410,6 +532,32 @@ impl<I: ShardIo> ShardWriter<I> {
             }
         }
     }
+}
+
+/// For each entry of `index`, whether its stored bytes overlap another entry's (empty and
+/// zero-length entries overlap nothing).
+fn shared_slots(index: &ShardIndex) -> Vec<bool> {
+    let mut shared = vec![false; index.len()];
+    let mut spans: Vec<(u64, u64, usize)> = index
+        .stored()
+        .filter(|(_, loc)| loc.nbytes > 0)
+        .map(|(i, loc)| (loc.offset, loc.end(), i))
+        .collect();
+    spans.sort_unstable();
+    // Sorted by offset: an entry overlaps an earlier one when it starts before the furthest
+    // end so far, and a later one when the next entry starts before its own end.
+    let mut furthest = 0u64;
+    for k in 0..spans.len() {
+        let (offset, end, i) = spans[k];
+        if k > 0 && offset < furthest {
+            shared[i] = true;
+        }
+        if spans.get(k + 1).is_some_and(|next| next.0 < end) {
+            shared[i] = true;
+        }
+        furthest = furthest.max(end);
+    }
+    shared
 }
 
 /// Rewrite a shard without dead bytes: chunks copied as stored (no re-encoding), in `order`,

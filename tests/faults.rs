@@ -331,64 +331,101 @@ fn every_read_call_fails_in_turn() {
     );
 }
 
+/// A back end without `truncate` (everything else forwarded).
+struct NoTruncate<T>(T);
+
+impl<T: ShardIo> ShardIo for NoTruncate<T> {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        self.0.read(range)
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        self.0.size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.0.write_at(offset, data)
+    }
+    fn delete(&self) -> Result<()> {
+        self.0.delete()
+    }
+}
+
 /// Without a temporary, an append-only update (index at the end, crc32c) that fails at any
-/// call leaves an object `repair` cuts back to the previous shard, byte for byte — or, when
-/// only the last step failed, the complete new shard.
+/// call: on a back end that can truncate, the writer cuts the object back to the previous
+/// shard itself, byte for byte; without `truncate` it leaves an object `repair` cuts back to
+/// the previous shard. Either way, when only the last step failed, the complete new shard.
 #[test]
 fn a_failed_append_only_update_is_repaired_to_the_previous_shard() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shard");
     let l = layout("end");
     let strategy = WriteStrategy::Update(UpdateMode::AppendOnly);
-    let (mut repaired, mut complete, mut untouched) = (0, 0, 0);
-    for fault in [Fault::Code, Fault::PartialWrite] {
-        for at in 1.. {
-            let _ = std::fs::remove_file(&path);
-            write_version(&l, FileIo::new(&path), WriteStrategy::Buffered, 1).unwrap();
-            let v1 = std::fs::read(&path).unwrap();
-            let io = Failing::new(FileIo::new(&path), at, fault);
-            let result = write_version(&l, &io, strategy, 2);
-            if io.fired.load(Ordering::SeqCst) == 0 {
-                result.unwrap();
-                break;
-            }
-            assert!(result.is_err());
-            let torn = std::fs::read(&path).unwrap();
-            assert_eq!(
-                &torn[..v1.len()],
-                &v1[..],
-                "append-only overwrote the previous shard"
-            );
-            if torn == v1 {
-                untouched += 1; // failed before writing anything
-                continue;
-            }
-            let mut whole = vec![0u8; 128];
-            if l.decode_shard_into(&torn, &mut whole).is_ok() {
-                // Only the final truncate failed: the new shard is complete.
-                let mut v2 = vec![0u8; 128];
-                for i in 0..l.num_chunks() {
-                    l.place_chunk(i, &chunk(2, i), &mut v2);
+    let (mut rolled_back, mut repaired, mut complete, mut untouched) = (0, 0, 0, 0);
+    for truncates in [true, false] {
+        for fault in [Fault::Code, Fault::PartialWrite] {
+            for at in 1.. {
+                let _ = std::fs::remove_file(&path);
+                write_version(&l, FileIo::new(&path), WriteStrategy::Buffered, 1).unwrap();
+                let v1 = std::fs::read(&path).unwrap();
+                let io = Failing::new(FileIo::new(&path), at, fault);
+                let result = if truncates {
+                    write_version(&l, &io, strategy, 2)
+                } else {
+                    write_version(&l, NoTruncate(&io), strategy, 2)
+                };
+                if io.fired.load(Ordering::SeqCst) == 0 {
+                    result.unwrap();
+                    break;
                 }
-                assert_eq!(whole, v2);
-                complete += 1;
-                continue;
+                assert!(result.is_err());
+                let torn = std::fs::read(&path).unwrap();
+                assert_eq!(
+                    &torn[..v1.len()],
+                    &v1[..],
+                    "append-only overwrote the previous shard"
+                );
+                let mut whole = vec![0u8; 128];
+                if torn != v1 && l.decode_shard_into(&torn, &mut whole).is_ok() {
+                    // Only the final truncate failed: the new shard is complete.
+                    let mut v2 = vec![0u8; 128];
+                    for i in 0..l.num_chunks() {
+                        l.place_chunk(i, &chunk(2, i), &mut v2);
+                    }
+                    assert_eq!(whole, v2);
+                    complete += 1;
+                    continue;
+                }
+                if truncates {
+                    // Whatever write failed, the appended bytes were cut off again (unless
+                    // it failed before writing anything).
+                    assert_eq!(torn, v1, "{fault:?} at call {at}: not rolled back");
+                    if io.calls.load(Ordering::SeqCst) > at {
+                        rolled_back += 1;
+                    } else {
+                        untouched += 1;
+                    }
+                    continue;
+                }
+                if torn == v1 {
+                    untouched += 1; // failed before writing anything
+                    continue;
+                }
+                let plan = zarrshard::repair::plan(&l, &torn, true);
+                assert_eq!(
+                    plan,
+                    ShardRepair::Recovered {
+                        before: torn.len() as u64,
+                        size: v1.len() as u64,
+                        chunks: 15
+                    },
+                    "{fault:?} at call {at}"
+                );
+                std::fs::write(&path, &torn[..v1.len()]).unwrap();
+                read_all(&l, FileIo::new(&path), 1).unwrap();
+                repaired += 1;
             }
-            let plan = zarrshard::repair::plan(&l, &torn, true);
-            assert_eq!(
-                plan,
-                ShardRepair::Recovered {
-                    before: torn.len() as u64,
-                    size: v1.len() as u64,
-                    chunks: 15
-                },
-                "{fault:?} at call {at}"
-            );
-            std::fs::write(&path, &torn[..v1.len()]).unwrap();
-            read_all(&l, FileIo::new(&path), 1).unwrap();
-            repaired += 1;
         }
     }
+    assert!(rolled_back > 0);
     assert!(repaired > 0);
-    println!("faults: append-only update without a temporary: {repaired} failures repaired to the previous shard, {complete} left the new shard complete, {untouched} failed before writing");
+    println!("faults: append-only update without a temporary: {rolled_back} failures cut back to the previous shard by the writer, {repaired} (no truncate) repaired to it, {complete} left the new shard complete, {untouched} failed before writing");
 }

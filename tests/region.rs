@@ -467,3 +467,250 @@ fn one_thread_region_reads_reuse_buffers_across_rows_of_shards() {
     }
     zarrshard::set_threads(0).unwrap();
 }
+
+/// An 8x8 uint16 array in one shard of 2x2 inner chunks, each chunk with its own crc32c (so a
+/// flipped bit is found), index at the end, with or without crc32c.
+fn crc_8x8(index_crc: bool) -> ArrayMetadata {
+    let mut index_codecs = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+    if index_crc {
+        index_codecs.push(json!({"name": "crc32c"}));
+    }
+    ArrayMetadata::from_json(&json!({"zarr_format": 3, "node_type": "array",
+        "shape": [8, 8], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 8]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_codecs": index_codecs, "index_location": "end"}}]}))
+    .unwrap()
+}
+
+/// Element `i` (C order) of the 8x8 array is `100 + i`.
+fn v8x8() -> Vec<u8> {
+    (0..64u16).flat_map(|i| (100 + i).to_ne_bytes()).collect()
+}
+
+/// The model's region of `v8x8`, computed element by element.
+fn v8x8_region(start: [u64; 2], shape: [u64; 2]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in start[0]..start[0] + shape[0] {
+        for c in start[1]..start[1] + shape[1] {
+            out.extend_from_slice(&(100 + (r * 8 + c) as u16).to_ne_bytes());
+        }
+    }
+    out
+}
+
+/// W1 (a): a region write that must merge with a corrupt chunk fails before appending
+/// anything: the object is byte-identical and every intact chunk reads as before. (It used to
+/// append the chunks before the corrupt one and stop without a new index: the object no longer
+/// ended with an index and the whole shard was unreadable.)
+#[test]
+fn failed_region_write_over_a_corrupt_chunk_leaves_the_shard_as_it_was() {
+    let store = MemoryStore::new();
+    let array = Array::create(store.clone(), crc_8x8(true)).unwrap();
+    array.write_region(&[0, 0], &[8, 8], &v8x8()).unwrap();
+    // Flip a bit of inner chunk [3, 3] (elements [6..8, 6..8]).
+    let loc = array
+        .shard_reader(&[0, 0])
+        .unwrap()
+        .chunk_location(&[3, 3])
+        .unwrap()
+        .unwrap();
+    let mut obj = store.get("c/0/0").unwrap().unwrap();
+    obj[loc.offset as usize] ^= 1;
+    store.set("c/0/0", &obj).unwrap();
+    // Rows/cols 1..7: partly covers chunk [0, 0] ... and the corrupt chunk [3, 3].
+    let e = array
+        .write_region(&[1, 1], &[6, 6], &[0x55; 6 * 6 * 2])
+        .unwrap_err();
+    assert!(matches!(e, Error::ChecksumMismatch { .. }), "{e}");
+    assert_eq!(store.get("c/0/0").unwrap().unwrap(), obj);
+    assert_eq!(
+        array.read_region_vec(&[0, 0], &[6, 8]).unwrap(),
+        v8x8_region([0, 0], [6, 8])
+    );
+    assert_eq!(
+        array.read_region_vec(&[6, 0], &[2, 6]).unwrap(),
+        v8x8_region([6, 0], [2, 6])
+    );
+}
+
+/// A store whose reads fail once `reads_left` reads have been made, and whose writes fail
+/// once `writes_left` writes have been made.
+#[derive(Clone)]
+struct Flaky {
+    inner: MemoryStore,
+    reads_left: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    writes_left: std::sync::Arc<std::sync::atomic::AtomicI64>,
+}
+
+struct FlakyIo {
+    inner: Box<dyn ShardIo>,
+    reads_left: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    writes_left: std::sync::Arc<std::sync::atomic::AtomicI64>,
+}
+
+fn tick(left: &std::sync::atomic::AtomicI64, what: &str) -> Result<()> {
+    if left.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) <= 0 {
+        return Err(Error::Io {
+            code: 5,
+            message: format!("injected {what} error"),
+        });
+    }
+    Ok(())
+}
+
+impl ShardIo for FlakyIo {
+    fn read(&self, range: ByteRange) -> Result<Option<ReadOutput>> {
+        tick(&self.reads_left, "read")?;
+        self.inner.read(range)
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        self.inner.size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        if let Err(e) = tick(&self.writes_left, "write") {
+            // A failing write writes half its bytes first, as a torn write would.
+            self.inner.write_at(offset, &data[..data.len() / 2])?;
+            return Err(e);
+        }
+        self.inner.write_at(offset, data)
+    }
+    fn put(&self, data: &[u8]) -> Result<()> {
+        self.inner.put(data)
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        self.inner.truncate(len)
+    }
+    fn delete(&self) -> Result<()> {
+        self.inner.delete()
+    }
+}
+
+impl Store for Flaky {
+    fn shard_io(&self, key: &str) -> Result<Box<dyn ShardIo>> {
+        Ok(Box::new(FlakyIo {
+            inner: self.inner.shard_io(key)?,
+            reads_left: self.reads_left.clone(),
+            writes_left: self.writes_left.clone(),
+        }))
+    }
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.inner.set(key, value)
+    }
+}
+
+fn flaky() -> (Array<Flaky>, Flaky) {
+    let store = Flaky {
+        inner: MemoryStore::new(),
+        reads_left: std::sync::Arc::new(i64::MAX.into()),
+        writes_left: std::sync::Arc::new(i64::MAX.into()),
+    };
+    let array = Array::create(store.clone(), crc_8x8(false)).unwrap();
+    array.write_region(&[0, 0], &[8, 8], &v8x8()).unwrap();
+    (array, store)
+}
+
+/// W1 (b): the store's third read fails (1: the index, 2: chunk [0, 0], 3: chunk [0, 1], both
+/// partly covered): nothing was appended, the object is byte-identical, every chunk reads as
+/// before (the index has no crc32c, so `repair` could not have helped).
+#[test]
+fn a_read_error_during_a_region_write_leaves_the_shard_as_it_was() {
+    let (array, store) = flaky();
+    let before = store.inner.get("c/0/0").unwrap().unwrap();
+    store
+        .reads_left
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let e = array
+        .write_region(&[1, 1], &[3, 3], &[0x55; 3 * 3 * 2])
+        .unwrap_err();
+    assert!(matches!(e, Error::Io { code: 5, .. }), "{e}");
+    store
+        .reads_left
+        .store(i64::MAX, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(store.inner.get("c/0/0").unwrap().unwrap(), before);
+    assert_eq!(array.read_region_vec(&[0, 0], &[8, 8]).unwrap(), v8x8());
+}
+
+/// W1: a write of the store that fails part way through the appends (the 2nd chunk, then
+/// the index) is rolled back by truncation: the object is byte-identical.
+#[test]
+fn a_write_error_during_a_region_write_is_rolled_back() {
+    for writes_before_failure in [0, 1, 4] {
+        let (array, store) = flaky();
+        let before = store.inner.get("c/0/0").unwrap().unwrap();
+        // Rows/cols 1..4 touch 4 chunks: 4 chunk writes, then the index.
+        store
+            .writes_left
+            .store(writes_before_failure, std::sync::atomic::Ordering::SeqCst);
+        let e = array
+            .write_region(&[1, 1], &[3, 3], &[0x55; 3 * 3 * 2])
+            .unwrap_err();
+        assert!(matches!(e, Error::Io { code: 5, .. }), "{e}");
+        store
+            .writes_left
+            .store(i64::MAX, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            store.inner.get("c/0/0").unwrap().unwrap(),
+            before,
+            "{writes_before_failure}"
+        );
+        assert_eq!(array.read_region_vec(&[0, 0], &[8, 8]).unwrap(), v8x8());
+    }
+}
+
+/// W4: the last shard of an array of 2^64-1 elements ends past u64::MAX; a region there
+/// reads and writes (it used to overflow computing the shard's end).
+#[test]
+fn regions_in_the_last_shard_of_a_2_pow_64_array() {
+    let meta = ArrayMetadata::from_json(&json!({
+        "zarr_format": 3, "node_type": "array", "shape": [u64::MAX], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "bytes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]
+    }))
+    .unwrap();
+    let array = Array::create(MemoryStore::new(), meta).unwrap();
+    let mut out = [9u8; 1];
+    array.read_region(&[u64::MAX - 1], &[1], &mut out).unwrap();
+    assert_eq!(out, [0]);
+    array.write_region(&[u64::MAX - 1], &[1], &[5]).unwrap();
+    assert_eq!(array.read_region_vec(&[u64::MAX - 1], &[1]).unwrap(), [5]);
+    // Across the last two shards, partly covering both.
+    array
+        .write_region(&[u64::MAX - 4], &[3], &[1, 2, 3])
+        .unwrap();
+    assert_eq!(
+        array.read_region_vec(&[u64::MAX - 5], &[5]).unwrap(),
+        [0, 1, 2, 3, 5]
+    );
+}
+
+/// F5: a region whose byte size overflows 64 bits is an invalid argument (it was reported as
+/// invalid metadata).
+#[test]
+fn a_region_whose_size_overflows_is_an_invalid_argument() {
+    let big = 1u64 << 33;
+    let (array, _) = create(&metadata(
+        &[big, big],
+        &[1 << 20, 1 << 20],
+        &[1024, 1024],
+        "none",
+        false,
+    ));
+    assert!(matches!(
+        array.read_region(&[0, 0], &[big, big], &mut []),
+        Err(Error::InvalidArgument(m)) if m.contains("overflows")
+    ));
+    assert!(matches!(
+        array.write_region(&[0, 0], &[big, big], &[]),
+        Err(Error::InvalidArgument(m)) if m.contains("overflows")
+    ));
+    assert!(matches!(
+        array.read_region_vec(&[0, 0], &[big, big]),
+        Err(Error::InvalidArgument(m)) if m.contains("overflows")
+    ));
+}

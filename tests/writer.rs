@@ -370,3 +370,283 @@ fn a_failed_write_blocks_the_writer() {
         );
     }
 }
+
+/// A memory object whose reads do not report the size (as a host without it) and whose
+/// `size` can be made to lie; optionally without `truncate`.
+struct Lying {
+    mem: MemoryIo,
+    size: std::sync::Mutex<Option<u64>>,
+    truncates: bool,
+}
+
+impl Lying {
+    fn new(bytes: Vec<u8>, size: Option<u64>) -> Self {
+        Lying {
+            mem: MemoryIo::from_bytes(bytes),
+            size: std::sync::Mutex::new(size),
+            truncates: true,
+        }
+    }
+}
+
+impl ShardIo for Lying {
+    fn read(&self, r: ByteRange) -> Result<Option<ReadOutput>> {
+        Ok(self.mem.read(r)?.map(|o| ReadOutput {
+            data: o.data,
+            object_size: None,
+        }))
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        match *self.size.lock().unwrap() {
+            Some(s) => Ok(Some(s)),
+            None => self.mem.size(),
+        }
+    }
+    fn write_at(&self, o: u64, d: &[u8]) -> Result<()> {
+        self.mem.write_at(o, d)
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        if !self.truncates {
+            return Err(Error::Unsupported("truncate".into()));
+        }
+        self.mem.truncate(len)
+    }
+    fn delete(&self) -> Result<()> {
+        self.mem.delete()
+    }
+}
+
+/// Six 4-byte uint16 chunks (2 elements each), buffered, C order: 24 bytes of chunks and a
+/// 6 * 16 + 4 = 100-byte index (bytes + crc32c).
+fn six_chunks(location: &str) -> (Arc<ShardLayout>, Vec<u8>) {
+    let l = layout(raw(), location, &[2], &[6], DataType::UInt16);
+    let io = MemoryIo::new();
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    for i in 0..6u64 {
+        w.write_chunk(&[i], &chunk(&l, i as u8)).unwrap();
+    }
+    assert_eq!(w.finalize().unwrap(), Finalized::Written { size: 124 });
+    (l, io.bytes().unwrap())
+}
+
+/// F1: an update whose back end reports a size that contradicts the index just read (stale:
+/// 100 bytes of a 124-byte object) is refused as corrupt at open, before anything is written.
+/// It used to take the size as the append point and write the new chunk over chunk 0.
+#[test]
+fn an_update_refuses_a_size_that_contradicts_the_index() {
+    for location in ["start", "end"] {
+        let (l, object) = six_chunks(location);
+        for mode in [UpdateMode::AppendOnly, UpdateMode::InPlace] {
+            for lie in [100, 123, 0, 50] {
+                let io = Lying::new(object.clone(), Some(lie));
+                let r = ShardWriter::new(
+                    l.clone(),
+                    &io,
+                    WriteStrategy::Update(mode),
+                    WriteOptions::default(),
+                );
+                assert!(
+                    matches!(r, Err(Error::Corrupt { .. })),
+                    "{location} {mode:?} size {lie}: {:?}",
+                    r.err()
+                );
+                assert_eq!(io.mem.bytes().unwrap(), object);
+            }
+            // The true size (or a larger one: dead bytes after the last chunk) is accepted.
+            for size in [124, 200] {
+                let io = Lying::new(object.clone(), Some(size));
+                ShardWriter::new(
+                    l.clone(),
+                    &io,
+                    WriteStrategy::Update(mode),
+                    WriteOptions::default(),
+                )
+                .unwrap();
+            }
+        }
+    }
+}
+
+/// F2: sizes near 2^64 from the back end give errors, not overflow panics, and nothing is
+/// written.
+#[test]
+fn absurd_sizes_are_errors_not_overflows() {
+    let (l, object) = six_chunks("end");
+    // In place with the index at the end starts at size - index size: size 0 is refused.
+    let io = Lying::new(object.clone(), Some(0));
+    let r = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Update(UpdateMode::InPlace),
+        WriteOptions::default(),
+    );
+    assert!(matches!(r, Err(Error::Corrupt { .. })), "{:?}", r.err());
+    // Append-only at u64::MAX - 10: the new index would end past 2^64.
+    let io = Lying::new(object.clone(), Some(u64::MAX - 10));
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Update(UpdateMode::AppendOnly),
+        WriteOptions::default(),
+    )
+    .unwrap();
+    let e = w.finalize().unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument(ref m) if m.contains("2^64")),
+        "{e}"
+    );
+    assert_eq!(io.mem.bytes().unwrap(), object);
+}
+
+/// F9: an in-place update does not rewrite a slot that another entry shares (validation
+/// accepts overlapping entries); it appends instead, and the other chunk keeps its bytes.
+#[test]
+fn in_place_update_never_rewrites_a_shared_slot() {
+    let (l, mut object) = six_chunks("end");
+    // Point entry 1 at the bytes of entry 0 and fix the index checksum.
+    let at = object.len() - 100;
+    let e0 = object[at..at + 16].to_vec();
+    object[at + 16..at + 32].copy_from_slice(&e0);
+    let n = object.len();
+    let crc = crc32c::crc32c(&object[at..n - 4]);
+    object[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    let io = MemoryIo::from_bytes(object);
+    assert_eq!(read_all(&l, &io)[1], chunk(&l, 0));
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Update(UpdateMode::InPlace),
+        WriteOptions::default(),
+    )
+    .unwrap();
+    w.write_chunk(&[0], &chunk(&l, 9)).unwrap();
+    // Chunk 2 shares nothing: rewritten in place (offset 8, as buffered C order put it).
+    w.write_chunk(&[2], &chunk(&l, 8)).unwrap();
+    assert_eq!(w.index().get(2).unwrap().offset, 8);
+    w.finalize().unwrap();
+    let all = read_all(&l, &io);
+    assert_eq!(all[0], chunk(&l, 9));
+    assert_eq!(all[1], chunk(&l, 0), "chunk 1 was not written but changed");
+    assert_eq!(all[2], chunk(&l, 8));
+    for (i, c) in all.iter().enumerate().skip(3) {
+        assert_eq!(*c, chunk(&l, i as u8));
+    }
+}
+
+/// W1: `discard` of an append-only update cuts the object back to the previous shard (or
+/// removes an object the update created); other strategies report they cannot.
+#[test]
+fn discard_restores_an_append_only_update() {
+    for location in ["start", "end"] {
+        let (l, object) = six_chunks(location);
+        let io = MemoryIo::from_bytes(object.clone());
+        let mut w = ShardWriter::new(
+            l.clone(),
+            &io,
+            WriteStrategy::Update(UpdateMode::AppendOnly),
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.write_chunk(&[1], &chunk(&l, 40)).unwrap();
+        w.write_chunk(&[4], &chunk(&l, 41)).unwrap();
+        assert_ne!(io.bytes().unwrap(), object);
+        assert!(w.discard().unwrap());
+        assert_eq!(io.bytes().unwrap(), object);
+        assert!(matches!(
+            w.write_chunk(&[1], &chunk(&l, 1)),
+            Err(Error::InvalidState(_))
+        ));
+        // A missing object the update created is removed again.
+        let io = MemoryIo::new();
+        let mut w = ShardWriter::new(
+            l.clone(),
+            &io,
+            WriteStrategy::Update(UpdateMode::AppendOnly),
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.write_chunk(&[1], &chunk(&l, 40)).unwrap();
+        assert!(w.discard().unwrap());
+        assert_eq!(io.bytes(), None);
+        // In place overwrote old bytes: not restorable.
+        let io = MemoryIo::from_bytes(object.clone());
+        let mut w = ShardWriter::new(
+            l.clone(),
+            &io,
+            WriteStrategy::Update(UpdateMode::InPlace),
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.write_chunk(&[1], &chunk(&l, 40)).unwrap();
+        assert!(!w.discard().unwrap());
+        // Without truncate the append stays (and discard says so).
+        let mut io = Lying::new(object.clone(), None);
+        io.truncates = false;
+        let mut w = ShardWriter::new(
+            l.clone(),
+            &io,
+            WriteStrategy::Update(UpdateMode::AppendOnly),
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.write_chunk(&[1], &chunk(&l, 40)).unwrap();
+        assert!(!w.discard().unwrap());
+        // A finalized writer is not discarded.
+        let io = MemoryIo::from_bytes(object.clone());
+        let mut w = ShardWriter::new(
+            l.clone(),
+            &io,
+            WriteStrategy::Update(UpdateMode::AppendOnly),
+            WriteOptions::default(),
+        )
+        .unwrap();
+        w.finalize().unwrap();
+        assert!(matches!(w.discard(), Err(Error::InvalidState(_))));
+    }
+}
+
+/// F4: a buffered finalize over a longer object on a back end without `truncate` (but with
+/// `size`) refuses before writing any byte: the old shard is intact. It used to overwrite it
+/// and then refuse.
+#[test]
+fn buffered_finalize_without_truncate_refuses_before_writing() {
+    let (l, object) = six_chunks("end");
+    let mut io = Lying::new(object.clone(), None);
+    io.truncates = false;
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    w.write_chunk(&[0], &chunk(&l, 50)).unwrap();
+    let e = w.finalize().unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported(ref m) if m.contains("nothing was written")),
+        "{e}"
+    );
+    assert_eq!(io.mem.bytes().unwrap(), object);
+    // A new shard at least as long as the old one needs no truncate.
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    for i in 0..6u64 {
+        w.write_chunk(&[i], &chunk(&l, 60 + i as u8)).unwrap();
+    }
+    assert_eq!(w.finalize().unwrap(), Finalized::Written { size: 124 });
+    let all = read_all(&l, &io.mem);
+    for (i, c) in all.iter().enumerate() {
+        assert_eq!(*c, chunk(&l, 60 + i as u8));
+    }
+}

@@ -219,7 +219,9 @@ pub unsafe extern "C" fn shard_array_set_coalesce_gap(
 /// getters (shape, data type, fill value, key of a shard) and for opening single shards with
 /// `shard_open`. Free it with `shard_codec_free`. Thread-safe.
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_UNSUPPORTED` (the array is not
-/// sharded), `SHARD_ERR_PANIC`.
+/// sharded), `SHARD_ERR_UNSUPPORTED_CODEC` (a bytes→bytes codec such as `crc32c` or `gzip`
+/// follows `sharding_indexed`: shards can only be decoded whole, and a shard handle would
+/// write them without it; as `shard_codec_from_zarr_json`), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_array_codec(
     array: *const shard_array,
@@ -233,6 +235,7 @@ pub unsafe extern "C" fn shard_array_codec(
             .layout
             .clone()
             .ok_or_else(|| Error::Unsupported("the array is not sharded".into()))?;
+        super::codec::refuse_whole_shard_codecs(h.array.metadata())?;
         *codec_out = shard_codec::into_ptr(CodecHandle {
             layout,
             array: Some(h.array.metadata().clone()),
@@ -265,7 +268,9 @@ unsafe fn region_args<'a>(
 /// Thread-safe: many threads may read one handle at once (not while another writes the same
 /// shards: the result is then unspecified, though memory-safe).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
-/// past the array), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+/// past the array or whose byte size overflows 64 bits, a buffer over the memory limit: e.g.
+/// a whole object read from a table without `size` that passes it),
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
 /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (the object tables lack `size`/`read_suffix`
 /// an index at the end needs), `SHARD_ERR_PANIC`.
 #[no_mangle]
@@ -291,11 +296,17 @@ pub unsafe extern "C" fn shard_array_read_region(
 /// index and the inner chunks the region covers partly are read, and the touched chunks plus
 /// a new index are appended (`SHARD_MODE_UPDATE_APPEND`; `zarrshard compact` reclaims the dead
 /// bytes). Inner chunks equal to the fill value are not stored; a shard left empty is removed.
-/// Not atomic across shards: after an error some shards may hold new values.
+/// Not atomic across shards: after an error some shards may hold new values. Within a shard,
+/// the partly covered inner chunks are read and decoded before anything is written, so a read
+/// error or a corrupt chunk leaves that shard as it was; a failed `write` while appending is
+/// undone with `truncate` when the table has it. A shard written whole over a longer object
+/// on a table without `truncate` (but with `size`) is refused before any byte is written.
 ///
 /// One writer per handle: a second thread writing at the same time gets `SHARD_ERR_BUSY`.
-/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
-/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (as for
+/// `shard_array_read_region`), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO`,
+/// `SHARD_ERR_CORRUPT` (also a shard whose object size, from `read_suffix` or `size`,
+/// contradicts its index),
 /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (an object table without `write`, `truncate`
 /// or `remove` where one was needed), `SHARD_ERR_PANIC`.
 #[no_mangle]

@@ -54,19 +54,7 @@ pub unsafe extern "C" fn shard_codec_from_zarr_json(
                 Error::metadata("the array is not sharded (no sharding_indexed codec)").into(),
             );
         }
-        if !meta.supports_partial_reads() {
-            let after: Vec<&str> = meta
-                .codecs
-                .bytes_to_bytes
-                .iter()
-                .map(|c| c.name())
-                .collect();
-            return Err(Error::UnsupportedCodec(format!(
-                "{} after sharding_indexed (shards could only be decoded whole)",
-                after.join(", ")
-            ))
-            .into());
-        }
+        refuse_whole_shard_codecs(&meta)?;
         let layout = Arc::new(meta.shard_layout().expect("validated"));
         *codec_out = shard_codec::into_ptr(CodecHandle {
             layout,
@@ -157,6 +145,25 @@ pub unsafe extern "C" fn shard_codec_free(codec: *mut shard_codec) {
     let _ = std::panic::catch_unwind(|| unsafe { shard_codec::free(codec) });
 }
 
+/// Refuse an array whose shards could only be decoded whole (a bytes→bytes codec after
+/// `sharding_indexed`): a shard codec handle reads and writes shards without that codec, so
+/// shards written with it would not be shards of the array.
+pub(crate) fn refuse_whole_shard_codecs(meta: &ArrayMetadata) -> Result<(), Error> {
+    if meta.supports_partial_reads() {
+        return Ok(());
+    }
+    let after: Vec<&str> = meta
+        .codecs
+        .bytes_to_bytes
+        .iter()
+        .map(|c| c.name())
+        .collect();
+    Err(Error::UnsupportedCodec(format!(
+        "{} after sharding_indexed (shards could only be decoded whole)",
+        after.join(", ")
+    )))
+}
+
 /// Borrow the codec, run `f`, store its result in `*value_out` on success.
 unsafe fn get<T>(
     codec: *const shard_codec,
@@ -182,7 +189,8 @@ unsafe fn get_shape(
     guard(|| {
         // SAFETY: per the getters' contract.
         let c = unsafe { shard_codec::borrow(codec, "codec") }?;
-        if shape_out.is_null() {
+        // `(NULL, 0)` is the empty buffer: a rank-0 shape.
+        if shape_out.is_null() && rank != 0 {
             return Err(Failure::Null("shape_out"));
         }
         let shape = f(c)?;
@@ -224,7 +232,7 @@ fn not_array() -> Failure {
 }
 
 /// Store the rank (number of dimensions) of shards in `*rank_out`. Thread-safe.
-/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_rank(
     codec: *const shard_codec,
@@ -235,8 +243,9 @@ pub unsafe extern "C" fn shard_codec_rank(
 }
 
 /// Copy the shard shape (elements per dimension) into `shape_out`, which holds `rank` values
-/// (`rank` must equal `shard_codec_rank`). Thread-safe. Returns `SHARD_OK`,
-/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE` (wrong rank).
+/// (`rank` must equal `shard_codec_rank`; for rank 0, `(NULL, 0)` is the empty array, as for
+/// every shape getter). Thread-safe. Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE` (wrong rank), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_shard_shape(
     codec: *const shard_codec,
@@ -252,7 +261,7 @@ pub unsafe extern "C" fn shard_codec_shard_shape(
 }
 
 /// Copy the inner chunk shape into `shape_out` (`rank` values). Thread-safe. Returns
-/// `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`.
+/// `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_inner_chunk_shape(
     codec: *const shard_codec,
@@ -268,7 +277,8 @@ pub unsafe extern "C" fn shard_codec_inner_chunk_shape(
 }
 
 /// Copy the number of inner chunks per shard along each dimension into `shape_out` (`rank`
-/// values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`.
+/// values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`,
+/// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_chunks_per_shard(
     codec: *const shard_codec,
@@ -284,7 +294,7 @@ pub unsafe extern "C" fn shard_codec_chunks_per_shard(
 }
 
 /// Store the number of inner chunks per shard in `*count_out`. Thread-safe. Returns
-/// `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+/// `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_num_chunks(
     codec: *const shard_codec,
@@ -296,7 +306,7 @@ pub unsafe extern "C" fn shard_codec_num_chunks(
 
 /// Store the decoded size in bytes of one inner chunk (the buffer size `shard_read_chunk`
 /// and `shard_write_chunk` take) in `*nbytes_out`. Thread-safe. Returns `SHARD_OK`,
-/// `SHARD_ERR_NULL_POINTER`.
+/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_inner_chunk_nbytes(
     codec: *const shard_codec,
@@ -307,7 +317,7 @@ pub unsafe extern "C" fn shard_codec_inner_chunk_nbytes(
 }
 
 /// Store the encoded size in bytes of the shard index in `*nbytes_out`. Thread-safe. Returns
-/// `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+/// `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_index_nbytes(
     codec: *const shard_codec,
@@ -318,7 +328,7 @@ pub unsafe extern "C" fn shard_codec_index_nbytes(
 }
 
 /// Store the size in bytes of one element in `*nbytes_out`. Thread-safe. Returns `SHARD_OK`,
-/// `SHARD_ERR_NULL_POINTER`.
+/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_element_nbytes(
     codec: *const shard_codec,
@@ -334,7 +344,7 @@ pub unsafe extern "C" fn shard_codec_element_nbytes(
 
 /// Copy the fill value, one element in native byte order, into `buf`, whose `len` must equal
 /// `shard_codec_element_nbytes`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
-/// `SHARD_ERR_BUFFER_SIZE`.
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_fill_value(
     codec: *const shard_codec,
@@ -356,7 +366,7 @@ pub unsafe extern "C" fn shard_codec_fill_value(
 /// `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
 /// stored (a size query); a non-empty buffer too small for name and NUL gives
 /// `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
-/// `SHARD_ERR_BUFFER_SIZE`.
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_data_type(
     codec: *const shard_codec,
@@ -376,7 +386,7 @@ pub unsafe extern "C" fn shard_codec_data_type(
 
 /// Copy the array shape (from `zarr.json`) into `shape_out` (`rank` values). Thread-safe.
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`,
-/// `SHARD_ERR_INVALID_STATE` (codec not built from a `zarr.json`).
+/// `SHARD_ERR_INVALID_STATE` (codec not built from a `zarr.json`), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_array_shape(
     codec: *const shard_codec,
@@ -393,7 +403,7 @@ pub unsafe extern "C" fn shard_codec_array_shape(
 
 /// Copy the number of shards along each dimension (from `zarr.json`) into `shape_out`
 /// (`rank` values). Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
-/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE`.
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_grid_shape(
     codec: *const shard_codec,
@@ -413,7 +423,8 @@ pub unsafe extern "C" fn shard_codec_grid_shape(
 /// without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
 /// for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
 /// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
-/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`).
+/// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
+/// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_shard_key(
     codec: *const shard_codec,

@@ -43,10 +43,23 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T, name: &'static str) -> FfiResult<&'a 
     unsafe { p.as_mut() }.ok_or(Failure::Null(name))
 }
 
-/// An input buffer. `(NULL, 0)` is the empty buffer; NULL with a length is an error.
+/// `len` elements of `T` as a slice length: at most `isize::MAX` bytes, as a slice must be (a
+/// hostile or mistaken count would otherwise make `from_raw_parts` undefined behaviour).
+fn slice_len<T>(len: usize, name: &'static str) -> FfiResult<usize> {
+    match len.checked_mul(std::mem::size_of::<T>()) {
+        Some(bytes) if bytes <= isize::MAX as usize => Ok(len),
+        _ => Err(Failure::Core(crate::Error::InvalidArgument(format!(
+            "`{name}`: {len} elements of {} bytes exceed the address space",
+            std::mem::size_of::<T>()
+        )))),
+    }
+}
+
+/// An input buffer of `len` elements. `(NULL, 0)` is the empty buffer; NULL with a length is
+/// an error, and so is a length whose byte size exceeds `isize::MAX` (invalid argument).
 ///
 /// # Safety
-/// A non-NULL `p` is valid for reads of `len` bytes for `'a`.
+/// A non-NULL `p` is valid for reads of `len` elements for `'a`.
 pub(crate) unsafe fn bytes<'a, T>(
     p: *const T,
     len: usize,
@@ -59,11 +72,13 @@ pub(crate) unsafe fn bytes<'a, T>(
             Err(Failure::Null(name))
         };
     }
-    // SAFETY: per the contract.
+    let len = slice_len::<T>(len, name)?;
+    // SAFETY: per the contract; the byte size fits `isize`.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
-/// An output buffer the caller owns. `(NULL, 0)` is the empty buffer.
+/// An output buffer the caller owns. `(NULL, 0)` is the empty buffer; as [`bytes`] for NULL
+/// and lengths past `isize::MAX`.
 ///
 /// # Safety
 /// A non-NULL `p` is valid for writes of `len` bytes for `'a` and not aliased.
@@ -79,7 +94,8 @@ pub(crate) unsafe fn bytes_mut<'a>(
             Err(Failure::Null(name))
         };
     }
-    // SAFETY: per the contract.
+    let len = slice_len::<u8>(len, name)?;
+    // SAFETY: per the contract; the byte size fits `isize`.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }
 

@@ -224,16 +224,33 @@ impl CallbackIo {
         }
     }
 
-    /// Read from `offset` to the end without knowing the size: 1 MiB blocks to a short read.
+    /// Read from `offset` to the end without knowing the size: 1 MiB blocks to a short read,
+    /// held to the memory limit (an object that never ends, or a huge one, is refused with
+    /// [`Error::MemoryLimit`] once it passes the limit, not buffered until memory runs out).
     fn read_to_end(&self, offset: u64) -> Result<Option<Vec<u8>>> {
-        const BLOCK: usize = 1 << 20;
+        const BLOCK: u64 = 1 << 20;
+        let limit = crate::limits::memory_limit();
         let mut out = Vec::new();
         loop {
-            let Some(block) = self.read_at(offset + out.len() as u64, BLOCK, None)? else {
+            let done = out.len() as u64;
+            // Up to one byte past the limit, which tells an object ending exactly at the
+            // limit from a longer one.
+            let want = limit.saturating_sub(done).saturating_add(1).min(BLOCK) as usize;
+            let at = offset.checked_add(done).ok_or_else(|| {
+                Error::InvalidArgument(format!("a read at {offset} + {done} overflows"))
+            })?;
+            let Some(block) = self.read_at(at, want, None)? else {
                 return Ok(if out.is_empty() { None } else { Some(out) });
             };
-            let short = block.len() < BLOCK;
+            let short = block.len() < want;
             out.extend_from_slice(&block);
+            if out.len() as u64 > limit {
+                return Err(Error::MemoryLimit {
+                    what: "a whole object read from a host without a size callback".into(),
+                    needed: out.len() as u64,
+                    limit,
+                });
+            }
             if short {
                 return Ok(Some(out));
             }

@@ -115,7 +115,7 @@ pub extern "C" fn shard_set_threads(threads: usize) -> shard_status {
 }
 
 /// Store the number of threads the library encodes and decodes with in `*threads_out`.
-/// Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
+/// Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_get_threads(threads_out: *mut usize) -> shard_status {
     error::guard(|| {

@@ -18,18 +18,31 @@ pub enum shard_mode {
     /// Read: the index is read at open (one read); `shard_read_*` and `shard_chunk_info`.
     SHARD_MODE_READ = 0,
     /// Write, buffered: chunks are kept encoded in memory; `shard_finalize` writes the whole
-    /// shard with one `write` (plus `truncate`).
+    /// shard with one `write` (plus `truncate`). Without `truncate`, when `size` reports an
+    /// object longer than the new shard, finalize refuses (`SHARD_ERR_UNSUPPORTED`) before
+    /// writing any byte, so the old shard stays as it was.
     SHARD_MODE_WRITE_BUFFERED = 1,
-    /// Write, streaming: each chunk is written as it is given; the index at finalize.
+    /// Write, streaming: each chunk is written as it is given; the index at finalize. The
+    /// final size is known only then: without `truncate`, an existing object longer than the
+    /// new shard is found at finalize (`SHARD_ERR_UNSUPPORTED`), after the chunks overwrote
+    /// its start, so give a host without `truncate` a new object to stream into.
     SHARD_MODE_WRITE_STREAMING = 2,
     /// Update an existing shard (its index is read at open), appending new chunks and the new
     /// index after the old object. With the index at the end no old byte is overwritten (an
     /// earlier index stays in the object, which `zarrshard repair` can use), but a torn update
     /// still leaves an object whose last bytes are not a valid index; with the index at the
     /// start the index is rewritten in place. Crash safety comes from writing to a temporary
-    /// object and committing it after finalize.
+    /// object and committing it after finalize. The object's size (from `read_suffix` or
+    /// `size`) must agree with the index read at open (every entry inside the object, none
+    /// over the index), or open fails with `SHARD_ERR_CORRUPT`: a stale size would put new
+    /// chunks over stored ones. When a `write` fails before the new index is written, the
+    /// object is cut back to its old size (`truncate`; `remove` for an object the update
+    /// created), leaving the previous shard as it was, when the host has those callbacks.
     SHARD_MODE_UPDATE_APPEND = 3,
-    /// Update an existing shard, rewriting chunks in place where the new encoding fits.
+    /// Update an existing shard, rewriting chunks in place where the new encoding fits (and
+    /// no other index entry shares the old bytes; appending otherwise). The size is checked
+    /// at open as for `SHARD_MODE_UPDATE_APPEND`; a failed `write` is not undone (old bytes
+    /// were overwritten).
     SHARD_MODE_UPDATE_IN_PLACE = 4,
 }
 
@@ -245,10 +258,13 @@ pub unsafe extern "C" fn shard_set_coalesce_gap(
 /// coalescing gap (`shard_set_coalesce_gap`, 64 KiB by default) are fetched as one range (the
 /// whole span once when most of it is wanted); all ranges go to one `read_vectored` call when
 /// the table has it, else one `read` each. Chunks are decoded in parallel on the library's
-/// threads (`shard_set_threads`), which never call back into the host.
+/// threads (`shard_set_threads`), which never call back into the host. A rank-0 shard has one
+/// chunk and no coordinates: `coords` may then be NULL, and each of the `count` chunks is
+/// that chunk.
 ///
-/// Read handles only. Thread-safe. Returns what `shard_read_chunk` returns; on error the
-/// contents of `buf` are unspecified.
+/// Read handles only. Thread-safe. Returns what `shard_read_chunk` returns
+/// (`SHARD_ERR_INVALID_ARGUMENT` also for `count * rank` values whose byte size exceeds the
+/// address space); on error the contents of `buf` are unspecified.
 #[no_mangle]
 pub unsafe extern "C" fn shard_read_chunks(
     shard: *const shard_handle,
@@ -269,10 +285,12 @@ pub unsafe extern "C" fn shard_read_chunks(
         let reader = h.reader()?;
         let each = reader.layout().inner_byte_size();
         crate::codec::check_len(len, (count as u64).saturating_mul(each as u64))?;
-        let list: Vec<&[u64]> = coords.chunks(rank.max(1)).take(count).collect();
-        if rank == 0 && count > 0 {
-            return Err(Error::InvalidArgument("rank 0 with chunks to read".into()).into());
-        }
+        // Rank 0: each of the `count` chunks is the shard's one chunk, with no coordinates.
+        let list: Vec<&[u64]> = if rank == 0 {
+            vec![&[][..]; count]
+        } else {
+            coords.chunks(rank).collect()
+        };
         reader.read_chunks_into(&list, buf)?;
         Ok(())
     })
@@ -362,8 +380,9 @@ pub unsafe extern "C" fn shard_chunk_info(
 /// Encode inner chunk `coords` from `data` (`len` bytes = `shard_codec_inner_chunk_nbytes`,
 /// C order, native byte order) and write it per the handle's mode. A chunk equal to the fill
 /// value is left empty unless `SHARD_FLAG_STORE_FILL_CHUNKS` was given. When the `write`
-/// callback fails the object is incomplete: every later write or finalize on the handle returns
-/// `SHARD_ERR_INVALID_STATE` (close it and discard the object).
+/// callback fails the object is incomplete (in `SHARD_MODE_UPDATE_APPEND` it is cut back to
+/// the previous shard when the host has `truncate`): every later write or finalize on the
+/// handle returns `SHARD_ERR_INVALID_STATE` (close it and discard the object).
 ///
 /// Write handles only; exclusive use (a concurrent call on the same handle gets
 /// `SHARD_ERR_BUSY`). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT`,
@@ -429,10 +448,13 @@ pub unsafe extern "C" fn shard_erase_chunk(
 /// callback) and `*size_out` is 0; otherwise `*size_out` is the object's size. `size_out` may be
 /// NULL. Afterwards every write call returns `SHARD_ERR_INVALID_STATE`; close the handle.
 ///
-/// Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_IO`,
-/// `SHARD_ERR_INVALID_STATE` (read handle, or finalized before), `SHARD_ERR_BUSY`,
-/// `SHARD_ERR_UNSUPPORTED` (no `write`; no `remove` when the shard must be removed; no
-/// `truncate` while `size` reports a longer object than the shard written), `SHARD_ERR_PANIC`.
+/// Write handles only; exclusive use. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+/// `SHARD_ERR_INVALID_ARGUMENT` (the shard would end past byte 2^64, e.g. after a host
+/// reported an absurd size; nothing is written), `SHARD_ERR_IO`, `SHARD_ERR_INVALID_STATE`
+/// (read handle, or finalized before), `SHARD_ERR_BUSY`, `SHARD_ERR_UNSUPPORTED` (no `write`;
+/// no `remove` when the shard must be removed; no `truncate` while `size` reports a longer
+/// object than the shard written: buffered refuses before writing, see `shard_mode`),
+/// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_finalize(
     shard: *const shard_handle,
