@@ -61,10 +61,10 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
     let bytes = match (args.raw, encoded) {
         (true, Some(e)) => e,
         (true, None) => {
-            eprintln!(
-                "zarrshard: inner chunk {global:?} is not stored (shard {}); it reads as the fill value",
+            crate::diagnostic(&format!(
+                "inner chunk {global:?} is not stored (shard {}); it reads as the fill value",
                 array.shard_key(&shard)
-            );
+            ));
             return Ok(ExitCode::from(NOT_STORED));
         }
         (false, encoded) => {

@@ -175,20 +175,67 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        eprintln!("zarrshard: internal error: {msg}");
+        diagnostic(&format!("internal error: {msg}"));
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     progress::set_quiet(cli.quiet);
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(code)) => code,
         // A closed pipe (`zarrshard inspect … | head`) is the reader's choice, not a failure.
         Ok(Err(zarrshard::Error::Io { code, .. })) if code == libc::EPIPE => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("zarrshard: {}", one_line(&e.to_string()));
+            diagnostic(&e.to_string());
             ExitCode::from(1)
         }
         Err(_) => ExitCode::from(70),
     }
+}
+
+/// One line `zarrshard: TEXT` on stderr. A stderr that cannot be written (a closed pipe, a
+/// full disk) is ignored: `eprintln!` would panic there, and the process would abort.
+pub fn diagnostic(text: &str) {
+    let line = format!("zarrshard: {}\n", one_line(text));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// What clap reports about the command line. `--help` and `--version` print to stdout and
+/// exit 0 as usual; a usage error is one line on stderr and exit 1 like every other error
+/// (clap's own exit 2 would read as "recovered" for `repair`).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let text = e.render().to_string();
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    let text = e.render().to_string();
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"));
+    let first = lines.next().unwrap_or("invalid command line");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let rest: Vec<&str> = lines.collect();
+    let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        "a command is required".to_string()
+    } else if first.ends_with(':') {
+        // A list (`the following required arguments were not provided:`, then one per line).
+        format!("{first} {}", rest.join(", "))
+    } else {
+        std::iter::once(first)
+            .chain(rest)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    diagnostic(&format!("{message}; see --help"));
+    ExitCode::from(1)
 }
 
 /// A `--json` report: pretty-printed, one trailing newline.
@@ -295,7 +342,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
             for (key, before, after) in &done {
                 writeln!(out, "{key}: {before} -> {after} bytes")?;
             }
-            eprintln!("zarrshard: {} shard(s) compacted", done.len());
+            diagnostic(&format!("{} shard(s) compacted", done.len()));
             Ok(ExitCode::SUCCESS)
         }
         Command::Info { array_dir, json } => {

@@ -54,7 +54,7 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
     if problems.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("zarrshard: {} problem(s) found", problems.len());
+        crate::diagnostic(&format!("{} problem(s) found", problems.len()));
         Ok(ExitCode::from(1))
     }
 }

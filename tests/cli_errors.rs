@@ -1,0 +1,156 @@
+//! The command-line contract at its edges: usage errors and a closed stderr. (README,
+//! "Command-line tool": "Any error is one line on stderr starting `zarrshard: `, exit 1; the
+//! tool never panics or dies by a signal".)
+
+mod common;
+
+use common::cli::{stderr, stdout, zarrshard};
+use serde_json::json;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// 4×6 uint16 (values 1..=24 in C order), shards 4×4 of 2×2 inner chunks, `bytes` + `crc32c`
+/// inner codecs, crc32c index at the end.
+fn small(dir: &Path) {
+    let m = json!({"zarr_format": 3, "node_type": "array", "shape": [4, 6], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}}]});
+    let data: Vec<u8> = (1..=24u16).flat_map(u16::to_ne_bytes).collect();
+    common::write_array(dir, &m, &data);
+}
+
+/// A one-dimensional uint8 array of `n` elements, one shard, one inner chunk of `n`, nothing
+/// stored.
+fn empty_u8(dir: &Path, n: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("zarr.json"),
+        json!({"zarr_format": 3, "node_type": "array", "shape": [n], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [n]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 0, "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [n], "codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_location": "end"}}]})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn usage_errors_are_one_line_and_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+    // `repair` exits 2 for "every damaged shard recovered": a typo must not look like that.
+    // The wording after `zarrshard: ` is clap's (it may change with clap); the shape is ours:
+    // one line, exit 1, nothing on stdout, the offending word named.
+    let cases: [(&[&str], &str); 5] = [
+        (&["repair", s(&a), "--dryrun"], "'--dryrun'"),
+        (&[], "a command is required"),
+        (&["import"], "<IN_FILE>, <ARRAY_DIR>"),
+        (&["frobnicate"], "'frobnicate'"),
+        (
+            &[
+                "refs",
+                s(&a),
+                "--format",
+                "xml",
+                "--url-prefix",
+                "x",
+                "-o",
+                "y",
+            ],
+            "'xml'",
+        ),
+    ];
+    for (args, names) in cases {
+        let o = zarrshard(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("zarrshard: ") && err.ends_with("; see --help\n"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+    assert_eq!(
+        stderr(&zarrshard(&[])),
+        "zarrshard: a command is required; see --help\n"
+    );
+    // --help and --version still print to stdout and exit 0.
+    let o = zarrshard(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        format!("zarrshard {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(stderr(&o), "");
+    let o = zarrshard(&["repair", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains("Example: zarrshard repair data/image.zarr --dry-run"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(stderr(&o), "");
+}
+
+/// The write end of a pipe whose read end is closed: every write fails with EPIPE.
+fn closed_pipe() -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0i32; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    unsafe { libc::close(fds[0]) };
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) }
+}
+
+#[test]
+fn a_closed_stderr_is_not_a_signal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+    let damaged = tmp.path().join("damaged");
+    small(&damaged);
+    let p = damaged.join("c/0/0");
+    let mut d = std::fs::read(&p).unwrap();
+    d[13] ^= 0xff;
+    std::fs::write(&p, d).unwrap();
+    let empty = tmp.path().join("empty");
+    empty_u8(&empty, 4);
+    // Each writes something on stderr; the exit code is the one the README documents.
+    let cases: [(Vec<&str>, i32); 6] = [
+        (vec!["info", "/nonexistent-zarrshard-path"], 1), // the error line
+        (vec!["compact", s(&a)], 0),                      // "0 shard(s) compacted"
+        (vec!["verify", s(&damaged)], 1),                 // "1 problem(s) found"
+        (vec!["repair", s(&a)], 0),                       // "0 damaged shard(s): …"
+        (vec!["get", s(&empty), "0", "--raw"], 3),        // "… is not stored …"
+        (vec!["repair", s(&a), "--dryrun"], 1),           // usage error
+    ];
+    for (args, code) in cases {
+        let status = bin()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(closed_pipe()))
+            .status()
+            .unwrap();
+        assert_eq!(status.signal(), None, "{args:?}");
+        assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+}
