@@ -1,4 +1,5 @@
-//! The command-line contract at its edges: usage errors and a closed stderr. (README,
+//! The command-line contract at its edges: usage errors, a closed stderr, the
+//! memory limit in `get`. (README,
 //! "Command-line tool": "Any error is one line on stderr starting `zarrshard: `, exit 1; the
 //! tool never panics or dies by a signal".)
 
@@ -153,4 +154,43 @@ fn a_closed_stderr_is_not_a_signal() {
         assert_eq!(status.signal(), None, "{args:?}");
         assert_eq!(status.code(), Some(code), "{args:?}");
     }
+}
+
+#[test]
+fn get_holds_the_decoded_chunk_to_the_memory_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    empty_u8(&a, 64); // one 64-byte inner chunk; its index is 16 bytes
+    let limited = |args: &[&str]| {
+        bin()
+            .args(args)
+            .env("ZARRSHARD_MEMORY_LIMIT", "63")
+            .output()
+            .unwrap()
+    };
+    let want = "zarrshard: memory limit: a chunk of shape [64] uint8 needs 64 bytes, more than the limit of 63 (raise it with set_memory_limit or ZARRSHARD_MEMORY_LIMIT)\n";
+    let o = limited(&["get", s(&a), "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), want);
+    assert_eq!(o.stdout, b"");
+    // Under a limit that fits, the fill value.
+    let o = bin()
+        .args(["get", s(&a), "0"])
+        .env("ZARRSHARD_MEMORY_LIMIT", "64")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, vec![0u8; 64]);
+
+    // A 2^42-byte inner chunk under the default limit of 4 GiB: an error, not an abort.
+    let huge = tmp.path().join("huge");
+    let n: u64 = 1 << 42;
+    empty_u8(&huge, n);
+    let o = zarrshard(&["get", s(&huge), "0"]);
+    assert_eq!(o.status.signal(), None);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!("zarrshard: memory limit: a chunk of shape [{n}] uint8 needs {n} bytes, more than the limit of {} (raise it with set_memory_limit or ZARRSHARD_MEMORY_LIMIT)\n", 4u64 << 30)
+    );
 }

@@ -68,7 +68,10 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
             return Ok(ExitCode::from(NOT_STORED));
         }
         (false, encoded) => {
-            let mut chunk = vec![0u8; layout.inner_byte_size()];
+            // Sized from metadata: held to the memory limit like every decoded buffer.
+            let repr = layout.inner_repr();
+            let len = zarrshard::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
+            let mut chunk = vec![0u8; len];
             match encoded {
                 Some(e) => layout.decode_chunk_into(
                     zarrshard::nd::ravel(&local, per_shard) as usize,
