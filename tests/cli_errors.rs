@@ -1,12 +1,14 @@
-//! The command-line contract at its edges: usage errors, a closed stderr, the
-//! memory limit in `get`. (README,
-//! "Command-line tool": "Any error is one line on stderr starting `zarrshard: `, exit 1; the
-//! tool never panics or dies by a signal".)
+//! The command-line contract at its edges: usage errors, a closed stderr, the memory limit in
+//! `get`, outputs that are not regular files, overflowing shapes, `import -`, and error
+//! messages that name the output path. (README, "Command-line tool": "Any error is one line on
+//! stderr starting `zarrshard: `, exit 1; the tool never panics or dies by a signal".)
 
 mod common;
 
 use common::cli::{stderr, stdout, zarrshard};
 use serde_json::json;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -32,6 +34,11 @@ fn small(dir: &Path) {
             "index_location": "end"}}]});
     let data: Vec<u8> = (1..=24u16).flat_map(u16::to_ne_bytes).collect();
     common::write_array(dir, &m, &data);
+}
+
+/// The export format of `small`: 1..=24 as little-endian uint16.
+fn small_raw() -> Vec<u8> {
+    (1..=24u16).flat_map(u16::to_le_bytes).collect()
 }
 
 /// A one-dimensional uint8 array of `n` elements, one shard, one inner chunk of `n`, nothing
@@ -193,4 +200,207 @@ fn get_holds_the_decoded_chunk_to_the_memory_limit() {
         stderr(&o),
         format!("zarrshard: memory limit: a chunk of shape [{n}] uint8 needs {n} bytes, more than the limit of {} (raise it with set_memory_limit or ZARRSHARD_MEMORY_LIMIT)\n", 4u64 << 30)
     );
+}
+
+/// Make a FIFO at `path` and collect whatever is written into it on a thread.
+fn fifo_reader(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let c = std::ffi::CString::new(s(path)).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::fs::File::open(path)
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    })
+}
+
+#[test]
+fn export_and_refs_write_into_a_fifo_or_stdout_instead_of_replacing_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+
+    let fifo = tmp.path().join("export.fifo");
+    let reader = fifo_reader(&fifo);
+    let o = zarrshard(&["export", s(&a), s(&fifo)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Checked before joining: had OUT been replaced, the reader would wait forever.
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(reader.join().unwrap(), small_raw());
+    assert!(!tmp.path().join("export.fifo.partial").exists());
+
+    // The same set through a FIFO and through a regular file.
+    let file = tmp.path().join("refs.json");
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "refs",
+            s(&a),
+            "--format",
+            "json-v0",
+            "--url-prefix",
+            "x",
+            "-o",
+            s(out),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let o = bin().args(args(&file)).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let fifo = tmp.path().join("refs.fifo");
+    let reader = fifo_reader(&fifo);
+    let o = bin().args(args(&fifo)).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(reader.join().unwrap(), std::fs::read(&file).unwrap());
+
+    // /dev/stdout: a pipe, and a regular file the shell opened.
+    let o = zarrshard(&["export", s(&a), "/dev/stdout"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, small_raw());
+    let redirected = tmp.path().join("redirected.raw");
+    std::fs::write(
+        &redirected,
+        b"previous content, longer than the export itself....",
+    )
+    .unwrap();
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&redirected)
+        .unwrap();
+    let o = bin()
+        .args(["export", s(&a), "/dev/stdout"])
+        .stdout(Stdio::from(out))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&redirected).unwrap(), small_raw());
+
+    // A regular OUT is still replaced by rename (a new inode), leaving no OUT.partial.
+    let regular = tmp.path().join("out.raw");
+    std::fs::write(&regular, b"old").unwrap();
+    let before = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&regular).unwrap());
+    let o = zarrshard(&["export", s(&a), s(&regular)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&regular).unwrap(), small_raw());
+    let after = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&regular).unwrap());
+    assert_ne!(before, after);
+    assert!(!tmp.path().join("out.raw.partial").exists());
+}
+
+#[test]
+fn output_errors_name_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+    let out = tmp.path().join("missing/dir/out");
+    let want = format!(
+        "zarrshard: I/O error (code 2): {}.partial: No such file or directory (os error 2)\n",
+        out.display()
+    );
+    for args in [
+        vec!["export", s(&a), s(&out)],
+        vec![
+            "refs",
+            s(&a),
+            "--format",
+            "json-v1",
+            "--url-prefix",
+            "x",
+            "-o",
+            s(&out),
+        ],
+        vec![
+            "refs",
+            s(&a),
+            "--format",
+            "json-v0",
+            "--url-prefix",
+            "x",
+            "-o",
+            s(&out),
+        ],
+    ] {
+        let o = zarrshard(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&o), want, "{args:?}");
+    }
+    // A directory as OUT: nothing to replace it with.
+    let o = zarrshard(&["export", s(&a), s(tmp.path())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "zarrshard: I/O error (code 21): {}: Is a directory (os error 21)\n",
+            tmp.path().display()
+        )
+    );
+}
+
+#[test]
+fn export_and_import_of_an_overflowing_shape_are_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("ovf");
+    std::fs::create_dir_all(&a).unwrap();
+    let (n, c) = (1u64 << 40, 1u64 << 20);
+    std::fs::write(
+        a.join("zarr.json"),
+        json!({"zarr_format": 3, "node_type": "array", "shape": [n, n], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [c, c]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 0, "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [c, c], "codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_location": "end"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let raw = tmp.path().join("in.raw");
+    std::fs::write(&raw, [0u8; 8]).unwrap();
+    // 2^40 × 2^40 one-byte elements: 2^80 bytes.
+    let want = format!(
+        "zarrshard: invalid argument: the array of shape [{n}, {n}] and 1-byte elements has more than 2^64 bytes\n"
+    );
+    let out = tmp.path().join("o.raw");
+    for args in [
+        vec!["export", s(&a), s(&out)],
+        vec!["import", s(&raw), s(&a)],
+    ] {
+        let o = zarrshard(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&o), want, "{args:?}");
+    }
+    assert!(!out.exists() && !tmp.path().join("o.raw.partial").exists());
+}
+
+#[test]
+fn import_from_stdin_ignores_a_file_named_dash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+    std::fs::write(tmp.path().join("-"), b"hi\n").unwrap();
+    let data: Vec<u8> = (1..=24u16).rev().flat_map(u16::to_le_bytes).collect();
+    let mut child = bin()
+        .current_dir(tmp.path())
+        .args(["import", "-", "a"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&data).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = tmp.path().join("out.raw");
+    let o = zarrshard(&["export", s(&a), s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), data);
 }

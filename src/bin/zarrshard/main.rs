@@ -7,6 +7,7 @@ mod args;
 mod get;
 mod info;
 mod inspect;
+mod output;
 mod progress;
 mod refs;
 mod repack;
@@ -244,6 +245,12 @@ fn write_json(out: &mut impl Write, report: &impl serde::Serialize) -> std::io::
     writeln!(out, "{text}")
 }
 
+/// The product of `dims`, saturating (progress bar lengths and counts of shards, which the
+/// library has already checked against the grid).
+fn saturating_product(dims: &[u64]) -> u64 {
+    dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
+}
+
 fn one_line(s: &str) -> String {
     s.replace('\n', " ")
 }
@@ -296,14 +303,18 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 store_fill_chunks,
             };
             // A file of the wrong size is refused before any shard is touched.
-            let m = array.metadata();
-            let expected = m
-                .shape
-                .iter()
-                .product::<u64>()
-                .saturating_mul(m.data_type.size() as u64);
-            if let Ok(len) = std::fs::metadata(&in_file).map(|f| f.len()) {
-                if in_file.is_file() && len != expected {
+            let expected = array_bytes(array.metadata())?;
+            let stdin = in_file.as_os_str() == "-";
+            let size = if stdin {
+                None
+            } else {
+                std::fs::metadata(&in_file)
+                    .ok()
+                    .filter(|f| f.is_file())
+                    .map(|f| f.len())
+            };
+            if let Some(len) = size {
+                if len != expected {
                     let word = if len < expected { "shorter" } else { "longer" };
                     return Err(zarrshard::Error::InvalidArgument(format!(
                         "the input is {word} than the array's {expected} bytes"
@@ -311,7 +322,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 }
             }
             let progress = bar("import", expected, Unit::Bytes);
-            let input: Box<dyn std::io::Read> = if in_file.as_os_str() == "-" {
+            let input: Box<dyn std::io::Read> = if stdin {
                 Box::new(std::io::stdin().lock())
             } else {
                 let f = std::fs::File::open(&in_file).map_err(|e| zarrshard::Error::Io {
@@ -335,7 +346,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
         Command::Compact { array_dir, order } => {
             let array = open(&array_dir)?;
             let mut out = std::io::stdout().lock();
-            let shards = array.metadata().grid_shape().iter().product();
+            let shards = saturating_product(&array.metadata().grid_shape());
             let progress = bar("compact", shards, Unit::Shards);
             let done = array.compact_with_progress(order.into(), &|| progress.inc(1))?;
             progress.finish_and_clear();
@@ -364,30 +375,37 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
     }
 }
 
-/// Export into a temporary sibling and rename it into place, so a failure never leaves a
-/// truncated OUT_FILE that looks complete.
+/// Export into OUT_FILE (a temporary sibling renamed into place when it is a regular file, so
+/// a failure never leaves a truncated OUT_FILE that looks complete; see `output`).
 fn export(array_dir: &Path, out_file: &Path) -> zarrshard::Result<ExitCode> {
     let array = open(array_dir)?;
-    let mut tmp_name = out_file.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".partial");
-    let tmp = out_file.with_file_name(tmp_name);
-    let result = (|| {
-        let m = array.metadata();
-        let total = m.shape.iter().product::<u64>() * m.data_type.size() as u64;
-        let file = Counted {
-            inner: std::fs::File::create(&tmp)?,
+    let total = array_bytes(array.metadata())?;
+    output::write_output(out_file, |file| {
+        let counted = Counted {
+            inner: &mut *file,
             bar: bar("export", total, Unit::Bytes),
         };
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, counted);
         array.export(&mut w)?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.bar.finish_and_clear();
-        file.inner.sync_all()?;
-        std::fs::rename(&tmp, out_file)?;
+        let counted = w
+            .into_inner()
+            .map_err(|e| output::io_error(out_file, e.into_error()))?;
+        counted.bar.finish_and_clear();
         Ok(ExitCode::SUCCESS)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    })
+}
+
+/// The array's size in the export format (elements × element size), or an error when it does
+/// not fit in 64 bits.
+fn array_bytes(m: &zarrshard::ArrayMetadata) -> zarrshard::Result<u64> {
+    m.shape
+        .iter()
+        .try_fold(m.data_type.size() as u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            zarrshard::Error::InvalidArgument(format!(
+                "the array of shape {:?} and {}-byte elements has more than 2^64 bytes",
+                m.shape,
+                m.data_type.size()
+            ))
+        })
 }
