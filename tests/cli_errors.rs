@@ -1,7 +1,8 @@
 //! The command-line contract at its edges: usage errors, a closed stderr, the memory limit in
-//! `get`, outputs that are not regular files, overflowing shapes, `import -`, and error
-//! messages that name the output path. (README, "Command-line tool": "Any error is one line on
-//! stderr starting `zarrshard: `, exit 1; the tool never panics or dies by a signal".)
+//! `get`, outputs that are not regular files, overflowing shapes, v3-draft hierarchy roots,
+//! `import -`, and error messages that name the output path. (README, "Command-line tool":
+//! "Any error is one line on stderr starting `zarrshard: `, exit 1; the tool never panics or
+//! dies by a signal".)
 
 mod common;
 
@@ -10,7 +11,7 @@ use serde_json::json;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn bin() -> Command {
@@ -403,4 +404,87 @@ fn import_from_stdin_ignores_a_file_named_dash() {
     let o = zarrshard(&["export", s(&a), s(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(std::fs::read(&out).unwrap(), data);
+}
+
+/// A v3-draft hierarchy at `root` (entry point `zarr.json`) with one 4-element `<u2` array at
+/// hierarchy path `path`: fill 7, chunks of 2, two chunks per shard (so one shard, `c0`).
+fn draft_array(root: &Path, path: &str) -> PathBuf {
+    let meta = root.join(format!("meta/root/{path}.array.json"));
+    std::fs::create_dir_all(meta.parent().unwrap()).unwrap();
+    std::fs::write(
+        root.join("zarr.json"),
+        json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        &meta,
+        json!({"shape": [4], "data_type": "<u2",
+        "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": null, "fill_value": 7, "extensions": [],
+        "attributes": {}, "storage_transformers": [{"extension":
+            "https://purl.org/zarr/spec/storage_transformers/sharding/1.0", "type": "indexed",
+            "configuration": {"chunks_per_shard": [2]}}]})
+        .to_string(),
+    )
+    .unwrap();
+    meta
+}
+
+/// Import 1, 2, 3, 4 into the draft array `meta`, export it back and return the bytes.
+fn draft_round_trip(meta: &Path, tmp: &Path) -> Vec<u8> {
+    let raw = tmp.join("in.raw");
+    std::fs::write(&raw, [1u8, 0, 2, 0, 3, 0, 4, 0]).unwrap();
+    let o = bin().arg("import").arg(&raw).arg(meta).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = tmp.join("out.raw");
+    let o = bin().arg("export").arg(meta).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::read(out).unwrap()
+}
+
+#[test]
+fn v3_draft_hierarchy_under_a_non_utf8_directory() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"non-utf8-\xff"));
+    let meta = draft_array(&root, "baz");
+    let o = bin().arg("info").arg(&meta).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("shape: [4]\n"), "{}", stdout(&o));
+    assert_eq!(
+        draft_round_trip(&meta, tmp.path()),
+        [1, 0, 2, 0, 3, 0, 4, 0]
+    );
+    // The draft's shard key: data/root/<path>/c<coords / chunks_per_shard>.
+    assert!(root.join("data/root/baz/c0").is_file());
+}
+
+#[test]
+fn v3_draft_root_is_the_first_meta_root() {
+    // Groups named `meta` and `root`: the array's hierarchy path is `meta/root/a`, its
+    // metadata ROOT/meta/root/meta/root/a.array.json, its shard ROOT/data/root/meta/root/a/c0.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("h");
+    let meta = draft_array(&root, "meta/root/a");
+    assert_eq!(
+        draft_round_trip(&meta, tmp.path()),
+        [1, 0, 2, 0, 3, 0, 4, 0]
+    );
+    assert!(root.join("data/root/meta/root/a/c0").is_file());
+    assert!(!root.join("meta/root/data").exists());
+
+    // A relative path from inside the hierarchy root.
+    let o = bin()
+        .current_dir(&root)
+        .args(["info", "meta/root/meta/root/a.array.json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("stored shards: 1 of 1"),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -258,16 +258,14 @@ fn one_line(s: &str) -> String {
 /// Open ARRAY_DIR: a Zarr v3 array directory, a v2 sharding-prototype directory (`.zarray`),
 /// or the `meta/root/<path>.array.json` file of a v3-draft hierarchy.
 fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
-    let text = dir.to_string_lossy();
-    let result = match text
-        .strip_suffix(".array.json")
-        .and_then(|t| t.rsplit_once("meta/root/"))
-    {
-        Some((root, path)) if dir.is_file() => {
-            let root = if root.is_empty() { "." } else { root };
-            Array::open_v3_draft(FsStore::new(root), path)
-        }
-        _ => Array::open(FsStore::new(dir)),
+    let draft = if dir.is_file() {
+        draft_location(dir)?
+    } else {
+        None
+    };
+    let result = match draft {
+        Some((root, path)) => Array::open_v3_draft(FsStore::new(root), &path),
+        None => Array::open(FsStore::new(dir)),
     };
     result.map_err(|e| match e {
         zarrshard::Error::InvalidMetadata(m) => {
@@ -275,6 +273,61 @@ fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
         }
         other => other,
     })
+}
+
+/// For `ROOT/meta/root/<path>.array.json`: the hierarchy root and `<path>`. The root is where
+/// the first `meta/root` is (a hierarchy path may itself contain `meta/root`: groups named so);
+/// a later one is taken only when the first has no `zarr.json` entry point and it does. The
+/// root is any path (compared by components, never re-read as text); `<path>` is a store key
+/// and must be UTF-8.
+fn draft_location(file: &Path) -> zarrshard::Result<Option<(PathBuf, String)>> {
+    use std::path::Component;
+    let parts: Vec<Component> = file.components().collect();
+    let Some(last) = parts.last() else {
+        return Ok(None);
+    };
+    if !last
+        .as_os_str()
+        .as_encoded_bytes()
+        .ends_with(b".array.json")
+    {
+        return Ok(None);
+    }
+    let is = |c: &Component, name: &str| c.as_os_str() == name;
+    let starts: Vec<usize> = (0..parts.len().saturating_sub(2))
+        .filter(|&i| is(&parts[i], "meta") && is(&parts[i + 1], "root"))
+        .collect();
+    let root_of = |i: usize| -> PathBuf {
+        let root: PathBuf = parts[..i].iter().collect();
+        if root.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            root
+        }
+    };
+    let Some(&first) = starts
+        .iter()
+        .find(|&&i| root_of(i).join("zarr.json").is_file())
+        .or(starts.first())
+    else {
+        return Ok(None);
+    };
+    let mut names = Vec::new();
+    for c in &parts[first + 2..] {
+        let name = c.as_os_str().to_str().ok_or_else(|| {
+            zarrshard::Error::InvalidArgument(format!(
+                "{}: the hierarchy path after meta/root/ is not UTF-8",
+                file.display()
+            ))
+        })?;
+        names.push(name);
+    }
+    let path = names.join("/");
+    let path = path
+        .strip_suffix(".array.json")
+        .unwrap_or(&path)
+        .to_string();
+    Ok(Some((root_of(first), path)))
 }
 
 fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
