@@ -488,3 +488,32 @@ fn v3_draft_root_is_the_first_meta_root() {
         stdout(&o)
     );
 }
+
+#[test]
+fn json_refs_refuse_an_empty_name_as_parquet_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+    for format in ["json-v0", "json-v1", "parquet"] {
+        let out = tmp.path().join(format);
+        let o = zarrshard(&[
+            "refs",
+            s(&a),
+            "--format",
+            format,
+            "--url-prefix",
+            "x",
+            "-o",
+            s(&out),
+            "--name",
+            "",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{format}");
+        assert_eq!(
+            stderr(&o),
+            "zarrshard: invalid argument: invalid array name ``\n",
+            "{format}"
+        );
+        assert!(!out.exists(), "{format}");
+    }
+}

@@ -46,6 +46,11 @@ enum RefsFormat {
 
 /// Build the reference set of ARRAY_DIR and write it in the chosen format.
 pub fn run(args: RefsArgs) -> Result<ExitCode> {
+    if args.name.as_deref() == Some("") {
+        // Refused as the Parquet layout refuses it (JSON keys `/zarr.json`, `/c/0/0` open
+        // nowhere), before any shard is read.
+        return Err(Error::InvalidArgument("invalid array name ``".into()));
+    }
     let zarr_format = match (args.format, args.zarr_format) {
         (RefsFormat::Parquet, Some(3)) => {
             return Err(Error::InvalidArgument(
