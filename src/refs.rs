@@ -408,6 +408,39 @@ impl References {
     }
 }
 
+/// Standard base64 with padding (RFC 4648 §4), as Python's `base64.b64encode`.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for group in data.chunks(3) {
+        let b = [
+            group[0],
+            *group.get(1).unwrap_or(&0),
+            *group.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= group.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// An inline value as fsspec reads it back: fsspec base64-decodes every inline value that
+/// starts with `base64:`, so such bytes are written base64-encoded behind that prefix; others
+/// as they are.
+fn inline_raw(bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.starts_with(b"base64:") {
+        format!("base64:{}", base64(&bytes)).into_bytes()
+    } else {
+        bytes
+    }
+}
+
 #[cfg(feature = "parquet")]
 pub use parquet_out::{write_parquet, write_parquet_to};
 
@@ -524,15 +557,21 @@ mod parquet_out {
         out: &dyn crate::store::Store,
     ) -> Result<()> {
         let u = &refs.unsharded;
-        let fill = u.encoded_fill_chunk()?;
+        // One encoded fill chunk shared by every empty row (a `ByteArray` clone shares its
+        // bytes), written so that fsspec reads it back as these bytes.
+        let fill = ByteArray::from(super::inline_raw(u.encoded_fill_chunk()?));
         let prefix = url_prefix.trim_end_matches('/');
         let total = crate::codec::checked_product(&u.grid_shape)?;
         let schema = Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?);
         // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
         // dictionary page for a column whose values are all null. zstd, as fsspec writes.
+        // Rows go to the page in batches of `write_batch_size` before its size is checked:
+        // small enough batches that a page of fill chunks stays near the page size limit.
+        let batch = (1usize << 20) / fill.len().max(1);
         let props = Arc::new(
             WriterProperties::builder()
                 .set_dictionary_enabled(false)
+                .set_write_batch_size(batch.clamp(1, 1024))
                 .set_compression(Compression::ZSTD(ZstdLevel::default()))
                 .build(),
         );
@@ -559,7 +598,7 @@ mod parquet_out {
                         path_def.push(0);
                         offsets.push(0);
                         sizes.push(0);
-                        raws.push(ByteArray::from(fill.clone()));
+                        raws.push(fill.clone());
                         raw_def.push(1);
                     }
                 }

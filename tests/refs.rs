@@ -543,3 +543,67 @@ fn v2_prototype_arrays_reference_their_shard_keys() {
         json!({"name": "numcodecs.zlib", "configuration": {"level": 1}})
     );
 }
+
+/// A uint64 array of 4 elements, shard of 4, inner chunks of 2, little-endian `bytes`, whose
+/// fill value's bytes spell `base64:A`; elements 1, 2, fill, fill (so inner chunk 1 is empty).
+#[cfg(feature = "parquet")]
+fn base64_fill_array(dir: &Path) -> u64 {
+    let fill = u64::from_le_bytes(*b"base64:A");
+    let m = meta(
+        &[4],
+        &[4],
+        "uint64",
+        json!(fill),
+        json!([sharding(&[2], bytes_le())]),
+    );
+    let data: Vec<u8> = [1u64, 2, fill, fill]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    common::write_array(dir, &m, &data);
+    fill
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_fill_chunks_that_start_with_base64_are_written_as_base64() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    base64_fill_array(&a);
+    let out = dir.path().join("pq");
+    zarrshard::refs::write_parquet(&refs(&a, V2).unwrap(), "file:///x", "b", 10, &out).unwrap();
+    let file = std::fs::File::open(out.join("b/refs.0.parq")).unwrap();
+    let rows: Vec<Vec<Field>> = SerializedFileReader::new(file)
+        .unwrap()
+        .get_row_iter(None)
+        .unwrap()
+        .map(|r| {
+            r.unwrap()
+                .get_column_iter()
+                .map(|(_, f)| f.clone())
+                .collect()
+        })
+        .collect();
+    // fsspec base64-decodes an inline value that starts with `base64:`: the encoded fill chunk
+    // (b"base64:Abase64:A") is written as `base64:` + its base64 (Python:
+    // base64.b64encode(b"base64:Abase64:A") == b"YmFzZTY0OkFiYXNlNjQ6QQ==").
+    assert_eq!(
+        rows,
+        [
+            vec![
+                Field::Str("file:///x/c/0".into()),
+                Field::Long(0),
+                Field::Long(16),
+                Field::Null
+            ],
+            vec![
+                Field::Null,
+                Field::Long(0),
+                Field::Long(0),
+                Field::Bytes(b"base64:YmFzZTY0OkFiYXNlNjQ6QQ==".to_vec().into())
+            ],
+        ]
+    );
+}
