@@ -344,7 +344,7 @@ impl References {
     /// Version 0 JSON: `{KEY: "metadata text", KEY: [URL, offset, nbytes], …}`. Keys are
     /// `NAME/…` when `name` is given, at the root otherwise.
     pub fn to_json_v0(&self, url_prefix: &str, name: Option<&str>) -> Value {
-        let prefix = url_prefix.trim_end_matches('/');
+        let prefix = url_base(url_prefix);
         let mut out = self.metadata_map(name);
         for c in &self.chunks {
             out.insert(
@@ -359,17 +359,29 @@ impl References {
     /// `["{{u}}/SHARD_KEY", offset, nbytes]`. One template for the URL prefix: fsspec expands
     /// every template in every reference, so one per shard would cost shards × chunks. No
     /// `gen`: fsspec ignores it unless `simple_templates=False`.
+    ///
+    /// A shard key with a brace (`{`, `}`) would break the template: fsspec turns `{{`/`}}`
+    /// into `{`/`}` and calls Python's `str.format`. Such a reference is written as the whole
+    /// URL without the template when that contains no `{{` (fsspec then takes it verbatim, in
+    /// either template mode); otherwise with its braces escaped for `str.format` (each `{`
+    /// written `{{{{`, which fsspec's default simple templates turn back into `{`).
     pub fn to_json_v1(&self, url_prefix: &str, name: Option<&str>) -> Value {
+        let prefix = url_base(url_prefix);
         let mut refs = self.metadata_map(name);
         for c in &self.chunks {
-            refs.insert(
-                self.key(name, &c.coords),
-                json!([format!("{{{{u}}}}/{}", c.shard_key), c.offset, c.nbytes]),
-            );
+            let url = if !c.shard_key.contains(['{', '}']) {
+                format!("{{{{u}}}}/{}", c.shard_key)
+            } else if !format!("{prefix}/{}", c.shard_key).contains("{{") {
+                format!("{prefix}/{}", c.shard_key)
+            } else {
+                let escaped = c.shard_key.replace('{', "{{{{").replace('}', "}}}}");
+                format!("{{{{u}}}}/{escaped}")
+            };
+            refs.insert(self.key(name, &c.coords), json!([url, c.offset, c.nbytes]));
         }
         json!({
             "version": 1,
-            "templates": {"u": url_prefix.trim_end_matches('/')},
+            "templates": {"u": prefix},
             "refs": refs,
         })
     }
@@ -406,6 +418,12 @@ impl References {
         }
         json!({"metadata": metadata, "record_size": record_size})
     }
+}
+
+/// The URL prefix references are built on, `PREFIX/SHARD_KEY`: the prefix without one trailing
+/// `/` (`http://host/a/` → `http://host/a`; `file:///` → `file://`, not `file:`).
+fn url_base(url_prefix: &str) -> &str {
+    url_prefix.strip_suffix('/').unwrap_or(url_prefix)
 }
 
 /// Standard base64 with padding (RFC 4648 §4), as Python's `base64.b64encode`.
@@ -560,7 +578,7 @@ mod parquet_out {
         // One encoded fill chunk shared by every empty row (a `ByteArray` clone shares its
         // bytes), written so that fsspec reads it back as these bytes.
         let fill = ByteArray::from(super::inline_raw(u.encoded_fill_chunk()?));
-        let prefix = url_prefix.trim_end_matches('/');
+        let prefix = super::url_base(url_prefix);
         let total = crate::codec::checked_product(&u.grid_shape)?;
         let schema = Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?);
         // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
