@@ -321,14 +321,31 @@ impl References {
                 chunks.extend(unsharded.shard_refs(&coords, &array.shard_key(&coords), index));
             }
         }
-        Ok(Self::from_parts(unsharded, chunks))
+        Self::from_parts(unsharded, chunks)
     }
 
     /// A reference set from an unsharded description and chunk references in any order.
-    pub fn from_parts(unsharded: Unsharded, mut chunks: Vec<ChunkRef>) -> Self {
+    /// Errors ([`Error::InvalidArgument`]) when a reference's coordinates are outside the
+    /// unsharded chunk grid or when two references have the same coordinates (a set has one
+    /// reference per chunk key).
+    pub fn from_parts(unsharded: Unsharded, mut chunks: Vec<ChunkRef>) -> Result<Self> {
         let grid = unsharded.grid_shape.clone();
+        if let Some(c) = chunks.iter().find(|c| {
+            c.coords.len() != grid.len() || c.coords.iter().zip(&grid).any(|(i, n)| i >= n)
+        }) {
+            return Err(Error::InvalidArgument(format!(
+                "chunk reference {:?} is outside the chunk grid {grid:?}",
+                c.coords
+            )));
+        }
         chunks.sort_by_key(|c| nd::ravel(&c.coords, &grid));
-        References { unsharded, chunks }
+        if let Some(w) = chunks.windows(2).find(|w| w[0].coords == w[1].coords) {
+            return Err(Error::InvalidArgument(format!(
+                "two references to chunk {:?}",
+                w[0].coords
+            )));
+        }
+        Ok(References { unsharded, chunks })
     }
 
     /// The unsharded description (metadata documents, chunk grid, chunk keys).

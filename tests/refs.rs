@@ -717,3 +717,43 @@ fn url_prefixes_lose_one_trailing_slash_only() {
         assert_eq!(reference.replace("{{u}}", u), want);
     }
 }
+
+#[test]
+fn from_parts_refuses_duplicates_and_chunks_outside_the_grid() {
+    use zarrshard::refs::{ChunkRef, Unsharded};
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let unsharded = || Unsharded::new(array.metadata(), MetadataFormat::V3).unwrap();
+    let at = |coords: &[u64], offset: u64| ChunkRef {
+        coords: coords.to_vec(),
+        shard_key: "c/0/0".into(),
+        offset,
+        nbytes: 8,
+    };
+    // The unsharded grid is 2×3.
+    let ok = References::from_parts(unsharded(), vec![at(&[1, 2], 8), at(&[0, 0], 0)]).unwrap();
+    let coords: Vec<&[u64]> = ok.chunks().iter().map(|c| &c.coords[..]).collect();
+    assert_eq!(coords, [&[0, 0][..], &[1, 2][..]]);
+    for (chunks, want) in [
+        (
+            vec![at(&[0, 1], 0), at(&[0, 1], 8)],
+            "invalid argument: two references to chunk [0, 1]",
+        ),
+        (
+            vec![at(&[0, 3], 0)],
+            "invalid argument: chunk reference [0, 3] is outside the chunk grid [2, 3]",
+        ),
+        (
+            vec![at(&[2, 0], 0)],
+            "invalid argument: chunk reference [2, 0] is outside the chunk grid [2, 3]",
+        ),
+        (
+            vec![at(&[0], 0)],
+            "invalid argument: chunk reference [0] is outside the chunk grid [2, 3]",
+        ),
+    ] {
+        let e = References::from_parts(unsharded(), chunks).unwrap_err();
+        assert_eq!(e.to_string(), want);
+    }
+}
