@@ -205,6 +205,19 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         (v @ (Value::Number(_) | Value::String(_)), DataType::Complex64 | DataType::Complex128) => {
             json!([v, 0.0])
         }
+        // Zarr v2 spells the fill value of a raw `|V<n>` type as base64 of its n bytes
+        // (zarr-python: `"fill_value": "AQIDBA=="` for b"\x01\x02\x03\x04").
+        (Value::String(text), DataType::RawBits(n)) => {
+            let bytes = base64_decode(text)
+                .filter(|b| b.len() == n)
+                .ok_or_else(|| {
+                    Error::metadata(format!(
+                        "fill_value \"{text}\" is not the base64 of {n} bytes (data type {})",
+                        p.typestr
+                    ))
+                })?;
+            json!(bytes)
+        }
         (v, _) => v.clone(),
     };
     ArrayMetadata::from_json(&json!({
@@ -213,6 +226,36 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         "chunk_key_encoding": p.key_encoding, "fill_value": fill_value,
         "codecs": codecs, "attributes": p.attributes,
     }))
+}
+
+/// Standard base64 (RFC 4648 §4; the `=` padding may be left out); `None` when `text` is not
+/// base64.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let body = text.trim_end_matches('=');
+    if text.len() - body.len() > 2 || (text.len() > body.len() && text.len() % 4 != 0) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in body.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // A lone sixth character, or leftover bits that are not zero, is not canonical base64.
+    (bits < 6 && acc == 0).then_some(out)
 }
 
 fn uints(v: Option<&Value>, what: &str) -> Result<Vec<u64>> {
@@ -349,13 +392,17 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
     {
         return Err(Error::metadata("unsupported array extensions"));
     }
+    let transformers = match o.get("storage_transformers") {
+        None => &[][..],
+        Some(Value::Array(a)) => &a[..],
+        Some(other) => {
+            return Err(Error::metadata(format!(
+                "`storage_transformers` must be a list, got {other}"
+            )))
+        }
+    };
     let mut chunks_per_shard = None;
-    for t in o
-        .get("storage_transformers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for t in transformers {
         let uri = t.get("extension").and_then(Value::as_str).unwrap_or("");
         if uri != SHARDING_TRANSFORMER || t.get("type").and_then(Value::as_str) != Some("indexed") {
             return Err(Error::metadata(format!(

@@ -321,14 +321,31 @@ impl References {
                 chunks.extend(unsharded.shard_refs(&coords, &array.shard_key(&coords), index));
             }
         }
-        Ok(Self::from_parts(unsharded, chunks))
+        Self::from_parts(unsharded, chunks)
     }
 
     /// A reference set from an unsharded description and chunk references in any order.
-    pub fn from_parts(unsharded: Unsharded, mut chunks: Vec<ChunkRef>) -> Self {
+    /// Errors ([`Error::InvalidArgument`]) when a reference's coordinates are outside the
+    /// unsharded chunk grid or when two references have the same coordinates (a set has one
+    /// reference per chunk key).
+    pub fn from_parts(unsharded: Unsharded, mut chunks: Vec<ChunkRef>) -> Result<Self> {
         let grid = unsharded.grid_shape.clone();
+        if let Some(c) = chunks.iter().find(|c| {
+            c.coords.len() != grid.len() || c.coords.iter().zip(&grid).any(|(i, n)| i >= n)
+        }) {
+            return Err(Error::InvalidArgument(format!(
+                "chunk reference {:?} is outside the chunk grid {grid:?}",
+                c.coords
+            )));
+        }
         chunks.sort_by_key(|c| nd::ravel(&c.coords, &grid));
-        References { unsharded, chunks }
+        if let Some(w) = chunks.windows(2).find(|w| w[0].coords == w[1].coords) {
+            return Err(Error::InvalidArgument(format!(
+                "two references to chunk {:?}",
+                w[0].coords
+            )));
+        }
+        Ok(References { unsharded, chunks })
     }
 
     /// The unsharded description (metadata documents, chunk grid, chunk keys).
@@ -344,7 +361,7 @@ impl References {
     /// Version 0 JSON: `{KEY: "metadata text", KEY: [URL, offset, nbytes], …}`. Keys are
     /// `NAME/…` when `name` is given, at the root otherwise.
     pub fn to_json_v0(&self, url_prefix: &str, name: Option<&str>) -> Value {
-        let prefix = url_prefix.trim_end_matches('/');
+        let prefix = url_base(url_prefix);
         let mut out = self.metadata_map(name);
         for c in &self.chunks {
             out.insert(
@@ -359,17 +376,29 @@ impl References {
     /// `["{{u}}/SHARD_KEY", offset, nbytes]`. One template for the URL prefix: fsspec expands
     /// every template in every reference, so one per shard would cost shards × chunks. No
     /// `gen`: fsspec ignores it unless `simple_templates=False`.
+    ///
+    /// A shard key with a brace (`{`, `}`) would break the template: fsspec turns `{{`/`}}`
+    /// into `{`/`}` and calls Python's `str.format`. Such a reference is written as the whole
+    /// URL without the template when that contains no `{{` (fsspec then takes it verbatim, in
+    /// either template mode); otherwise with its braces escaped for `str.format` (each `{`
+    /// written `{{{{`, which fsspec's default simple templates turn back into `{`).
     pub fn to_json_v1(&self, url_prefix: &str, name: Option<&str>) -> Value {
+        let prefix = url_base(url_prefix);
         let mut refs = self.metadata_map(name);
         for c in &self.chunks {
-            refs.insert(
-                self.key(name, &c.coords),
-                json!([format!("{{{{u}}}}/{}", c.shard_key), c.offset, c.nbytes]),
-            );
+            let url = if !c.shard_key.contains(['{', '}']) {
+                format!("{{{{u}}}}/{}", c.shard_key)
+            } else if !format!("{prefix}/{}", c.shard_key).contains("{{") {
+                format!("{prefix}/{}", c.shard_key)
+            } else {
+                let escaped = c.shard_key.replace('{', "{{{{").replace('}', "}}}}");
+                format!("{{{{u}}}}/{escaped}")
+            };
+            refs.insert(self.key(name, &c.coords), json!([url, c.offset, c.nbytes]));
         }
         json!({
             "version": 1,
-            "templates": {"u": url_prefix.trim_end_matches('/')},
+            "templates": {"u": prefix},
             "refs": refs,
         })
     }
@@ -405,6 +434,45 @@ impl References {
             metadata.insert(format!("{name}/{key}"), doc.clone());
         }
         json!({"metadata": metadata, "record_size": record_size})
+    }
+}
+
+/// The URL prefix references are built on, `PREFIX/SHARD_KEY`: the prefix without one trailing
+/// `/` (`http://host/a/` → `http://host/a`; `file:///` → `file://`, not `file:`).
+fn url_base(url_prefix: &str) -> &str {
+    url_prefix.strip_suffix('/').unwrap_or(url_prefix)
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as Python's `base64.b64encode`.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for group in data.chunks(3) {
+        let b = [
+            group[0],
+            *group.get(1).unwrap_or(&0),
+            *group.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= group.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// An inline value as fsspec reads it back: fsspec base64-decodes every inline value that
+/// starts with `base64:`, so such bytes are written base64-encoded behind that prefix; others
+/// as they are.
+fn inline_raw(bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.starts_with(b"base64:") {
+        format!("base64:{}", base64(&bytes)).into_bytes()
+    } else {
+        bytes
     }
 }
 
@@ -524,15 +592,21 @@ mod parquet_out {
         out: &dyn crate::store::Store,
     ) -> Result<()> {
         let u = &refs.unsharded;
-        let fill = u.encoded_fill_chunk()?;
-        let prefix = url_prefix.trim_end_matches('/');
+        // One encoded fill chunk shared by every empty row (a `ByteArray` clone shares its
+        // bytes), written so that fsspec reads it back as these bytes.
+        let fill = ByteArray::from(super::inline_raw(u.encoded_fill_chunk()?));
+        let prefix = super::url_base(url_prefix);
         let total = crate::codec::checked_product(&u.grid_shape)?;
         let schema = Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?);
         // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
         // dictionary page for a column whose values are all null. zstd, as fsspec writes.
+        // Rows go to the page in batches of `write_batch_size` before its size is checked:
+        // small enough batches that a page of fill chunks stays near the page size limit.
+        let batch = (1usize << 20) / fill.len().max(1);
         let props = Arc::new(
             WriterProperties::builder()
                 .set_dictionary_enabled(false)
+                .set_write_batch_size(batch.clamp(1, 1024))
                 .set_compression(Compression::ZSTD(ZstdLevel::default()))
                 .build(),
         );
@@ -559,7 +633,7 @@ mod parquet_out {
                         path_def.push(0);
                         offsets.push(0);
                         sizes.push(0);
-                        raws.push(ByteArray::from(fill.clone()));
+                        raws.push(fill.clone());
                         raw_def.push(1);
                     }
                 }

@@ -133,3 +133,80 @@ fn v2_prototype_shard_keys_and_fortran_order() {
     array.export(&mut out).unwrap();
     assert_eq!(out, data);
 }
+
+#[test]
+fn v2_raw_dtype_fill_values_are_base64() {
+    // Zarr v2 spec: the fill value of a `V` type is the base64 of its bytes. What zarr-python
+    // 3.1.6 writes for create_array(dtype='V4', zarr_format=2, fill_value=b'\x01\x02\x03\x04'),
+    // plus the PR 876 prototype's `shards`.
+    let tmp = tempfile::tempdir().unwrap();
+    let zarray = |fill: &str| {
+        std::fs::write(
+            tmp.path().join(".zarray"),
+            format!(
+                r#"{{"shape": [4], "chunks": [2], "dtype": "|V4", "fill_value": {fill},
+                "order": "C", "filters": null, "dimension_separator": ".", "compressor": null,
+                "zarr_format": 2, "shards": [2], "shard_format": "indexed"}}"#
+            ),
+        )
+        .unwrap();
+        Array::open(FsStore::new(tmp.path()))
+    };
+    let array = zarray(r#""AQIDBA==""#).unwrap();
+    assert_eq!(array.metadata().fill_value.0, [1, 2, 3, 4]);
+    // Nothing stored: four elements of the fill value.
+    assert_eq!(
+        array.read_region_vec(&[0], &[4]).unwrap(),
+        [1, 2, 3, 4].repeat(4)
+    );
+    // Without padding too; 16 bytes of a `|V16` ("AAECAwQFBgcICQoLDA0ODw==" is 0..=15).
+    assert_eq!(
+        zarray(r#""AQIDBA""#).unwrap().metadata().fill_value.0,
+        [1, 2, 3, 4]
+    );
+    // Not base64, or not 4 bytes.
+    for fill in ["AQID", "AQIDBAU=", "AQ*DBA==", "A"] {
+        assert_eq!(
+            zarray(&format!("\"{fill}\"")).err().unwrap().to_string(),
+            format!("invalid metadata: fill_value \"{fill}\" is not the base64 of 4 bytes (data type |V4)"),
+            "{fill}"
+        );
+    }
+    std::fs::write(
+        tmp.path().join(".zarray"),
+        r#"{"shape": [2], "chunks": [1], "dtype": "|V16", "fill_value": "AAECAwQFBgcICQoLDA0ODw==",
+            "order": "C", "filters": null, "compressor": null, "zarr_format": 2}"#,
+    )
+    .unwrap();
+    let array = Array::open(FsStore::new(tmp.path())).unwrap();
+    assert_eq!(array.metadata().fill_value.0, (0..16).collect::<Vec<u8>>());
+}
+
+#[test]
+fn v3_draft_storage_transformers_must_be_a_list() {
+    let draft = |transformers: serde_json::Value| {
+        let mut doc = json!({"shape": [4], "data_type": "<u2",
+            "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+            "chunk_memory_layout": "C", "compressor": null, "fill_value": 0, "extensions": [],
+            "attributes": {}});
+        if !transformers.is_null() {
+            doc["storage_transformers"] = transformers;
+        }
+        legacy::parse_v3_draft(&doc)
+    };
+    // Absent, or an empty list: unsharded.
+    assert!(draft(json!(null)).unwrap().0.sharding().is_none());
+    assert!(draft(json!([])).unwrap().0.sharding().is_none());
+    let sharding = json!({"extension":
+        "https://purl.org/zarr/spec/storage_transformers/sharding/1.0", "type": "indexed",
+        "configuration": {"chunks_per_shard": [2]}});
+    assert!(draft(json!([sharding])).unwrap().0.sharding().is_some());
+    // The transformer not in a list was read as "no transformers": an unsharded array over
+    // sharded data.
+    for bad in [sharding.clone(), json!("sharding"), json!(7)] {
+        assert_eq!(
+            draft(bad.clone()).err().unwrap().to_string(),
+            format!("invalid metadata: `storage_transformers` must be a list, got {bad}")
+        );
+    }
+}

@@ -543,3 +543,217 @@ fn v2_prototype_arrays_reference_their_shard_keys() {
         json!({"name": "numcodecs.zlib", "configuration": {"level": 1}})
     );
 }
+
+/// A uint64 array of 4 elements, shard of 4, inner chunks of 2, little-endian `bytes`, whose
+/// fill value's bytes spell `base64:A`; elements 1, 2, fill, fill (so inner chunk 1 is empty).
+#[cfg(feature = "parquet")]
+fn base64_fill_array(dir: &Path) -> u64 {
+    let fill = u64::from_le_bytes(*b"base64:A");
+    let m = meta(
+        &[4],
+        &[4],
+        "uint64",
+        json!(fill),
+        json!([sharding(&[2], bytes_le())]),
+    );
+    let data: Vec<u8> = [1u64, 2, fill, fill]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    common::write_array(dir, &m, &data);
+    fill
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_fill_chunks_that_start_with_base64_are_written_as_base64() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    base64_fill_array(&a);
+    let out = dir.path().join("pq");
+    zarrshard::refs::write_parquet(&refs(&a, V2).unwrap(), "file:///x", "b", 10, &out).unwrap();
+    let file = std::fs::File::open(out.join("b/refs.0.parq")).unwrap();
+    let rows: Vec<Vec<Field>> = SerializedFileReader::new(file)
+        .unwrap()
+        .get_row_iter(None)
+        .unwrap()
+        .map(|r| {
+            r.unwrap()
+                .get_column_iter()
+                .map(|(_, f)| f.clone())
+                .collect()
+        })
+        .collect();
+    // fsspec base64-decodes an inline value that starts with `base64:`: the encoded fill chunk
+    // (b"base64:Abase64:A") is written as `base64:` + its base64 (Python:
+    // base64.b64encode(b"base64:Abase64:A") == b"YmFzZTY0OkFiYXNlNjQ6QQ==").
+    assert_eq!(
+        rows,
+        [
+            vec![
+                Field::Str("file:///x/c/0".into()),
+                Field::Long(0),
+                Field::Long(16),
+                Field::Null
+            ],
+            vec![
+                Field::Null,
+                Field::Long(0),
+                Field::Long(0),
+                Field::Bytes(b"base64:YmFzZTY0OkFiYXNlNjQ6QQ==".to_vec().into())
+            ],
+        ]
+    );
+}
+
+/// A v3-draft hierarchy at `root` with one 4-element `<u2` array at hierarchy path `path`
+/// (chunks of 2, two per shard: one shard `c0`), values 1, 2, 3, 4 imported.
+fn draft_with_data(root: &Path, path: &str) -> Array<FsStore> {
+    std::fs::create_dir_all(root.join("meta/root").join(path).parent().unwrap()).unwrap();
+    std::fs::write(
+        root.join("zarr.json"),
+        json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(format!("meta/root/{path}.array.json")),
+        json!({"shape": [4],
+        "data_type": "<u2", "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": null, "fill_value": 7, "extensions": [],
+        "attributes": {}, "storage_transformers": [{"extension":
+            "https://purl.org/zarr/spec/storage_transformers/sharding/1.0", "type": "indexed",
+            "configuration": {"chunks_per_shard": [2]}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let array = Array::open_v3_draft(FsStore::new(root), path).unwrap();
+    let data: Vec<u8> = [1u16, 2, 3, 4]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    array
+        .import(
+            &mut &data[..],
+            zarrshard::WriteStrategy::Buffered,
+            Default::default(),
+        )
+        .unwrap();
+    array
+}
+
+#[test]
+fn json_v1_shard_keys_with_braces_survive_fsspec_templates() {
+    // fsspec (simple_templates, its default) turns `{{`/`}}` into `{`/`}` and then calls
+    // Python's str.format(u=PREFIX): a brace in the shard key must not reach str.format
+    // unescaped. What it does with each reference, in Rust:
+    fn fsspec(url: &str, u: &str) -> String {
+        if !url.contains("{{") {
+            return url.to_string(); // taken as it is
+        }
+        let s = url.replace("{{", "{").replace("}}", "}");
+        // str.format with one field `u`; `{{`/`}}` are literal braces, any other brace an error.
+        let (mut out, mut chars) = (String::new(), s.chars().peekable());
+        while let Some(c) = chars.next() {
+            match (c, chars.peek()) {
+                ('{', Some('{')) | ('}', Some('}')) => {
+                    out.push(c);
+                    chars.next();
+                }
+                ('{', _) => {
+                    let field: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                    assert_eq!(field, "u", "str.format raises KeyError on {url:?}");
+                    out.push_str(u);
+                }
+                ('}', _) => panic!("str.format raises ValueError on {url:?}"),
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        // key, what the reference is written as
+        ("plain/a", "{{u}}/data/root/plain/a/c0"),
+        // A brace but no `{{` in the whole URL: the URL itself, which fsspec leaves alone.
+        ("g{x}/a", "file:///r/data/root/g{x}/a/c0"),
+        ("g}/a", "file:///r/data/root/g}/a/c0"),
+        // `{{` in the key: escaped for str.format.
+        ("g{{x}}/a", "{{u}}/data/root/g{{{{{{{{x}}}}}}}}/a/c0"),
+    ];
+    for (n, (path, want)) in cases.iter().enumerate() {
+        let root = tmp.path().join(format!("h{n}"));
+        let array = draft_with_data(&root, path);
+        let set = References::from_array(&array, MetadataFormat::V3)
+            .unwrap()
+            .to_json_v1("file:///r", None);
+        let url = set["refs"]["c/0"][0].as_str().unwrap();
+        assert_eq!(url, *want, "{path}");
+        assert_eq!(
+            fsspec(url, "file:///r"),
+            format!("file:///r/data/root/{path}/c0"),
+            "{path}"
+        );
+        assert_eq!(set["refs"]["c/1"][0], set["refs"]["c/0"][0]);
+    }
+}
+
+#[test]
+fn url_prefixes_lose_one_trailing_slash_only() {
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let set = refs(dir.path(), MetadataFormat::V3).unwrap();
+    // `file:///` + `c/0/0` is the absolute path /c/0/0, not `file:/c/0/0`.
+    for (prefix, want) in [
+        ("file:///", "file:///c/0/0"),
+        ("http://h/a/", "http://h/a/c/0/0"),
+        ("http://h/a", "http://h/a/c/0/0"),
+    ] {
+        assert_eq!(set.to_json_v0(prefix, None)["c/0/0"][0], json!(want));
+        let v1 = set.to_json_v1(prefix, None);
+        let u = v1["templates"]["u"].as_str().unwrap();
+        let reference = v1["refs"]["c/0/0"][0].as_str().unwrap();
+        assert_eq!(reference.replace("{{u}}", u), want);
+    }
+}
+
+#[test]
+fn from_parts_refuses_duplicates_and_chunks_outside_the_grid() {
+    use zarrshard::refs::{ChunkRef, Unsharded};
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let unsharded = || Unsharded::new(array.metadata(), MetadataFormat::V3).unwrap();
+    let at = |coords: &[u64], offset: u64| ChunkRef {
+        coords: coords.to_vec(),
+        shard_key: "c/0/0".into(),
+        offset,
+        nbytes: 8,
+    };
+    // The unsharded grid is 2×3.
+    let ok = References::from_parts(unsharded(), vec![at(&[1, 2], 8), at(&[0, 0], 0)]).unwrap();
+    let coords: Vec<&[u64]> = ok.chunks().iter().map(|c| &c.coords[..]).collect();
+    assert_eq!(coords, [&[0, 0][..], &[1, 2][..]]);
+    for (chunks, want) in [
+        (
+            vec![at(&[0, 1], 0), at(&[0, 1], 8)],
+            "invalid argument: two references to chunk [0, 1]",
+        ),
+        (
+            vec![at(&[0, 3], 0)],
+            "invalid argument: chunk reference [0, 3] is outside the chunk grid [2, 3]",
+        ),
+        (
+            vec![at(&[2, 0], 0)],
+            "invalid argument: chunk reference [2, 0] is outside the chunk grid [2, 3]",
+        ),
+        (
+            vec![at(&[0], 0)],
+            "invalid argument: chunk reference [0] is outside the chunk grid [2, 3]",
+        ),
+    ] {
+        let e = References::from_parts(unsharded(), chunks).unwrap_err();
+        assert_eq!(e.to_string(), want);
+    }
+}

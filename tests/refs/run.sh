@@ -2,6 +2,8 @@
 # Kerchunk references and HTTP reads against a real HTTP server (Debian's nginx on loopback):
 #   1. check_refs.py: fsspec's ReferenceFileSystem + zarr-python read `zarrshard refs` sets
 #      (JSON v0, v1, Parquet; local files and http://) equal to what the writers wrote;
+#      check_edge_refs.py: the same for sets at their edges (a fill chunk starting with
+#      `base64:`, large fill chunks, shard keys with braces in JSON v1);
 #   2. examples-c/http_read.c (libcurl range requests) reads inner chunks over HTTP:
 #      2 requests cold, 1 warm, values equal (check_http_read.py).
 # Usage: tests/refs/run.sh FIXTURES_DIR   (the output of tests/interop/write_fixtures.py)
@@ -32,6 +34,7 @@ echo "== refs: fsspec ReferenceFileSystem + zarr-python read zarrshard refs sets
 "$PY" "$REPO/tests/legacy/legacy_formats.py" write "$OUT/legacy-fixtures" >"$OUT/legacy-fixtures.log"
 "$PY" "$REPO/tests/refs/check_refs.py" "$FIX" "$REPO/target/release/zarrshard" \
     --legacy "$OUT/legacy-fixtures" || status=1
+"$PY" "$REPO/tests/refs/check_edge_refs.py" "$REPO/target/release/zarrshard" || status=1
 echo "== refs: examples-c/http_read over nginx (libcurl range requests)"
 "$PY" "$REPO/tests/refs/check_http_read.py" "$FIX" "$OUT/http_read" || status=1
 exit $status

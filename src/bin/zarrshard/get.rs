@@ -61,14 +61,17 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
     let bytes = match (args.raw, encoded) {
         (true, Some(e)) => e,
         (true, None) => {
-            eprintln!(
-                "zarrshard: inner chunk {global:?} is not stored (shard {}); it reads as the fill value",
+            crate::diagnostic(&format!(
+                "inner chunk {global:?} is not stored (shard {}); it reads as the fill value",
                 array.shard_key(&shard)
-            );
+            ));
             return Ok(ExitCode::from(NOT_STORED));
         }
         (false, encoded) => {
-            let mut chunk = vec![0u8; layout.inner_byte_size()];
+            // Sized from metadata: held to the memory limit like every decoded buffer.
+            let repr = layout.inner_repr();
+            let len = zarrshard::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
+            let mut chunk = vec![0u8; len];
             match encoded {
                 Some(e) => layout.decode_chunk_into(
                     zarrshard::nd::ravel(&local, per_shard) as usize,

@@ -7,6 +7,7 @@ mod args;
 mod get;
 mod info;
 mod inspect;
+mod output;
 mod progress;
 mod refs;
 mod repack;
@@ -175,26 +176,79 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        eprintln!("zarrshard: internal error: {msg}");
+        diagnostic(&format!("internal error: {msg}"));
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     progress::set_quiet(cli.quiet);
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(code)) => code,
         // A closed pipe (`zarrshard inspect … | head`) is the reader's choice, not a failure.
         Ok(Err(zarrshard::Error::Io { code, .. })) if code == libc::EPIPE => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("zarrshard: {}", one_line(&e.to_string()));
+            diagnostic(&e.to_string());
             ExitCode::from(1)
         }
         Err(_) => ExitCode::from(70),
     }
 }
 
+/// One line `zarrshard: TEXT` on stderr. A stderr that cannot be written (a closed pipe, a
+/// full disk) is ignored: `eprintln!` would panic there, and the process would abort.
+pub fn diagnostic(text: &str) {
+    let line = format!("zarrshard: {}\n", one_line(text));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// What clap reports about the command line. `--help` and `--version` print to stdout and
+/// exit 0 as usual; a usage error is one line on stderr and exit 1 like every other error
+/// (clap's own exit 2 would read as "recovered" for `repair`).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let text = e.render().to_string();
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    let text = e.render().to_string();
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"));
+    let first = lines.next().unwrap_or("invalid command line");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let rest: Vec<&str> = lines.collect();
+    let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        "a command is required".to_string()
+    } else if first.ends_with(':') {
+        // A list (`the following required arguments were not provided:`, then one per line).
+        format!("{first} {}", rest.join(", "))
+    } else {
+        std::iter::once(first)
+            .chain(rest)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    diagnostic(&format!("{message}; see --help"));
+    ExitCode::from(1)
+}
+
 /// A `--json` report: pretty-printed, one trailing newline.
 fn write_json(out: &mut impl Write, report: &impl serde::Serialize) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(report).expect("reports are plain data");
     writeln!(out, "{text}")
+}
+
+/// The product of `dims`, saturating (progress bar lengths and counts of shards, which the
+/// library has already checked against the grid).
+fn saturating_product(dims: &[u64]) -> u64 {
+    dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
 }
 
 fn one_line(s: &str) -> String {
@@ -204,16 +258,14 @@ fn one_line(s: &str) -> String {
 /// Open ARRAY_DIR: a Zarr v3 array directory, a v2 sharding-prototype directory (`.zarray`),
 /// or the `meta/root/<path>.array.json` file of a v3-draft hierarchy.
 fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
-    let text = dir.to_string_lossy();
-    let result = match text
-        .strip_suffix(".array.json")
-        .and_then(|t| t.rsplit_once("meta/root/"))
-    {
-        Some((root, path)) if dir.is_file() => {
-            let root = if root.is_empty() { "." } else { root };
-            Array::open_v3_draft(FsStore::new(root), path)
-        }
-        _ => Array::open(FsStore::new(dir)),
+    let draft = if dir.is_file() {
+        draft_location(dir)?
+    } else {
+        None
+    };
+    let result = match draft {
+        Some((root, path)) => Array::open_v3_draft(FsStore::new(root), &path),
+        None => Array::open(FsStore::new(dir)),
     };
     result.map_err(|e| match e {
         zarrshard::Error::InvalidMetadata(m) => {
@@ -221,6 +273,61 @@ fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
         }
         other => other,
     })
+}
+
+/// For `ROOT/meta/root/<path>.array.json`: the hierarchy root and `<path>`. The root is where
+/// the first `meta/root` is (a hierarchy path may itself contain `meta/root`: groups named so);
+/// a later one is taken only when the first has no `zarr.json` entry point and it does. The
+/// root is any path (compared by components, never re-read as text); `<path>` is a store key
+/// and must be UTF-8.
+fn draft_location(file: &Path) -> zarrshard::Result<Option<(PathBuf, String)>> {
+    use std::path::Component;
+    let parts: Vec<Component> = file.components().collect();
+    let Some(last) = parts.last() else {
+        return Ok(None);
+    };
+    if !last
+        .as_os_str()
+        .as_encoded_bytes()
+        .ends_with(b".array.json")
+    {
+        return Ok(None);
+    }
+    let is = |c: &Component, name: &str| c.as_os_str() == name;
+    let starts: Vec<usize> = (0..parts.len().saturating_sub(2))
+        .filter(|&i| is(&parts[i], "meta") && is(&parts[i + 1], "root"))
+        .collect();
+    let root_of = |i: usize| -> PathBuf {
+        let root: PathBuf = parts[..i].iter().collect();
+        if root.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            root
+        }
+    };
+    let Some(&first) = starts
+        .iter()
+        .find(|&&i| root_of(i).join("zarr.json").is_file())
+        .or(starts.first())
+    else {
+        return Ok(None);
+    };
+    let mut names = Vec::new();
+    for c in &parts[first + 2..] {
+        let name = c.as_os_str().to_str().ok_or_else(|| {
+            zarrshard::Error::InvalidArgument(format!(
+                "{}: the hierarchy path after meta/root/ is not UTF-8",
+                file.display()
+            ))
+        })?;
+        names.push(name);
+    }
+    let path = names.join("/");
+    let path = path
+        .strip_suffix(".array.json")
+        .unwrap_or(&path)
+        .to_string();
+    Ok(Some((root_of(first), path)))
 }
 
 fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
@@ -249,14 +356,18 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 store_fill_chunks,
             };
             // A file of the wrong size is refused before any shard is touched.
-            let m = array.metadata();
-            let expected = m
-                .shape
-                .iter()
-                .product::<u64>()
-                .saturating_mul(m.data_type.size() as u64);
-            if let Ok(len) = std::fs::metadata(&in_file).map(|f| f.len()) {
-                if in_file.is_file() && len != expected {
+            let expected = array_bytes(array.metadata())?;
+            let stdin = in_file.as_os_str() == "-";
+            let size = if stdin {
+                None
+            } else {
+                std::fs::metadata(&in_file)
+                    .ok()
+                    .filter(|f| f.is_file())
+                    .map(|f| f.len())
+            };
+            if let Some(len) = size {
+                if len != expected {
                     let word = if len < expected { "shorter" } else { "longer" };
                     return Err(zarrshard::Error::InvalidArgument(format!(
                         "the input is {word} than the array's {expected} bytes"
@@ -264,7 +375,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
                 }
             }
             let progress = bar("import", expected, Unit::Bytes);
-            let input: Box<dyn std::io::Read> = if in_file.as_os_str() == "-" {
+            let input: Box<dyn std::io::Read> = if stdin {
                 Box::new(std::io::stdin().lock())
             } else {
                 let f = std::fs::File::open(&in_file).map_err(|e| zarrshard::Error::Io {
@@ -288,14 +399,14 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
         Command::Compact { array_dir, order } => {
             let array = open(&array_dir)?;
             let mut out = std::io::stdout().lock();
-            let shards = array.metadata().grid_shape().iter().product();
+            let shards = saturating_product(&array.metadata().grid_shape());
             let progress = bar("compact", shards, Unit::Shards);
             let done = array.compact_with_progress(order.into(), &|| progress.inc(1))?;
             progress.finish_and_clear();
             for (key, before, after) in &done {
                 writeln!(out, "{key}: {before} -> {after} bytes")?;
             }
-            eprintln!("zarrshard: {} shard(s) compacted", done.len());
+            diagnostic(&format!("{} shard(s) compacted", done.len()));
             Ok(ExitCode::SUCCESS)
         }
         Command::Info { array_dir, json } => {
@@ -317,30 +428,37 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
     }
 }
 
-/// Export into a temporary sibling and rename it into place, so a failure never leaves a
-/// truncated OUT_FILE that looks complete.
+/// Export into OUT_FILE (a temporary sibling renamed into place when it is a regular file, so
+/// a failure never leaves a truncated OUT_FILE that looks complete; see `output`).
 fn export(array_dir: &Path, out_file: &Path) -> zarrshard::Result<ExitCode> {
     let array = open(array_dir)?;
-    let mut tmp_name = out_file.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".partial");
-    let tmp = out_file.with_file_name(tmp_name);
-    let result = (|| {
-        let m = array.metadata();
-        let total = m.shape.iter().product::<u64>() * m.data_type.size() as u64;
-        let file = Counted {
-            inner: std::fs::File::create(&tmp)?,
+    let total = array_bytes(array.metadata())?;
+    output::write_output(out_file, |file| {
+        let counted = Counted {
+            inner: &mut *file,
             bar: bar("export", total, Unit::Bytes),
         };
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, counted);
         array.export(&mut w)?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.bar.finish_and_clear();
-        file.inner.sync_all()?;
-        std::fs::rename(&tmp, out_file)?;
+        let counted = w
+            .into_inner()
+            .map_err(|e| output::io_error(out_file, e.into_error()))?;
+        counted.bar.finish_and_clear();
         Ok(ExitCode::SUCCESS)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    })
+}
+
+/// The array's size in the export format (elements × element size), or an error when it does
+/// not fit in 64 bits.
+fn array_bytes(m: &zarrshard::ArrayMetadata) -> zarrshard::Result<u64> {
+    m.shape
+        .iter()
+        .try_fold(m.data_type.size() as u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            zarrshard::Error::InvalidArgument(format!(
+                "the array of shape {:?} and {}-byte elements has more than 2^64 bytes",
+                m.shape,
+                m.data_type.size()
+            ))
+        })
 }

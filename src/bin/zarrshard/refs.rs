@@ -46,6 +46,11 @@ enum RefsFormat {
 
 /// Build the reference set of ARRAY_DIR and write it in the chosen format.
 pub fn run(args: RefsArgs) -> Result<ExitCode> {
+    if args.name.as_deref() == Some("") {
+        // Refused as the Parquet layout refuses it (JSON keys `/zarr.json`, `/c/0/0` open
+        // nowhere), before any shard is read.
+        return Err(Error::InvalidArgument("invalid array name ``".into()));
+    }
     let zarr_format = match (args.format, args.zarr_format) {
         (RefsFormat::Parquet, Some(3)) => {
             return Err(Error::InvalidArgument(
@@ -120,20 +125,15 @@ fn folder_name(array_dir: &Path) -> Result<String> {
     Ok(name)
 }
 
-/// Write into a temporary sibling and rename, so a failure never leaves a truncated set.
+/// Write the set as one line of JSON into OUT (see `output`: a temporary sibling renamed into
+/// place for a regular file, so a failure never leaves a truncated set).
 fn write_json(set: &serde_json::Value, out: &Path) -> Result<()> {
-    let mut tmp_name = out.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".partial");
-    let tmp = out.with_file_name(tmp_name);
-    let result = (|| {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        serde_json::to_writer(&mut w, set).map_err(std::io::Error::from)?;
-        w.write_all(b"\n")?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, out)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    Ok(result?)
+    crate::output::write_output(out, |file| {
+        let mut w = std::io::BufWriter::new(file);
+        let named = |e| crate::output::io_error(out, e);
+        serde_json::to_writer(&mut w, set).map_err(|e| named(e.into()))?;
+        w.write_all(b"\n").map_err(named)?;
+        w.flush().map_err(named)?;
+        Ok(())
+    })
 }

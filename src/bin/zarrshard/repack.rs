@@ -97,7 +97,7 @@ pub fn run(args: RepackArgs) -> zarrshard::Result<ExitCode> {
         }
     };
     let created = prepare_empty_dir(&dst)?;
-    let shards: u64 = target.grid_shape().iter().product();
+    let shards = crate::saturating_product(&target.grid_shape());
     let progress = bar("repack", shards, Unit::Shards);
     let result = zarrshard::repack(&src, FsStore::new(&dst), target, options.order, &|| {
         progress.inc(1)

@@ -38,15 +38,15 @@ pub fn run(array_dir: &Path, dry_run: bool) -> zarrshard::Result<ExitCode> {
             ShardRepair::Intact => {}
         }
     }
-    eprintln!(
-        "zarrshard: {} damaged shard(s): {recovered} {}, {lost} unrecoverable",
+    crate::diagnostic(&format!(
+        "{} damaged shard(s): {recovered} {}, {lost} unrecoverable",
         done.len(),
         if dry_run {
             "recoverable (dry run, nothing written)"
         } else {
             "recovered"
         }
-    );
+    ));
     Ok(match (recovered, lost) {
         (0, 0) => ExitCode::SUCCESS,
         (_, 0) => ExitCode::from(2),

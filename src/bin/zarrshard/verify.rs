@@ -23,7 +23,7 @@ struct Problem {
 }
 
 pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
-    let shards: u64 = array.metadata().grid_shape().iter().product();
+    let shards = crate::saturating_product(&array.metadata().grid_shape());
     let progress = bar("verify", shards, Unit::Shards);
     let problems = array.verify_with_progress(&|| progress.inc(1))?;
     progress.finish_and_clear();
@@ -54,7 +54,7 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
     if problems.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("zarrshard: {} problem(s) found", problems.len());
+        crate::diagnostic(&format!("{} problem(s) found", problems.len()));
         Ok(ExitCode::from(1))
     }
 }

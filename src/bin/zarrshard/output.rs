@@ -1,0 +1,71 @@
+//! Output files of `export` and JSON `refs`: a regular file is written to `OUT.partial` and
+//! renamed into place, so a failure never leaves a truncated OUT that looks complete. Anything
+//! else that already exists — a FIFO, a character device such as `/dev/null`, a terminal,
+//! `/dev/stdout` — is written into directly: renaming over it would replace the device or
+//! pipe with a regular file (or fail on `/dev/OUT.partial`). Every error names the path.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use zarrshard::{Error, Result};
+
+/// An I/O error naming the path it concerns.
+pub fn io_error(path: &Path, e: std::io::Error) -> Error {
+    Error::Io {
+        code: e.raw_os_error().unwrap_or(-1),
+        message: format!("{}: {e}", path.display()),
+    }
+}
+
+/// True when OUT must be written in place: it exists and is not a regular file (after
+/// following symbolic links), or it is a name for an open file descriptor (`/dev/stdout`,
+/// `/dev/fd/N`, `/proc/self/fd/N`: their directory resolves into `/dev` or `/proc`).
+fn in_place(out: &Path) -> bool {
+    if let Ok(m) = std::fs::metadata(out) {
+        if !m.is_file() {
+            return true;
+        }
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(parent)
+        .map(|p| p == Path::new("/dev") || p.starts_with("/proc"))
+        .unwrap_or(false)
+}
+
+/// Run `write` on the file that becomes OUT, then make it durable and put it in place.
+pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -> Result<T> {
+    if in_place(out) {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(out)
+            .map_err(|e| io_error(out, e))?;
+        let value = write(&mut file)?;
+        // fsync means nothing for a pipe or device (and fails with EINVAL on some).
+        if file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+            file.sync_all().map_err(|e| io_error(out, e))?;
+        }
+        return Ok(value);
+    }
+    let tmp = partial(out);
+    let result = (|| {
+        let mut file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
+        let value = write(&mut file)?;
+        file.sync_all().map_err(|e| io_error(&tmp, e))?;
+        std::fs::rename(&tmp, out).map_err(|e| io_error(out, e))?;
+        Ok(value)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `OUT.partial`, next to OUT.
+fn partial(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    out.with_file_name(name)
+}
