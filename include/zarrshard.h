@@ -740,9 +740,11 @@ shard_status shard_open_ex(const shard_codec *codec,
 
 /**
  * Close a shard handle: release its resources and call the callbacks' `destroy(userdata)`.
- * A write handle that was not finalized is discarded (what its mode already wrote stays in
- * the object; nothing more is written). NULL is a no-op. The handle must not be in use by
- * another thread.
+ * A write handle that was not finalized is discarded: a `SHARD_MODE_UPDATE_APPEND` update
+ * cuts the object back to the previous shard (`truncate`; `remove` for an object the update
+ * created) when the host has that callback, so giving up an update costs nothing; in the other
+ * modes what was already written stays in the object and nothing more is written. NULL is a
+ * no-op. The handle must not be in use by another thread.
  */
 void shard_close(shard_handle *shard);
 

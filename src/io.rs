@@ -101,6 +101,13 @@ pub trait ShardIo: Send + Sync {
         Err(Error::Unsupported("truncate".into()))
     }
 
+    /// True when [`ShardIo::truncate`] works. Only a hint: a whole-object write then skips
+    /// asking for the size first ([`check_can_end_at`]); `false` (the default) costs a `size`
+    /// call, and a truncate probe when the object is longer, before such a write.
+    fn can_truncate(&self) -> bool {
+        false
+    }
+
     /// Remove the object; removing a missing object is not an error. Optional.
     fn delete(&self) -> Result<()> {
         Err(Error::Unsupported("delete".into()))
@@ -131,6 +138,9 @@ pub fn end_object_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
 /// the object to the size it has (no change). Without `size` nothing can be checked (the
 /// host must start from a new object, as the C contract says).
 pub fn check_can_end_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
+    if io.can_truncate() {
+        return Ok(());
+    }
     match io.size() {
         Ok(Some(s)) if s > len => match io.truncate(s) {
             Err(Error::Unsupported(_)) => Err(Error::Unsupported(format!(
@@ -182,6 +192,9 @@ macro_rules! forward_shard_io {
             }
             fn size(&self) -> Result<Option<u64>> {
                 (**self).size()
+            }
+            fn can_truncate(&self) -> bool {
+                (**self).can_truncate()
             }
             fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
                 (**self).write_at(offset, data)
@@ -275,6 +288,9 @@ impl ShardIo for MemoryIo {
         let mut guard = self.data.write().unwrap_or_else(|e| e.into_inner());
         guard.get_or_insert_with(Vec::new).resize(len as usize, 0);
         Ok(())
+    }
+    fn can_truncate(&self) -> bool {
+        true
     }
     fn delete(&self) -> Result<()> {
         *self.data.write().unwrap_or_else(|e| e.into_inner()) = None;
@@ -493,6 +509,9 @@ impl ShardIo for FileIo {
         })?;
         f.set_len(len).map_err(|e| io_error(&self.path, e))
     }
+    fn can_truncate(&self) -> bool {
+        true
+    }
 
     fn delete(&self) -> Result<()> {
         *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
@@ -570,6 +589,9 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
     }
     fn size(&self) -> Result<Option<u64>> {
         self.inner.size()
+    }
+    fn can_truncate(&self) -> bool {
+        self.inner.can_truncate()
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.inner.write_at(offset, data)

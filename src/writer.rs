@@ -96,7 +96,10 @@ enum Mode {
     },
 }
 
-/// Writes inner chunks into one shard object.
+/// Writes inner chunks into one shard object. A writer dropped without
+/// [`ShardWriter::finalize`] leaves in the object whatever it wrote; [`ShardWriter::discard`]
+/// cuts an append-only update back to the previous shard instead (the C API's `shard_close`
+/// calls it).
 pub struct ShardWriter<I: ShardIo> {
     layout: Arc<ShardLayout>,
     io: I,

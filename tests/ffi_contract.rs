@@ -233,6 +233,21 @@ fn read_chunks(c: *const shard_codec, m: &Mem) -> Vec<Vec<u8>> {
     out
 }
 
+/// Open a write handle in `mode`, write inner chunk (0, 0) as `data`, finalize, close; each
+/// step must succeed.
+fn write_one(c: *const shard_codec, cb: &shard_io_callbacks, mode: shard_mode, data: &[u8]) {
+    let mut h = null_mut();
+    unsafe {
+        assert_eq!(shard_open(c, cb, mode as u32, &mut h), SHARD_OK);
+        assert_eq!(
+            shard_write_chunk(h, [0u64, 0].as_ptr(), 2, data.as_ptr(), 8),
+            SHARD_OK
+        );
+        assert_eq!(shard_finalize(h, null_mut()), SHARD_OK);
+        shard_close(h);
+    }
+}
+
 fn version_1() -> Vec<Vec<u8>> {
     (0..2)
         .flat_map(|i| (0..3).map(move |j| chunk(i, j, 1)))
@@ -751,21 +766,12 @@ fn in_place_update_never_rewrites_a_shared_slot() {
     let mut expected = version_1();
     expected[1] = chunk(0, 0, 1);
     assert_eq!(read_chunks(c, &m), expected);
-    let cb = callbacks(&m);
-    let mut h = null_mut();
-    unsafe {
-        assert_eq!(
-            shard_open(c, &cb, SHARD_MODE_UPDATE_IN_PLACE as u32, &mut h),
-            SHARD_OK
-        );
-        let d = chunk(0, 0, 3);
-        assert_eq!(
-            shard_write_chunk(h, [0u64, 0].as_ptr(), 2, d.as_ptr(), 8),
-            SHARD_OK
-        );
-        assert_eq!(shard_finalize(h, null_mut()), SHARD_OK);
-        shard_close(h);
-    }
+    write_one(
+        c,
+        &callbacks(&m),
+        SHARD_MODE_UPDATE_IN_PLACE,
+        &chunk(0, 0, 3),
+    );
     expected[0] = chunk(0, 0, 3);
     assert_eq!(read_chunks(c, &m), expected);
     unsafe { shard_codec_free(c) };
@@ -806,11 +812,12 @@ fn counts_past_the_address_space_are_invalid_arguments() {
     }
 }
 
-/// An append-only update whose `write` fails part way (half the bytes written, then an
-/// error) is cut back to the previous shard (the host has `truncate`), so the shard reads
-/// exactly as before, byte for byte; the status is the write's.
+/// An append-only update given up before its new index is written is cut back to the
+/// previous shard (the host has `truncate`), so the shard reads exactly as before, byte for
+/// byte: when a `write` fails part way (half the bytes written, then an error; the status is
+/// the write's), and when the host closes the handle without `shard_finalize`.
 #[test]
-fn a_failed_append_is_cut_back_to_the_previous_shard() {
+fn a_failed_or_abandoned_append_is_cut_back_to_the_previous_shard() {
     let _s = serial();
     /// Writes half of the second write's bytes, then fails with 77.
     unsafe extern "C" fn torn_write(ud: *mut c_void, off: u64, buf: *const u8, len: usize) -> i32 {
@@ -820,13 +827,20 @@ fn a_failed_append_is_cut_back_to_the_previous_shard() {
         }
         unsafe { cb_write(ud, off, buf, len) }
     }
-    for loc in ["end", "start"] {
+    for (loc, torn) in [
+        ("end", true),
+        ("start", true),
+        ("end", false),
+        ("start", false),
+    ] {
         let c = codec(loc);
         let m = Mem::default();
         write_shard(c, &m); // write 1
         let before = m.data.lock().unwrap().clone();
         let mut cb = callbacks(&m);
-        cb.write = Some(torn_write);
+        if torn {
+            cb.write = Some(torn_write);
+        }
         let mut h = null_mut();
         unsafe {
             assert_eq!(
@@ -839,15 +853,46 @@ fn a_failed_append_is_cut_back_to_the_previous_shard() {
                 shard_write_chunk(h, [1u64, 1].as_ptr(), 2, d.as_ptr(), 8),
                 SHARD_OK
             );
-            // Write 3: torn.
-            let st = shard_write_chunk(h, [0u64, 2].as_ptr(), 2, d.as_ptr(), 8);
-            assert_eq!(st, SHARD_ERR_IO);
-            assert_eq!(shard_last_io_code(), 77);
-            assert_eq!(shard_finalize(h, null_mut()), SHARD_ERR_INVALID_STATE);
+            assert_ne!(*m.data.lock().unwrap(), before, "{loc}: appended");
+            if torn {
+                // Write 3: torn.
+                let st = shard_write_chunk(h, [0u64, 2].as_ptr(), 2, d.as_ptr(), 8);
+                assert_eq!(st, SHARD_ERR_IO);
+                assert_eq!(shard_last_io_code(), 77);
+                assert_eq!(shard_finalize(h, null_mut()), SHARD_ERR_INVALID_STATE);
+            }
+            // Otherwise the host gives up: no finalize.
             shard_close(h);
         }
-        assert_eq!(*m.data.lock().unwrap(), before, "{loc}");
+        assert_eq!(*m.data.lock().unwrap(), before, "{loc}, torn: {torn}");
         assert_eq!(read_chunks(c, &m), version_1());
         unsafe { shard_codec_free(c) };
     }
+}
+
+#[test]
+fn a_buffered_write_with_truncate_never_asks_for_the_size() {
+    // A host that can truncate needs no size check before a whole-object write: a store
+    // whose reads (size included) fail must still take a whole shard (the C++ and Java
+    // bindings test the same through a region write).
+    let _s = serial();
+    unsafe extern "C" fn failing_size(_: *mut c_void, _: *mut u64) -> i32 {
+        66
+    }
+    let c = codec("end");
+    let m = Mem::default();
+    write_shard(c, &m); // a longer object than the one written below
+    let mut cb = callbacks(&m);
+    cb.size = Some(failing_size);
+    write_one(c, &cb, SHARD_MODE_WRITE_BUFFERED, &chunk(0, 0, 9));
+    // One chunk of 8 bytes and the index (6 entries × 16 bytes + crc32c).
+    assert_eq!(
+        m.data.lock().unwrap().as_ref().unwrap().len(),
+        8 + 6 * 16 + 4
+    );
+    // The other five chunks are empty now: the fill value, 0.
+    let mut want = vec![vec![0u8; 8]; 6];
+    want[0] = chunk(0, 0, 9);
+    assert_eq!(read_chunks(c, &m), want);
+    unsafe { shard_codec_free(c) };
 }

@@ -428,6 +428,10 @@ impl ShardIo for CallbackIo {
         }
     }
 
+    fn can_truncate(&self) -> bool {
+        self.cb.truncate.is_some()
+    }
+
     fn truncate(&self, len: u64) -> Result<()> {
         let truncate = self
             .cb

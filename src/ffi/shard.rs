@@ -188,13 +188,24 @@ pub unsafe extern "C" fn shard_open_ex(
 }
 
 /// Close a shard handle: release its resources and call the callbacks' `destroy(userdata)`.
-/// A write handle that was not finalized is discarded (what its mode already wrote stays in
-/// the object; nothing more is written). NULL is a no-op. The handle must not be in use by
-/// another thread.
+/// A write handle that was not finalized is discarded: a `SHARD_MODE_UPDATE_APPEND` update
+/// cuts the object back to the previous shard (`truncate`; `remove` for an object the update
+/// created) when the host has that callback, so giving up an update costs nothing; in the other
+/// modes what was already written stays in the object and nothing more is written. NULL is a
+/// no-op. The handle must not be in use by another thread.
 #[no_mangle]
 pub unsafe extern "C" fn shard_close(shard: *mut shard_handle) {
-    // SAFETY: the caller passes a pointer from shard_open, once.
-    let _ = std::panic::catch_unwind(|| unsafe { shard_handle::free(shard) });
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the caller passes a pointer from shard_open, once.
+        if let Ok(h) = unsafe { shard_handle::borrow(shard, "shard") } {
+            if let State::Write(writer) = &h.state {
+                // Best effort: close reports nothing, and a finalized writer refuses.
+                let _ = writer.lock().unwrap_or_else(|e| e.into_inner()).discard();
+            }
+        }
+        // SAFETY: as above; the borrow has ended.
+        unsafe { shard_handle::free(shard) }
+    });
 }
 
 /// The handle and inner chunk coordinates of a call.

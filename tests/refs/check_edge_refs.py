@@ -25,6 +25,7 @@ from zarr.storage import FsspecStore  # noqa: E402
 
 BIN = sys.argv[1]
 failures = 0
+passes = 0
 
 
 def run(*args):
@@ -39,9 +40,10 @@ def read(path, name, zarr_format):
 
 
 def check(what, got, want):
-    global failures
+    global failures, passes
     ok = np.array_equal(np.asarray(got), np.asarray(want))
     failures += not ok
+    passes += ok
     print(("ok    " if ok else "FAIL  ") + what + ("" if ok else f": {got!r} != {want!r}"))
 
 
@@ -102,5 +104,5 @@ with tempfile.TemporaryDirectory() as t:
             run("refs", meta, "--format", fmt, "--url-prefix", "file://" + root, "-o", out)
             check(f"{fmt}, shard key data/root/{path}/c0", read(out, "", 3), [1, 2, 3, 4])
 
-print(f"{failures} failed")
+print(f"{passes} passed, {failures} failed")
 sys.exit(1 if failures else 0)
