@@ -228,34 +228,16 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
     }))
 }
 
-/// Standard base64 (RFC 4648 §4; the `=` padding may be left out); `None` when `text` is not
-/// base64.
+/// Standard base64 (RFC 4648 §4; the `=` padding may be left out, as some writers do);
+/// `None` when `text` is not canonical base64.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let body = text.trim_end_matches('=');
-    if text.len() - body.len() > 2 || (text.len() > body.len() && text.len() % 4 != 0) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in body.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // A lone sixth character, or leftover bits that are not zero, is not canonical base64.
-    (bits < 6 && acc == 0).then_some(out)
+    use base64::engine::{general_purpose, DecodePaddingMode, GeneralPurpose};
+    use base64::Engine;
+    const LENIENT_PADDING: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        general_purpose::PAD.with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    LENIENT_PADDING.decode(text).ok()
 }
 
 fn uints(v: Option<&Value>, what: &str) -> Result<Vec<u64>> {

@@ -443,34 +443,14 @@ fn url_base(url_prefix: &str) -> &str {
     url_prefix.strip_suffix('/').unwrap_or(url_prefix)
 }
 
-/// Standard base64 with padding (RFC 4648 §4), as Python's `base64.b64encode`.
-fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for group in data.chunks(3) {
-        let b = [
-            group[0],
-            *group.get(1).unwrap_or(&0),
-            *group.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= group.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// An inline value as fsspec reads it back: fsspec base64-decodes every inline value that
 /// starts with `base64:`, so such bytes are written base64-encoded behind that prefix; others
 /// as they are.
 fn inline_raw(bytes: Vec<u8>) -> Vec<u8> {
     if bytes.starts_with(b"base64:") {
-        format!("base64:{}", base64(&bytes)).into_bytes()
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        format!("base64:{encoded}").into_bytes()
     } else {
         bytes
     }

@@ -451,6 +451,9 @@ fn export(array_dir: &Path, out_file: &Path) -> zarrshard::Result<ExitCode> {
 /// The array's size in the export format (elements × element size), or an error when it does
 /// not fit in 64 bits.
 fn array_bytes(m: &zarrshard::ArrayMetadata) -> zarrshard::Result<u64> {
+    if m.shape.contains(&0) {
+        return Ok(0);
+    }
     m.shape
         .iter()
         .try_fold(m.data_type.size() as u64, |acc, &d| acc.checked_mul(d))
