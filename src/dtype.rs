@@ -504,7 +504,9 @@ mod tests {
     #[test]
     fn f64_to_f16_rounds_every_midpoint() {
         let wide = |h: u16| half::f16::from_bits(h).to_f64();
-        for h in 0..0x7c00u16 {
+        // Every half; under Miri (an interpreter) every 61st, and the last.
+        let step = if cfg!(miri) { 61 } else { 1 };
+        for h in (0..0x7c00u16).step_by(step).chain([0x7bff]) {
             for sign in [0, 0x8000] {
                 assert_eq!(f64_to_f16_bits(wide(sign | h)), sign | h);
             }
