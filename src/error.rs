@@ -134,6 +134,15 @@ impl Error {
         }
     }
 
+    /// [`Error::Io`] for an operation on `path`: the OS error code and a message naming the
+    /// path.
+    pub fn io_at(path: &std::path::Path, e: std::io::Error) -> Self {
+        Error::Io {
+            code: e.raw_os_error().unwrap_or(-1),
+            message: format!("{}: {e}", path.display()),
+        }
+    }
+
     /// Attach inner-chunk coordinates to a decoding error that does not have them yet.
     pub fn at_chunk(self, coords: &[u64]) -> Self {
         match self {

@@ -336,7 +336,7 @@ impl FileIo {
         };
         let opened = if write {
             if let Some(parent) = self.path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+                std::fs::create_dir_all(parent).map_err(|e| Error::io_at(parent, e))?;
             }
             open(true).map(|f| (f, true))
         } else if std::fs::metadata(&self.path).is_ok_and(|m| !m.permissions().readonly()) {
@@ -359,15 +359,8 @@ impl FileIo {
                 Ok(Some(f))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error(&self.path, e)),
+            Err(e) => Err(Error::io_at(&self.path, e)),
         }
-    }
-}
-
-fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::Io {
-        code: e.raw_os_error().unwrap_or(-1),
-        message: format!("{}: {e}", path.display()),
     }
 }
 
@@ -418,11 +411,11 @@ impl FileIo {
         let (start, len, size) = match range {
             ByteRange::FromStart(o, Some(n)) if n <= 1 << 20 => (o, n, None),
             ByteRange::FromStart(o, Some(n)) => {
-                let size = f.metadata().map_err(|e| io_error(&self.path, e))?.len();
+                let size = f.metadata().map_err(|e| Error::io_at(&self.path, e))?.len();
                 (o, n.min(size.saturating_sub(o)), Some(size))
             }
             _ => {
-                let size = f.metadata().map_err(|e| io_error(&self.path, e))?.len();
+                let size = f.metadata().map_err(|e| Error::io_at(&self.path, e))?.len();
                 match range {
                     ByteRange::FromStart(o, _) => (o.min(size), size - o.min(size), Some(size)),
                     ByteRange::Suffix(n) => (size.saturating_sub(n), n.min(size), Some(size)),
@@ -436,7 +429,7 @@ impl FileIo {
                 Ok(0) => break, // the file shrank under us: a short read
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error(&self.path, e)),
+                Err(e) => return Err(Error::io_at(&self.path, e)),
             }
         }
         data.truncate(done);
@@ -467,7 +460,7 @@ impl ShardIo for FileIo {
         match std::fs::metadata(&self.path) {
             Ok(m) => Ok(Some(m.len())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error(&self.path, e)),
+            Err(e) => Err(Error::io_at(&self.path, e)),
         }
     }
 
@@ -476,7 +469,7 @@ impl ShardIo for FileIo {
             code: -1,
             message: format!("{}: cannot create", self.path.display()),
         })?;
-        write_all_at(&f, data, offset).map_err(|e| io_error(&self.path, e))
+        write_all_at(&f, data, offset).map_err(|e| Error::io_at(&self.path, e))
     }
 
     fn put(&self, data: &[u8]) -> Result<()> {
@@ -485,7 +478,7 @@ impl ShardIo for FileIo {
 
     fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
         if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+            std::fs::create_dir_all(parent).map_err(|e| Error::io_at(parent, e))?;
         }
         let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
         tmp_name.push(format!(".tmp-{}", std::process::id()));
@@ -495,7 +488,7 @@ impl ShardIo for FileIo {
             .and_then(|_| std::fs::rename(&tmp, &self.path));
         if let Err(e) = result {
             let _ = std::fs::remove_file(&tmp);
-            return Err(io_error(&self.path, e));
+            return Err(Error::io_at(&self.path, e));
         }
         // The cached descriptor (if any) still refers to the replaced file.
         *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
@@ -507,7 +500,7 @@ impl ShardIo for FileIo {
             code: -1,
             message: format!("{}: cannot create", self.path.display()),
         })?;
-        f.set_len(len).map_err(|e| io_error(&self.path, e))
+        f.set_len(len).map_err(|e| Error::io_at(&self.path, e))
     }
     fn can_truncate(&self) -> bool {
         true
@@ -516,7 +509,7 @@ impl ShardIo for FileIo {
     fn delete(&self) -> Result<()> {
         *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
         match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&self.path, e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_at(&self.path, e)),
             _ => Ok(()),
         }
     }

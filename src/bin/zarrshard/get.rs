@@ -85,10 +85,7 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
         }
     };
     match &args.output {
-        Some(path) => std::fs::write(path, &bytes).map_err(|e| Error::Io {
-            code: e.raw_os_error().unwrap_or(-1),
-            message: format!("{}: {e}", path.display()),
-        })?,
+        Some(path) => std::fs::write(path, &bytes).map_err(|e| Error::io_at(path, e))?,
         None => std::io::stdout().lock().write_all(&bytes)?,
     }
     Ok(ExitCode::SUCCESS)

@@ -378,10 +378,8 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
             let input: Box<dyn std::io::Read> = if stdin {
                 Box::new(std::io::stdin().lock())
             } else {
-                let f = std::fs::File::open(&in_file).map_err(|e| zarrshard::Error::Io {
-                    code: e.raw_os_error().unwrap_or(-1),
-                    message: format!("{}: {e}", in_file.display()),
-                })?;
+                let f = std::fs::File::open(&in_file)
+                    .map_err(|e| zarrshard::Error::io_at(&in_file, e))?;
                 Box::new(f)
             };
             let mut input = Counted {
@@ -442,7 +440,7 @@ fn export(array_dir: &Path, out_file: &Path) -> zarrshard::Result<ExitCode> {
         array.export(&mut w)?;
         let counted = w
             .into_inner()
-            .map_err(|e| output::io_error(out_file, e.into_error()))?;
+            .map_err(|e| zarrshard::Error::io_at(out_file, e.into_error()))?;
         counted.bar.finish_and_clear();
         Ok(ExitCode::SUCCESS)
     })

@@ -8,14 +8,6 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use zarrshard::{Error, Result};
 
-/// An I/O error naming the path it concerns.
-pub fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::Io {
-        code: e.raw_os_error().unwrap_or(-1),
-        message: format!("{}: {e}", path.display()),
-    }
-}
-
 /// True when OUT must be written in place: it exists and is not a regular file (after
 /// following symbolic links), or it is a name for an open file descriptor (`/dev/stdout`,
 /// `/dev/fd/N`, `/proc/self/fd/N`: their directory resolves into `/dev` or `/proc`).
@@ -41,20 +33,20 @@ pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -
             .write(true)
             .truncate(true)
             .open(out)
-            .map_err(|e| io_error(out, e))?;
+            .map_err(|e| Error::io_at(out, e))?;
         let value = write(&mut file)?;
         // fsync means nothing for a pipe or device (and fails with EINVAL on some).
         if file.metadata().map(|m| m.is_file()).unwrap_or(false) {
-            file.sync_all().map_err(|e| io_error(out, e))?;
+            file.sync_all().map_err(|e| Error::io_at(out, e))?;
         }
         return Ok(value);
     }
     let tmp = partial(out);
     let result = (|| {
-        let mut file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
+        let mut file = File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
         let value = write(&mut file)?;
-        file.sync_all().map_err(|e| io_error(&tmp, e))?;
-        std::fs::rename(&tmp, out).map_err(|e| io_error(out, e))?;
+        file.sync_all().map_err(|e| Error::io_at(&tmp, e))?;
+        std::fs::rename(&tmp, out).map_err(|e| Error::io_at(out, e))?;
         Ok(value)
     })();
     if result.is_err() {

@@ -130,7 +130,7 @@ fn folder_name(array_dir: &Path) -> Result<String> {
 fn write_json(set: &serde_json::Value, out: &Path) -> Result<()> {
     crate::output::write_output(out, |file| {
         let mut w = std::io::BufWriter::new(file);
-        let named = |e| crate::output::io_error(out, e);
+        let named = |e| zarrshard::Error::io_at(out, e);
         serde_json::to_writer(&mut w, set).map_err(|e| named(e.into()))?;
         w.write_all(b"\n").map_err(named)?;
         w.flush().map_err(named)?;

@@ -151,10 +151,7 @@ fn sibling(dir: &Path, suffix: &str) -> PathBuf {
 /// Create `dir` (true), or accept it when it exists and is empty (false); anything else is
 /// refused, so a repack never mixes its shards with older objects.
 fn prepare_empty_dir(dir: &Path) -> zarrshard::Result<bool> {
-    let with_path = |e: std::io::Error| Error::Io {
-        code: e.raw_os_error().unwrap_or(-1),
-        message: format!("{}: {e}", dir.display()),
-    };
+    let with_path = |e: std::io::Error| Error::io_at(dir, e);
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
