@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Rust unit, integration and property tests, then interoperability against
-# zarr-python and tensorstore (installed from PyPI into .venv by scripts/venv.sh), which write
-# a matrix of sharded arrays that `zarrshard export` must reproduce byte for byte.
+# zarr-python and tensorstore (installed from PyPI into .venv by scripts/venv.sh) and zarrs
+# (crates.io, tests/interop/zarrs_peer), which write a matrix of sharded arrays that
+# `zarrshard export` must reproduce byte for byte.
 # Then a short fuzzing run of every fuzz target (scripts/fuzz.sh) and Miri over the core's tests
 # (scripts/miri.sh); each installs its tools (cargo-fuzz, nightly miri) or prints SKIP.
 # Idempotent; needs only the Rust toolchain and python3 (python3-venv is installed if missing).
@@ -17,8 +18,12 @@ echo "== cargo test (release)"
 cargo test --release --all-targets 2>&1 | tee "$LOG/cargo.log"
 cargo_status=${PIPESTATUS[0]}
 
-echo "== interop: zarr-python and tensorstore write, zarrshard export reads"
+echo "== interop: zarr-python, tensorstore and zarrs write, zarrshard export reads"
 "$REPO/scripts/venv.sh"
+# zarrs (the Rust crate, pinned by its own Cargo.lock) as the third peer: tests/interop/zarrs_peer.
+cargo build --release --locked --manifest-path tests/interop/zarrs_peer/Cargo.toml \
+    --target-dir "$REPO/target/zarrs-peer" 2>&1 | tail -n 2
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "building tests/interop/zarrs_peer failed"; exit 1; }
 PY="$REPO/.venv/bin/python"
 FIX="$REPO/target/interop-fixtures"
 rm -rf "$FIX"
@@ -26,13 +31,13 @@ rm -rf "$FIX"
 set +e
 "$PY" tests/interop/check_export.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/interop.log"
 export_status=${PIPESTATUS[0]}
-echo "== interop: zarrshard import writes (each strategy), zarr-python and tensorstore read"
+echo "== interop: zarrshard import writes (each strategy), zarr-python, tensorstore and zarrs read"
 "$PY" tests/interop/check_import.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | grep -v '^skip ' | tee "$LOG/import.log"
 import_status=${PIPESTATUS[0]}
-echo "== interop: zarrshard repack rewrites (shard shape; inner codecs + index location; unsharded arrays), zarr-python and tensorstore read; zarrshard get"
+echo "== interop: zarrshard repack rewrites (shard shape; inner codecs + index location; unsharded arrays), zarr-python, tensorstore and zarrs read; zarrshard get"
 "$PY" tests/interop/check_repack.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/repack.log"
 repack_status=${PIPESTATUS[0]}
-echo "== regions: zarrshard's region writes (tests/region.rs), zarr-python and tensorstore read"
+echo "== regions: zarrshard's region writes (tests/region.rs), zarr-python, tensorstore and zarrs read"
 "$PY" tests/interop/check_region.py "$REPO/target/tmp/region-interop" 2>&1 | tee "$LOG/region.log"
 region_status=${PIPESTATUS[0]}
 echo "== kerchunk references: fsspec + zarr-python read zarrshard refs sets (local, http:// from nginx); examples-c/http_read"

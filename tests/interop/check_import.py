@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Check that zarr-python and tensorstore read what `zarrshard import` writes.
+"""Check that zarr-python, tensorstore and zarrs read what `zarrshard import` writes.
 
 Usage:  check_import.py FIX_DIR ZARRSHARD_BIN [--filter S] [--timeout SECONDS]
                         [--jobs N] [--keep DIR]
 
-Run it with the project venv (it needs zarr and tensorstore):
+Run it with the project venv (it needs zarr and tensorstore) after building the
+zarrs peer (scripts/test.sh does both; see zarrs_peer.py):
 
     .venv/bin/python tests/interop/write_fixtures.py /tmp/fx
     .venv/bin/python tests/interop/check_import.py /tmp/fx target/release/zarrshard
@@ -19,22 +20,23 @@ and every writer in STRATEGIES this
      one byte, complex re then im -- and write every shard of the array in
      NEW/zarr.json, not storing inner chunks equal to the fill value and not
      writing shards with nothing stored; exit 0 on success);
-  3. reads NEW with zarr-python and with tensorstore and compares the values,
+  3. reads NEW with zarr-python, tensorstore and zarrs and compares the values,
      converted to the raw form above, byte for byte with FIX_DIR/<expected>
      (so NaN equals NaN exactly when the bits agree, and -0.0 != 0.0);
   4. checks that NEW holds exactly the same set of shard objects as the
-     fixture directory (both peer writers skip all-fill shards);
-  5. for arrays written by tensorstore whose inner codecs are uncompressed
-     (bytes, crc32c, transpose, and nested sharding of those; any index codecs
-     and index location) and the buffered writer in C order: checks that every
-     shard object of NEW is byte-identical to tensorstore's (tensorstore writes
-     inner chunks in C order with no gaps, at every nesting level).
+     fixture directory (every peer writer skips all-fill shards);
+  5. for arrays written by tensorstore or zarrs whose codecs are uncompressed
+     (bytes, crc32c, transpose, and nested sharding of those, inside the
+     sharding codec and after it; any index codecs and index location) and the
+     buffered writer in C order: checks that every shard object of NEW is
+     byte-identical to the peer's (both write inner chunks in C order with no
+     gaps, at every nesting level; zarrs because zarrs_peer asks for C order).
 
 Which peer reads what: the implementation that wrote a fixture read it back
-when writing it, so it reads NEW. The other one reads NEW only if it read the
+when writing it, so it reads NEW. The others read NEW only if they read the
 fixture itself with the same result: write_fixtures.py records that in the
-manifest entry's "cross_read" ("<peer>: same" | "<peer>: DIFFERENT" |
-"<peer>: error: ..."). An "error" (e.g. tensorstore refuses bytes->bytes codecs
+manifest entry's "cross_read" ({peer: "same" | "DIFFERENT" | "error: ..."}).
+An "error" (e.g. tensorstore refuses bytes->bytes codecs
 after sharding_indexed; zarr-python 3.1.6 refuses some transposes before
 sharding) or "DIFFERENT" skips that peer's read, with a printed "skip" line.
 Without "cross_read" the read is attempted.
@@ -67,7 +69,10 @@ from procs import describe_exit, run_with_timeout, squash  # noqa: E402
 
 STRATEGIES = [("buffered", "c"), ("buffered", "morton"), ("streaming", "c"), ("update", "c")]
 BYTE_IDENTITY_STRATEGY = ("buffered", "c")
-PEERS = ("zarr-python", "tensorstore")
+PEERS = ("zarr-python", "tensorstore", "zarrs")
+# Writers whose uncompressed shards zarrshard's buffered C-order writer must reproduce byte for
+# byte: both write inner chunks in C order with no gaps, at every nesting level.
+BYTE_IDENTICAL_PEERS = ("tensorstore", "zarrs")
 UNCOMPRESSED_CODECS = {"bytes", "crc32c", "transpose"}
 
 
@@ -207,7 +212,7 @@ def compare_shard_sets(new_files, fix_files):
     return problems
 
 
-def compare_shard_bytes(new_files, fix_files):
+def compare_shard_bytes(new_files, fix_files, peer):
     diffs = []
     for key in sorted(set(new_files) & set(fix_files)):
         with open(new_files[key], "rb") as f:
@@ -221,7 +226,7 @@ def compare_shard_bytes(new_files, fix_files):
         return None
     more = f", ... ({len(diffs)} of {len(set(new_files) & set(fix_files))} shards differ)" \
         if len(diffs) > 3 else ""
-    return "not byte-identical to tensorstore: " + "; ".join(diffs[:3]) + more
+    return f"not byte-identical to {peer}: " + "; ".join(diffs[:3]) + more
 
 
 # ---------------------------------------------------------------------------
@@ -235,6 +240,8 @@ def peer_readers():
     import tensorstore as ts
     import zarr
 
+    import zarrs_peer
+
     def read_zarr_python(path):
         return np.asarray(zarr.open_array(store=path, mode="r")[...])
 
@@ -242,7 +249,8 @@ def peer_readers():
         spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
         return np.asarray(ts.open(spec, open=True, read=True).result().read().result())
 
-    return {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
+    return {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore,
+            "zarrs": zarrs_peer.read}
 
 
 def peer_plan(entry) -> dict[str, str | None]:
@@ -252,12 +260,11 @@ def peer_plan(entry) -> dict[str, str | None]:
         if reader == entry["impl"]:
             plan[reader] = None  # it wrote the fixture and read it back
             continue
-        cr = entry.get("cross_read")
-        if cr is None:
+        verdict = entry.get("cross_read", {}).get(reader)
+        if verdict is None:
             plan[reader] = None  # nothing known: try it
             continue
-        prefix = f"{reader}: "
-        verdict = cr[len(prefix):] if cr.startswith(prefix) else cr
+        cr = f"{reader}: {verdict}"
         if verdict == "same":
             plan[reader] = None
         elif verdict.startswith("error"):
@@ -281,14 +288,14 @@ def inner_uncompressed(codecs) -> bool:
 
 
 def byte_identity_applies(entry, meta) -> bool:
-    """tensorstore fixture whose sharding codec has only uncompressed inner codecs."""
-    if entry["impl"] != "tensorstore":
+    """tensorstore or zarrs fixture whose codecs (the sharding codec's inner ones, and any
+    after it: zarrs writes those, tensorstore refuses them) are all uncompressed."""
+    if entry["impl"] not in BYTE_IDENTICAL_PEERS:
         return False
     codecs = meta.get("codecs", [])
-    sharding = [cd for cd in codecs if cd["name"] == "sharding_indexed"]
-    if len(sharding) != 1:
+    if sum(cd["name"] == "sharding_indexed" for cd in codecs) != 1:
         return False
-    return inner_uncompressed(sharding[0]["configuration"].get("codecs", []))
+    return inner_uncompressed(codecs)
 
 
 # ---------------------------------------------------------------------------
@@ -400,11 +407,11 @@ def main(argv=None) -> int:
                     fix_files = shard_files(fixture)
                     problems += compare_shard_sets(new_files, fix_files)
 
-                    # 5. byte identity with tensorstore
+                    # 5. byte identity with tensorstore's and zarrs' shards
                     if (strategy, order) == BYTE_IDENTITY_STRATEGY and \
                             byte_identity_applies(entry, meta):
                         identity_checked += 1
-                        p = compare_shard_bytes(new_files, fix_files)
+                        p = compare_shard_bytes(new_files, fix_files, entry["impl"])
                         if p:
                             problems.append(p)
                 check_seconds += time.monotonic() - t0

@@ -1,4 +1,4 @@
-"""zarr-python and tensorstore read the arrays zarrshard's region writes produced.
+"""zarr-python, tensorstore and zarrs read the arrays zarrshard's region writes produced.
 
     python check_region.py DIR
 
@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import tensorstore as ts
 import zarr
+
+import zarrs_peer
 
 
 def main() -> int:
@@ -30,9 +32,15 @@ def main() -> int:
             "tensorstore": lambda: ts.open(
                 {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}}
             ).result().read().result(),
+            "zarrs": lambda: zarrs_peer.read(str(path)),
         }
         for who, read in readers.items():
-            got = np.asarray(read())
+            try:
+                got = np.asarray(read())
+            except Exception as e:  # noqa: BLE001 - a reader's refusal is a failure
+                print(f"FAIL {who} cannot read {path.name}: {type(e).__name__}: {e}")
+                failed += 1
+                continue
             ok = got.shape == (37, 29) and np.array_equal(got.reshape(-1), want)
             print(f"{'ok' if ok else 'FAIL'} {who} reads {path.name}")
             passed += ok

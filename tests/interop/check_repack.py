@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
-"""Check that zarr-python and tensorstore read what `zarrshard repack` writes.
+"""Check that zarr-python, tensorstore and zarrs read what `zarrshard repack` writes.
 
 Usage:  check_repack.py FIX_DIR ZARRSHARD_BIN [--filter S] [--timeout SECONDS]
 
-Run it with the project venv (it needs zarr and tensorstore):
+Run it with the project venv (it needs zarr and tensorstore) after building the zarrs peer
+(scripts/test.sh does both; see zarrs_peer.py):
 
     .venv/bin/python tests/interop/write_fixtures.py /tmp/fx
     .venv/bin/python tests/interop/check_repack.py /tmp/fx target/release/zarrshard
 
-For every entry of FIX_DIR/manifest.json (an array zarr-python or tensorstore wrote, and its
+For every entry of FIX_DIR/manifest.json (an array zarr-python, tensorstore or zarrs wrote, and its
 values as raw bytes) and each VARIANT below this
 
   1. runs  ZARRSHARD_BIN repack FIX_DIR/<dir> NEW <variant flags>;
   2. checks the counts it prints: "reshard" keeps inner chunk shape and codecs, so every
      chunk is copied (none re-encoded) unless an array->array codec precedes sharding;
      "recodec" changes the inner codecs, so none is copied;
-  3. reads NEW with zarr-python and with tensorstore (the peers that read the fixture the
+  3. reads NEW with zarr-python, tensorstore and zarrs (the peers that read the fixture the
      same way, as in check_import.py) and compares the values byte for byte with
      FIX_DIR/<expected>;
   4. runs  ZARRSHARD_BIN export NEW  and compares its bytes with FIX_DIR/<expected>.
@@ -36,7 +37,8 @@ inside the array; the output always has the whole inner chunk shape).
 Unsharded arrays: for each case in UNSHARDED, zarr-python writes an unsharded array into a
 temporary directory; `repack --shard-shape` (chunks become inner chunks, all copied) and
 `repack --shard-shape --inner-chunk-shape` (all re-encoded) must give arrays that
-zarr-python and tensorstore read equal to the written values (two combinations per case).
+zarr-python, tensorstore and zarrs read equal to the written values (two combinations per
+case).
 
 Each (entry, variant) is one combination. A failing one prints "FAIL impl/case [variant]:
 what". The last line printed is exactly "N passed, M failed"; the exit status is 1 if M > 0,

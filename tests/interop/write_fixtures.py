@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Write sharded Zarr v3 interop fixtures with zarr-python 3 and tensorstore.
+"""Write sharded Zarr v3 interop fixtures with zarr-python 3, tensorstore and zarrs.
 
 Usage:  write_fixtures.py OUT_DIR
 
 For every case in CASES and every implementation ("zarr-python",
-"tensorstore") this writes
+"tensorstore", "zarrs") this writes
 
   OUT_DIR/<impl>/<case>/      a Zarr v3 array (zarr.json + shard objects)
   OUT_DIR/<impl>/<case>.bin   the whole array as read BACK by the writer:
@@ -23,7 +23,9 @@ Cases are described once as Zarr v3 metadata (codec JSON); each writer turns
 that into its own API: zarr-python's create_array(chunks=, shards=, filters=,
 serializer=, compressors=) when the pipeline is a lone sharding codec with the
 default index codecs, zarr.create(codecs=...) otherwise; tensorstore's zarr3
-driver with the metadata JSON. Data is deterministic (smooth + noise, seeded
+driver with the metadata JSON; zarrs (the Rust crate, through the zarrs-peer
+tool in zarrs_peer/, see zarrs_peer.py) opening a zarr.json of that metadata
+and storing the whole array with store_array_subset. Data is deterministic (smooth + noise, seeded
 from the case name), with some inner chunks and some whole shards left at the
 fill value so that writers do not store them.
 
@@ -32,9 +34,10 @@ A configuration an implementation is known to refuse (listed in the case's
 Any other failure, or a read-back that differs from the data written, makes
 the script exit non-zero after all cases are processed.
 
-Each array is also read by the other implementation; disagreements are printed
-as warnings (and recorded in the manifest entry as "cross_read") but are not
-errors, since that is not what these fixtures test.
+Each array is also read by the other implementations; disagreements are printed
+as warnings (and recorded in the manifest entry's "cross_read": {reader: "same" |
+"DIFFERENT" | "error: ..."}) but are not errors, since that is not what these
+fixtures test.
 """
 from __future__ import annotations
 
@@ -57,7 +60,9 @@ import zarr  # noqa: E402
 from zarr.core.chunk_key_encodings import parse_chunk_key_encoding  # noqa: E402
 from zarr.registry import get_codec_class  # noqa: E402
 
-IMPLS = ("zarr-python", "tensorstore")
+import zarrs_peer  # noqa: E402
+
+IMPLS = ("zarr-python", "tensorstore", "zarrs")
 
 # ---------------------------------------------------------------------------
 # codec JSON helpers
@@ -537,8 +542,9 @@ def ts_spec(path, metadata=None):
     return spec
 
 
-def write_tensorstore(c, path, data):
-    md = {
+def case_metadata(c):
+    """The case's array metadata in Zarr v3 spelling (what tensorstore takes)."""
+    return {
         "shape": list(c["shape"]),
         "data_type": c["dtype"],
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(c["shard"])}},
@@ -546,10 +552,20 @@ def write_tensorstore(c, path, data):
         "fill_value": fill_json(c["fill"], c["dtype"]),
         "codecs": c["codecs"],
     }
+
+
+def write_tensorstore(c, path, data):
+    md = case_metadata(c)
     arr = ts.open(ts_spec(path, md), create=True).result()
     arr[...].write(data).result()
     back = ts.open(ts_spec(path), open=True, read=True).result().read().result()
     return np.asarray(back), "tensorstore zarr3 driver, metadata JSON"
+
+
+def write_zarrs(c, path, data):
+    md = {"zarr_format": 3, "node_type": "array", **case_metadata(c), "attributes": {}}
+    zarrs_peer.write(path, md, to_le_bytes(data))
+    return zarrs_peer.read(path), "zarrs 0.23.14 Array::store_array_subset of the whole array"
 
 
 def read_zarr_python(path):
@@ -560,8 +576,10 @@ def read_tensorstore(path):
     return np.asarray(ts.open(ts_spec(path), open=True, read=True).result().read().result())
 
 
-WRITERS = {"zarr-python": write_zarr_python, "tensorstore": write_tensorstore}
-READERS = {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore}
+WRITERS = {"zarr-python": write_zarr_python, "tensorstore": write_tensorstore,
+           "zarrs": write_zarrs}
+READERS = {"zarr-python": read_zarr_python, "tensorstore": read_tensorstore,
+           "zarrs": zarrs_peer.read}
 
 
 def first_line(e: BaseException) -> str:
@@ -624,10 +642,11 @@ def main(argv):
                                f"chunk keys {c['cke']['name']} '{c['cke']['configuration']['separator']}'; "
                                f"written with {api}",
             })
-        # notes about the other implementation's refusal + cross reads
+        # notes about the other implementations' refusals + cross reads
         for entry in manifest:
             if entry["case"] != c["name"]:
                 continue
+            entry["cross_read"] = {}
             for other in IMPLS:
                 if other == entry["impl"]:
                     continue
@@ -636,12 +655,12 @@ def main(argv):
                 try:
                     x = READERS[other](os.path.join(out, entry["dir"]))
                     if same(x, written[entry["impl"]]):
-                        entry["cross_read"] = f"{other}: same"
+                        entry["cross_read"][other] = "same"
                     else:
-                        entry["cross_read"] = f"{other}: DIFFERENT"
+                        entry["cross_read"][other] = "DIFFERENT"
                         print(f"warning: {other} reads {entry['dir']} differently")
                 except Exception as e:  # noqa: BLE001
-                    entry["cross_read"] = f"{other}: error: {first_line(e)}"
+                    entry["cross_read"][other] = f"error: {first_line(e)}"
                     if other not in c["refuse"]:  # else: already reported as a skip
                         print(f"warning: {other} cannot read {entry['dir']}: {first_line(e)}")
 

@@ -4,8 +4,8 @@ and zarr-python, from local files and over HTTP from nginx on loopback.
 
 Usage:  check_refs.py FIXTURES_DIR ZARRSHARD_BIN [--filter SUBSTR]
 
-FIXTURES_DIR is the output of tests/interop/write_fixtures.py (zarr-python- and
-tensorstore-written arrays, manifest.json, and the values each writer read back). For every
+FIXTURES_DIR is the output of tests/interop/write_fixtures.py (zarr-python-, tensorstore- and
+zarrs-written arrays, manifest.json, and the values each writer read back). For every
 array and every variant
 
     json-v0 (Zarr v3 metadata)  local and http://
