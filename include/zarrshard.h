@@ -17,6 +17,11 @@
 #include <stdint.h>
 
 /**
+ * The most threads `shard_set_threads` accepts.
+ */
+#define SHARD_MAX_THREADS 1024
+
+/**
  * The store callback table version this header defines.
  */
 #define SHARD_STORE_VERSION 1
@@ -70,10 +75,9 @@
 #define SHARD_FLAG_STORE_FILL_CHUNKS 2
 
 /**
- * Default gap below which the byte ranges of wanted chunks are merged into one read: 64 KiB
- * (a round trip to object storage costs far more than 64 KiB of transfer).
+ * The coalescing gap of a new read handle: 65536 bytes (`shard_set_coalesce_gap`).
  */
-#define DEFAULT_COALESCE_GAP (64 << 10)
+#define SHARD_DEFAULT_COALESCE_GAP 65536
 
 /**
  * Result of every fallible `shard_*` function. `SHARD_OK` is 0; every other value is an
@@ -383,8 +387,10 @@ shard_status shard_last_error(char *buf, size_t len, size_t *written_out);
  * a call that decodes or encodes one shard's chunks runs them on the calling thread and
  * `threads - 1` of the library's. Process-wide; takes effect for calls that start afterwards.
  * The library's threads call the host's callbacks only for array stores flagged
- * `SHARD_STORE_THREAD_SAFE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_INVALID_ARGUMENT`
- * (the threads could not be started), `SHARD_ERR_PANIC`.
+ * `SHARD_STORE_THREAD_SAFE`. At most `SHARD_MAX_THREADS` (1024; `ZARRSHARD_THREADS` and the
+ * core count are capped there too). Thread-safe. Returns `SHARD_OK`,
+ * `SHARD_ERR_INVALID_ARGUMENT` (more than `SHARD_MAX_THREADS`, or the threads could not be
+ * started; the setting is unchanged), `SHARD_ERR_PANIC`.
  */
 shard_status shard_set_threads(size_t threads);
 
@@ -767,11 +773,12 @@ shard_status shard_read_chunk(const shard_handle *shard,
 /**
  * Set the gap (bytes) below which the byte ranges of chunks wanted by one
  * `shard_read_chunks` call are fetched with one read; 0 merges only touching ranges, a large
- * value reads the whole span. The default is 65536. Read handles only; thread-safe (takes
- * effect for calls that start afterwards). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+ * value reads the whole span. The default is `SHARD_DEFAULT_COALESCE_GAP` (65536). Read
+ * handles only; thread-safe (takes effect for calls that start afterwards). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
  * `SHARD_ERR_INVALID_STATE` (write handle), `SHARD_ERR_PANIC`.
  */
-shard_status shard_set_coalesce_gap(const shard_handle *shard, uint64_t gap);
+shard_status shard_set_coalesce_gap(const shard_handle *shard,
+                                    uint64_t gap);
 
 /**
  * Decode `count` inner chunks in one call: `coords` holds `count * rank` values (chunk after

@@ -45,7 +45,7 @@ pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
 pub use limits::{memory_limit, set_memory_limit};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
-pub use parallel::{set_threads, threads};
+pub use parallel::{set_threads, threads, MAX_THREADS};
 pub use reader::{read_whole_shard, FetchedChunks, ShardReader};
 pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
 pub use repair::ShardRepair;

@@ -44,14 +44,21 @@ use std::sync::{Arc, Mutex, RwLock};
 /// which calls use while the setting is above 1 and which stays asleep while it is 1.
 static POOL: RwLock<(Option<usize>, Option<Arc<rayon::ThreadPool>>)> = RwLock::new((None, None));
 
+/// The most threads [`set_threads`] starts. Each is an OS thread with its own stack and codec
+/// contexts, and chunk-level parallelism gains nothing past the cores: a larger count is a
+/// mistake (`shard_set_threads((size_t)-1)`), refused before any thread starts, where rayon
+/// would try to start 65 535.
+pub const MAX_THREADS: usize = 1024;
+
 /// The default size: `ZARRSHARD_THREADS` when set to a positive number (like
-/// `RAYON_NUM_THREADS`), otherwise one thread per core.
+/// `RAYON_NUM_THREADS`), otherwise one thread per core; at most [`MAX_THREADS`].
 fn cores() -> usize {
     std::env::var("ZARRSHARD_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(MAX_THREADS)
 }
 
 /// Set the number of threads used to encode and decode inner chunks: 0 = one per core,
@@ -60,7 +67,15 @@ fn cores() -> usize {
 /// built last reuses that pool, whose threads have slept since (keeping their codec contexts):
 /// a host that alternates between one thread and the default starts threads once. A pool of
 /// another size replaces it (its threads end once no call uses it).
+///
+/// Errors: [`Error::InvalidArgument`] for more than [`MAX_THREADS`] threads, or when the
+/// threads cannot be started; the setting is then unchanged.
 pub fn set_threads(n: usize) -> Result<()> {
+    if n > MAX_THREADS {
+        return Err(Error::InvalidArgument(format!(
+            "{n} threads: at most {MAX_THREADS} (0 = one per core)"
+        )));
+    }
     let n = if n == 0 { cores() } else { n };
     let mut setting = POOL.write().unwrap_or_else(|e| e.into_inner());
     let built = setting.1.as_ref().map(|p| p.current_num_threads());

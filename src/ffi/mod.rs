@@ -101,14 +101,21 @@ pub unsafe extern "C" fn shard_last_error(
     shard_status::SHARD_OK
 }
 
+/// The most threads `shard_set_threads` accepts.
+pub const SHARD_MAX_THREADS: usize = 1024;
+// A literal for cbindgen, which does not follow paths; held equal to the core's.
+const _: () = assert!(SHARD_MAX_THREADS == crate::parallel::MAX_THREADS);
+
 /// Set the number of threads the library uses to encode and decode inner chunks in parallel:
 /// 0 = one per core (the default, or the `ZARRSHARD_THREADS` environment variable), 1 = only
 /// the calling thread (for hosts that manage their own threads). The calling thread counts:
 /// a call that decodes or encodes one shard's chunks runs them on the calling thread and
 /// `threads - 1` of the library's. Process-wide; takes effect for calls that start afterwards.
 /// The library's threads call the host's callbacks only for array stores flagged
-/// `SHARD_STORE_THREAD_SAFE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_INVALID_ARGUMENT`
-/// (the threads could not be started), `SHARD_ERR_PANIC`.
+/// `SHARD_STORE_THREAD_SAFE`. At most `SHARD_MAX_THREADS` (1024; `ZARRSHARD_THREADS` and the
+/// core count are capped there too). Thread-safe. Returns `SHARD_OK`,
+/// `SHARD_ERR_INVALID_ARGUMENT` (more than `SHARD_MAX_THREADS`, or the threads could not be
+/// started; the setting is unchanged), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub extern "C" fn shard_set_threads(threads: usize) -> shard_status {
     error::guard(|| crate::parallel::set_threads(threads).map_err(Into::into))

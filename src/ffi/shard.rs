@@ -245,10 +245,15 @@ pub unsafe extern "C" fn shard_read_chunk(
     })
 }
 
+/// The coalescing gap of a new read handle: 65536 bytes (`shard_set_coalesce_gap`).
+pub const SHARD_DEFAULT_COALESCE_GAP: u64 = 65536;
+// A literal for cbindgen, which does not follow paths; held equal to the core's.
+const _: () = assert!(SHARD_DEFAULT_COALESCE_GAP == crate::reader::DEFAULT_COALESCE_GAP);
+
 /// Set the gap (bytes) below which the byte ranges of chunks wanted by one
 /// `shard_read_chunks` call are fetched with one read; 0 merges only touching ranges, a large
-/// value reads the whole span. The default is 65536. Read handles only; thread-safe (takes
-/// effect for calls that start afterwards). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
+/// value reads the whole span. The default is `SHARD_DEFAULT_COALESCE_GAP` (65536). Read
+/// handles only; thread-safe (takes effect for calls that start afterwards). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
 /// `SHARD_ERR_INVALID_STATE` (write handle), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_set_coalesce_gap(

@@ -35,6 +35,10 @@ const SHARD_IO_CONTRACT_VIOLATION = Int32(2147483646)
 const SHARD_FLAG_MORTON_ORDER = UInt32(1)
 "`shard_open_ex` flag: store inner chunks equal to the fill value."
 const SHARD_FLAG_STORE_FILL_CHUNKS = UInt32(2)
+"The most threads `shard_set_threads` accepts."
+const SHARD_MAX_THREADS = Csize_t(1024)
+"The coalescing gap of a new read handle, in bytes (`shard_set_coalesce_gap`)."
+const SHARD_DEFAULT_COALESCE_GAP = UInt64(65536)
 
 "`shard_array_refs` format: kerchunk reference set version 0 JSON."
 const SHARD_REFS_JSON_V0 = UInt32(0)
