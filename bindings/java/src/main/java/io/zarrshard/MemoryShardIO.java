@@ -45,6 +45,7 @@ public final class MemoryShardIO implements ShardIO {
 
     @Override
     public int read(long offset, ByteBuffer dst) throws NotFound {
+        nonNegative("offset", offset);
         lock.readLock().lock();
         try {
             if (!exists) {
@@ -88,6 +89,7 @@ public final class MemoryShardIO implements ShardIO {
 
     @Override
     public void write(long offset, ByteBuffer src) {
+        nonNegative("offset", offset);
         lock.writeLock().lock();
         try {
             long end = offset + src.remaining();
@@ -108,6 +110,7 @@ public final class MemoryShardIO implements ShardIO {
 
     @Override
     public void truncate(long length) {
+        nonNegative("length", length);
         lock.writeLock().lock();
         try {
             if (length > Integer.MAX_VALUE - 8) {
@@ -134,6 +137,14 @@ public final class MemoryShardIO implements ShardIO {
             exists = false;
         } finally {
             lock.writeLock().unlock();
+        }
+    }
+
+    /** A negative offset or length would index the array from a wrong place (its low 32
+     * bits) and corrupt the object: refused. */
+    private static void nonNegative(String what, long value) {
+        if (value < 0) {
+            throw new IllegalArgumentException("negative " + what + " " + value);
         }
     }
 

@@ -63,8 +63,8 @@ final class Native {
 
     static native void readChunkDirect(long shard, long[] coords, ByteBuffer dst, int pos, int len);
 
-    static native void readChunks(long shard, long[] coords, int rank, ByteBuffer dst, int pos,
-            int len);
+    static native void readChunks(long shard, long[] coords, int count, int rank, ByteBuffer dst,
+            int pos, int len);
 
     static native byte[] readChunkRaw(long shard, long[] coords);
 

@@ -162,7 +162,7 @@ public final class Shard implements AutoCloseable {
         int len = dst.remaining();
         long h = ref.acquire();
         try {
-            Native.readChunks(h, flat, rank, dst, pos, len);
+            Native.readChunks(h, flat, coords.length, rank, dst, pos, len);
         } finally {
             ref.release();
         }

@@ -112,8 +112,8 @@ public final class ShardArray implements AutoCloseable {
 
     /** The region as 16-bit elements (data types of 2 bytes, else {@link Status#BUFFER_SIZE}). */
     public short[] readRegionShorts(long[] start, long[] shape) {
-        int n = Math.toIntExact(elements(start, shape));
-        ByteBuffer dst = ByteBuffer.allocateDirect(Math.multiplyExact(n, 2));
+        int n = shortCount(start, shape);
+        ByteBuffer dst = ByteBuffer.allocateDirect(n * 2);
         readRegion(start, shape, dst);
         short[] out = new short[n];
         dst.flip().order(ByteOrder.nativeOrder()).asShortBuffer().get(out);
@@ -133,7 +133,10 @@ public final class ShardArray implements AutoCloseable {
     /** Write the region from 16-bit elements (data types of 2 bytes). */
     public void writeRegion(long[] start, long[] shape, short[] values) {
         Objects.requireNonNull(values, "values");
-        ByteBuffer src = ByteBuffer.allocateDirect(Math.multiplyExact(values.length, 2))
+        if (values.length > (Integer.MAX_VALUE - 8) / 2) {
+            throw new IllegalArgumentException(values.length + " values do not fit a ByteBuffer");
+        }
+        ByteBuffer src = ByteBuffer.allocateDirect(values.length * 2)
                 .order(ByteOrder.nativeOrder());
         src.asShortBuffer().put(values);
         writeRegion(start, shape, src);
@@ -149,26 +152,45 @@ public final class ShardArray implements AutoCloseable {
         cleanable.clean();
     }
 
-    /** The region's element count; the two arrays must have one length. */
-    private static long elements(long[] start, long[] shape) {
+    /**
+     * The checks the library cannot make (it sees unsigned numbers): non-null, one length, no
+     * negative extent. Everything else (rank, a region past the array or too large, the buffer
+     * size) is the library's to report, with its status.
+     */
+    private static void checkRegion(long[] start, long[] shape) {
         Objects.requireNonNull(start, "start");
         Objects.requireNonNull(shape, "shape");
         if (start.length != shape.length) {
             throw new IllegalArgumentException("start has " + start.length + " values, shape "
                     + shape.length);
         }
-        long n = 1;
         for (long e : shape) {
             if (e < 0) {
                 throw new IllegalArgumentException("negative extent " + e);
             }
-            n = Math.multiplyExact(n, e);
         }
-        return n;
+    }
+
+    /** The element count of a region that must fit one Java array of 2-byte elements. */
+    private static int shortCount(long[] start, long[] shape) {
+        checkRegion(start, shape);
+        long n = 1;
+        for (long e : shape) {
+            if (e == 0) {
+                return 0;
+            }
+        }
+        for (long e : shape) {
+            if (e > (Integer.MAX_VALUE - 8) / 2 || (n *= e) > (Integer.MAX_VALUE - 8) / 2) {
+                throw new IllegalArgumentException("a region of shape "
+                        + java.util.Arrays.toString(shape) + " does not fit a short[]");
+            }
+        }
+        return (int) n;
     }
 
     private void bytes(long[] start, long[] shape, byte[] buf, boolean write) {
-        elements(start, shape);
+        checkRegion(start, shape);
         long h = ref.acquire();
         try {
             if (write) {
@@ -183,7 +205,7 @@ public final class ShardArray implements AutoCloseable {
 
     /** {@code remaining()} bytes from {@code position()}; on success the position moves past. */
     private void direct(long[] start, long[] shape, ByteBuffer b, boolean write) {
-        elements(start, shape);
+        checkRegion(start, shape);
         Objects.requireNonNull(b, write ? "src" : "dst");
         if (!b.isDirect()) {
             throw new IllegalArgumentException("a direct ByteBuffer is required");
