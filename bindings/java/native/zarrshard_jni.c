@@ -889,11 +889,18 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_shardOpen(JNIEnv *env, jclass c
     return finish(env, &s, st) ? (jlong)(uintptr_t)handle : 0;
 }
 
-JNIEXPORT void JNICALL Java_io_zarrshard_Native_shardClose(JNIEnv *env, jclass cls, jlong shard) {
-    (void)env;
+/* Returns the first exception a ShardIO callback threw during the close (the rollback of an
+ * unfinished UPDATE_APPEND update calls truncate/remove), or NULL: shard_close returns nothing,
+ * so without this a failed rollback, which leaves the object with the bytes the update
+ * appended, would go unnoticed. */
+JNIEXPORT jthrowable JNICALL Java_io_zarrshard_Native_shardClose(JNIEnv *env, jclass cls,
+                                                                jlong shard) {
+    scope s;
     (void)cls;
+    scope_begin(&s);
     /* destroy (cb_destroy) runs in here, on this thread. */
     shard_close((shard_handle *)(uintptr_t)shard);
+    return scope_end(env, &s);
 }
 
 JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunk(JNIEnv *env, jclass cls, jlong shard,

@@ -421,15 +421,28 @@ public final class Shard implements AutoCloseable {
 
     /**
      * Close the handle: a write handle not finalized is discarded (an
-     * {@link Mode#UPDATE_APPEND} update is cut back to the previous shard when the ShardIO has
-     * {@code truncate}/{@code remove}; exceptions those throw here are dropped). Idempotent;
+     * {@link Mode#UPDATE_APPEND} update is cut back to the previous shard with the ShardIO's
+     * {@code truncate}, or {@code remove} for an object the update created). Idempotent;
      * thread-safe, also from inside a ShardIO callback, and safe while other threads are
-     * reading (the handle is freed when the last call returns). The ShardIO is released, not
-     * closed. Never throws.
+     * reading (the handle is then freed when the last call returns). The ShardIO is released,
+     * not closed; the handle is closed even when this throws.
+     *
+     * @throws ShardException {@link Status#IO} with {@link ShardException#IO_JAVA_EXCEPTION}
+     *     and the ShardIO's exception as cause, when that cut-back threw: the object then still
+     *     holds the bytes the update appended (with the index at the end, it is no longer a
+     *     valid shard), so discard it or restore it. Reported only by the close that frees the
+     *     handle (not when a call in flight or the Cleaner frees it).
      */
     @Override
     public synchronized void close() {
         cleanable.clean();
+        Throwable rollback = ref.takeCloseFailure();
+        if (rollback != null) {
+            throw new ShardException(Status.IO.code(), "zarrshard: closing discarded an "
+                    + "unfinished " + mode + " update and cutting the object back failed: it "
+                    + "keeps the bytes written since open", ShardException.IO_JAVA_EXCEPTION,
+                    rollback);
+        }
     }
 
     /** Test hook: read on a native thread unknown to the JVM. Returns the C status. */

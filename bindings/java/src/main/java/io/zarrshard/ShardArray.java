@@ -47,7 +47,10 @@ public final class ShardArray implements AutoCloseable {
     private final Cleaner.Cleanable cleanable;
 
     private ShardArray(long ptr) {
-        ref = new NativeRef(ptr, Native::arrayClose, "ShardArray");
+        ref = new NativeRef(ptr, p -> {
+            Native.arrayClose(p);
+            return null;
+        }, "ShardArray");
         // The safety net: an unreachable ShardArray is closed by the Cleaner (which frees the
         // handle and releases the store).
         cleanable = ShardCodec.CLEANER.register(this, ref);

@@ -37,7 +37,10 @@ public final class ShardCodec implements AutoCloseable {
     private final String dataType;
 
     private ShardCodec(long ptr) {
-        ref = new NativeRef(ptr, Native::codecFree, "ShardCodec");
+        ref = new NativeRef(ptr, p -> {
+            Native.codecFree(p);
+            return null;
+        }, "ShardCodec");
         cleanable = CLEANER.register(this, ref);
         try {
             // Everything immutable is read once, so the getters need no native call.

@@ -152,16 +152,59 @@ public class HostileInputTest {
                     throw new UnsupportedOperationException("index at the start");
                 }
             };
-            try (Shard w = Shard.open(codec, io, Shard.Mode.UPDATE_APPEND)) {
-                ShardException e = assertThrows(ShardException.class,
-                        () -> w.writeChunk(new long[] {2, 2}, chunk(new long[] {2, 2}, 2)));
-                assertEquals(e.getMessage(), Status.IO, e.status());
-                assertEquals(ShardException.IO_JAVA_EXCEPTION, e.ioCode());
-                assertTrue(String.valueOf(e.getCause()),
-                        e.getCause() instanceof IllegalArgumentException
-                                && e.getCause().getMessage().contains("Long.MAX_VALUE"));
-            }
+            Shard w = Shard.open(codec, io, Shard.Mode.UPDATE_APPEND);
+            ShardException e = assertThrows(ShardException.class,
+                    () -> w.writeChunk(new long[] {2, 2}, chunk(new long[] {2, 2}, 2)));
+            assertEquals(e.getMessage(), Status.IO, e.status());
+            assertEquals(ShardException.IO_JAVA_EXCEPTION, e.ioCode());
+            assertTrue(String.valueOf(e.getCause()),
+                    e.getCause() instanceof IllegalArgumentException
+                            && e.getCause().getMessage().contains("Long.MAX_VALUE"));
+            // Discarding the update cuts the object back to the size it claimed, which
+            // MemoryShardIO cannot hold: close says so.
+            ShardException c = assertThrows(ShardException.class, w::close);
+            assertEquals(Status.IO, c.status());
+            assertTrue(String.valueOf(c.getCause()), c.getCause() instanceof IllegalArgumentException);
             assertTrue("negative offset " + io.minOffset.get(), io.minOffset.get() >= 0);
+        }
+    }
+
+    /**
+     * Giving up an UPDATE_APPEND update (close without finalize) cuts the object back with
+     * truncate. When that truncate throws, the object keeps the appended bytes after its old
+     * index (index at the end: the shard no longer opens). close() must say so instead of
+     * returning normally, with the ShardIO's exception as cause.
+     */
+    @Test
+    public void failedRollbackAtCloseIsReported() {
+        try (ShardCodec codec = codec(CFG_ZSTD_END)) {
+            MemoryShardIO mem = new MemoryShardIO();
+            writeStandard(codec, mem, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
+            byte[] before = mem.bytes();
+            IOException boom = new IOException("truncate failed");
+            ShardIO io = new TestSupport.ForwardingIO(mem) {
+                @Override
+                public void truncate(long length) throws IOException {
+                    throw boom;
+                }
+            };
+            Shard w = Shard.open(codec, io, Shard.Mode.UPDATE_APPEND);
+            w.writeChunk(new long[] {2, 2}, chunk(new long[] {2, 2}, 2));
+            assertTrue(mem.bytes().length > before.length); // appended
+            ShardException e = assertThrows(ShardException.class, w::close);
+            assertEquals(e.getMessage(), Status.IO, e.status());
+            assertEquals(ShardException.IO_JAVA_EXCEPTION, e.ioCode());
+            assertSame(boom, e.getCause());
+            assertTrue(w.isClosed());
+            w.close(); // reported once; closing again is a no-op
+            // what the caller is being told about: the old shard is gone
+            assertThrows(ShardException.class, () -> Shard.open(codec, mem, Shard.Mode.READ));
+            // a rollback that works: close() is silent and the old shard is back
+            MemoryShardIO mem2 = new MemoryShardIO(before);
+            Shard w2 = Shard.open(codec, mem2, Shard.Mode.UPDATE_APPEND);
+            w2.writeChunk(new long[] {2, 2}, chunk(new long[] {2, 2}, 2));
+            w2.close();
+            assertArrayEquals(before, mem2.bytes());
         }
     }
 
