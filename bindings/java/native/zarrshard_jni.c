@@ -422,8 +422,9 @@ static int32_t cb_size(void *ud, uint64_t *size_out) {
  * before the host sees a negative number. */
 static int32_t cb_past_long(JNIEnv *env, const char *what, uint64_t offset, uint64_t len) {
     char msg[160];
-    snprintf(msg, sizeof msg, "zarrshard: %s (offset %llu, length %llu) reaches past Long.MAX_VALUE",
-             what, (unsigned long long)offset, (unsigned long long)len);
+    snprintf(msg, sizeof msg,
+             "zarrshard: %s (offset %llu, length %llu) reaches past Long.MAX_VALUE", what,
+             (unsigned long long)offset, (unsigned long long)len);
     (*env)->ThrowNew(env, g_IllegalArgumentException, msg);
     return cb_exception(env, 0);
 }
