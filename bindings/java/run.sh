@@ -7,7 +7,8 @@
 #      first when .venv is missing)
 #   4. the JNI shim, bindings/java/native/zarrshard_jni.c -> libzarrshard_jni.so, with
 #      -Wall -Wextra -Werror, linked with the static libzarrshard.a and --no-undefined
-#   5. the Java classes (javac --release 17 -Xlint:all -Werror): library, tests, example
+#   5. the Java classes (javac --release 17 -Xlint:all -Werror): library, tests, example;
+#      javadoc -Xdoclint:all -Werror over the library (every public API documented)
 #   6. the JUnit 4 tests
 #   7. the same tests under -Xcheck:jni: must pass and print no JNI warning
 #   8. the example (bindings/java/example/Example.java), and zarr-python reading its array
@@ -131,6 +132,16 @@ build_java() (
         "$SRC/example/Example.java"
 )
 step build-java build_java
+
+# Every public class, method and constant has a doc comment with its parameters, result and
+# exceptions: javadoc's doclint, every warning an error.
+build_javadoc() (
+    rm -rf "$OUT/javadoc"
+    set -x
+    javadoc -quiet -Xdoclint:all -Xmaxwarns 10000 -Werror -d "$OUT/javadoc" \
+        $(find "$SRC/src/main/java" -name '*.java' | sort)
+)
+step javadoc build_javadoc
 
 # ---- 6, 7. the tests ------------------------------------------------------------------------
 

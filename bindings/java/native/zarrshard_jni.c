@@ -327,6 +327,11 @@ static int32_t cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size
         cb_leave(attached);
         return rc != 0 ? rc : IO_JAVA_EXCEPTION;
     }
+    /* A Java object ends before byte Long.MAX_VALUE (sizes and offsets are longs): the bytes
+     * past it do not exist, so a read reaching there is short, and ShardIO.read never sees an
+     * offset that would be negative as a long (a corrupt index can ask for one). */
+    if (offset >= (uint64_t)INT64_MAX) len = 0;
+    else if (len > (uint64_t)INT64_MAX - offset) len = (size_t)((uint64_t)INT64_MAX - offset);
     /* One call per piece of at most MAX_PIECE bytes; a short piece ends the object. */
     while (got < len) {
         size_t piece = len - got < MAX_PIECE ? len - got : MAX_PIECE;
@@ -412,6 +417,18 @@ static int32_t cb_size(void *ud, uint64_t *size_out) {
     return rc;
 }
 
+/* A write or truncate that would reach past Long.MAX_VALUE cannot be expressed to a ShardIO
+ * (its offsets and lengths are longs): fail it with an IllegalArgumentException as cause,
+ * before the host sees a negative number. */
+static int32_t cb_past_long(JNIEnv *env, const char *what, uint64_t offset, uint64_t len) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "zarrshard: %s (offset %llu, length %llu) reaches past Long.MAX_VALUE", what,
+             (unsigned long long)offset, (unsigned long long)len);
+    (*env)->ThrowNew(env, g_IllegalArgumentException, msg);
+    return cb_exception(env, 0);
+}
+
 static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
     jni_io *io = (jni_io *)ud;
     int attached;
@@ -419,6 +436,11 @@ static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t le
     size_t done = 0;
     int32_t rc = 0;
     if (env == NULL) return IO_NO_JVM;
+    if (offset > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - offset) {
+        rc = cb_past_long(env, "write", offset, len);
+        cb_leave(attached);
+        return rc;
+    }
     if ((*env)->PushLocalFrame(env, 4) != 0) {
         rc = cb_exception(env, 0);
         cb_leave(attached);
@@ -448,6 +470,11 @@ static int32_t cb_truncate(void *ud, uint64_t len) {
     JNIEnv *env = cb_enter(&attached);
     int32_t rc;
     if (env == NULL) return IO_NO_JVM;
+    if (len > (uint64_t)INT64_MAX) {
+        rc = cb_past_long(env, "truncate", 0, len);
+        cb_leave(attached);
+        return rc;
+    }
     (*env)->CallVoidMethod(env, io->io, g_io_truncate, (jlong)len);
     rc = cb_exception(env, 0);
     cb_leave(attached);
@@ -863,11 +890,18 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_shardOpen(JNIEnv *env, jclass c
     return finish(env, &s, st) ? (jlong)(uintptr_t)handle : 0;
 }
 
-JNIEXPORT void JNICALL Java_io_zarrshard_Native_shardClose(JNIEnv *env, jclass cls, jlong shard) {
-    (void)env;
+/* Returns the first exception a ShardIO callback threw during the close (the rollback of an
+ * unfinished UPDATE_APPEND update calls truncate/remove), or NULL: shard_close returns nothing,
+ * so without this a failed rollback, which leaves the object with the bytes the update
+ * appended, would go unnoticed. */
+JNIEXPORT jthrowable JNICALL Java_io_zarrshard_Native_shardClose(JNIEnv *env, jclass cls,
+                                                                jlong shard) {
+    scope s;
     (void)cls;
+    scope_begin(&s);
     /* destroy (cb_destroy) runs in here, on this thread. */
     shard_close((shard_handle *)(uintptr_t)shard);
+    return scope_end(env, &s);
 }
 
 JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunk(JNIEnv *env, jclass cls, jlong shard,
@@ -914,21 +948,23 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunkDirect(JNIEnv *env, jcl
     free_coords(&c);
 }
 
-/* coords holds count * rank values; out receives count chunks. */
+/* coords holds count * rank values; out receives count chunks. The count is passed, not
+ * derived from the coordinates: a rank-0 shard has count chunks and no coordinate. */
 JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunks(JNIEnv *env, jclass cls, jlong shard,
-                                                           jlongArray coords, jint rank,
-                                                           jobject buffer, jint pos, jint len) {
+                                                           jlongArray coords, jint count,
+                                                           jint rank, jobject buffer, jint pos,
+                                                           jint len) {
     coords_buf c;
     uint8_t *addr;
     shard_status st;
     scope s;
     (void)cls;
     if (!live(env, shard) || !get_coords(env, coords, &c)) return;
-    if (rank <= 0 || c.n % (size_t)rank != 0) {
+    if (count < 0 || rank < 0 || (uint64_t)c.n != (uint64_t)count * (uint64_t)rank) {
         throw_new(env, g_IllegalArgumentException, "coordinates are not count x rank values");
     } else if ((addr = direct_range(env, buffer, pos, len)) != NULL) {
         scope_begin(&s);
-        st = shard_read_chunks(SHARD(shard), c.v, c.n / (size_t)rank, (size_t)rank, addr,
+        st = shard_read_chunks(SHARD(shard), c.v, (size_t)count, (size_t)rank, addr,
                                (size_t)len);
         finish(env, &s, st);
     }

@@ -70,7 +70,21 @@ public final class FileShardIO implements ShardIO, Closeable {
         this.exists = exists;
     }
 
+    /**
+     * Open the object at {@code path}. READ opens the file if it exists; WRITE and UPDATE
+     * create the temporary (and missing parent directories), UPDATE copies {@code path} into
+     * it. The caller owns the result: close it after the {@link Shard} that uses it.
+     *
+     * @param path the shard's file
+     * @param mode how to open it
+     * @return the new FileShardIO
+     * @throws IOException when the file or temporary cannot be opened or copied (nothing is
+     *     left behind)
+     * @throws NullPointerException when an argument is null
+     */
     public static FileShardIO open(Path path, Mode mode) throws IOException {
+        java.util.Objects.requireNonNull(path, "path");
+        java.util.Objects.requireNonNull(mode, "mode");
         if (mode == Mode.READ) {
             try {
                 return new FileShardIO(path, null, FileChannel.open(path, StandardOpenOption.READ),
@@ -115,6 +129,11 @@ public final class FileShardIO implements ShardIO, Closeable {
         return new FileShardIO(abs, tmp, ch, exists);
     }
 
+    /**
+     * The shard's file (absolute in write modes), not the temporary.
+     *
+     * @return the path given to {@link #open}
+     */
     public Path path() {
         return path;
     }
@@ -190,6 +209,10 @@ public final class FileShardIO implements ShardIO, Closeable {
      * Make a successful write visible: fsync the temporary and rename it over {@code path}
      * (atomically), or, when the shard was removed, delete {@code path}; then fsync the
      * directory. Call once, after {@link Shard#finalizeShard()} returned.
+     *
+     * @throws IOException when the fsync, rename or delete fails (the temporary stays until
+     *     {@link #close()}, the old shard is intact)
+     * @throws IllegalStateException for a READ context, a second commit, or after close
      */
     public synchronized void commit() throws IOException {
         if (tmp == null || committed || closed) {
@@ -212,7 +235,12 @@ public final class FileShardIO implements ShardIO, Closeable {
         syncDirectory(path.getParent());
     }
 
-    /** Close the file; an uncommitted temporary is deleted. Idempotent. */
+    /**
+     * Close the file; an uncommitted temporary is deleted. Idempotent; thread-safe. A Shard
+     * still using this FileShardIO fails its later calls with {@link Status#IO}.
+     *
+     * @throws IOException when closing or deleting fails
+     */
     @Override
     public synchronized void close() throws IOException {
         if (closed) {

@@ -6,7 +6,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A shard object in a Java byte array: tests, caches, or a staging buffer before an upload.
- * Thread-safe (reads share a read lock). Starts missing unless given initial bytes.
+ * Thread-safe (reads share a read lock). Starts missing unless given initial bytes. Holds at
+ * most 2 GiB: a write or truncate beyond, or a negative offset or length, throws
+ * {@link IllegalArgumentException} (an {@link Status#IO} failure of the shard call).
  */
 public final class MemoryShardIO implements ShardIO {
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
@@ -17,14 +19,23 @@ public final class MemoryShardIO implements ShardIO {
     /** A missing object (it reads as all fill value until something is written). */
     public MemoryShardIO() {}
 
-    /** An object holding a copy of {@code bytes}. */
+    /**
+     * An object holding a copy of {@code bytes}.
+     *
+     * @param bytes the object's contents (copied; the caller keeps its array)
+     * @throws NullPointerException when {@code bytes} is null
+     */
     public MemoryShardIO(byte[] bytes) {
         data = bytes.clone();
         size = bytes.length;
         exists = true;
     }
 
-    /** A copy of the object's bytes, or null when it does not exist. */
+    /**
+     * A copy of the object's bytes. Thread-safe.
+     *
+     * @return a new array, or null when the object does not exist
+     */
     public byte[] bytes() {
         lock.readLock().lock();
         try {
@@ -34,6 +45,11 @@ public final class MemoryShardIO implements ShardIO {
         }
     }
 
+    /**
+     * Whether the object exists (something was written and it was not removed). Thread-safe.
+     *
+     * @return true when it exists
+     */
     public boolean exists() {
         lock.readLock().lock();
         try {
@@ -45,6 +61,7 @@ public final class MemoryShardIO implements ShardIO {
 
     @Override
     public int read(long offset, ByteBuffer dst) throws NotFound {
+        nonNegative("offset", offset);
         lock.readLock().lock();
         try {
             if (!exists) {
@@ -88,6 +105,7 @@ public final class MemoryShardIO implements ShardIO {
 
     @Override
     public void write(long offset, ByteBuffer src) {
+        nonNegative("offset", offset);
         lock.writeLock().lock();
         try {
             long end = offset + src.remaining();
@@ -108,6 +126,7 @@ public final class MemoryShardIO implements ShardIO {
 
     @Override
     public void truncate(long length) {
+        nonNegative("length", length);
         lock.writeLock().lock();
         try {
             if (length > Integer.MAX_VALUE - 8) {
@@ -134,6 +153,14 @@ public final class MemoryShardIO implements ShardIO {
             exists = false;
         } finally {
             lock.writeLock().unlock();
+        }
+    }
+
+    /** A negative offset or length would index the array from a wrong place (its low 32
+     * bits) and corrupt the object: refused. */
+    private static void nonNegative(String what, long value) {
+        if (value < 0) {
+            throw new IllegalArgumentException("negative " + what + " " + value);
         }
     }
 

@@ -57,14 +57,16 @@ final class Native {
 
     static native long shardOpen(long codec, ShardIO io, int mode, int flags, int caps);
 
-    static native void shardClose(long shard);
+    /** Close; returns what a ShardIO callback threw during the close (a failed rollback of an
+     * unfinished update), or null. */
+    static native Throwable shardClose(long shard);
 
     static native void readChunk(long shard, long[] coords, byte[] out);
 
     static native void readChunkDirect(long shard, long[] coords, ByteBuffer dst, int pos, int len);
 
-    static native void readChunks(long shard, long[] coords, int rank, ByteBuffer dst, int pos,
-            int len);
+    static native void readChunks(long shard, long[] coords, int count, int rank, ByteBuffer dst,
+            int pos, int len);
 
     static native byte[] readChunkRaw(long shard, long[] coords);
 

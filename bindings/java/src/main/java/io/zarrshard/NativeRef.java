@@ -1,7 +1,6 @@
 package io.zarrshard;
 
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongConsumer;
 
 /**
  * One native pointer, shared by the calls in flight and freed exactly once.
@@ -16,13 +15,23 @@ import java.util.function.LongConsumer;
  * Cleaner action, and a reference back would keep the owner reachable forever.
  */
 final class NativeRef implements Runnable {
+    /** Frees a pointer; returns what went wrong on the way (the pointer is freed anyway), or
+     * null. */
+    @FunctionalInterface
+    interface Free {
+        Throwable free(long ptr);
+    }
+
     private static final long CLOSED = 1; // state: (calls in flight << 1) | CLOSED
     private final AtomicLong state = new AtomicLong();
     private final long ptr;
-    private final LongConsumer free;
+    private final Free free;
     private final String what;
+    // What the free reported when run() (close, or the Cleaner) freed the pointer itself; a
+    // free by the last call in flight cannot report to anyone and drops it.
+    private volatile Throwable closeFailure;
 
-    NativeRef(long ptr, LongConsumer free, String what) {
+    NativeRef(long ptr, Free free, String what) {
         this.ptr = ptr;
         this.free = free;
         this.what = what;
@@ -43,7 +52,7 @@ final class NativeRef implements Runnable {
 
     void release() {
         if (state.addAndGet(-2) == CLOSED) {
-            free.accept(ptr);
+            free.free(ptr);
         }
     }
 
@@ -61,10 +70,17 @@ final class NativeRef implements Runnable {
             }
             if (state.compareAndSet(s, s | CLOSED)) {
                 if (s == 0) {
-                    free.accept(ptr);
+                    closeFailure = free.free(ptr);
                 }
                 return;
             }
         }
+    }
+
+    /** What the free reported when {@link #run()} freed the pointer, once; else null. */
+    Throwable takeCloseFailure() {
+        Throwable t = closeFailure;
+        closeFailure = null;
+        return t;
     }
 }

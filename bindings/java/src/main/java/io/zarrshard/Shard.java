@@ -27,7 +27,14 @@ import java.util.Objects;
  *
  * <p><b>Errors.</b> Failed calls throw {@link ShardException} with the library's status and
  * message; if the {@link ShardIO} threw, the status is {@link Status#IO} and the cause is that
- * exception.
+ * exception. Every method that reaches the library throws {@link IllegalStateException} once
+ * the Shard is closed, and every method throws {@link NullPointerException} for a null
+ * argument. Coordinates are the inner chunk's, one per dimension; out of range (negative
+ * included) or of the wrong rank they give {@link Status#INVALID_ARGUMENT}.
+ *
+ * <p><b>Ownership.</b> The Shard owns its native handle (free it with {@link #close()}; a
+ * {@link java.lang.ref.Cleaner} frees a forgotten one) and keeps its {@link ShardIO} reachable
+ * until then, but never closes it. It does not keep the {@link ShardCodec} open.
  */
 public final class Shard implements AutoCloseable {
 
@@ -72,7 +79,15 @@ public final class Shard implements AutoCloseable {
         this.cleanable = ShardCodec.CLEANER.register(this, ref);
     }
 
-    /** {@link #open(ShardCodec, ShardIO, Mode, int)} with no flags. */
+    /**
+     * {@link #open(ShardCodec, ShardIO, Mode, int)} with no flags.
+     *
+     * @param codec the layout
+     * @param io the object's storage
+     * @param mode how to open it
+     * @return the open Shard; close it
+     * @throws ShardException as {@link #open(ShardCodec, ShardIO, Mode, int)}
+     */
     public static Shard open(ShardCodec codec, ShardIO io, Mode mode) {
         return open(codec, io, mode, 0);
     }
@@ -80,9 +95,18 @@ public final class Shard implements AutoCloseable {
     /**
      * Open the shard object behind {@code io} with {@code codec}'s layout. Read and update
      * modes read the index here. On success the Shard keeps {@code io} reachable until closed;
-     * on failure it keeps nothing.
+     * on failure it keeps nothing. Thread-safe (any number of Shards may be opened on one
+     * codec at once).
      *
-     * @param flags a bitwise OR of {@code FLAG_*}, 0 for none
+     * @param codec the layout; it may be closed while the Shard stays open
+     * @param io the object's storage
+     * @param mode how to open it
+     * @param flags a bitwise OR of {@code FLAG_*}, 0 for none (ignored by {@link Mode#READ})
+     * @return the open Shard; close it
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (unknown flags),
+     *     {@link Status#IO}, {@link Status#CORRUPT}, {@link Status#CHECKSUM} (read and update
+     *     modes read the index), {@link Status#UNSUPPORTED} (a ShardIO lacking an operation)
+     * @throws IllegalStateException when {@code codec} is closed
      */
     public static Shard open(ShardCodec codec, ShardIO io, Mode mode, int flags) {
         Objects.requireNonNull(codec, "codec");
@@ -104,16 +128,35 @@ public final class Shard implements AutoCloseable {
         }
     }
 
+    /**
+     * The mode the Shard was opened with. Works after close.
+     *
+     * @return the mode
+     */
     public Mode mode() {
         return mode;
     }
 
-    /** Bytes of one decoded inner chunk. */
+    /**
+     * Bytes of one decoded inner chunk ({@link ShardCodec#innerChunkNbytes()}). Works after
+     * close.
+     *
+     * @return the size every chunk buffer must have
+     */
     public int chunkNbytes() {
         return chunkNbytes;
     }
 
-    /** Inner chunk {@code coords}, decoded (the fill value when it is not stored). */
+    /**
+     * Inner chunk {@code coords}, decoded (the fill value when it is not stored). Read handles;
+     * thread-safe.
+     *
+     * @param coords the inner chunk's coordinates
+     * @return a new array of {@link #chunkNbytes()} bytes, C order, native byte order
+     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#IO},
+     *     {@link Status#CORRUPT}, {@link Status#CHECKSUM}, {@link Status#INVALID_STATE} (write
+     *     handle)
+     */
     public byte[] readChunk(long... coords) {
         Objects.requireNonNull(coords, "coords");
         byte[] out = new byte[chunkNbytes];
@@ -126,8 +169,17 @@ public final class Shard implements AutoCloseable {
         return out;
     }
 
-    /** Decode inner chunk {@code coords} into the direct buffer {@code dst} (remaining must be
-     * {@link #chunkNbytes()}, else {@link Status#BUFFER_SIZE}). */
+    /**
+     * Decode inner chunk {@code coords} into the direct buffer {@code dst}, in place. Read
+     * handles; thread-safe. On failure the position is unchanged and the remaining bytes are
+     * unspecified.
+     *
+     * @param coords the inner chunk's coordinates
+     * @param dst a direct, writable buffer with exactly {@link #chunkNbytes()} remaining
+     * @throws ShardException as {@link #readChunk(long...)}, and {@link Status#BUFFER_SIZE}
+     * @throws IllegalArgumentException when {@code dst} is not direct
+     * @throws java.nio.ReadOnlyBufferException when {@code dst} is read-only
+     */
     public void readChunk(long[] coords, ByteBuffer dst) {
         Objects.requireNonNull(coords, "coords");
         int pos = directWritable(dst);
@@ -141,8 +193,19 @@ public final class Shard implements AutoCloseable {
         dst.position(pos + len);
     }
 
-    /** Decode several inner chunks in one call, one after another in the result. */
+    /**
+     * Decode several inner chunks in one call (their byte ranges coalesced, decoded in
+     * parallel), one after another in the result. Read handles; thread-safe. For a rank-0
+     * shard, each coordinate array is empty and each names the one chunk.
+     *
+     * @param coords one coordinate array per chunk, each of the shard's rank
+     * @return a new array of {@code coords.length * chunkNbytes()} bytes
+     * @throws ShardException as {@link #readChunk(long...)}
+     * @throws IllegalArgumentException when a coordinate array has the wrong length, or the
+     *     chunks do not fit one byte[]
+     */
     public byte[] readChunks(long[]... coords) {
+        Objects.requireNonNull(coords, "coords");
         long total = (long) coords.length * chunkNbytes;
         if (total > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("the chunks do not fit one byte[]");
@@ -154,22 +217,41 @@ public final class Shard implements AutoCloseable {
         return out;
     }
 
-    /** Decode several inner chunks into the direct buffer {@code dst}
-     * ({@code coords.length * chunkNbytes()} bytes remaining). */
+    /**
+     * Decode several inner chunks into the direct buffer {@code dst}, one after another. Read
+     * handles; thread-safe. On failure the position is unchanged and the remaining bytes are
+     * unspecified.
+     *
+     * @param coords one coordinate array per chunk, each of the shard's rank
+     * @param dst a direct, writable buffer with exactly {@code coords.length * chunkNbytes()}
+     *     bytes remaining
+     * @throws ShardException as {@link #readChunk(long...)}, and {@link Status#BUFFER_SIZE}
+     * @throws IllegalArgumentException when a coordinate array has the wrong length or
+     *     {@code dst} is not direct
+     * @throws java.nio.ReadOnlyBufferException when {@code dst} is read-only
+     */
     public void readChunks(long[][] coords, ByteBuffer dst) {
         long[] flat = flatten(coords);
         int pos = directWritable(dst);
         int len = dst.remaining();
         long h = ref.acquire();
         try {
-            Native.readChunks(h, flat, rank, dst, pos, len);
+            Native.readChunks(h, flat, coords.length, rank, dst, pos, len);
         } finally {
             ref.release();
         }
         dst.position(pos + len);
     }
 
-    /** The encoded bytes of inner chunk {@code coords}, as stored (empty when not stored). */
+    /**
+     * The encoded bytes of inner chunk {@code coords}, as stored. Read handles; thread-safe.
+     *
+     * @param coords the inner chunk's coordinates
+     * @return a new array, empty when the chunk is not stored
+     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#IO},
+     *     {@link Status#CORRUPT}, {@link Status#INVALID_STATE} (write handle)
+     * @throws IllegalArgumentException when the chunk is larger than a byte[]
+     */
     public byte[] readChunkRaw(long... coords) {
         Objects.requireNonNull(coords, "coords");
         long h = ref.acquire();
@@ -180,7 +262,15 @@ public final class Shard implements AutoCloseable {
         }
     }
 
-    /** Where inner chunk {@code coords} is stored. */
+    /**
+     * Where inner chunk {@code coords} is stored: for read handles from the index read at
+     * open (thread-safe); for write handles the chunks written so far (buffered offsets are
+     * assigned at finalize; {@link Status#BUSY} while another thread writes).
+     *
+     * @param coords the inner chunk's coordinates
+     * @return its location
+     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#BUSY}
+     */
     public ChunkLocation chunkInfo(long... coords) {
         Objects.requireNonNull(coords, "coords");
         long[] v;
@@ -193,7 +283,19 @@ public final class Shard implements AutoCloseable {
         return new ChunkLocation(v[0], v[1], v[2] != 0);
     }
 
-    /** Encode and write inner chunk {@code coords} ({@link #chunkNbytes()} bytes). */
+    /**
+     * Encode and write inner chunk {@code coords} per the handle's mode (a chunk equal to the
+     * fill value is left empty unless {@link #FLAG_STORE_FILL_CHUNKS}). Write handles, one
+     * call at a time. After a failed {@link ShardIO#write} the object is incomplete and every
+     * later write fails with {@link Status#INVALID_STATE}: close the Shard, discard the object.
+     *
+     * @param coords the inner chunk's coordinates
+     * @param data {@link #chunkNbytes()} bytes, C order, native byte order (copied; the
+     *     caller keeps the array)
+     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#BUFFER_SIZE},
+     *     {@link Status#IO}, {@link Status#INVALID_STATE} (read handle, after finalize or a
+     *     failed write), {@link Status#BUSY}, {@link Status#UNSUPPORTED}
+     */
     public void writeChunk(long[] coords, byte[] data) {
         Objects.requireNonNull(coords, "coords");
         Objects.requireNonNull(data, "data");
@@ -205,7 +307,15 @@ public final class Shard implements AutoCloseable {
         }
     }
 
-    /** Encode and write inner chunk {@code coords} from a direct buffer. */
+    /**
+     * {@link #writeChunk(long[], byte[])} from the remaining bytes of a direct buffer; on
+     * success its position moves past them.
+     *
+     * @param coords the inner chunk's coordinates
+     * @param src a direct buffer with exactly {@link #chunkNbytes()} remaining
+     * @throws ShardException as {@link #writeChunk(long[], byte[])}
+     * @throws IllegalArgumentException when {@code src} is not direct
+     */
     public void writeChunk(long[] coords, ByteBuffer src) {
         Objects.requireNonNull(coords, "coords");
         int pos = direct(src);
@@ -219,8 +329,15 @@ public final class Shard implements AutoCloseable {
         src.position(pos + len);
     }
 
-    /** Write inner chunk {@code coords} from already-encoded bytes (e.g. {@link #readChunkRaw}
-     * of a shard with the same inner codecs), stored as given. */
+    /**
+     * Write inner chunk {@code coords} from already-encoded bytes (e.g. {@link #readChunkRaw}
+     * of a shard with the same inner codecs), stored as given. Write handles, one call at a
+     * time.
+     *
+     * @param coords the inner chunk's coordinates
+     * @param encoded the encoded chunk (copied)
+     * @throws ShardException as {@link #writeChunk(long[], byte[])}
+     */
     public void writeChunkRaw(long[] coords, byte[] encoded) {
         Objects.requireNonNull(coords, "coords");
         Objects.requireNonNull(encoded, "encoded");
@@ -232,7 +349,15 @@ public final class Shard implements AutoCloseable {
         }
     }
 
-    /** {@link #writeChunkRaw(long[], byte[])} from a direct buffer. */
+    /**
+     * {@link #writeChunkRaw(long[], byte[])} from the remaining bytes of a direct buffer; on
+     * success its position moves past them.
+     *
+     * @param coords the inner chunk's coordinates
+     * @param encoded a direct buffer holding the encoded chunk
+     * @throws ShardException as {@link #writeChunk(long[], byte[])}
+     * @throws IllegalArgumentException when {@code encoded} is not direct
+     */
     public void writeChunkRaw(long[] coords, ByteBuffer encoded) {
         Objects.requireNonNull(coords, "coords");
         int pos = direct(encoded);
@@ -246,7 +371,14 @@ public final class Shard implements AutoCloseable {
         encoded.position(pos + len);
     }
 
-    /** Mark inner chunk {@code coords} empty (it then reads as the fill value). */
+    /**
+     * Mark inner chunk {@code coords} empty (it then reads as the fill value). Write handles,
+     * one call at a time.
+     *
+     * @param coords the inner chunk's coordinates
+     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#INVALID_STATE},
+     *     {@link Status#BUSY}
+     */
     public void eraseChunk(long... coords) {
         Objects.requireNonNull(coords, "coords");
         long h = ref.acquire();
@@ -261,6 +393,13 @@ public final class Shard implements AutoCloseable {
      * Write the index (and, buffered, the chunks): the shard is complete when this returns.
      * Returns the object's size, or 0 when nothing was stored and the object was removed.
      * Afterwards every write call fails with {@link Status#INVALID_STATE}; close the Shard.
+     * Write handles, one call at a time.
+     *
+     * @return the object's size in bytes, 0 when it was removed
+     * @throws ShardException {@link Status#IO}, {@link Status#INVALID_STATE} (read handle,
+     *     finalized before, or after a failed write), {@link Status#BUSY},
+     *     {@link Status#UNSUPPORTED} (no {@code remove} when the shard must be removed; no
+     *     {@code truncate} over a longer object), {@link Status#INVALID_ARGUMENT}
      */
     public long finalizeShard() {
         long h = ref.acquire();
@@ -271,17 +410,39 @@ public final class Shard implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether {@link #close()} was called (calls in flight may still be running).
+     *
+     * @return true once closed
+     */
     public boolean isClosed() {
         return ref.isClosed();
     }
 
     /**
-     * Close the handle: a write handle not finalized is discarded. Idempotent; safe while other
-     * threads are reading (the handle is freed when they return). The ShardIO is released.
+     * Close the handle: a write handle not finalized is discarded (an
+     * {@link Mode#UPDATE_APPEND} update is cut back to the previous shard with the ShardIO's
+     * {@code truncate}, or {@code remove} for an object the update created). Idempotent;
+     * thread-safe, also from inside a ShardIO callback, and safe while other threads are
+     * reading (the handle is then freed when the last call returns). The ShardIO is released,
+     * not closed; the handle is closed even when this throws.
+     *
+     * @throws ShardException {@link Status#IO} with {@link ShardException#IO_JAVA_EXCEPTION}
+     *     and the ShardIO's exception as cause, when that cut-back threw: the object then still
+     *     holds the bytes the update appended (with the index at the end, it is no longer a
+     *     valid shard), so discard it or restore it. Reported only by the close that frees the
+     *     handle (not when a call in flight or the Cleaner frees it).
      */
     @Override
     public synchronized void close() {
         cleanable.clean();
+        Throwable rollback = ref.takeCloseFailure();
+        if (rollback != null) {
+            throw new ShardException(Status.IO.code(), "zarrshard: closing discarded an "
+                    + "unfinished " + mode + " update and cutting the object back failed: it "
+                    + "keeps the bytes written since open", ShardException.IO_JAVA_EXCEPTION,
+                    rollback);
+        }
     }
 
     /** Test hook: read on a native thread unknown to the JVM. Returns the C status. */

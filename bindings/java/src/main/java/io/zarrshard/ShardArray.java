@@ -34,14 +34,23 @@ import java.util.Objects;
  *
  * <p><b>Errors.</b> {@link ShardException} with the library's status; when the store or a
  * ShardIO threw, status {@link Status#IO} and that exception as the cause. Mismatched
- * {@code start}/{@code shape} lengths: {@link IllegalArgumentException}.
+ * {@code start}/{@code shape} lengths or a negative extent: {@link IllegalArgumentException}
+ * (a negative start is a region past the array: {@link Status#INVALID_ARGUMENT}). Every method
+ * throws {@link IllegalStateException} once the array is closed and
+ * {@link NullPointerException} for a null argument.
+ *
+ * <p><b>Ownership.</b> The array owns its native handle (free it with {@link #close()}; a
+ * {@link Cleaner} frees a forgotten one) and keeps its {@link ShardStore} reachable until then.
  */
 public final class ShardArray implements AutoCloseable {
     private final NativeRef ref;
     private final Cleaner.Cleanable cleanable;
 
     private ShardArray(long ptr) {
-        ref = new NativeRef(ptr, Native::arrayClose, "ShardArray");
+        ref = new NativeRef(ptr, p -> {
+            Native.arrayClose(p);
+            return null;
+        }, "ShardArray");
         // The safety net: an unreachable ShardArray is closed by the Cleaner (which frees the
         // handle and releases the store).
         cleanable = ShardCodec.CLEANER.register(this, ref);
@@ -50,8 +59,11 @@ public final class ShardArray implements AutoCloseable {
     /**
      * Open the array described by the Zarr v3 {@code zarr.json} text over {@code store}.
      * Nothing is read yet. On success the array keeps {@code store} reachable until closed; on
-     * failure it keeps nothing.
+     * failure it keeps nothing. Thread-safe.
      *
+     * @param zarrJson the text of the array's {@code zarr.json}
+     * @param store where the array's objects are
+     * @return the open array; close it
      * @throws ShardException {@link Status#INVALID_METADATA}, {@link Status#UNSUPPORTED_CODEC},
      *     {@link Status#INVALID_ARGUMENT}
      */
@@ -69,7 +81,11 @@ public final class ShardArray implements AutoCloseable {
 
     /**
      * A new codec for the array's sharding layout and metadata (shape, data type, fill value,
-     * shard keys); close it when done. {@link Status#UNSUPPORTED} when the array is not sharded.
+     * shard keys); close it when done. Thread-safe.
+     *
+     * @return a new codec, independent of this array's lifetime
+     * @throws ShardException {@link Status#UNSUPPORTED} (the array is not sharded),
+     *     {@link Status#UNSUPPORTED_CODEC} (a bytes-to-bytes codec after sharding)
      */
     public ShardCodec codec() {
         long h = ref.acquire();
@@ -86,7 +102,10 @@ public final class ShardArray implements AutoCloseable {
      * Set the gap in bytes below which the byte ranges of inner chunks one region read wants
      * from a shard are fetched as one range: 0 merges only touching ranges, a large gap reads
      * whole spans (fewer requests to a high-latency store). The default is 65536. Safe while
-     * other threads read. {@link IllegalArgumentException} for a negative gap.
+     * other threads read.
+     *
+     * @param gap the gap in bytes
+     * @throws IllegalArgumentException for a negative gap
      */
     public void setCoalesceGap(long gap) {
         if (gap < 0) {
@@ -100,75 +119,164 @@ public final class ShardArray implements AutoCloseable {
         }
     }
 
-    /** Read the region of extent {@code shape} at {@code start} into {@code out}. */
+    /**
+     * Read the region of extent {@code shape} at {@code start} into {@code out} (written only
+     * when the call succeeds). Thread-safe.
+     *
+     * @param start the region's first element, one value per dimension
+     * @param shape the region's extent, one value per dimension
+     * @param out exactly the region's element count times the element size
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (rank, a region past the array or
+     *     too large), {@link Status#BUFFER_SIZE}, {@link Status#IO}, {@link Status#CORRUPT},
+     *     {@link Status#CHECKSUM}, {@link Status#UNSUPPORTED}
+     */
     public void readRegion(long[] start, long[] shape, byte[] out) {
         bytes(start, shape, Objects.requireNonNull(out, "out"), false);
     }
 
-    /** Read the region into the direct buffer {@code dst}. */
+    /**
+     * {@link #readRegion(long[], long[], byte[])} into the remaining bytes of a direct buffer,
+     * in place (on failure the position is unchanged and those bytes are unspecified).
+     *
+     * @param start the region's first element
+     * @param shape the region's extent
+     * @param dst a direct, writable buffer with exactly the region's byte size remaining
+     * @throws ShardException as {@link #readRegion(long[], long[], byte[])}
+     * @throws IllegalArgumentException when {@code dst} is not direct
+     * @throws java.nio.ReadOnlyBufferException when {@code dst} is read-only
+     */
     public void readRegion(long[] start, long[] shape, ByteBuffer dst) {
         direct(start, shape, dst, false);
     }
 
-    /** The region as 16-bit elements (data types of 2 bytes, else {@link Status#BUFFER_SIZE}). */
+    /**
+     * The region as 16-bit elements (data types of 2 bytes). Thread-safe.
+     *
+     * @param start the region's first element
+     * @param shape the region's extent
+     * @return a new array, C order
+     * @throws ShardException as {@link #readRegion(long[], long[], byte[])};
+     *     {@link Status#BUFFER_SIZE} for a data type not of 2 bytes
+     * @throws IllegalArgumentException when the region does not fit a short[]
+     */
     public short[] readRegionShorts(long[] start, long[] shape) {
-        int n = Math.toIntExact(elements(start, shape));
-        ByteBuffer dst = ByteBuffer.allocateDirect(Math.multiplyExact(n, 2));
+        int n = shortCount(start, shape);
+        ByteBuffer dst = ByteBuffer.allocateDirect(n * 2);
         readRegion(start, shape, dst);
         short[] out = new short[n];
         dst.flip().order(ByteOrder.nativeOrder()).asShortBuffer().get(out);
         return out;
     }
 
-    /** Write {@code data} to the region of extent {@code shape} at {@code start}. */
+    /**
+     * Write {@code data} to the region of extent {@code shape} at {@code start}: the minimum
+     * read-modify-write (see the class comment). Not atomic across shards. One writer at a
+     * time.
+     *
+     * @param start the region's first element
+     * @param shape the region's extent
+     * @param data exactly the region's element count times the element size (copied)
+     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#BUFFER_SIZE},
+     *     {@link Status#BUSY}, {@link Status#IO}, {@link Status#CORRUPT},
+     *     {@link Status#CHECKSUM}, {@link Status#UNSUPPORTED}
+     */
     public void writeRegion(long[] start, long[] shape, byte[] data) {
         bytes(start, shape, Objects.requireNonNull(data, "data"), true);
     }
 
-    /** Write the region from the direct buffer {@code src}. */
+    /**
+     * {@link #writeRegion(long[], long[], byte[])} from the remaining bytes of a direct buffer;
+     * on success its position moves past them.
+     *
+     * @param start the region's first element
+     * @param shape the region's extent
+     * @param src a direct buffer with exactly the region's byte size remaining
+     * @throws ShardException as {@link #writeRegion(long[], long[], byte[])}
+     * @throws IllegalArgumentException when {@code src} is not direct
+     */
     public void writeRegion(long[] start, long[] shape, ByteBuffer src) {
         direct(start, shape, src, true);
     }
 
-    /** Write the region from 16-bit elements (data types of 2 bytes). */
+    /**
+     * {@link #writeRegion(long[], long[], byte[])} from 16-bit elements (data types of 2
+     * bytes; else {@link Status#BUFFER_SIZE}).
+     *
+     * @param start the region's first element
+     * @param shape the region's extent
+     * @param values the region's elements, C order (copied)
+     * @throws ShardException as {@link #writeRegion(long[], long[], byte[])}
+     * @throws IllegalArgumentException when the values do not fit one ByteBuffer
+     */
     public void writeRegion(long[] start, long[] shape, short[] values) {
         Objects.requireNonNull(values, "values");
-        ByteBuffer src = ByteBuffer.allocateDirect(Math.multiplyExact(values.length, 2))
+        if (values.length > (Integer.MAX_VALUE - 8) / 2) {
+            throw new IllegalArgumentException(values.length + " values do not fit a ByteBuffer");
+        }
+        ByteBuffer src = ByteBuffer.allocateDirect(values.length * 2)
                 .order(ByteOrder.nativeOrder());
         src.asShortBuffer().put(values);
         writeRegion(start, shape, src);
     }
 
+    /**
+     * Whether {@link #close()} was called (calls in flight may still be running).
+     *
+     * @return true once closed
+     */
     public boolean isClosed() {
         return ref.isClosed();
     }
 
-    /** Close the handle and release the store. Idempotent; safe while other threads read. */
+    /**
+     * Close the handle and release the store. Idempotent; thread-safe, also from inside a
+     * store callback; safe while other threads read (the handle is freed when the last call
+     * returns). Never throws.
+     */
     @Override
     public synchronized void close() {
         cleanable.clean();
     }
 
-    /** The region's element count; the two arrays must have one length. */
-    private static long elements(long[] start, long[] shape) {
+    /**
+     * The checks the library cannot make (it sees unsigned numbers): non-null, one length, no
+     * negative extent. Everything else (rank, a region past the array or too large, the buffer
+     * size) is the library's to report, with its status.
+     */
+    private static void checkRegion(long[] start, long[] shape) {
         Objects.requireNonNull(start, "start");
         Objects.requireNonNull(shape, "shape");
         if (start.length != shape.length) {
             throw new IllegalArgumentException("start has " + start.length + " values, shape "
                     + shape.length);
         }
-        long n = 1;
         for (long e : shape) {
             if (e < 0) {
                 throw new IllegalArgumentException("negative extent " + e);
             }
-            n = Math.multiplyExact(n, e);
         }
-        return n;
+    }
+
+    /** The element count of a region that must fit one Java array of 2-byte elements. */
+    private static int shortCount(long[] start, long[] shape) {
+        checkRegion(start, shape);
+        long n = 1;
+        for (long e : shape) {
+            if (e == 0) {
+                return 0;
+            }
+        }
+        for (long e : shape) {
+            if (e > (Integer.MAX_VALUE - 8) / 2 || (n *= e) > (Integer.MAX_VALUE - 8) / 2) {
+                throw new IllegalArgumentException("a region of shape "
+                        + java.util.Arrays.toString(shape) + " does not fit a short[]");
+            }
+        }
+        return (int) n;
     }
 
     private void bytes(long[] start, long[] shape, byte[] buf, boolean write) {
-        elements(start, shape);
+        checkRegion(start, shape);
         long h = ref.acquire();
         try {
             if (write) {
@@ -183,7 +291,7 @@ public final class ShardArray implements AutoCloseable {
 
     /** {@code remaining()} bytes from {@code position()}; on success the position moves past. */
     private void direct(long[] start, long[] shape, ByteBuffer b, boolean write) {
-        elements(start, shape);
+        checkRegion(start, shape);
         Objects.requireNonNull(b, write ? "src" : "dst");
         if (!b.isDirect()) {
             throw new IllegalArgumentException("a direct ByteBuffer is required");

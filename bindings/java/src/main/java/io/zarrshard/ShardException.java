@@ -25,14 +25,26 @@ public class ShardException extends RuntimeException {
     /** {@link #ioCode()}: a callback broke the contract (C {@code SHARD_IO_CONTRACT_VIOLATION}). */
     public static final int IO_CONTRACT_VIOLATION = 2147483646;
 
+    /** The {@code shard_status} value. */
     private final int statusCode;
+    /** The library's message, never null. */
     private final String libraryMessage;
+    /** The host I/O code, 0 unless the status is IO. */
     private final int ioCode;
 
+    /**
+     * A failed call; the binding builds these from the library's status. Public so hosts can
+     * build one too (e.g. in a test double).
+     *
+     * @param statusCode the {@code shard_status} value
+     * @param libraryMessage the library's message ({@code shard_last_error}); may be empty
+     * @param ioCode the host I/O code of a {@link Status#IO} failure, else 0
+     * @param cause what a {@link ShardIO} or {@link ShardStore} threw during the call, or null
+     */
     public ShardException(int statusCode, String libraryMessage, int ioCode, Throwable cause) {
         super(describe(statusCode, libraryMessage, ioCode), cause);
         this.statusCode = statusCode;
-        this.libraryMessage = libraryMessage;
+        this.libraryMessage = libraryMessage == null ? "" : libraryMessage;
         this.ioCode = ioCode;
     }
 
@@ -51,21 +63,39 @@ public class ShardException extends RuntimeException {
         return b.toString();
     }
 
+    /**
+     * The status of the failed call.
+     *
+     * @return the status; {@link Status#UNKNOWN} for a value this binding does not know
+     */
     public Status status() {
         return Status.of(statusCode);
     }
 
-    /** The raw {@code shard_status} value. */
+    /**
+     * The raw {@code shard_status} value.
+     *
+     * @return the number the library returned
+     */
     public int statusCode() {
         return statusCode;
     }
 
-    /** The library's own message, as {@code shard_last_error} returned it. */
+    /**
+     * The library's own message, as {@code shard_last_error} returned it.
+     *
+     * @return the message, never null (empty when the library gave none)
+     */
     public String libraryMessage() {
         return libraryMessage;
     }
 
-    /** The host's I/O code of a {@link Status#IO} failure, else 0. */
+    /**
+     * The host's I/O code of a {@link Status#IO} failure ({@code shard_last_io_code}).
+     *
+     * @return {@link #IO_JAVA_EXCEPTION} when a ShardIO threw, {@link #IO_CONTRACT_VIOLATION}
+     *     when it broke the contract, {@link #IO_NO_JVM}; 0 for other statuses
+     */
     public int ioCode() {
         return ioCode;
     }

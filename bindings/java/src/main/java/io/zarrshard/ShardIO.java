@@ -35,14 +35,24 @@ import java.nio.ByteBuffer;
  */
 public interface ShardIO {
 
-    /** Thrown by a ShardIO to say that the object does not exist. */
+    /**
+     * Thrown by a ShardIO to say that the object does not exist (from {@link #read},
+     * {@link #readSuffix}, {@link #size} or {@link #remove}; from {@link #write} or
+     * {@link #truncate} it is an ordinary I/O error).
+     */
     final class NotFound extends IOException {
         private static final long serialVersionUID = 1L;
 
+        /** A NotFound with the message "object not found". */
         public NotFound() {
             super("object not found", null);
         }
 
+        /**
+         * A NotFound naming the object.
+         *
+         * @param message e.g. the missing path
+         */
         public NotFound(String message) {
             super(message);
         }
@@ -57,16 +67,38 @@ public interface ShardIO {
     /**
      * Read up to {@code dst.remaining()} bytes at {@code offset} into {@code dst}. Return the
      * number of bytes read; fewer than asked only when the object ends there (loop over your
-     * own partial transfers). Required.
+     * own partial transfers). Required. Called concurrently by every thread reading a read
+     * handle.
+     *
+     * @param offset byte offset in the object, never negative ({@code offset +
+     *     dst.remaining()} never exceeds {@link Long#MAX_VALUE})
+     * @param dst a direct buffer over library memory, valid only during the call
+     * @return the bytes read, 0 to {@code dst.remaining()}; any other value fails the call
+     *     with {@link Status#IO} and {@link ShardException#IO_CONTRACT_VIOLATION}
+     * @throws NotFound when the object does not exist (it then reads as the fill value)
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
      */
     int read(long offset, ByteBuffer dst) throws IOException;
 
-    /** The object's size in bytes; negative (or {@link NotFound}) when it does not exist. */
+    /**
+     * The object's size in bytes. Required (the library falls back to it without
+     * {@link #readSuffix}, and checks sizes before updates). Called concurrently.
+     *
+     * @return the size; negative when the object does not exist
+     * @throws NotFound when the object does not exist
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
+     */
     long size() throws IOException;
 
     /**
      * Write all of {@code src} at {@code offset}, creating or extending the object. Required
      * for write handles; a read-only ShardIO may throw {@link UnsupportedOperationException}.
+     * Called from one thread at a time.
+     *
+     * @param offset byte offset in the object, never negative ({@code offset +
+     *     src.remaining()} never exceeds {@link Long#MAX_VALUE})
+     * @param src a read-only direct buffer over library memory, valid only during the call
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
      */
     void write(long offset, ByteBuffer src) throws IOException;
 
@@ -75,7 +107,12 @@ public interface ShardIO {
      * it is shorter) into {@code dst}, advancing its position by exactly
      * {@code min(dst.remaining(), size)}, and return the object's size (negative, or
      * {@link NotFound}, when it does not exist). One request instead of {@code size} + {@code
-     * read} when the shard index is at the end.
+     * read} when the shard index is at the end. Called concurrently.
+     *
+     * @param dst a direct buffer over library memory, valid only during the call
+     * @return the object's size; negative when it does not exist
+     * @throws NotFound when the object does not exist
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
      */
     default long readSuffix(ByteBuffer dst) throws IOException {
         throw new UnsupportedOperationException("readSuffix");
@@ -83,7 +120,10 @@ public interface ShardIO {
 
     /**
      * Optional: set the object's size to {@code length} (a rewrite shorter than the old object
-     * needs it unless the object always starts empty).
+     * needs it unless the object always starts empty). Called from one thread at a time.
+     *
+     * @param length the new size, never negative
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
      */
     default void truncate(long length) throws IOException {
         throw new UnsupportedOperationException("truncate");
@@ -91,7 +131,10 @@ public interface ShardIO {
 
     /**
      * Optional: remove the object (a shard left with no stored chunk is removed at finalize).
-     * Removing a missing object must succeed (return, or throw {@link NotFound}).
+     * Removing a missing object must succeed (return, or throw {@link NotFound}). Called from
+     * one thread at a time.
+     *
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
      */
     default void remove() throws IOException {
         throw new UnsupportedOperationException("remove");

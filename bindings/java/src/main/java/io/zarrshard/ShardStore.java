@@ -26,11 +26,25 @@ import java.util.Objects;
 @FunctionalInterface
 public interface ShardStore {
 
-    /** The ShardIO of the object at {@code key}. */
+    /**
+     * The ShardIO of the object at {@code key}, which need not exist. The array uses it until
+     * it calls {@link #release} with it, before the array call returns.
+     *
+     * @param key the object's key, e.g. {@code "c/0/1"}
+     * @return the object's ShardIO, not null
+     * @throws IOException (or any other exception) to fail the array call with
+     *     {@link Status#IO} and this exception as cause
+     */
     ShardIO open(String key) throws IOException;
 
-    /** The array is done with {@code io}, a ShardIO from {@link #open}. By default, closes it
-     * when it is {@link Closeable} (e.g. a {@link FileShardIO}). */
+    /**
+     * The array is done with {@code io}, a ShardIO from {@link #open}. By default, closes it
+     * when it is {@link Closeable} (e.g. a {@link FileShardIO}).
+     *
+     * @param io the ShardIO {@link #open} returned
+     * @throws IOException (or any other exception): dropped, or the cause of an array call
+     *     that fails for another reason
+     */
     default void release(ShardIO io) throws IOException {
         if (io instanceof Closeable c) {
             c.close();
@@ -40,7 +54,11 @@ public interface ShardStore {
     /**
      * A read-only store over a directory: key {@code c/0/1} is the file {@code root/c/0/1},
      * read with {@link FileShardIO} (a missing file reads as the fill value). Writing through
-     * it fails with {@link Status#IO}.
+     * it fails with {@link Status#IO}. Thread-safe (each call opens its own file).
+     *
+     * @param root the array's directory (where {@code zarr.json} is)
+     * @return the store
+     * @throws NullPointerException when {@code root} is null
      */
     static ShardStore directory(Path root) {
         Objects.requireNonNull(root, "root");
