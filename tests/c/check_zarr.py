@@ -1,16 +1,23 @@
-"""zarr-python reads the array examples-c/write_array wrote, equal to the image it meant.
+"""zarr-python (and zarrs, when its peer tool is built) read the array examples-c/write_array
+wrote, equal to the image it meant.
 
     python check_zarr.py ARRAY_DIR SIZE
 
 The expected image is recomputed here from the formula in write_array.c (pixel()), so this
-checks the writer's output against an independent reader and an independent copy of the
-values. Prints one line and exits 0 when equal.
+checks the writer's output against independent readers and an independent copy of the
+values. zarrs reads through tests/interop/zarrs_peer, which scripts/test.sh builds before this
+runs; run alone without it, that read is reported as not done. Prints one line per reader and
+exits 0 when every reader that ran saw the image.
 """
 import os
 import sys
 
 import numpy as np
 import zarr
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "interop"))
+import zarrs_peer  # noqa: E402
 
 
 def expected(size: int) -> np.ndarray:
@@ -44,6 +51,14 @@ def main() -> int:
         return 1
     print(f"zarr-python {zarr.__version__}: {path} ({size}x{size} uint16, shards {arr.shards}, "
           f"inner chunks {arr.chunks}) equals the image write_array meant")
+    if not zarrs_peer.available():
+        print(f"zarrs: not read ({zarrs_peer.binary()} is not built; scripts/test.sh builds it)")
+        return 0
+    got = zarrs_peer.read(path)
+    if got.dtype != np.uint16 or got.shape != want.shape or not np.array_equal(got, want):
+        print(f"zarrs: read {got.dtype} {got.shape}, not the image write_array meant")
+        return 1
+    print(f"zarrs: {path} equals the image write_array meant")
     return 0
 
 

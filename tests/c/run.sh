@@ -13,8 +13,8 @@
 #      leaks on purpose, which ASan and valgrind must both flag (so their silence means something)
 #   7. scripts/install.sh into a temporary prefix (twice: idempotent), then a consumer built
 #      with pkg-config (shared and static) and with CMake find_package, and run
-#   8. zarr-python reads the demo's array equal to the image it meant (when .venv exists;
-#      scripts/venv.sh makes it)
+#   8. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
+#      the demo's array equal to the image it meant (when .venv exists; scripts/venv.sh makes it)
 #
 # One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
 # Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
@@ -251,13 +251,13 @@ consume_cmake() {
 }
 step consumer-cmake consume_cmake
 
-# ---- 8. zarr-python --------------------------------------------------------------------------
+# ---- 8. zarr-python and zarrs read the demo --------------------------------------------------
 
 PY="$REPO/.venv/bin/python"
 if [ -x "$PY" ]; then
-    step zarr-python-reads-demo "$PY" "$TC/check_zarr.py" "$OUT/demo/image.zarr" $DEMO_SIZE
+    step peers-read-demo "$PY" "$TC/check_zarr.py" "$OUT/demo/image.zarr" $DEMO_SIZE
 else
-    echo "SKIP zarr-python-reads-demo (no $PY; scripts/venv.sh creates it)"
+    echo "SKIP peers-read-demo (no $PY; scripts/venv.sh creates it)"
 fi
 
 echo "tests/c/run.sh: $((SECONDS - START))s${failed_steps[*]:+; failed: ${failed_steps[*]}}"
