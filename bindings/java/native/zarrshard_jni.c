@@ -1198,6 +1198,24 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_arraySetCoalesceGap(JNIEnv *env,
     (void)finish(env, &s, st);
 }
 
+/* threads >= 0 (Threads.set checks); the library refuses more than SHARD_MAX_THREADS. */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_setThreads(JNIEnv *env, jclass cls,
+                                                           jint threads) {
+    scope s;
+    (void)cls;
+    scope_begin(&s);
+    (void)finish(env, &s, shard_set_threads((size_t)threads));
+}
+
+JNIEXPORT jint JNICALL Java_io_zarrshard_Native_getThreads(JNIEnv *env, jclass cls) {
+    size_t n = 0;
+    scope s;
+    (void)cls;
+    scope_begin(&s);
+    if (!finish(env, &s, shard_get_threads(&n))) return 0;
+    return n > (size_t)INT32_MAX ? INT32_MAX : (jint)n;
+}
+
 /* start and shape as two long[] of one rank; 0 and an exception otherwise. */
 static int get_region(JNIEnv *env, jlongArray start, jlongArray shape, coords_buf *a,
                       coords_buf *b) {

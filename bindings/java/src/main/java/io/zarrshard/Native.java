@@ -93,6 +93,10 @@ final class Native {
 
     static native void arraySetCoalesceGap(long array, long gap);
 
+    static native void setThreads(int threads);
+
+    static native int getThreads();
+
     static native void arrayReadRegion(long array, long[] start, long[] shape, byte[] out);
 
     static native void arrayReadRegionDirect(long array, long[] start, long[] shape,

@@ -41,6 +41,31 @@ public class ErrorTest {
     }
 
     @Test
+    public void threadsSettingAndItsLimits() {
+        try {
+            Threads.set(1);
+            assertEquals(1, Threads.get());
+            try (ShardCodec codec = codec(CFG_ZSTD_END)) {
+                MemoryShardIO io = new MemoryShardIO();
+                writeStandard(codec, io, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
+                checkStandard(codec, io, 1); // decodes on the calling thread alone
+            }
+            Threads.set(2);
+            // Past the documented maximum: refused by the library, the setting unchanged.
+            ShardException e = expect(Status.INVALID_ARGUMENT, () -> Threads.set(Threads.MAX + 1));
+            assertTrue(e.libraryMessage(), e.libraryMessage().contains("at most 1024"));
+            expect(Status.INVALID_ARGUMENT, () -> Threads.set(Integer.MAX_VALUE));
+            assertEquals(2, Threads.get());
+            // Negative: refused in Java, before a (size_t) cast could turn it into 2^64 - 1.
+            assertThrows(IllegalArgumentException.class, () -> Threads.set(-1));
+            assertEquals(2, Threads.get());
+        } finally {
+            Threads.set(0);
+        }
+        assertTrue(Threads.get() >= 1);
+    }
+
+    @Test
     public void wrongBufferSize() {
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {
             MemoryShardIO io = new MemoryShardIO();
