@@ -38,6 +38,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -301,6 +302,32 @@ void call(F &&f) {
     check(std::forward<F>(f)());
 }
 
+/// The most bytes the binding allocates for one buffer whose size comes from stored data (an
+/// index entry), as the library's own limit: `ZARRSHARD_MEMORY_LIMIT` bytes when that is a
+/// positive number, else 4 GiB. Never throws.
+inline std::uint64_t memory_limit() noexcept {
+    if (const char *v = std::getenv("ZARRSHARD_MEMORY_LIMIT")) {
+        char *end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(v, &end, 10);
+        if (errno == 0 && end != v && n > 0) return static_cast<std::uint64_t>(n);
+    }
+    return std::uint64_t{4} << 30;
+}
+
+/// A vector of `n` value-initialized `T`s; a size that cannot be allocated throws `Error`
+/// (`SHARD_ERR_INVALID_ARGUMENT`) instead of `std::length_error` / `std::bad_alloc`.
+template <class T>
+std::vector<T> allocate(std::size_t n, const char *what) {
+    try {
+        return std::vector<T>(n);
+    } catch (const std::exception &) { // length_error, bad_alloc
+        throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                    std::string("invalid argument: ") + what + " of " + std::to_string(n) + " x " +
+                        std::to_string(sizeof(T)) + " bytes does not fit in memory");
+    }
+}
+
 // Detection idiom: which optional members an I/O object has.
 template <class, template <class> class, class = void>
 struct detect : std::false_type {};
@@ -322,32 +349,39 @@ template <class T>
 using remove_op = decltype(std::declval<T &>().remove());
 
 // Smart pointers and reference_wrapper are looked through: the I/O object is what they point at.
+// `is_null` says whether a smart pointer holds nothing: such an object is refused before any
+// callback could dereference it.
 template <class T>
 struct pointee {
     using type = T;
     static T &get(T &t) noexcept { return t; }
+    static bool is_null(const T &) noexcept { return false; }
 };
 template <class T, class D>
 struct pointee<std::unique_ptr<T, D>> {
     using type = T;
     static T &get(std::unique_ptr<T, D> &p) noexcept { return *p; }
+    static bool is_null(const std::unique_ptr<T, D> &p) noexcept { return !p; }
 };
 template <class T>
 struct pointee<std::shared_ptr<T>> {
     using type = T;
     static T &get(std::shared_ptr<T> &p) noexcept { return *p; }
+    static bool is_null(const std::shared_ptr<T> &p) noexcept { return !p; }
 };
 template <class T>
 struct pointee<std::reference_wrapper<T>> {
     using type = T;
     static T &get(std::reference_wrapper<T> &r) noexcept { return r.get(); }
+    static bool is_null(const std::reference_wrapper<T> &) noexcept { return false; }
 };
 
 /// The heap object a `Shard` owns as its callbacks' `userdata`.
 struct AdapterBase {
     virtual ~AdapterBase() = default;
-    /// The I/O object when it is a `T`, else nullptr.
-    virtual void *object(const std::type_info &type) noexcept = 0;
+    /// The I/O object when it is a `T`, else nullptr; also nullptr when `writable` is asked of
+    /// an object held through a pointer to const (`std::shared_ptr<const T>`).
+    virtual void *object(const std::type_info &type, bool writable) noexcept = 0;
 };
 
 } // namespace detail
@@ -380,10 +414,12 @@ struct Adapter final : AdapterBase {
 
     IO io; // the host's object (or a pointer to it)
 
-    void *object(const std::type_info &type) noexcept override {
-        // const_cast: a pointee may be const (std::shared_ptr<const T>); io<T>() restores it.
+    void *object(const std::type_info &type, bool writable) noexcept override {
+        // const_cast: a pointee may be const (std::shared_ptr<const T>); io<const T>() restores
+        // it, and io<T>() (writable) is refused for it (typeid ignores const).
         if (type == typeid(IO)) return const_cast<void *>(static_cast<const void *>(&io));
-        if (type == typeid(Object)) return const_cast<void *>(static_cast<const void *>(&obj()));
+        if (type == typeid(Object) && !(writable && std::is_const<Object>::value))
+            return const_cast<void *>(static_cast<const void *>(&obj()));
         return nullptr;
     }
 
@@ -725,10 +761,12 @@ class Shard {
     /// Ownership: `io` is moved (or copied) into a heap adapter the handle owns; it lives until
     /// the shard closes, and `io<T>()` borrows it. Pass a `std::shared_ptr<T>`,
     /// `std::unique_ptr<T>` or `std::ref(t)` to keep it elsewhere (with `std::ref`, `t` must
-    /// outlive the shard). If `open` throws, the shard keeps nothing: the adapter and the
-    /// object moved into it are already destroyed (an empty `codec` fails before the move).
-    /// The object's destructor runs in `close` and must not throw. Thread-safe. Throws `Error` (`SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
-    /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`, `SHARD_ERR_INVALID_ARGUMENT`, ...).
+    /// outlive the shard; an empty smart pointer throws `SHARD_ERR_NULL_POINTER`). If `open`
+    /// throws, the shard keeps nothing: the adapter and the object moved into it are already
+    /// destroyed (an empty `codec` fails before the move). The object's destructor runs in
+    /// `close` and must not throw. Thread-safe. Throws `Error` (`SHARD_ERR_IO`,
+    /// `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`,
+    /// `SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_NULL_POINTER`, ...).
     template <class IO>
     [[nodiscard]] static Shard open(const Codec &codec, IO &&io, Mode mode = Mode::Read,
                                     Flags flags = Flags::None) {
@@ -739,6 +777,9 @@ class Shard {
         s.rank_ = codec.rank(); // also rejects an empty codec before anything is built
         s.chunk_nbytes_ = codec.inner_chunk_nbytes();
         s.element_nbytes_ = codec.element_nbytes();
+        if (detail::pointee<Stored>::is_null(io))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`io` must not be NULL (an empty smart pointer was given as the I/O object)");
         auto adapter = std::make_unique<detail::Adapter<Stored>>(std::forward<IO>(io));
         const shard_io_callbacks table = adapter->table();
         shard_handle *h = nullptr;
@@ -770,15 +811,19 @@ class Shard {
 
     /// Borrow the I/O object given to `open` when it is a `T` (or points at one, for smart
     /// pointers and `std::ref`); valid until the shard closes. E.g.
-    /// `shard.io<FileIO>().commit()`. Throws `Error` (`SHARD_ERR_NULL_POINTER` when empty,
-    /// `SHARD_ERR_INVALID_ARGUMENT` for another type).
+    /// `shard.io<FileIO>().commit()`. An object given through a pointer to const
+    /// (`std::shared_ptr<const T>`) is borrowed only as `io<const T>()`. Throws `Error`
+    /// (`SHARD_ERR_NULL_POINTER` when empty, `SHARD_ERR_INVALID_ARGUMENT` for another type or a
+    /// non-const `T` of a const object).
     template <class T>
     [[nodiscard]] T &io() const {
         if (io_ == nullptr) throw Error(SHARD_ERR_NULL_POINTER, "`shard` must not be NULL (closed or moved from)");
-        void *p = io_->object(typeid(T));
+        void *p = io_->object(typeid(T), !std::is_const<T>::value);
         if (p == nullptr)
-            throw Error(SHARD_ERR_INVALID_ARGUMENT, "invalid argument: the I/O object is not a " +
-                                                        std::string(typeid(T).name()));
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: the I/O object is not a " +
+                            std::string(std::is_const<T>::value ? "const " : "") +
+                            typeid(T).name() + " (or is const)");
         return *static_cast<T *>(p);
     }
 
@@ -812,15 +857,13 @@ class Shard {
     }
 
     /// Decode several inner chunks in one call: `flat_coords` holds `count * rank()` values,
-    /// chunk after chunk; `out` receives `count * inner_chunk_nbytes()` bytes. Thread-safe.
-    /// Throws `Error` (as `read_chunk`; `SHARD_ERR_INVALID_ARGUMENT` when `flat_coords` is
-    /// not a multiple of the rank). On error `out`'s contents are unspecified.
+    /// chunk after chunk; `out` receives `count * inner_chunk_nbytes()` bytes. A rank-0 shard
+    /// has one chunk and no coordinates: `flat_coords` is then empty and `count` is
+    /// `out.size() / inner_chunk_nbytes()`. Thread-safe. Throws `Error` (as `read_chunk`;
+    /// `SHARD_ERR_INVALID_ARGUMENT` when `flat_coords` is not a multiple of the rank). On error
+    /// `out`'s contents are unspecified.
     void read_chunks(Coords flat_coords, span<std::uint8_t> out) const {
-        const std::size_t count = chunk_count(flat_coords.size());
-        detail::call([&] {
-            return shard_read_chunks(get(), flat_coords.data(), count, rank_, out.data(),
-                                     out.size());
-        });
+        read_chunks_n(flat_coords, chunk_count(flat_coords.size(), out.size()), out);
     }
 
     /// Decode the inner chunks at `coords` (one coordinate vector each) into one vector, the
@@ -838,8 +881,12 @@ class Shard {
                                 " values, the shard has rank " + std::to_string(rank_));
             flat.insert(flat.end(), c.begin(), c.end());
         }
-        std::vector<std::uint8_t> v(coords.size() * chunk_nbytes_);
-        read_chunks(flat, v);
+        if (chunk_nbytes_ != 0 && coords.size() > SIZE_MAX / chunk_nbytes_)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: " + std::to_string(coords.size()) +
+                            " chunks do not fit in memory");
+        auto v = detail::allocate<std::uint8_t>(coords.size() * chunk_nbytes_, "chunks");
+        read_chunks_n(flat, coords.size(), v); // the count is explicit: rank 0 works too
         return v;
     }
 
@@ -875,8 +922,17 @@ class Shard {
 
     /// The encoded bytes of inner chunk `coords` (empty for an empty chunk), e.g. for
     /// `write_chunk_raw` into a shard with the same inner codecs. Thread-safe. Throws `Error`.
+    /// The size comes from the index, which a damaged or hostile shard may fill with anything:
+    /// above the memory limit (`ZARRSHARD_MEMORY_LIMIT`, 4 GiB by default, as the library's)
+    /// it throws `SHARD_ERR_INVALID_ARGUMENT` before allocating.
     [[nodiscard]] std::vector<std::uint8_t> read_chunk_raw(Coords coords) const {
-        std::vector<std::uint8_t> v(read_chunk_raw_nbytes(coords));
+        const std::size_t n = read_chunk_raw_nbytes(coords);
+        if (n > detail::memory_limit())
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: the index names an encoded chunk of " +
+                            std::to_string(n) + " bytes, over the memory limit of " +
+                            std::to_string(detail::memory_limit()) + " bytes");
+        auto v = detail::allocate<std::uint8_t>(n, "an encoded chunk");
         if (v.empty()) return v;
         v.resize(read_chunk_raw(coords, v));
         return v;
@@ -957,14 +1013,29 @@ class Shard {
                             " bytes");
     }
 
-    std::size_t chunk_count(std::size_t n) const {
+    // The number of chunks `n` coordinate values name; rank 0: as many as fit in `out_len`.
+    std::size_t chunk_count(std::size_t n, std::size_t out_len) const {
         require_open();
-        if (rank_ == 0 || n % rank_ != 0)
+        if (rank_ == 0) {
+            if (n != 0)
+                throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                            "invalid argument: " + std::to_string(n) +
+                                " coordinate values for a rank-0 shard (it takes none)");
+            return chunk_nbytes_ == 0 ? 0 : out_len / chunk_nbytes_;
+        }
+        if (n % rank_ != 0)
             throw Error(SHARD_ERR_INVALID_ARGUMENT,
                         "invalid argument: " + std::to_string(n) +
                             " coordinate values are not a multiple of rank " +
                             std::to_string(rank_));
         return n / rank_;
+    }
+
+    void read_chunks_n(Coords flat_coords, std::size_t count, span<std::uint8_t> out) const {
+        detail::call([&] {
+            return shard_read_chunks(get(), flat_coords.data(), count, rank_, out.data(),
+                                     out.size());
+        });
     }
 
     std::unique_ptr<shard_handle, detail::ShardDeleter> ptr_;
@@ -981,7 +1052,8 @@ class Shard {
 /// Copies share the same object (a `std::shared_ptr` to it), so a test can keep one copy,
 /// give another to `Shard::open`, and inspect the bytes after the shard is closed. Every
 /// member is thread-safe (one mutex). A moved-from `MemoryIO` is empty: its members throw
-/// `std::logic_error` (surfacing as `SHARD_ERR_IO` through a shard).
+/// `Error` with `SHARD_ERR_NULL_POINTER` (surfacing as `SHARD_ERR_IO`, `io_code_exception`,
+/// through a shard), except `use_count()`, which is 0.
 class MemoryIO {
   public:
     /// A new object that does not exist yet (reads as all fill value until written).
@@ -1072,7 +1144,9 @@ class MemoryIO {
     };
 
     std::unique_lock<std::mutex> lock() const {
-        if (!s_) throw std::logic_error("zarrshard::MemoryIO: moved-from object");
+        if (!s_)
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`MemoryIO` must not be empty (moved from): it holds no object");
         return std::unique_lock<std::mutex>(s_->mutex);
     }
 
@@ -1356,6 +1430,10 @@ struct StoreAdapter {
             auto &self = *static_cast<StoreAdapter *>(ud);
             auto io = std::make_unique<Adapter<IO>>(pointee<Store>::get(self.store).open(
                 std::string_view(key)));
+            if (pointee<IO>::is_null(io->io))
+                throw Error(SHARD_ERR_NULL_POINTER,
+                            "the store's open(\"" + std::string(key) +
+                                "\") returned an empty pointer, not an I/O object");
             *io_out = io->table();
             io.release(); // the library owns it now (its destroy callback deletes it)
             return 0;
@@ -1420,7 +1498,9 @@ class Array {
 
     /// Open the array described by the Zarr v3 `zarr.json` text over `store`. Nothing is read
     /// yet. `store` is moved (or copied) into a heap adapter the handle owns; pass a
-    /// `std::shared_ptr<S>`, `std::unique_ptr<S>` or `std::ref(s)` to keep it elsewhere. If
+    /// `std::shared_ptr<S>`, `std::unique_ptr<S>` or `std::ref(s)` to keep it elsewhere (an
+    /// empty smart pointer throws `SHARD_ERR_NULL_POINTER`; a store whose `open` returns an
+    /// empty smart pointer fails that call with `SHARD_ERR_IO`, `io_code_exception`). If
     /// `open` throws, the adapter and the store moved into it are already destroyed.
     /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_UNSUPPORTED_CODEC`,
     /// `SHARD_ERR_INVALID_ARGUMENT`).
@@ -1428,6 +1508,9 @@ class Array {
     [[nodiscard]] static Array open(std::string_view zarr_json, Store &&store,
                                     StoreFlags flags = StoreFlags::None) {
         using Adapter = detail::StoreAdapter<std::decay_t<Store>>;
+        if (detail::pointee<std::decay_t<Store>>::is_null(store))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`store` must not be NULL (an empty smart pointer was given as the store)");
         auto adapter = std::make_unique<Adapter>(std::forward<Store>(store));
         shard_store_callbacks table;
         std::memset(&table, 0, sizeof table);
@@ -1487,11 +1570,23 @@ class Array {
     /// The region of extent `shape` at `start` as a new vector of `T` (trivially copyable,
     /// `sizeof(T)` equal to the data type's size, else `SHARD_ERR_BUFFER_SIZE`). As
     /// `read_region(start, shape, out)`.
+    /// The region is checked by the library (rank, bounds) before the vector is allocated, so
+    /// a region past the array never allocates; one that cannot be allocated throws
+    /// `SHARD_ERR_INVALID_ARGUMENT`.
     template <class T>
     [[nodiscard]] std::vector<T> read_region(Coords start, Coords shape) const {
         static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
         require_open();
-        std::vector<T> v(detail::region_elements(start, shape));
+        const std::size_t n = detail::region_elements(start, shape);
+        if (n != 0) {
+            // (NULL, 0): the library checks rank and bounds, then refuses the empty buffer
+            // with SHARD_ERR_BUFFER_SIZE, reading nothing.
+            detail::host_message().clear();
+            const shard_status probe = shard_array_read_region(get(), start.data(), shape.data(),
+                                                               start.size(), nullptr, 0);
+            if (probe != SHARD_ERR_BUFFER_SIZE) detail::check(probe);
+        }
+        std::vector<T> v = detail::allocate<T>(n, "a region");
         read_region(start, shape, as_writable_bytes(span<T>(v)));
         return v;
     }
@@ -1513,10 +1608,18 @@ class Array {
         });
     }
 
-    /// `write_region` from elements of `T` (`sizeof(T)` equal to the data type's size, else
-    /// `SHARD_ERR_BUFFER_SIZE`).
+    /// `write_region` from elements of `T`: `values` holds exactly the region's element count
+    /// (`sizeof(T)` must equal the data type's size). Throws `Error` (`SHARD_ERR_BUFFER_SIZE`
+    /// for another count or element size, and as `write_region`).
     template <class T>
     void write_region(Coords start, Coords shape, const std::vector<T> &values) {
+        static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
+        require_open();
+        const std::size_t n = detail::region_elements(start, shape);
+        if (values.size() != n)
+            throw Error(SHARD_ERR_BUFFER_SIZE,
+                        "wrong buffer size: " + std::to_string(values.size()) +
+                            " values for a region of " + std::to_string(n) + " elements");
         write_region(start, shape, as_bytes(span<const T>(values)));
     }
 
@@ -1531,28 +1634,34 @@ class Array {
 
 /// A store in memory: key → `MemoryIO`, for tests and caches. Copies share the same objects,
 /// so a test can keep one copy, give another to `Array::open`, and inspect the objects later.
-/// Thread-safe (one mutex for the map; each `MemoryIO` has its own).
+/// Thread-safe (one mutex for the map; each `MemoryIO` has its own). A moved-from
+/// `MemoryStore` is empty: its members throw `Error` with `SHARD_ERR_NULL_POINTER` (through an
+/// array: `SHARD_ERR_IO`, `io_code_exception`).
 class MemoryStore {
   public:
+    /// A new, empty store. Throws `std::bad_alloc` only.
     MemoryStore() : s_(std::make_shared<State>()) {}
 
-    /// The object at `key` (created, not existing, on first use).
+    /// The object at `key` (created, not existing, on first use). Throws `Error`
+    /// (`SHARD_ERR_NULL_POINTER` when moved from).
     [[nodiscard]] MemoryIO open(std::string_view key) {
-        std::lock_guard<std::mutex> l(s_->mutex);
+        std::lock_guard<std::mutex> l(state().mutex);
         s_->opens++;
         return s_->objects[std::string(key)];
     }
-    /// The keys of the objects that exist, sorted.
+    /// The keys of the objects that exist, sorted. Throws `Error` (`SHARD_ERR_NULL_POINTER`
+    /// when moved from).
     [[nodiscard]] std::vector<std::string> keys() const {
-        std::lock_guard<std::mutex> l(s_->mutex);
+        std::lock_guard<std::mutex> l(state().mutex);
         std::vector<std::string> k;
         for (const auto &o : s_->objects)
             if (o.second.exists()) k.push_back(o.first);
         return k;
     }
-    /// How many times `open` was called (one per shard a call touches).
+    /// How many times `open` was called (one per shard a call touches). Throws `Error`
+    /// (`SHARD_ERR_NULL_POINTER` when moved from).
     [[nodiscard]] std::uint64_t opens() const {
-        std::lock_guard<std::mutex> l(s_->mutex);
+        std::lock_guard<std::mutex> l(state().mutex);
         return s_->opens;
     }
 
@@ -1562,6 +1671,12 @@ class MemoryStore {
         std::map<std::string, MemoryIO> objects;
         std::uint64_t opens = 0;
     };
+    State &state() const {
+        if (!s_)
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`MemoryStore` must not be empty (moved from): it holds no objects");
+        return *s_;
+    }
     std::shared_ptr<State> s_;
 };
 
