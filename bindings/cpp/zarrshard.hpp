@@ -1223,6 +1223,8 @@ class FileIO {
     [[nodiscard]] const std::string &path() const noexcept { return path_; }
     /// The temporary's path (empty when reading).
     [[nodiscard]] const std::string &temporary_path() const noexcept { return tmp_; }
+    /// How the file was opened. Never throws.
+    [[nodiscard]] Access access() const noexcept { return access_; }
 
     /// Make a successful write visible at PATH: fsync + rename (or delete PATH when the shard
     /// was removed), then fsync the directory. Call once, after `finalize`, before the shard
@@ -1434,6 +1436,20 @@ struct StoreAdapter {
                 throw Error(SHARD_ERR_NULL_POINTER,
                             "the store's open(\"" + std::string(key) +
                                 "\") returned an empty pointer, not an I/O object");
+#ifdef ZARRSHARD_HPP_HAVE_POSIX
+            // A FileIO that writes does so into a temporary that only commit() makes visible,
+            // and nothing commits the objects a store opens: every write would be lost
+            // while the call reports success. Refuse it.
+            if constexpr (std::is_same<std::remove_cv_t<typename pointee<IO>::type>,
+                                       FileIO>::value) {
+                if (pointee<IO>::get(io->io).access() != FileIO::Read)
+                    throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                                "invalid argument: the store's open(\"" + std::string(key) +
+                                    "\") returned a FileIO opened for writing; a store's FileIO "
+                                    "must be FileIO::Read (objects a store opens are never "
+                                    "committed, so what was written would be lost)");
+            }
+#endif
             *io_out = io->table();
             io.release(); // the library owns it now (its destroy callback deletes it)
             return 0;
@@ -1474,7 +1490,9 @@ inline std::size_t region_elements(Coords start, Coords shape) {
 /// `Shard::open`; e.g. `MemoryIO`, `FileIO`) for the object at `key` (`"c/0/1"`, per the
 /// array's `chunk_key_encoding`). The object need not exist: its reads then throw `NotFound`
 /// and it reads as the fill value. The store is called once per shard a call touches; the
-/// I/O object it returns is destroyed before that call returns. Exceptions from `open` or
+/// I/O object it returns is destroyed before that call returns. A `FileIO` from a store must
+/// be `FileIO::Read`: one opened for writing writes a temporary that nothing commits, so it
+/// is refused (the call fails with `SHARD_ERR_IO`) rather than losing the writes. Exceptions from `open` or
 /// from the I/O object are caught at the C boundary (as in `Shard::open`) and surface as
 /// `Error` with `SHARD_ERR_IO`, `io_code()` and `host_message()`.
 ///

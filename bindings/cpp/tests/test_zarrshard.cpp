@@ -1444,6 +1444,25 @@ static void test_io_const_object() {
     CHECK(plain.io<MemoryIO>().exists() && plain.io<const MemoryIO>().exists());
 }
 
+// A store whose open returns a FileIO opened for writing: its temporary was never committed
+// (nothing commits store objects), so write_region reported success and lost every value.
+// Now refused: the call fails with SHARD_ERR_IO and the file is untouched.
+static void test_store_of_writing_file_io() {
+    const std::string root = scratch("filestore");
+    for (const char *d : {"", "/c", "/c/0", "/c/1"}) ::mkdir((root + d).c_str(), 0755);
+    struct FileStore {
+        std::string root;
+        FileIO open(std::string_view key) { return FileIO(root + "/" + std::string(key), FileIO::Update); }
+    };
+    Array array = Array::open(ZARR_JSON, FileStore{root});
+    auto e = EXPECT_ERROR(array.write_region<std::uint16_t>({0, 0}, {1, 4}, {1, 2, 3, 4}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "FileIO::Read"));
+    CHECK(!file_exists(root + "/c/0/0"));
+    // Reading through FileIO::Read objects is what a directory store is for.
+    Array reader = Array::open(ZARR_JSON, zarrshard::DirectoryStore(root));
+    CHECK(reader.read_region<std::uint16_t>({0, 0}, {1, 4}) == std::vector<std::uint16_t>(4, 0));
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         std::cerr << "usage: test_zarrshard FIXTURE_DIR SCRATCH_DIR\n";
@@ -1484,6 +1503,7 @@ int main(int argc, char **argv) {
     RUN(test_rank0_read_chunks);
     RUN(test_raw_chunk_hostile_size);
     RUN(test_io_const_object);
+    RUN(test_store_of_writing_file_io);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
     return g_failed == 0 ? 0 : 1;
 }
