@@ -212,6 +212,7 @@ class Error : public std::runtime_error {
 /// exist; the library then reads the shard as all fill value (`SHARD_IO_NOT_FOUND`).
 /// Thrown from `remove`, it means "already gone", which is success.
 struct NotFound : std::exception {
+    /// A fixed text. Never throws.
     const char *what() const noexcept override { return "zarrshard: object not found"; }
 };
 
@@ -220,8 +221,11 @@ struct NotFound : std::exception {
 /// code()`. A code of 0 is replaced by `EIO` (0 would mean success).
 class IoError : public std::runtime_error {
   public:
+    /// An error with host code `code` (0 becomes `EIO`) and text `what`. Throws
+    /// `std::bad_alloc` only.
     IoError(std::int32_t code, const std::string &what)
         : std::runtime_error(what), code_(code != 0 ? code : EIO) {}
+    /// The host code the callback returns (never 0). Never throws.
     [[nodiscard]] std::int32_t code() const noexcept { return code_; }
 
   private:
@@ -729,10 +733,13 @@ class Shard {
   public:
     /// An empty shard (holds nothing). Never throws.
     Shard() noexcept = default;
+    /// Take `other`'s handle (and I/O object); `other` is left empty. Never throws.
     Shard(Shard &&other) noexcept
         : ptr_(std::move(other.ptr_)), io_(std::exchange(other.io_, nullptr)),
           rank_(other.rank_), chunk_nbytes_(other.chunk_nbytes_),
           element_nbytes_(other.element_nbytes_) {}
+    /// Close this shard's handle (as `close()`), then take `other`'s; `other` is left empty.
+    /// Self-move is a no-op. Never throws. Not thread-safe with other calls on either shard.
     Shard &operator=(Shard &&other) noexcept {
         if (this != &other) {
             ptr_ = std::move(other.ptr_); // closes the handle this held
@@ -745,6 +752,7 @@ class Shard {
     }
     Shard(const Shard &) = delete;
     Shard &operator=(const Shard &) = delete;
+    /// Closes the handle (as `close()`). Never throws.
     ~Shard() = default;
 
     /// Open the shard object behind `io` with `codec`'s layout in `mode`.
@@ -1197,11 +1205,14 @@ class FileIO {
             }
         }
     }
+    /// Take `o`'s file and temporary; `o` is left empty (owns nothing, deletes nothing).
+    /// Never throws.
     FileIO(FileIO &&o) noexcept
         : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), access_(o.access_),
           fd_(std::exchange(o.fd_, -1)), exists_(o.exists_), committed_(o.committed_) {
         o.tmp_.clear();
     }
+    /// Discard this object's file (as the destructor), then take `o`'s. Never throws.
     FileIO &operator=(FileIO &&o) noexcept {
         if (this != &o) {
             discard();
@@ -1508,10 +1519,14 @@ class Array {
   public:
     /// An empty array (holds nothing). Never throws.
     Array() noexcept = default;
+    /// Take the other array's handle; it is left empty. Never throws.
     Array(Array &&) noexcept = default;
+    /// Close this array's handle (and store), then take the other's; self-move keeps the
+    /// handle. Never throws.
     Array &operator=(Array &&) noexcept = default;
     Array(const Array &) = delete;
     Array &operator=(const Array &) = delete;
+    /// Closes the handle (and destroys the store). Never throws.
     ~Array() = default;
 
     /// Open the array described by the Zarr v3 `zarr.json` text over `store`. Nothing is read
@@ -1704,6 +1719,7 @@ class MemoryStore {
 /// `SHARD_ERR_IO` (`EBADF`). Thread-safe.
 class DirectoryStore {
   public:
+    /// A store over the directory `root` (not opened yet). Throws `std::bad_alloc` only.
     explicit DirectoryStore(std::string root) : root_(std::move(root)) {}
     /// `FileIO(ROOT/key, FileIO::Read)`. Throws `Error` (`SHARD_ERR_IO`) when the file exists
     /// but cannot be opened.

@@ -1463,6 +1463,25 @@ static void test_store_of_writing_file_io() {
     CHECK(reader.read_region<std::uint16_t>({0, 0}, {1, 4}) == std::vector<std::uint16_t>(4, 0));
 }
 
+// Self-move (through an alias, as generic code does it) keeps the handle and the I/O object.
+static void test_self_move() {
+    Codec codec = codec_end();
+    Codec &codec_alias = codec;
+    codec = std::move(codec_alias);
+    CHECK(codec && codec.rank() == 2);
+    Shard shard = Shard::open(codec, CountedIO(written_shard(1)));
+    Shard &shard_alias = shard;
+    shard = std::move(shard_alias);
+    CHECK(shard && g_live == 1 && reads_as(shard, 1));
+    MemoryStore store;
+    Array array = Array::open(ZARR_JSON, store);
+    Array &array_alias = array;
+    array = std::move(array_alias);
+    CHECK(array && array.read_region<std::uint16_t>({0, 0}, {1, 1}) == std::vector<std::uint16_t>{0});
+    shard.close();
+    CHECK(g_live == 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         std::cerr << "usage: test_zarrshard FIXTURE_DIR SCRATCH_DIR\n";
@@ -1504,6 +1523,7 @@ int main(int argc, char **argv) {
     RUN(test_raw_chunk_hostile_size);
     RUN(test_io_const_object);
     RUN(test_store_of_writing_file_io);
+    RUN(test_self_move);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
     return g_failed == 0 ? 0 : 1;
 }
