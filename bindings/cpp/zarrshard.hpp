@@ -166,7 +166,9 @@ inline constexpr std::int32_t io_code_unknown_exception = -2;
 /// `status()` is the C status (never `SHARD_OK`), `message()` the library's own message,
 /// `io_code()` the host's I/O code for `SHARD_ERR_IO` (what the failing callback returned;
 /// `io_code_exception` / `io_code_unknown_exception` when the C++ I/O object threw) and 0
-/// otherwise, `host_message()` the `what()` of the exception the I/O object threw, if any.
+/// otherwise, `host_message()` the `what()` of the exception the I/O object threw in the
+/// callback that returned `io_code()` (the first such, when the library went on after it, e.g.
+/// to roll back), if any.
 /// `what()` is "zarrshard: " + the message (or the status name when there is none) + the
 /// host message. Copyable without throwing; its accessors never throw.
 class Error : public std::runtime_error {
@@ -184,7 +186,8 @@ class Error : public std::runtime_error {
     [[nodiscard]] const std::string &message() const noexcept { return message_->message; }
     /// The host's code for `SHARD_ERR_IO` (`shard_last_io_code`), 0 for other statuses.
     [[nodiscard]] std::int32_t io_code() const noexcept { return io_code_; }
-    /// What the C++ I/O object's exception said when a callback threw; empty otherwise.
+    /// What the C++ I/O object's exception said in the callback that returned `io_code()`;
+    /// empty otherwise.
     [[nodiscard]] const std::string &host_message() const noexcept { return message_->host; }
 
   private:
@@ -234,19 +237,47 @@ class IoError : public std::runtime_error {
 
 namespace detail {
 
-/// What the last I/O object's exception said, on this thread (callbacks run on the thread of
-/// the zarrshard call that makes them).
-inline std::string &host_message() noexcept {
-    static thread_local std::string message;
-    return message;
+/// One exception an I/O object threw during the current zarrshard call on this thread: the
+/// code its callback returned and the exception's `what()`.
+struct HostFailure {
+    std::int32_t code;
+    std::string message;
+};
+
+/// The exceptions thrown during the current call on this thread, in order (callbacks run on
+/// the thread of the zarrshard call that makes them). More than one when the library goes on
+/// after a failure, e.g. a failed append `write` followed by a failed `truncate` rollback.
+inline std::vector<HostFailure> &host_failures() noexcept {
+    static thread_local std::vector<HostFailure> failures;
+    return failures;
 }
 
-inline void record_host_message(const char *what) noexcept {
+/// Forget the failures of earlier calls. Never throws.
+inline void clear_host_failures() noexcept { host_failures().clear(); }
+
+/// Remember a failure (the first 8 per call); returns `code`. Never throws: out of memory,
+/// the code alone must do.
+inline std::int32_t record_host_failure(std::int32_t code, const char *what) noexcept {
     try {
-        host_message() = what;
+        auto &v = host_failures();
+        if (v.size() < 8) v.push_back(HostFailure{code, what});
     } catch (...) {
-        host_message().clear(); // out of memory: the code alone must do
     }
+    return code;
+}
+
+/// The message of the first failure whose callback returned `code` (the library reports the
+/// first failing callback's code; later failures, e.g. of a rollback, are secondary), or
+/// empty; the failures are then forgotten. Never throws.
+inline std::string take_host_message(std::int32_t code) noexcept {
+    std::string m;
+    for (auto &f : host_failures())
+        if (f.code == code) {
+            m.swap(f.message);
+            break;
+        }
+    clear_host_failures();
+    return m;
 }
 
 /// The I/O code for the exception being handled. Call only inside a `catch` block.
@@ -256,25 +287,20 @@ inline std::int32_t current_exception_code() noexcept {
     } catch (const NotFound &) {
         return SHARD_IO_NOT_FOUND;
     } catch (const IoError &e) {
-        record_host_message(e.what());
-        return e.code();
+        return record_host_failure(e.code(), e.what());
     } catch (const std::system_error &e) {
-        record_host_message(e.what());
         const int v = e.code().value();
-        return v != 0 ? static_cast<std::int32_t>(v) : EIO;
+        return record_host_failure(v != 0 ? static_cast<std::int32_t>(v) : EIO, e.what());
     } catch (const std::bad_alloc &e) {
-        record_host_message(e.what());
-        return ENOMEM;
+        return record_host_failure(ENOMEM, e.what());
     } catch (const Error &e) {
         // A zarrshard call (e.g. a FileIO constructor in a store's open) failed: keep its code.
-        record_host_message(e.what());
-        return e.io_code() != 0 ? e.io_code() : io_code_exception;
+        return record_host_failure(e.io_code() != 0 ? e.io_code() : io_code_exception, e.what());
     } catch (const std::exception &e) {
-        record_host_message(e.what());
-        return io_code_exception;
+        return record_host_failure(io_code_exception, e.what());
     } catch (...) {
-        record_host_message("an exception that is not a std::exception");
-        return io_code_unknown_exception;
+        return record_host_failure(io_code_unknown_exception,
+                                   "an exception that is not a std::exception");
     }
 }
 
@@ -291,10 +317,13 @@ inline std::string last_error_message() {
 
 /// Throw `Error` for a failed status, with the library's message and I/O code.
 inline void check(shard_status status) {
-    if (status == SHARD_OK) return;
-    std::string host;
+    if (status == SHARD_OK) {
+        clear_host_failures();
+        return;
+    }
     const std::int32_t io = status == SHARD_ERR_IO ? shard_last_io_code() : 0;
-    if (status == SHARD_ERR_IO) host.swap(host_message());
+    std::string host = status == SHARD_ERR_IO ? take_host_message(io) : std::string();
+    clear_host_failures();
     throw Error(status, last_error_message(), io, std::move(host));
 }
 
@@ -302,7 +331,7 @@ inline void check(shard_status status) {
 /// so an `Error` only ever reports an exception from its own call.
 template <class F>
 void call(F &&f) {
-    host_message().clear();
+    clear_host_failures();
     check(std::forward<F>(f)());
 }
 
@@ -1614,7 +1643,7 @@ class Array {
         if (n != 0) {
             // (NULL, 0): the library checks rank and bounds, then refuses the empty buffer
             // with SHARD_ERR_BUFFER_SIZE, reading nothing.
-            detail::host_message().clear();
+            detail::clear_host_failures();
             const shard_status probe = shard_array_read_region(get(), start.data(), shape.data(),
                                                                start.size(), nullptr, 0);
             if (probe != SHARD_ERR_BUFFER_SIZE) detail::check(probe);

@@ -1482,6 +1482,34 @@ static void test_self_move() {
     CHECK(g_live == 0);
 }
 
+// An append whose write fails and whose rollback (truncate) fails too: the Error has the
+// write's code, and its host message was the truncate's text (the last exception overwrote
+// the one the code belongs to). Now the message of the callback that returned io_code().
+static void test_host_message_matches_io_code() {
+    const Codec codec = codec_end();
+    struct FailingAppend {
+        MemoryIO mem;
+        bool fail = false;
+        std::size_t read(std::uint64_t o, span<std::uint8_t> b) { return mem.read(o, b); }
+        zarrshard::SuffixRead read_suffix(span<std::uint8_t> b) { return mem.read_suffix(b); }
+        std::optional<std::uint64_t> size() { return mem.size(); }
+        void write(std::uint64_t o, span<const std::uint8_t> d) {
+            if (fail) throw zarrshard::IoError(ENOSPC, "write: disk full");
+            mem.write(o, d);
+        }
+        void truncate(std::uint64_t) { throw zarrshard::IoError(EIO, "truncate: device gone"); }
+    };
+    auto shard = Shard::open(codec, FailingAppend{written_shard(1)}, Mode::UpdateAppend);
+    shard.io<FailingAppend>().fail = true;
+    auto e = EXPECT_ERROR(shard.write_chunk_as<std::uint16_t>({2, 2}, chunk_values(2, 2, 7)), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOSPC);
+    CHECK(e && e->host_message() == "write: disk full");
+    CHECK(e && !contains(e->what(), "device gone"));
+    // The next failure reports only its own exception.
+    e = EXPECT_ERROR(shard.write_chunk_as<std::uint16_t>({2, 2}, chunk_values(2, 2, 7)), SHARD_ERR_INVALID_STATE);
+    CHECK(e && e->host_message().empty() && e->io_code() == 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         std::cerr << "usage: test_zarrshard FIXTURE_DIR SCRATCH_DIR\n";
@@ -1524,6 +1552,7 @@ int main(int argc, char **argv) {
     RUN(test_io_const_object);
     RUN(test_store_of_writing_file_io);
     RUN(test_self_move);
+    RUN(test_host_message_matches_io_code);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
     return g_failed == 0 ? 0 : 1;
 }

@@ -61,7 +61,8 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
 A failed `shard_*` call. `status` is the C `shard_status` (`Int32`; see
 `LibZarrShard.shard_status`), `message` the text of `shard_last_error`, `io_code` the value
 of `shard_last_io_code` (the code a failing I/O callback returned; 0 otherwise) and `cause`
-the Julia exception that callback caught, or `nothing`.
+the Julia exception of the callback that returned that code (the first such, when the library
+went on after it, e.g. to roll an append back), or `nothing`.
 """
 struct ZarrShardError <: Exception
     status::Int32
@@ -119,10 +120,12 @@ end
     @check call
 
 Run a raw `shard_*` call that returns a `shard_status`; throw [`ZarrShardError`](@ref) unless
-it returned `SHARD_OK`. Evaluates to `nothing`.
+it returned `SHARD_OK`. Evaluates to `nothing`. The callback exceptions of earlier calls are
+forgotten first, so the error's `cause` is always from this call.
 """
 macro check(expr)
     return quote
+        _clear_callback_exceptions()
         local status = $(esc(expr))
         status == Cint(0) || throw(ZarrShardError(status))
         nothing
@@ -433,6 +436,7 @@ function Shard(codec::Codec, io::ShardIO; mode::Symbol = :read, morton::Bool = f
     out = Ref{Ptr{L.shard_handle}}(C_NULL)
     shard = GC.@preserve io begin
         table = callback_table(io, pointer_from_objref(io), mode !== :read)
+        _clear_callback_exceptions()
         status = L.shard_open_ex(codec, Ref(table), UInt32(m), flags, out)
         if status != Cint(0)
             err = ZarrShardError(status)
@@ -707,6 +711,7 @@ end
 # The array's codec (`shard_array_codec`), or nothing when it is not sharded.
 function _array_codec(a::ShardArray)
     out = Ref{Ptr{L.shard_codec}}(C_NULL)
+    _clear_callback_exceptions()
     status = L.shard_array_codec(a, out)
     status == Cint(L.SHARD_ERR_UNSUPPORTED) && return nothing
     status == Cint(0) || throw(ZarrShardError(status))
@@ -804,6 +809,7 @@ function read_region(a::ShardArray, start, shape)
         # found before a region past the array is allocated.
         cs = c_coords(length(dims), start)
         cshape = c_shape(dims)
+        _clear_callback_exceptions()
         status = L.shard_array_read_region(a, cs, cshape, length(cs), C_NULL, 0)
         status == Cint(L.SHARD_ERR_BUFFER_SIZE) || status == Cint(0) ||
             throw(ZarrShardError(status))

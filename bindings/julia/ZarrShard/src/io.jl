@@ -85,22 +85,38 @@ function io_code(e)::Int32
 end
 
 # Remember the exception on the current task, for the ZarrShardError the failing call throws
-# on that same task. Never throws.
+# on that same task: every failure of the call, in order (the first 8), since the library may
+# go on after one (a failed append `write`, then a failed `truncate` rolling it back) and
+# reports the first. Never throws.
 function _callback_failed(e)::Int32
     code = IO_CODE_EXCEPTION
     try
         code = io_code(e)
-        code == L.SHARD_IO_NOT_FOUND || task_local_storage(CALLBACK_EXCEPTION, (code, e))
+        if code != L.SHARD_IO_NOT_FOUND
+            list = get!(() -> Tuple{Int32,Any}[], task_local_storage(),
+                        CALLBACK_EXCEPTION)::Vector{Tuple{Int32,Any}}
+            length(list) < 8 && push!(list, (code, e))
+        end
     catch
     end
     return code
 end
 
+"Forget the callback exceptions of earlier calls on this task (before each C call)."
+function _clear_callback_exceptions()
+    delete!(task_local_storage(), CALLBACK_EXCEPTION)
+    return nothing
+end
+
+# The exception of the first failed callback that returned `io_code` (the code the library
+# reports), or nothing; the list is then forgotten.
 function _take_callback_exception(io_code::Int32)
-    entry = pop!(task_local_storage(), CALLBACK_EXCEPTION, nothing)
-    entry === nothing && return nothing
-    code, e = entry
-    return code == io_code ? e : nothing
+    list = pop!(task_local_storage(), CALLBACK_EXCEPTION, nothing)
+    list === nothing && return nothing
+    for (code, e) in list
+        code == io_code && return e
+    end
+    return nothing
 end
 
 function _checked_count(n::Integer, len::Integer)::Csize_t
