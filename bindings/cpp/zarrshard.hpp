@@ -38,6 +38,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -165,7 +166,9 @@ inline constexpr std::int32_t io_code_unknown_exception = -2;
 /// `status()` is the C status (never `SHARD_OK`), `message()` the library's own message,
 /// `io_code()` the host's I/O code for `SHARD_ERR_IO` (what the failing callback returned;
 /// `io_code_exception` / `io_code_unknown_exception` when the C++ I/O object threw) and 0
-/// otherwise, `host_message()` the `what()` of the exception the I/O object threw, if any.
+/// otherwise, `host_message()` the `what()` of the exception the I/O object threw in the
+/// callback that returned `io_code()` (the first such, when the library went on after it, e.g.
+/// to roll back), if any.
 /// `what()` is "zarrshard: " + the message (or the status name when there is none) + the
 /// host message. Copyable without throwing; its accessors never throw.
 class Error : public std::runtime_error {
@@ -183,7 +186,8 @@ class Error : public std::runtime_error {
     [[nodiscard]] const std::string &message() const noexcept { return message_->message; }
     /// The host's code for `SHARD_ERR_IO` (`shard_last_io_code`), 0 for other statuses.
     [[nodiscard]] std::int32_t io_code() const noexcept { return io_code_; }
-    /// What the C++ I/O object's exception said when a callback threw; empty otherwise.
+    /// What the C++ I/O object's exception said in the callback that returned `io_code()`;
+    /// empty otherwise.
     [[nodiscard]] const std::string &host_message() const noexcept { return message_->host; }
 
   private:
@@ -211,6 +215,7 @@ class Error : public std::runtime_error {
 /// exist; the library then reads the shard as all fill value (`SHARD_IO_NOT_FOUND`).
 /// Thrown from `remove`, it means "already gone", which is success.
 struct NotFound : std::exception {
+    /// A fixed text. Never throws.
     const char *what() const noexcept override { return "zarrshard: object not found"; }
 };
 
@@ -219,8 +224,11 @@ struct NotFound : std::exception {
 /// code()`. A code of 0 is replaced by `EIO` (0 would mean success).
 class IoError : public std::runtime_error {
   public:
+    /// An error with host code `code` (0 becomes `EIO`) and text `what`. Throws
+    /// `std::bad_alloc` only.
     IoError(std::int32_t code, const std::string &what)
         : std::runtime_error(what), code_(code != 0 ? code : EIO) {}
+    /// The host code the callback returns (never 0). Never throws.
     [[nodiscard]] std::int32_t code() const noexcept { return code_; }
 
   private:
@@ -229,19 +237,47 @@ class IoError : public std::runtime_error {
 
 namespace detail {
 
-/// What the last I/O object's exception said, on this thread (callbacks run on the thread of
-/// the zarrshard call that makes them).
-inline std::string &host_message() noexcept {
-    static thread_local std::string message;
-    return message;
+/// One exception an I/O object threw during the current zarrshard call on this thread: the
+/// code its callback returned and the exception's `what()`.
+struct HostFailure {
+    std::int32_t code;
+    std::string message;
+};
+
+/// The exceptions thrown during the current call on this thread, in order (callbacks run on
+/// the thread of the zarrshard call that makes them). More than one when the library goes on
+/// after a failure, e.g. a failed append `write` followed by a failed `truncate` rollback.
+inline std::vector<HostFailure> &host_failures() noexcept {
+    static thread_local std::vector<HostFailure> failures;
+    return failures;
 }
 
-inline void record_host_message(const char *what) noexcept {
+/// Forget the failures of earlier calls. Never throws.
+inline void clear_host_failures() noexcept { host_failures().clear(); }
+
+/// Remember a failure (the first 8 per call); returns `code`. Never throws: out of memory,
+/// the code alone must do.
+inline std::int32_t record_host_failure(std::int32_t code, const char *what) noexcept {
     try {
-        host_message() = what;
+        auto &v = host_failures();
+        if (v.size() < 8) v.push_back(HostFailure{code, what});
     } catch (...) {
-        host_message().clear(); // out of memory: the code alone must do
     }
+    return code;
+}
+
+/// The message of the first failure whose callback returned `code` (the library reports the
+/// first failing callback's code; later failures, e.g. of a rollback, are secondary), or
+/// empty; the failures are then forgotten. Never throws.
+inline std::string take_host_message(std::int32_t code) noexcept {
+    std::string m;
+    for (auto &f : host_failures())
+        if (f.code == code) {
+            m.swap(f.message);
+            break;
+        }
+    clear_host_failures();
+    return m;
 }
 
 /// The I/O code for the exception being handled. Call only inside a `catch` block.
@@ -251,25 +287,20 @@ inline std::int32_t current_exception_code() noexcept {
     } catch (const NotFound &) {
         return SHARD_IO_NOT_FOUND;
     } catch (const IoError &e) {
-        record_host_message(e.what());
-        return e.code();
+        return record_host_failure(e.code(), e.what());
     } catch (const std::system_error &e) {
-        record_host_message(e.what());
         const int v = e.code().value();
-        return v != 0 ? static_cast<std::int32_t>(v) : EIO;
+        return record_host_failure(v != 0 ? static_cast<std::int32_t>(v) : EIO, e.what());
     } catch (const std::bad_alloc &e) {
-        record_host_message(e.what());
-        return ENOMEM;
+        return record_host_failure(ENOMEM, e.what());
     } catch (const Error &e) {
         // A zarrshard call (e.g. a FileIO constructor in a store's open) failed: keep its code.
-        record_host_message(e.what());
-        return e.io_code() != 0 ? e.io_code() : io_code_exception;
+        return record_host_failure(e.io_code() != 0 ? e.io_code() : io_code_exception, e.what());
     } catch (const std::exception &e) {
-        record_host_message(e.what());
-        return io_code_exception;
+        return record_host_failure(io_code_exception, e.what());
     } catch (...) {
-        record_host_message("an exception that is not a std::exception");
-        return io_code_unknown_exception;
+        return record_host_failure(io_code_unknown_exception,
+                                   "an exception that is not a std::exception");
     }
 }
 
@@ -286,10 +317,13 @@ inline std::string last_error_message() {
 
 /// Throw `Error` for a failed status, with the library's message and I/O code.
 inline void check(shard_status status) {
-    if (status == SHARD_OK) return;
-    std::string host;
+    if (status == SHARD_OK) {
+        clear_host_failures();
+        return;
+    }
     const std::int32_t io = status == SHARD_ERR_IO ? shard_last_io_code() : 0;
-    if (status == SHARD_ERR_IO) host.swap(host_message());
+    std::string host = status == SHARD_ERR_IO ? take_host_message(io) : std::string();
+    clear_host_failures();
     throw Error(status, last_error_message(), io, std::move(host));
 }
 
@@ -297,8 +331,34 @@ inline void check(shard_status status) {
 /// so an `Error` only ever reports an exception from its own call.
 template <class F>
 void call(F &&f) {
-    host_message().clear();
+    clear_host_failures();
     check(std::forward<F>(f)());
+}
+
+/// The most bytes the binding allocates for one buffer whose size comes from stored data (an
+/// index entry), as the library's own limit: `ZARRSHARD_MEMORY_LIMIT` bytes when that is a
+/// positive number, else 4 GiB. Never throws.
+inline std::uint64_t memory_limit() noexcept {
+    if (const char *v = std::getenv("ZARRSHARD_MEMORY_LIMIT")) {
+        char *end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(v, &end, 10);
+        if (errno == 0 && end != v && n > 0) return static_cast<std::uint64_t>(n);
+    }
+    return std::uint64_t{4} << 30;
+}
+
+/// A vector of `n` value-initialized `T`s; a size that cannot be allocated throws `Error`
+/// (`SHARD_ERR_INVALID_ARGUMENT`) instead of `std::length_error` / `std::bad_alloc`.
+template <class T>
+std::vector<T> allocate(std::size_t n, const char *what) {
+    try {
+        return std::vector<T>(n);
+    } catch (const std::exception &) { // length_error, bad_alloc
+        throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                    std::string("invalid argument: ") + what + " of " + std::to_string(n) + " x " +
+                        std::to_string(sizeof(T)) + " bytes does not fit in memory");
+    }
 }
 
 // Detection idiom: which optional members an I/O object has.
@@ -322,32 +382,39 @@ template <class T>
 using remove_op = decltype(std::declval<T &>().remove());
 
 // Smart pointers and reference_wrapper are looked through: the I/O object is what they point at.
+// `is_null` says whether a smart pointer holds nothing: such an object is refused before any
+// callback could dereference it.
 template <class T>
 struct pointee {
     using type = T;
     static T &get(T &t) noexcept { return t; }
+    static bool is_null(const T &) noexcept { return false; }
 };
 template <class T, class D>
 struct pointee<std::unique_ptr<T, D>> {
     using type = T;
     static T &get(std::unique_ptr<T, D> &p) noexcept { return *p; }
+    static bool is_null(const std::unique_ptr<T, D> &p) noexcept { return !p; }
 };
 template <class T>
 struct pointee<std::shared_ptr<T>> {
     using type = T;
     static T &get(std::shared_ptr<T> &p) noexcept { return *p; }
+    static bool is_null(const std::shared_ptr<T> &p) noexcept { return !p; }
 };
 template <class T>
 struct pointee<std::reference_wrapper<T>> {
     using type = T;
     static T &get(std::reference_wrapper<T> &r) noexcept { return r.get(); }
+    static bool is_null(const std::reference_wrapper<T> &) noexcept { return false; }
 };
 
 /// The heap object a `Shard` owns as its callbacks' `userdata`.
 struct AdapterBase {
     virtual ~AdapterBase() = default;
-    /// The I/O object when it is a `T`, else nullptr.
-    virtual void *object(const std::type_info &type) noexcept = 0;
+    /// The I/O object when it is a `T`, else nullptr; also nullptr when `writable` is asked of
+    /// an object held through a pointer to const (`std::shared_ptr<const T>`).
+    virtual void *object(const std::type_info &type, bool writable) noexcept = 0;
 };
 
 } // namespace detail
@@ -380,10 +447,12 @@ struct Adapter final : AdapterBase {
 
     IO io; // the host's object (or a pointer to it)
 
-    void *object(const std::type_info &type) noexcept override {
-        // const_cast: a pointee may be const (std::shared_ptr<const T>); io<T>() restores it.
+    void *object(const std::type_info &type, bool writable) noexcept override {
+        // const_cast: a pointee may be const (std::shared_ptr<const T>); io<const T>() restores
+        // it, and io<T>() (writable) is refused for it (typeid ignores const).
         if (type == typeid(IO)) return const_cast<void *>(static_cast<const void *>(&io));
-        if (type == typeid(Object)) return const_cast<void *>(static_cast<const void *>(&obj()));
+        if (type == typeid(Object) && !(writable && std::is_const<Object>::value))
+            return const_cast<void *>(static_cast<const void *>(&obj()));
         return nullptr;
     }
 
@@ -693,10 +762,13 @@ class Shard {
   public:
     /// An empty shard (holds nothing). Never throws.
     Shard() noexcept = default;
+    /// Take `other`'s handle (and I/O object); `other` is left empty. Never throws.
     Shard(Shard &&other) noexcept
         : ptr_(std::move(other.ptr_)), io_(std::exchange(other.io_, nullptr)),
           rank_(other.rank_), chunk_nbytes_(other.chunk_nbytes_),
           element_nbytes_(other.element_nbytes_) {}
+    /// Close this shard's handle (as `close()`), then take `other`'s; `other` is left empty.
+    /// Self-move is a no-op. Never throws. Not thread-safe with other calls on either shard.
     Shard &operator=(Shard &&other) noexcept {
         if (this != &other) {
             ptr_ = std::move(other.ptr_); // closes the handle this held
@@ -709,6 +781,7 @@ class Shard {
     }
     Shard(const Shard &) = delete;
     Shard &operator=(const Shard &) = delete;
+    /// Closes the handle (as `close()`). Never throws.
     ~Shard() = default;
 
     /// Open the shard object behind `io` with `codec`'s layout in `mode`.
@@ -725,10 +798,12 @@ class Shard {
     /// Ownership: `io` is moved (or copied) into a heap adapter the handle owns; it lives until
     /// the shard closes, and `io<T>()` borrows it. Pass a `std::shared_ptr<T>`,
     /// `std::unique_ptr<T>` or `std::ref(t)` to keep it elsewhere (with `std::ref`, `t` must
-    /// outlive the shard). If `open` throws, the shard keeps nothing: the adapter and the
-    /// object moved into it are already destroyed (an empty `codec` fails before the move).
-    /// The object's destructor runs in `close` and must not throw. Thread-safe. Throws `Error` (`SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
-    /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`, `SHARD_ERR_INVALID_ARGUMENT`, ...).
+    /// outlive the shard; an empty smart pointer throws `SHARD_ERR_NULL_POINTER`). If `open`
+    /// throws, the shard keeps nothing: the adapter and the object moved into it are already
+    /// destroyed (an empty `codec` fails before the move). The object's destructor runs in
+    /// `close` and must not throw. Thread-safe. Throws `Error` (`SHARD_ERR_IO`,
+    /// `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED`,
+    /// `SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_NULL_POINTER`, ...).
     template <class IO>
     [[nodiscard]] static Shard open(const Codec &codec, IO &&io, Mode mode = Mode::Read,
                                     Flags flags = Flags::None) {
@@ -739,6 +814,9 @@ class Shard {
         s.rank_ = codec.rank(); // also rejects an empty codec before anything is built
         s.chunk_nbytes_ = codec.inner_chunk_nbytes();
         s.element_nbytes_ = codec.element_nbytes();
+        if (detail::pointee<Stored>::is_null(io))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`io` must not be NULL (an empty smart pointer was given as the I/O object)");
         auto adapter = std::make_unique<detail::Adapter<Stored>>(std::forward<IO>(io));
         const shard_io_callbacks table = adapter->table();
         shard_handle *h = nullptr;
@@ -770,15 +848,19 @@ class Shard {
 
     /// Borrow the I/O object given to `open` when it is a `T` (or points at one, for smart
     /// pointers and `std::ref`); valid until the shard closes. E.g.
-    /// `shard.io<FileIO>().commit()`. Throws `Error` (`SHARD_ERR_NULL_POINTER` when empty,
-    /// `SHARD_ERR_INVALID_ARGUMENT` for another type).
+    /// `shard.io<FileIO>().commit()`. An object given through a pointer to const
+    /// (`std::shared_ptr<const T>`) is borrowed only as `io<const T>()`. Throws `Error`
+    /// (`SHARD_ERR_NULL_POINTER` when empty, `SHARD_ERR_INVALID_ARGUMENT` for another type or a
+    /// non-const `T` of a const object).
     template <class T>
     [[nodiscard]] T &io() const {
         if (io_ == nullptr) throw Error(SHARD_ERR_NULL_POINTER, "`shard` must not be NULL (closed or moved from)");
-        void *p = io_->object(typeid(T));
+        void *p = io_->object(typeid(T), !std::is_const<T>::value);
         if (p == nullptr)
-            throw Error(SHARD_ERR_INVALID_ARGUMENT, "invalid argument: the I/O object is not a " +
-                                                        std::string(typeid(T).name()));
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: the I/O object is not a " +
+                            std::string(std::is_const<T>::value ? "const " : "") +
+                            typeid(T).name() + " (or is const)");
         return *static_cast<T *>(p);
     }
 
@@ -812,15 +894,13 @@ class Shard {
     }
 
     /// Decode several inner chunks in one call: `flat_coords` holds `count * rank()` values,
-    /// chunk after chunk; `out` receives `count * inner_chunk_nbytes()` bytes. Thread-safe.
-    /// Throws `Error` (as `read_chunk`; `SHARD_ERR_INVALID_ARGUMENT` when `flat_coords` is
-    /// not a multiple of the rank). On error `out`'s contents are unspecified.
+    /// chunk after chunk; `out` receives `count * inner_chunk_nbytes()` bytes. A rank-0 shard
+    /// has one chunk and no coordinates: `flat_coords` is then empty and `count` is
+    /// `out.size() / inner_chunk_nbytes()`. Thread-safe. Throws `Error` (as `read_chunk`;
+    /// `SHARD_ERR_INVALID_ARGUMENT` when `flat_coords` is not a multiple of the rank). On error
+    /// `out`'s contents are unspecified.
     void read_chunks(Coords flat_coords, span<std::uint8_t> out) const {
-        const std::size_t count = chunk_count(flat_coords.size());
-        detail::call([&] {
-            return shard_read_chunks(get(), flat_coords.data(), count, rank_, out.data(),
-                                     out.size());
-        });
+        read_chunks_n(flat_coords, chunk_count(flat_coords.size(), out.size()), out);
     }
 
     /// Decode the inner chunks at `coords` (one coordinate vector each) into one vector, the
@@ -838,8 +918,12 @@ class Shard {
                                 " values, the shard has rank " + std::to_string(rank_));
             flat.insert(flat.end(), c.begin(), c.end());
         }
-        std::vector<std::uint8_t> v(coords.size() * chunk_nbytes_);
-        read_chunks(flat, v);
+        if (chunk_nbytes_ != 0 && coords.size() > SIZE_MAX / chunk_nbytes_)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: " + std::to_string(coords.size()) +
+                            " chunks do not fit in memory");
+        auto v = detail::allocate<std::uint8_t>(coords.size() * chunk_nbytes_, "chunks");
+        read_chunks_n(flat, coords.size(), v); // the count is explicit: rank 0 works too
         return v;
     }
 
@@ -875,8 +959,17 @@ class Shard {
 
     /// The encoded bytes of inner chunk `coords` (empty for an empty chunk), e.g. for
     /// `write_chunk_raw` into a shard with the same inner codecs. Thread-safe. Throws `Error`.
+    /// The size comes from the index, which a damaged or hostile shard may fill with anything:
+    /// above the memory limit (`ZARRSHARD_MEMORY_LIMIT`, 4 GiB by default, as the library's)
+    /// it throws `SHARD_ERR_INVALID_ARGUMENT` before allocating.
     [[nodiscard]] std::vector<std::uint8_t> read_chunk_raw(Coords coords) const {
-        std::vector<std::uint8_t> v(read_chunk_raw_nbytes(coords));
+        const std::size_t n = read_chunk_raw_nbytes(coords);
+        if (n > detail::memory_limit())
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: the index names an encoded chunk of " +
+                            std::to_string(n) + " bytes, over the memory limit of " +
+                            std::to_string(detail::memory_limit()) + " bytes");
+        auto v = detail::allocate<std::uint8_t>(n, "an encoded chunk");
         if (v.empty()) return v;
         v.resize(read_chunk_raw(coords, v));
         return v;
@@ -957,14 +1050,29 @@ class Shard {
                             " bytes");
     }
 
-    std::size_t chunk_count(std::size_t n) const {
+    // The number of chunks `n` coordinate values name; rank 0: as many as fit in `out_len`.
+    std::size_t chunk_count(std::size_t n, std::size_t out_len) const {
         require_open();
-        if (rank_ == 0 || n % rank_ != 0)
+        if (rank_ == 0) {
+            if (n != 0)
+                throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                            "invalid argument: " + std::to_string(n) +
+                                " coordinate values for a rank-0 shard (it takes none)");
+            return chunk_nbytes_ == 0 ? 0 : out_len / chunk_nbytes_;
+        }
+        if (n % rank_ != 0)
             throw Error(SHARD_ERR_INVALID_ARGUMENT,
                         "invalid argument: " + std::to_string(n) +
                             " coordinate values are not a multiple of rank " +
                             std::to_string(rank_));
         return n / rank_;
+    }
+
+    void read_chunks_n(Coords flat_coords, std::size_t count, span<std::uint8_t> out) const {
+        detail::call([&] {
+            return shard_read_chunks(get(), flat_coords.data(), count, rank_, out.data(),
+                                     out.size());
+        });
     }
 
     std::unique_ptr<shard_handle, detail::ShardDeleter> ptr_;
@@ -981,7 +1089,8 @@ class Shard {
 /// Copies share the same object (a `std::shared_ptr` to it), so a test can keep one copy,
 /// give another to `Shard::open`, and inspect the bytes after the shard is closed. Every
 /// member is thread-safe (one mutex). A moved-from `MemoryIO` is empty: its members throw
-/// `std::logic_error` (surfacing as `SHARD_ERR_IO` through a shard).
+/// `Error` with `SHARD_ERR_NULL_POINTER` (surfacing as `SHARD_ERR_IO`, `io_code_exception`,
+/// through a shard), except `use_count()`, which is 0.
 class MemoryIO {
   public:
     /// A new object that does not exist yet (reads as all fill value until written).
@@ -1072,7 +1181,9 @@ class MemoryIO {
     };
 
     std::unique_lock<std::mutex> lock() const {
-        if (!s_) throw std::logic_error("zarrshard::MemoryIO: moved-from object");
+        if (!s_)
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`MemoryIO` must not be empty (moved from): it holds no object");
         return std::unique_lock<std::mutex>(s_->mutex);
     }
 
@@ -1123,11 +1234,14 @@ class FileIO {
             }
         }
     }
+    /// Take `o`'s file and temporary; `o` is left empty (owns nothing, deletes nothing).
+    /// Never throws.
     FileIO(FileIO &&o) noexcept
         : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), access_(o.access_),
           fd_(std::exchange(o.fd_, -1)), exists_(o.exists_), committed_(o.committed_) {
         o.tmp_.clear();
     }
+    /// Discard this object's file (as the destructor), then take `o`'s. Never throws.
     FileIO &operator=(FileIO &&o) noexcept {
         if (this != &o) {
             discard();
@@ -1149,6 +1263,8 @@ class FileIO {
     [[nodiscard]] const std::string &path() const noexcept { return path_; }
     /// The temporary's path (empty when reading).
     [[nodiscard]] const std::string &temporary_path() const noexcept { return tmp_; }
+    /// How the file was opened. Never throws.
+    [[nodiscard]] Access access() const noexcept { return access_; }
 
     /// Make a successful write visible at PATH: fsync + rename (or delete PATH when the shard
     /// was removed), then fsync the directory. Call once, after `finalize`, before the shard
@@ -1356,6 +1472,24 @@ struct StoreAdapter {
             auto &self = *static_cast<StoreAdapter *>(ud);
             auto io = std::make_unique<Adapter<IO>>(pointee<Store>::get(self.store).open(
                 std::string_view(key)));
+            if (pointee<IO>::is_null(io->io))
+                throw Error(SHARD_ERR_NULL_POINTER,
+                            "the store's open(\"" + std::string(key) +
+                                "\") returned an empty pointer, not an I/O object");
+#ifdef ZARRSHARD_HPP_HAVE_POSIX
+            // A FileIO that writes does so into a temporary that only commit() makes visible,
+            // and nothing commits the objects a store opens: every write would be lost
+            // while the call reports success. Refuse it.
+            if constexpr (std::is_same<std::remove_cv_t<typename pointee<IO>::type>,
+                                       FileIO>::value) {
+                if (pointee<IO>::get(io->io).access() != FileIO::Read)
+                    throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                                "invalid argument: the store's open(\"" + std::string(key) +
+                                    "\") returned a FileIO opened for writing; a store's FileIO "
+                                    "must be FileIO::Read (objects a store opens are never "
+                                    "committed, so what was written would be lost)");
+            }
+#endif
             *io_out = io->table();
             io.release(); // the library owns it now (its destroy callback deletes it)
             return 0;
@@ -1396,7 +1530,9 @@ inline std::size_t region_elements(Coords start, Coords shape) {
 /// `Shard::open`; e.g. `MemoryIO`, `FileIO`) for the object at `key` (`"c/0/1"`, per the
 /// array's `chunk_key_encoding`). The object need not exist: its reads then throw `NotFound`
 /// and it reads as the fill value. The store is called once per shard a call touches; the
-/// I/O object it returns is destroyed before that call returns. Exceptions from `open` or
+/// I/O object it returns is destroyed before that call returns. A `FileIO` from a store must
+/// be `FileIO::Read`: one opened for writing writes a temporary that nothing commits, so it
+/// is refused (the call fails with `SHARD_ERR_IO`) rather than losing the writes. Exceptions from `open` or
 /// from the I/O object are caught at the C boundary (as in `Shard::open`) and surface as
 /// `Error` with `SHARD_ERR_IO`, `io_code()` and `host_message()`.
 ///
@@ -1412,15 +1548,21 @@ class Array {
   public:
     /// An empty array (holds nothing). Never throws.
     Array() noexcept = default;
+    /// Take the other array's handle; it is left empty. Never throws.
     Array(Array &&) noexcept = default;
+    /// Close this array's handle (and store), then take the other's; self-move keeps the
+    /// handle. Never throws.
     Array &operator=(Array &&) noexcept = default;
     Array(const Array &) = delete;
     Array &operator=(const Array &) = delete;
+    /// Closes the handle (and destroys the store). Never throws.
     ~Array() = default;
 
     /// Open the array described by the Zarr v3 `zarr.json` text over `store`. Nothing is read
     /// yet. `store` is moved (or copied) into a heap adapter the handle owns; pass a
-    /// `std::shared_ptr<S>`, `std::unique_ptr<S>` or `std::ref(s)` to keep it elsewhere. If
+    /// `std::shared_ptr<S>`, `std::unique_ptr<S>` or `std::ref(s)` to keep it elsewhere (an
+    /// empty smart pointer throws `SHARD_ERR_NULL_POINTER`; a store whose `open` returns an
+    /// empty smart pointer fails that call with `SHARD_ERR_IO`, `io_code_exception`). If
     /// `open` throws, the adapter and the store moved into it are already destroyed.
     /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_UNSUPPORTED_CODEC`,
     /// `SHARD_ERR_INVALID_ARGUMENT`).
@@ -1428,6 +1570,9 @@ class Array {
     [[nodiscard]] static Array open(std::string_view zarr_json, Store &&store,
                                     StoreFlags flags = StoreFlags::None) {
         using Adapter = detail::StoreAdapter<std::decay_t<Store>>;
+        if (detail::pointee<std::decay_t<Store>>::is_null(store))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`store` must not be NULL (an empty smart pointer was given as the store)");
         auto adapter = std::make_unique<Adapter>(std::forward<Store>(store));
         shard_store_callbacks table;
         std::memset(&table, 0, sizeof table);
@@ -1487,11 +1632,23 @@ class Array {
     /// The region of extent `shape` at `start` as a new vector of `T` (trivially copyable,
     /// `sizeof(T)` equal to the data type's size, else `SHARD_ERR_BUFFER_SIZE`). As
     /// `read_region(start, shape, out)`.
+    /// The region is checked by the library (rank, bounds) before the vector is allocated, so
+    /// a region past the array never allocates; one that cannot be allocated throws
+    /// `SHARD_ERR_INVALID_ARGUMENT`.
     template <class T>
     [[nodiscard]] std::vector<T> read_region(Coords start, Coords shape) const {
         static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
         require_open();
-        std::vector<T> v(detail::region_elements(start, shape));
+        const std::size_t n = detail::region_elements(start, shape);
+        if (n != 0) {
+            // (NULL, 0): the library checks rank and bounds, then refuses the empty buffer
+            // with SHARD_ERR_BUFFER_SIZE, reading nothing.
+            detail::clear_host_failures();
+            const shard_status probe = shard_array_read_region(get(), start.data(), shape.data(),
+                                                               start.size(), nullptr, 0);
+            if (probe != SHARD_ERR_BUFFER_SIZE) detail::check(probe);
+        }
+        std::vector<T> v = detail::allocate<T>(n, "a region");
         read_region(start, shape, as_writable_bytes(span<T>(v)));
         return v;
     }
@@ -1513,10 +1670,18 @@ class Array {
         });
     }
 
-    /// `write_region` from elements of `T` (`sizeof(T)` equal to the data type's size, else
-    /// `SHARD_ERR_BUFFER_SIZE`).
+    /// `write_region` from elements of `T`: `values` holds exactly the region's element count
+    /// (`sizeof(T)` must equal the data type's size). Throws `Error` (`SHARD_ERR_BUFFER_SIZE`
+    /// for another count or element size, and as `write_region`).
     template <class T>
     void write_region(Coords start, Coords shape, const std::vector<T> &values) {
+        static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
+        require_open();
+        const std::size_t n = detail::region_elements(start, shape);
+        if (values.size() != n)
+            throw Error(SHARD_ERR_BUFFER_SIZE,
+                        "wrong buffer size: " + std::to_string(values.size()) +
+                            " values for a region of " + std::to_string(n) + " elements");
         write_region(start, shape, as_bytes(span<const T>(values)));
     }
 
@@ -1531,28 +1696,34 @@ class Array {
 
 /// A store in memory: key → `MemoryIO`, for tests and caches. Copies share the same objects,
 /// so a test can keep one copy, give another to `Array::open`, and inspect the objects later.
-/// Thread-safe (one mutex for the map; each `MemoryIO` has its own).
+/// Thread-safe (one mutex for the map; each `MemoryIO` has its own). A moved-from
+/// `MemoryStore` is empty: its members throw `Error` with `SHARD_ERR_NULL_POINTER` (through an
+/// array: `SHARD_ERR_IO`, `io_code_exception`).
 class MemoryStore {
   public:
+    /// A new, empty store. Throws `std::bad_alloc` only.
     MemoryStore() : s_(std::make_shared<State>()) {}
 
-    /// The object at `key` (created, not existing, on first use).
+    /// The object at `key` (created, not existing, on first use). Throws `Error`
+    /// (`SHARD_ERR_NULL_POINTER` when moved from).
     [[nodiscard]] MemoryIO open(std::string_view key) {
-        std::lock_guard<std::mutex> l(s_->mutex);
+        std::lock_guard<std::mutex> l(state().mutex);
         s_->opens++;
         return s_->objects[std::string(key)];
     }
-    /// The keys of the objects that exist, sorted.
+    /// The keys of the objects that exist, sorted. Throws `Error` (`SHARD_ERR_NULL_POINTER`
+    /// when moved from).
     [[nodiscard]] std::vector<std::string> keys() const {
-        std::lock_guard<std::mutex> l(s_->mutex);
+        std::lock_guard<std::mutex> l(state().mutex);
         std::vector<std::string> k;
         for (const auto &o : s_->objects)
             if (o.second.exists()) k.push_back(o.first);
         return k;
     }
-    /// How many times `open` was called (one per shard a call touches).
+    /// How many times `open` was called (one per shard a call touches). Throws `Error`
+    /// (`SHARD_ERR_NULL_POINTER` when moved from).
     [[nodiscard]] std::uint64_t opens() const {
-        std::lock_guard<std::mutex> l(s_->mutex);
+        std::lock_guard<std::mutex> l(state().mutex);
         return s_->opens;
     }
 
@@ -1562,6 +1733,12 @@ class MemoryStore {
         std::map<std::string, MemoryIO> objects;
         std::uint64_t opens = 0;
     };
+    State &state() const {
+        if (!s_)
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`MemoryStore` must not be empty (moved from): it holds no objects");
+        return *s_;
+    }
     std::shared_ptr<State> s_;
 };
 
@@ -1571,6 +1748,7 @@ class MemoryStore {
 /// `SHARD_ERR_IO` (`EBADF`). Thread-safe.
 class DirectoryStore {
   public:
+    /// A store over the directory `root` (not opened yet). Throws `std::bad_alloc` only.
     explicit DirectoryStore(std::string root) : root_(std::move(root)) {}
     /// `FileIO(ROOT/key, FileIO::Read)`. Throws `Error` (`SHARD_ERR_IO`) when the file exists
     /// but cannot be opened.

@@ -93,6 +93,22 @@ static zs_error zarrshard_error(shard_status status) {
         }                                                                                    \
     } while (0)
 
+/* read_region (the allocating form) first calls shard_array_read_region with (NULL, 0): the
+ * library checks rank and bounds, then refuses the empty buffer (SHARD_ERR_BUFFER_SIZE)
+ * without reading; only then is the array allocated. WANT is the status the probe must give. */
+#define CHECK_PROBE(call, want, what)                                                        \
+    do {                                                                                     \
+        shard_status st_ = (call);                                                           \
+        if (st_ != (want)) {                                                                 \
+            zs_error e_ = zarrshard_error(st_);                                              \
+            printf("FAIL %s: status %d, expected %d: %s\n", what, (int)st_, (int)(want),     \
+                   e_.message);                                                              \
+            failed++;                                                                        \
+        } else {                                                                             \
+            passed++;                                                                        \
+        }                                                                                    \
+    } while (0)
+
 /* ---- callback counters (not part of the Julia example) ---------------------------------- */
 
 enum { K_READ, K_READ_SUFFIX, K_SIZE, K_WRITE, K_TRUNCATE, K_REMOVE, K_DESTROY, K_KINDS };
@@ -867,10 +883,14 @@ int main(int argc, char **argv) {
         arr = array_open(json, json_len, &table, &acodec, "[36] ShardArray(json, key -> FileShardIO)");
 
         /* julia: R = read_region(arr, (21, 11), (30, 40))                                  [37]
-         * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, (uint8_t *)R, 2400)
+         * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, NULL, 0) -> BUFFER_SIZE
+         *        shard_array_read_region(arr, {10, 20}, {40, 30}, 2, (uint8_t *)R, 2400)
          *        R[x, y] == expected[20 + x, 10 + y]: C row 9 + y, column 19 + x           */
         store_opens = 0;
         memset(calls_of, 0, sizeof calls_of);
+        CHECK_PROBE(shard_array_read_region(arr, start, shape, 2, NULL, 0), SHARD_ERR_BUFFER_SIZE,
+                    "[37] shard_array_read_region (NULL, 0) probe");
+        check(store_opens == 0, "[37] the probe opens no object (%lu)", store_opens);
         CHECK_OK(shard_array_read_region(arr, start, shape, 2, (uint8_t *)R, sizeof R), "[37] shard_array_read_region");
         for (x = 1; x <= 30; x++)
             for (y = 1; y <= 40; y++)
@@ -882,17 +902,38 @@ int main(int argc, char **argv) {
         /* julia: set_coalesce_gap!(arr, 0)                                               [37a]
          * C:     shard_array_set_coalesce_gap(arr, 0)
          * julia: read_region(arr, (21, 11), (30, 40)) == R                                 [37b]
-         * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, (uint8_t *)R2, 2400)    */
+         * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, NULL, 0) -> BUFFER_SIZE
+         *        shard_array_read_region(arr, {10, 20}, {40, 30}, 2, (uint8_t *)R2, 2400)    */
         CHECK_OK(shard_array_set_coalesce_gap(arr, 0), "[37a] shard_array_set_coalesce_gap");
+        CHECK_PROBE(shard_array_read_region(arr, start, shape, 2, NULL, 0), SHARD_ERR_BUFFER_SIZE,
+                    "[37b] shard_array_read_region (NULL, 0) probe");
         CHECK_OK(shard_array_read_region(arr, start, shape, 2, (uint8_t *)R2, sizeof R2), "[37b] shard_array_read_region");
         check(memcmp(R, R2, sizeof R) == 0, "[37b] the region reads the same with the coalescing gap at 0");
 
         /* julia: all(iszero, read_region(arr, (1, 1), (16, 16)))                          [38]
-         * C:     shard_array_read_region(arr, {0, 0}, {16, 16}, 2, buf, 512)                 */
+         * C:     shard_array_read_region(arr, {0, 0}, {16, 16}, 2, NULL, 0) -> BUFFER_SIZE
+         *        shard_array_read_region(arr, {0, 0}, {16, 16}, 2, buf, 512)                 */
+        CHECK_PROBE(shard_array_read_region(arr, start0, shape0, 2, NULL, 0), SHARD_ERR_BUFFER_SIZE,
+                    "[38] shard_array_read_region (NULL, 0) probe");
         CHECK_OK(shard_array_read_region(arr, start0, shape0, 2, (uint8_t *)Z, sizeof Z), "[38] shard_array_read_region");
         for (k = 0; k < 16 * 16; k++)
             if (Z[k] != 0) zero = 0;
         check(zero, "[38] the top-left inner chunk (not stored) reads as the fill value 0");
+
+        /* julia: read_region(arr, (1, 1), (2^20, 2^20)) -> ZarrShardError                  [38a]
+         * C:     shard_array_read_region(arr, {0, 0}, {1 << 20, 1 << 20}, 2, NULL, 0)
+         *        -> SHARD_ERR_INVALID_ARGUMENT (past the array), before anything is allocated */
+        {
+            uint64_t huge[2] = {(uint64_t)1 << 20, (uint64_t)1 << 20};
+            zs_error e;
+            shard_status st;
+            store_opens = 0;
+            st = shard_array_read_region(arr, start0, huge, 2, NULL, 0);
+            e = zarrshard_error(st);
+            check(st == SHARD_ERR_INVALID_ARGUMENT && e.message[0] != '\0' && store_opens == 0,
+                  "[38a] a region past the array: status %d (want %d), \"%s\", %lu objects opened",
+                  (int)st, (int)SHARD_ERR_INVALID_ARGUMENT, e.message, store_opens);
+        }
 
         /* julia: close(arr)                                                                [39]
          * C:     shard_codec_free(c); shard_array_close(arr) -> destroy(store) once          */
@@ -908,7 +949,8 @@ int main(int argc, char **argv) {
          *        end                                                                       [44]
          * C:     [41] shard_array_write_region(marr, {10, 20}, {40, 30}, 2, R, 2400)
          *        [42] shard_array_write_region(marr, {32, 0}, {32, 64}, 2, nines, 4096)
-         *        [43] shard_array_read_region(marr, {0, 0}, {64, 64}, 2, all, 8192)
+         *        [43] shard_array_read_region(marr, {0, 0}, {64, 64}, 2, NULL, 0) -> BUFFER_SIZE,
+         *             shard_array_read_region(marr, {0, 0}, {64, 64}, 2, all, 8192)
          *        [44] shard_codec_free(c); shard_array_close(marr)                           */
         {
             static mem_store objects;
@@ -925,6 +967,8 @@ int main(int argc, char **argv) {
             CHECK_OK(shard_array_write_region(marr, start, shape, 2, (const uint8_t *)R, sizeof R), "[41] shard_array_write_region");
             for (k = 0; k < 64 * 32; k++) nines[k] = 9;
             CHECK_OK(shard_array_write_region(marr, s9, sh9, 2, (const uint8_t *)nines, sizeof nines), "[42] shard_array_write_region");
+            CHECK_PROBE(shard_array_read_region(marr, start0, sall, 2, NULL, 0), SHARD_ERR_BUFFER_SIZE,
+                        "[43] shard_array_read_region (NULL, 0) probe");
             CHECK_OK(shard_array_read_region(marr, start0, sall, 2, (uint8_t *)all, sizeof all), "[43] shard_array_read_region");
             /* model[x, y] for C row y-1, column x-1: 9 in rows 32..63, else the fixture in the
              * first region, else the fill value. */

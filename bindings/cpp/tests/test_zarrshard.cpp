@@ -1310,6 +1310,206 @@ static void test_array_throwing_store() {
     CHECK(g_stores == before);
 }
 
+// ---- tests: review of the binding (each failed, crashed or was a sanitizer report before) ---
+
+// An empty smart pointer given as the I/O object or the store, or returned by a store's open,
+// is refused with SHARD_ERR_NULL_POINTER (the store's case as SHARD_ERR_IO from the call it
+// fails); it was dereferenced inside the noexcept trampolines (UB, a crash).
+static void test_empty_smart_pointers() {
+    const Codec codec = codec_end();
+    auto e = EXPECT_ERROR((void)Shard::open(codec, std::unique_ptr<MemoryIO>()), SHARD_ERR_NULL_POINTER);
+    CHECK(e && contains(e->message(), "io"));
+    EXPECT_ERROR((void)Shard::open(codec, std::shared_ptr<MemoryIO>(), Mode::WriteStreaming),
+                 SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)Array::open(ZARR_JSON, std::shared_ptr<MemoryStore>()), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)Array::open(ZARR_JSON, std::unique_ptr<MemoryStore>()), SHARD_ERR_NULL_POINTER);
+    struct NullStore {
+        std::unique_ptr<MemoryIO> open(std::string_view) { return nullptr; }
+    };
+    Array array = Array::open(ZARR_JSON, NullStore{});
+    e = EXPECT_ERROR((void)array.read_region<std::uint16_t>({0, 0}, {2, 2}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "c/0/0"));
+    e = EXPECT_ERROR(array.write_region({0, 0}, {1, 1}, std::vector<std::uint16_t>{1}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception);
+}
+
+// Moved-from MemoryStore / MemoryIO: an Error with SHARD_ERR_NULL_POINTER from every member
+// (MemoryStore dereferenced a null state: a crash; MemoryIO threw std::logic_error, no status).
+static void test_moved_from_memory_objects() {
+    MemoryStore a;
+    MemoryStore b = std::move(a);
+    EXPECT_ERROR((void)a.keys(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)a.opens(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)a.open("c/0/0"), SHARD_ERR_NULL_POINTER);
+    CHECK(b.keys().empty() && b.opens() == 0);
+    auto e = EXPECT_ERROR((void)Array::open(ZARR_JSON, std::ref(a)).read_region<std::uint16_t>({0, 0}, {1, 1}),
+                          SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "MemoryStore"));
+    MemoryIO m1(std::vector<std::uint8_t>{1, 2});
+    MemoryIO m2 = std::move(m1);
+    EXPECT_ERROR((void)m1.exists(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)m1.bytes(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR(m1.set({3}), SHARD_ERR_NULL_POINTER);
+    CHECK(m1.use_count() == 0 && m2.bytes() == (std::vector<std::uint8_t>{1, 2}));
+    e = EXPECT_ERROR((void)Shard::open(codec_end(), std::move(m1)), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "MemoryIO"));
+}
+
+// write_region<T> with T of the wrong size was accepted whenever the byte counts matched
+// (two uint32 for four uint16: silent garbage); a region past the array in read_region<T>
+// allocated its vector first (2 TiB here: an ASan abort, std::bad_alloc without).
+static void test_array_region_sizes() {
+    MemoryStore store;
+    Array array = Array::open(ZARR_JSON, store);
+    auto e = EXPECT_ERROR(array.write_region<std::uint32_t>({0, 0}, {1, 4}, {0x00020001u, 0x00040003u}),
+                          SHARD_ERR_BUFFER_SIZE);
+    CHECK(e && contains(e->message(), "2 values"));
+    EXPECT_ERROR(array.write_region<std::uint16_t>({0, 0}, {1, 4}, {1, 2, 3}), SHARD_ERR_BUFFER_SIZE);
+    CHECK(store.keys().empty() && store.opens() == 0); // nothing written
+    array.write_region<std::uint16_t>({0, 0}, {1, 4}, {1, 2, 3, 4});
+    CHECK(array.read_region<std::uint16_t>({0, 0}, {1, 4}) == (std::vector<std::uint16_t>{1, 2, 3, 4}));
+    const auto opens = store.opens();
+    e = EXPECT_ERROR((void)array.read_region<std::uint16_t>({0, 0}, {1ull << 20, 1ull << 20}),
+                     SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "past"));
+    EXPECT_ERROR((void)array.read_region<std::uint16_t>({0, 0}, {1ull << 20}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(store.opens() == opens); // refused before any shard was opened
+    CHECK(array.read_region<std::uint16_t>({5, 5}, {0, 3}).empty());
+}
+
+// A rank-0 shard has one chunk and no coordinates; shard_read_chunks takes it (`count`
+// copies); the binding refused every read_chunks call on it (SHARD_ERR_INVALID_ARGUMENT).
+static void test_rank0_read_chunks() {
+    const Codec codec = Codec::from_config(
+        R"({"chunk_shape": [], "codecs": [)" ZS_BYTES_LE R"(], "index_codecs": [)" ZS_BYTES_LE
+        R"(, )" ZS_CRC R"(], "index_location": "end"})",
+        "uint16", zarrshard::Coords(), "5");
+    CHECK(codec.rank() == 0 && codec.inner_chunk_nbytes() == 2);
+    MemoryIO mem;
+    {
+        auto w = Shard::open(codec, mem, Mode::WriteBuffered);
+        w.write_chunk_as<std::uint16_t>(zarrshard::Coords(), std::vector<std::uint16_t>{0x0201});
+        CHECK(w.finalize() > 0);
+    }
+    const auto r = Shard::open(codec, mem);
+    CHECK(r.read_chunk_as<std::uint16_t>(zarrshard::Coords()) == std::vector<std::uint16_t>{0x0201});
+    const auto two = r.read_chunks(std::vector<std::vector<std::uint64_t>>{{}, {}});
+    CHECK(two.size() == 4 && two[0] == 1 && two[1] == 2 && two[2] == 1 && two[3] == 2);
+    std::vector<std::uint8_t> three(6);
+    r.read_chunks(zarrshard::Coords(), three);
+    CHECK(three == (std::vector<std::uint8_t>{1, 2, 1, 2, 1, 2}));
+    EXPECT_ERROR(r.read_chunks({0}, three), SHARD_ERR_INVALID_ARGUMENT);
+    std::vector<std::uint8_t> odd(3);
+    EXPECT_ERROR(r.read_chunks(zarrshard::Coords(), odd), SHARD_ERR_BUFFER_SIZE);
+}
+
+// The vector form of read_chunk_raw allocated whatever the index names: a hostile index
+// entry of 2^62 bytes (index at the start, no checksum, an object without size) was an
+// ASan abort (std::length_error / std::bad_alloc without ASan).
+static void test_raw_chunk_hostile_size() {
+    const Codec codec = Codec::from_config(
+        R"({"chunk_shape": [4, 4], "codecs": [)" ZS_BYTES_LE R"(], "index_codecs": [)" ZS_BYTES_LE
+        R"(], "index_location": "start"})",
+        "uint16", {16, 16}, "0");
+    MemoryIO mem;
+    {
+        auto w = Shard::open(codec, mem, Mode::WriteBuffered);
+        w.write_chunk_as<std::uint16_t>({1, 1}, chunk_values(1, 1, 2));
+        (void)w.finalize();
+    }
+    auto bytes = mem.bytes();
+    const std::uint64_t huge = 1ull << 62;
+    std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &huge, 8); // entry (1, 1): nbytes
+    const auto r = Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)});
+    CHECK(r.read_chunk_raw_nbytes({1, 1}) == huge);
+    auto e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "memory limit"));
+    // A plausible size still reaches the library, which finds the entry past the object.
+    const std::uint64_t mib = 1ull << 20;
+    std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &mib, 8);
+    EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
+                 SHARD_ERR_CORRUPT);
+}
+
+// io<T>() handed out a mutable T& to an object given as std::shared_ptr<const T> (writing
+// through it is undefined behaviour for an object created const); only io<const T>() now.
+static void test_io_const_object() {
+    const Codec codec = codec_end();
+    auto shard = Shard::open(codec, std::make_shared<const MemoryIO>(written_shard(1)));
+    CHECK(shard.io<const MemoryIO>().exists());
+    auto e = EXPECT_ERROR((void)shard.io<MemoryIO>(), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "const"));
+    CHECK(&shard.io<std::shared_ptr<const MemoryIO>>() != nullptr);
+    auto plain = Shard::open(codec, std::make_shared<MemoryIO>(written_shard(1)));
+    CHECK(plain.io<MemoryIO>().exists() && plain.io<const MemoryIO>().exists());
+}
+
+// A store whose open returns a FileIO opened for writing: its temporary was never committed
+// (nothing commits store objects), so write_region reported success and lost every value.
+// Now refused: the call fails with SHARD_ERR_IO and the file is untouched.
+static void test_store_of_writing_file_io() {
+    const std::string root = scratch("filestore");
+    for (const char *d : {"", "/c", "/c/0", "/c/1"}) ::mkdir((root + d).c_str(), 0755);
+    struct FileStore {
+        std::string root;
+        FileIO open(std::string_view key) { return FileIO(root + "/" + std::string(key), FileIO::Update); }
+    };
+    Array array = Array::open(ZARR_JSON, FileStore{root});
+    auto e = EXPECT_ERROR(array.write_region<std::uint16_t>({0, 0}, {1, 4}, {1, 2, 3, 4}), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "FileIO::Read"));
+    CHECK(!file_exists(root + "/c/0/0"));
+    // Reading through FileIO::Read objects is what a directory store is for.
+    Array reader = Array::open(ZARR_JSON, zarrshard::DirectoryStore(root));
+    CHECK(reader.read_region<std::uint16_t>({0, 0}, {1, 4}) == std::vector<std::uint16_t>(4, 0));
+}
+
+// Self-move (through an alias, as generic code does it) keeps the handle and the I/O object.
+static void test_self_move() {
+    Codec codec = codec_end();
+    Codec &codec_alias = codec;
+    codec = std::move(codec_alias);
+    CHECK(codec && codec.rank() == 2);
+    Shard shard = Shard::open(codec, CountedIO(written_shard(1)));
+    Shard &shard_alias = shard;
+    shard = std::move(shard_alias);
+    CHECK(shard && g_live == 1 && reads_as(shard, 1));
+    MemoryStore store;
+    Array array = Array::open(ZARR_JSON, store);
+    Array &array_alias = array;
+    array = std::move(array_alias);
+    CHECK(array && array.read_region<std::uint16_t>({0, 0}, {1, 1}) == std::vector<std::uint16_t>{0});
+    shard.close();
+    CHECK(g_live == 0);
+}
+
+// An append whose write fails and whose rollback (truncate) fails too: the Error has the
+// write's code, and its host message was the truncate's text (the last exception overwrote
+// the one the code belongs to). Now the message of the callback that returned io_code().
+static void test_host_message_matches_io_code() {
+    const Codec codec = codec_end();
+    struct FailingAppend {
+        MemoryIO mem;
+        bool fail = false;
+        std::size_t read(std::uint64_t o, span<std::uint8_t> b) { return mem.read(o, b); }
+        zarrshard::SuffixRead read_suffix(span<std::uint8_t> b) { return mem.read_suffix(b); }
+        std::optional<std::uint64_t> size() { return mem.size(); }
+        void write(std::uint64_t o, span<const std::uint8_t> d) {
+            if (fail) throw zarrshard::IoError(ENOSPC, "write: disk full");
+            mem.write(o, d);
+        }
+        void truncate(std::uint64_t) { throw zarrshard::IoError(EIO, "truncate: device gone"); }
+    };
+    auto shard = Shard::open(codec, FailingAppend{written_shard(1)}, Mode::UpdateAppend);
+    shard.io<FailingAppend>().fail = true;
+    auto e = EXPECT_ERROR(shard.write_chunk_as<std::uint16_t>({2, 2}, chunk_values(2, 2, 7)), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOSPC);
+    CHECK(e && e->host_message() == "write: disk full");
+    CHECK(e && !contains(e->what(), "device gone"));
+    // The next failure reports only its own exception.
+    e = EXPECT_ERROR(shard.write_chunk_as<std::uint16_t>({2, 2}, chunk_values(2, 2, 7)), SHARD_ERR_INVALID_STATE);
+    CHECK(e && e->host_message().empty() && e->io_code() == 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         std::cerr << "usage: test_zarrshard FIXTURE_DIR SCRATCH_DIR\n";
@@ -1344,6 +1544,15 @@ int main(int argc, char **argv) {
     RUN(test_array_write_regions_model);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
+    RUN(test_empty_smart_pointers);
+    RUN(test_moved_from_memory_objects);
+    RUN(test_array_region_sizes);
+    RUN(test_rank0_read_chunks);
+    RUN(test_raw_chunk_hostile_size);
+    RUN(test_io_const_object);
+    RUN(test_store_of_writing_file_io);
+    RUN(test_self_move);
+    RUN(test_host_message_matches_io_code);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
     return g_failed == 0 ? 0 : 1;
 }

@@ -126,6 +126,15 @@ function main(dir::AbstractString)
         error("the region differs with another coalescing gap")
     all(iszero, read_region(arr, (1, 1), (16, 16))) ||                              # [38]
         error("the top-left inner chunk reads as the fill value")
+    # A region past the 64x64 array is refused before anything is allocated for it.
+    err = try                                                                        # [38a]
+        read_region(arr, (1, 1), (2^20, 2^20))
+        nothing
+    catch e
+        e
+    end
+    err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
+        error("expected SHARD_ERR_INVALID_ARGUMENT, got $(repr(err))")
     close(arr)                                                                       # [39]
 
     # Regions written through a store of MemoryShardIOs read back as a model of the array.

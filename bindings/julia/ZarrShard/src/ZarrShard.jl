@@ -61,7 +61,8 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
 A failed `shard_*` call. `status` is the C `shard_status` (`Int32`; see
 `LibZarrShard.shard_status`), `message` the text of `shard_last_error`, `io_code` the value
 of `shard_last_io_code` (the code a failing I/O callback returned; 0 otherwise) and `cause`
-the Julia exception that callback caught, or `nothing`.
+the Julia exception of the callback that returned that code (the first such, when the library
+went on after it, e.g. to roll an append back), or `nothing`.
 """
 struct ZarrShardError <: Exception
     status::Int32
@@ -119,14 +120,28 @@ end
     @check call
 
 Run a raw `shard_*` call that returns a `shard_status`; throw [`ZarrShardError`](@ref) unless
-it returned `SHARD_OK`. Evaluates to `nothing`.
+it returned `SHARD_OK`. Evaluates to `nothing`. The callback exceptions of earlier calls are
+forgotten first, so the error's `cause` is always from this call.
 """
 macro check(expr)
     return quote
+        _clear_callback_exceptions()
         local status = $(esc(expr))
         status == Cint(0) || throw(ZarrShardError(status))
         nothing
     end
+end
+
+"""
+    memory_limit() -> UInt64
+
+The most bytes the binding allocates for one buffer whose size comes from stored data (an
+index entry), as the library's own limit: `ZARRSHARD_MEMORY_LIMIT` when it is a positive
+number of bytes, else 4 GiB.
+"""
+function memory_limit()
+    v = tryparse(UInt64, strip(get(ENV, "ZARRSHARD_MEMORY_LIMIT", "")))
+    return v === nothing || v == 0 ? UInt64(4) << 30 : v
 end
 
 "The library version (`shard_version`)."
@@ -421,6 +436,7 @@ function Shard(codec::Codec, io::ShardIO; mode::Symbol = :read, morton::Bool = f
     out = Ref{Ptr{L.shard_handle}}(C_NULL)
     shard = GC.@preserve io begin
         table = callback_table(io, pointer_from_objref(io), mode !== :read)
+        _clear_callback_exceptions()
         status = L.shard_open_ex(codec, Ref(table), UInt32(m), flags, out)
         if status != Cint(0)
             err = ZarrShardError(status)
@@ -542,12 +558,18 @@ end
     read_chunk_raw(shard, coords) -> Vector{UInt8}
 
 The encoded bytes of an inner chunk, empty for an empty chunk (`shard_read_chunk_raw`: size
-query, then copy).
+query, then copy). The size comes from the index, which a damaged or hostile shard may fill
+with anything: above the library's memory limit (`ZARRSHARD_MEMORY_LIMIT` bytes, 4 GiB by
+default) it throws `ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`) before allocating.
 """
 function read_chunk_raw(s::Shard, coords)
     cc = c_coords(s.codec.rank, coords)
     n = Ref{Csize_t}(0)
     @check L.shard_read_chunk_raw(s, cc, length(cc), C_NULL, 0, n)
+    limit = memory_limit()
+    n[] <= limit || throw(ZarrShardError(Int32(L.SHARD_ERR_INVALID_ARGUMENT),
+        "invalid argument: the index names an encoded chunk of $(n[]) bytes, over the " *
+        "memory limit of $limit bytes", Int32(0), nothing))
     buf = Vector{UInt8}(undef, n[])
     isempty(buf) && return buf
     @check L.shard_read_chunk_raw(s, cc, length(cc), buf, length(buf), n)
@@ -643,8 +665,12 @@ library decodes straight into the array's memory; the fill value where nothing i
 
 `codec(a)` is the array's [`Codec`](@ref) (`nothing` for an array without sharding, whose
 regions then need [`read_region!`](@ref) with an array of the right element type).
-`close(a)` closes the handle (idempotent; a finalizer does it otherwise). Reads may run on
-many tasks at once; one writer at a time (`SHARD_ERR_BUSY` otherwise).
+`close(a)` closes the handle and that codec (idempotent); an array never closed is closed by
+its finalizer, which leaves the codec to the codec's own finalizer. Reads may run on many
+tasks at once; one writer at a time (`SHARD_ERR_BUSY` otherwise). A `FileShardIO` from a
+store must be `mode = :read`: one that writes does so into a temporary that only
+`finalize_shard!` commits, which a store's objects never get, so it is refused (the call
+throws `SHARD_ERR_IO`) rather than reporting success and losing the data.
 """
 mutable struct ShardArray
     ptr::Ptr{L.shard_array}
@@ -685,6 +711,7 @@ end
 # The array's codec (`shard_array_codec`), or nothing when it is not sharded.
 function _array_codec(a::ShardArray)
     out = Ref{Ptr{L.shard_codec}}(C_NULL)
+    _clear_callback_exceptions()
     status = L.shard_array_codec(a, out)
     status == Cint(L.SHARD_ERR_UNSUPPORTED) && return nothing
     status == Cint(0) || throw(ZarrShardError(status))
@@ -694,20 +721,30 @@ end
 "The array's `Codec`, or `nothing` when it is not sharded."
 codec(a::ShardArray) = a.codec
 
+# Finalizer: only the array's own handle. The Codec is a Julia object of its own that the
+# caller may still hold (`codec(a)`) and use, on this or another thread; its own finalizer
+# frees it once nothing references it.
 function _close_array!(a::ShardArray)
-    c = a.codec
-    c === nothing || close(c)
     p = a.ptr
     a.ptr = C_NULL
     p == C_NULL || L.shard_array_close(p)
     return nothing
 end
 
-"Close the array (`shard_array_close`) and its codec. Idempotent."
+"""
+    close(a::ShardArray)
+
+Close the array (`shard_array_close`, which releases the store) and its codec. Idempotent.
+Must not race other calls on `a`. A `ShardArray` that is never closed is closed by its
+finalizer, which leaves the codec to its own finalizer (`codec(a)` stays usable while it is
+referenced).
+"""
 function Base.close(a::ShardArray)
     lock(a.lock)
     try
         _close_array!(a)
+        c = a.codec
+        c === nothing || close(c)
     finally
         unlock(a.lock)
     end
@@ -720,6 +757,17 @@ function Base.unsafe_convert(::Type{Ptr{L.shard_array}}, a::ShardArray)
     p = a.ptr
     p == C_NULL && throw(ArgumentError("the ShardArray is closed"))
     return p
+end
+
+# The library reads and writes an array's memory as raw bytes: only for element types stored
+# inline (isbits). An Array{Any} (or of any other non-isbits type) holds pointers to boxed
+# values there: the library would overwrite them with data (a crash in the GC) or store the
+# pointers as data.
+function _check_bits_eltype(T::Type)
+    isbitstype(T) ||
+        throw(ArgumentError("element type $T is not a bits type (isbitstype): its array " *
+                            "holds references, not the values the library reads and writes"))
+    return nothing
 end
 
 function _region_eltype(a::ShardArray)
@@ -746,17 +794,38 @@ end
     read_region(a::ShardArray, start, shape) -> Array{T,N}
 
 The region of Julia-order size `shape` at the 1-based, Julia-order `start`
-(`shard_array_read_region`), as an `Array{eltype(codec(a))}`.
+(`shard_array_read_region`), as an `Array{eltype(codec(a))}`. The library checks the region
+(rank, bounds) with an empty buffer before the array is allocated, so a region past the
+array throws `ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`) without allocating for it.
 """
-read_region(a::ShardArray, start, shape) =
-    read_region!(Array{_region_eltype(a)}(undef, Tuple(shape)), a, start)
+function read_region(a::ShardArray, start, shape)
+    T = _region_eltype(a)
+    dims = Tuple(shape)
+    all(d -> d isa Integer && d >= 0, dims) ||
+        throw(ArgumentError("a region's shape is non-negative integers, got $dims"))
+    if !any(iszero, dims)
+        # (NULL, 0): the library checks rank and bounds and then refuses the empty buffer
+        # with SHARD_ERR_BUFFER_SIZE, reading nothing; any other status is the real error,
+        # found before a region past the array is allocated.
+        cs = c_coords(length(dims), start)
+        cshape = c_shape(dims)
+        _clear_callback_exceptions()
+        status = L.shard_array_read_region(a, cs, cshape, length(cs), C_NULL, 0)
+        status == Cint(L.SHARD_ERR_BUFFER_SIZE) || status == Cint(0) ||
+            throw(ZarrShardError(status))
+    end
+    return read_region!(Array{T}(undef, dims), a, start)
+end
 
 """
     read_region!(R::Array, a::ShardArray, start) -> R
 
-[`read_region`](@ref) into an existing `Array` (the region's size is `size(R)`).
+[`read_region`](@ref) into an existing `Array` (the region's size is `size(R)`). `eltype(R)`
+must be a bits type (`isbitstype`) and, for a sharded array, `eltype(codec(a))`; otherwise
+`ArgumentError`.
 """
 function read_region!(R::Array, a::ShardArray, start)
+    _check_bits_eltype(eltype(R))
     a.codec === nothing || eltype(R) === eltype(a.codec) ||
         throw(ArgumentError("element type $(eltype(R)) given, the array's is $(eltype(a.codec))"))
     cs = c_coords(ndims(R), start)
@@ -775,11 +844,13 @@ Write `data` to the region of size `size(data)` at the 1-based, Julia-order `sta
 (`shard_array_write_region`): the minimum read-modify-write (shards covered entirely are not
 read; in the others only the index and the partly covered inner chunks are), chunks equal to
 the fill value are not stored, a shard left empty is removed. `data` is converted to
-`Array{eltype(codec(a))}` when it is not one already. The store's `ShardIO`s must be
-writable. Not atomic across shards.
+`Array{eltype(codec(a))}` when it is not one already (for an array without sharding it is
+written as it is: its element type must be a bits type, `ArgumentError` otherwise). The
+store's `ShardIO`s must be writable. Not atomic across shards.
 """
 function write_region(a::ShardArray, start, data::AbstractArray)
     T = a.codec === nothing ? eltype(data) : eltype(a.codec)
+    _check_bits_eltype(T)
     D = data isa Array && eltype(data) === T ? data : convert(Array{T}, data)
     cs = c_coords(ndims(D), start)
     cshape = c_shape(size(D))

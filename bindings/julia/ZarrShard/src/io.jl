@@ -12,8 +12,8 @@ The storage of one shard object, implemented in Julia. Subtypes must be `mutable
 | `read_at!(io, offset::UInt64, buf)::Int` | always             | fill `buf` from byte `offset`; return the count; fewer than `length(buf)` only where the object ends; throw [`ObjectNotFound`](@ref) if it does not exist |
 | `write_at(io, offset::UInt64, data)`  | write modes           | write all of `data` at `offset`, creating or extending the object |
 | `objectsize(io)::UInt64`              | optional              | the object's size (or throw `ObjectNotFound`); enables the one-call suffix read of the index |
-| `truncate_object!(io, len::UInt64)`   | optional, write modes | set the size                                               |
-| `remove_object!(io)`                  | optional, write modes | remove the object (a shard with nothing stored is removed)  |
+| `truncate_object!(io, len::UInt64)`   | optional, write modes | set the size (also from `close` of an unfinalized `:append` shard, which cuts the object back: maybe from a finalizer) |
+| `remove_object!(io)`                  | optional, write modes | remove the object (a shard with nothing stored is removed; also as `truncate_object!`) |
 | `writable(io)::Bool`                  | optional              | whether write modes may use it (default: a `write_at` method exists) |
 | `commit!(io)`                         | optional              | make a finished write visible; called after a successful `finalize_shard!` |
 | `release!(io)`                        | optional              | free resources; called exactly once, from `close(shard)` (maybe from a finalizer: do not block or yield) |
@@ -85,22 +85,38 @@ function io_code(e)::Int32
 end
 
 # Remember the exception on the current task, for the ZarrShardError the failing call throws
-# on that same task. Never throws.
+# on that same task: every failure of the call, in order (the first 8), since the library may
+# go on after one (a failed append `write`, then a failed `truncate` rolling it back) and
+# reports the first. Never throws.
 function _callback_failed(e)::Int32
     code = IO_CODE_EXCEPTION
     try
         code = io_code(e)
-        code == L.SHARD_IO_NOT_FOUND || task_local_storage(CALLBACK_EXCEPTION, (code, e))
+        if code != L.SHARD_IO_NOT_FOUND
+            list = get!(() -> Tuple{Int32,Any}[], task_local_storage(),
+                        CALLBACK_EXCEPTION)::Vector{Tuple{Int32,Any}}
+            length(list) < 8 && push!(list, (code, e))
+        end
     catch
     end
     return code
 end
 
+"Forget the callback exceptions of earlier calls on this task (before each C call)."
+function _clear_callback_exceptions()
+    delete!(task_local_storage(), CALLBACK_EXCEPTION)
+    return nothing
+end
+
+# The exception of the first failed callback that returned `io_code` (the code the library
+# reports), or nothing; the list is then forgotten.
 function _take_callback_exception(io_code::Int32)
-    entry = pop!(task_local_storage(), CALLBACK_EXCEPTION, nothing)
-    entry === nothing && return nothing
-    code, e = entry
-    return code == io_code ? e : nothing
+    list = pop!(task_local_storage(), CALLBACK_EXCEPTION, nothing)
+    list === nothing && return nothing
+    for (code, e) in list
+        code == io_code && return e
+    end
+    return nothing
 end
 
 function _checked_count(n::Integer, len::Integer)::Csize_t
@@ -325,6 +341,14 @@ function cb_store_open_object(ud::Ptr{Cvoid}, key::Ptr{UInt8},
         store = unsafe_pointer_to_objref(ud)::StoreFunction
         io = store.open(unsafe_string(key))
         io isa ShardIO || throw(ArgumentError("a store must return a ShardIO, not $(typeof(io))"))
+        if io isa FileShardIO && io.mode !== :read
+            # Its writes go to a temporary that only finalize_shard! commits, and nothing
+            # commits a store's objects: the call would succeed and lose what it wrote.
+            _release_quietly(io)   # deletes the temporary it created
+            throw(ArgumentError("the store returned FileShardIO($(repr(io.path)); mode = " *
+                                "$(repr(io.mode))): a store's FileShardIO must be mode = :read " *
+                                "(its writes would never be committed)"))
+        end
         obj = StoreObject(io)
         table = GC.@preserve obj callback_table(io, pointer_from_objref(obj), true)
         _root!(obj)   # from here the library owns the table: cb_destroy unroots obj
@@ -376,6 +400,9 @@ One shard object = one file, like `examples-c/posix_io.c`.
   temporary: `path` is never left half-written.
 * `mode = :update` (for `:append`, `:in_place`): as `:write`, but the temporary starts as a
   copy of `path`.
+
+A `ShardArray` store may return only `mode = :read` ones (nothing commits a store's objects:
+a writing one is refused, see [`ShardArray`](@ref)).
 
 Unlike posix_io.c this does not `fsync` (Julia's `IOStream` has no portable fsync): the commit
 is atomic against failed or interrupted writes, not against power loss. One write context per

@@ -124,7 +124,47 @@ pub fn run(h: &Header, header_name: &str, sources: &[Source]) -> Result<Vec<Find
     for rc in &facts.raw_calls {
         out.push(finding("raw-call", &rc.loc, check_raw_call(rc, h, &facts)));
     }
+    for fz in &facts.finalizers {
+        out.push(finding("finalizer", &fz.loc, check_finalizer(fz, &facts)));
+    }
     Ok(out)
+}
+
+/// What a finalizer must not call. `close`: another Julia object (a field of the finalized
+/// one) may still be referenced elsewhere and in use, on this or another thread, and has a
+/// finalizer of its own; only the object's own C handle is the finalizer's to release (the raw
+/// `L.shard_*_close`/`_free`). The rest may switch tasks, which a finalizer must not do
+/// (Julia manual, "Safe use of Finalizers"; `Base.finalizer`).
+const FINALIZER_FORBIDDEN: &[&str] =
+    &["close", "lock", "wait", "yield", "sleep", "fetch", "take!", "put!", "println", "print", "flush"];
+
+/// A registered finalizer is a named function of the package whose methods call none of
+/// `FINALIZER_FORBIDDEN`.
+fn check_finalizer(fz: &julia::FinalizerUse, facts: &Facts) -> Result<String, String> {
+    let Some(name) = &fz.func else {
+        return Err(format!("`{}`: register a named function of the package, so that it can be checked", fz.text));
+    };
+    let methods: Vec<_> = facts.funcs.iter().filter(|f| &f.name == name).collect();
+    if methods.is_empty() {
+        return Err(format!("`{}`: {name} is not defined in the package", fz.text));
+    }
+    let mut bad = Vec::new();
+    for m in &methods {
+        for (callee, call) in &m.calls {
+            if FINALIZER_FORBIDDEN.contains(&callee.as_str()) {
+                bad.push(format!("{name} ({}) calls `{call}`", m.loc));
+            }
+        }
+    }
+    if bad.is_empty() {
+        Ok(format!("{name}: releases only its own handle, never switches tasks"))
+    } else {
+        Err(format!(
+            "`{}`: {}; a finalizer releases only its object's own C handle (other objects may still be in use and have finalizers of their own) and must not switch tasks",
+            fz.text,
+            bad.join("; ")
+        ))
+    }
 }
 
 fn jtype(s: &str) -> Result<JType, String> {

@@ -91,6 +91,19 @@ pub struct FuncDef {
     pub ret: Option<String>,
     /// Ok when the whole body is one `try ... catch` whose catch clause does not throw.
     pub catches_all: Result<(), String>,
+    /// The functions the body calls (last name segment, e.g. `close` for `Base.close(x)`),
+    /// with the text of each call, in order.
+    pub calls: Vec<(String, String)>,
+}
+
+/// A `finalizer(f, x)` registration.
+#[derive(Debug)]
+pub struct FinalizerUse {
+    pub loc: Loc,
+    /// The function registered, when it is named (`_close_handle!`); None for a lambda or
+    /// anything else the checker cannot follow.
+    pub func: Option<String>,
+    pub text: String,
 }
 
 /// A call into the raw layer: `L.name(...)` / `LibZarrShard.name(...)`.
@@ -124,6 +137,7 @@ pub struct Facts {
     pub funcs: Vec<FuncDef>,
     pub ctor_calls: Vec<CtorCall>,
     pub raw_calls: Vec<RawCall>,
+    pub finalizers: Vec<FinalizerUse>,
 }
 
 pub fn parser() -> Result<Parser> {
@@ -210,6 +224,14 @@ fn walk(n: Node, file: &str, src: &str, f: &mut Facts) {
                 let name = text(c, src);
                 match name {
                     "ccall" => f.ccalls.push(ccall(n, file, src)),
+                    "finalizer" | "Base.finalizer" => {
+                        let args = call_args(n);
+                        let func = args
+                            .first()
+                            .filter(|a| matches!(a.kind(), "identifier" | "field_expression"))
+                            .map(|a| last_segment(text(*a, src)).to_string());
+                        f.finalizers.push(FinalizerUse { loc: loc(n, file), func, text: text(n, src).to_string() });
+                    }
                     "pointer" | "pointer_from_objref" | "Base.pointer" | "Base.pointer_from_objref" => {
                         f.pointers.push(pointer_use(n, file, src))
                     }
@@ -591,7 +613,11 @@ fn long_function(n: Node, file: &str, src: &str) -> Option<FuncDef> {
     let sig = *kids.first().filter(|k| k.kind() == "signature")?;
     let (name, params, ret) = signature(sig, src)?;
     let body: Vec<Node> = kids[1..].to_vec();
-    Some(FuncDef { loc: loc(n, file), name, params, ret, catches_all: catches_all(&body, src) })
+    let mut calls = Vec::new();
+    for b in &body {
+        calls_in(*b, src, &mut calls);
+    }
+    Some(FuncDef { loc: loc(n, file), name, params, ret, catches_all: catches_all(&body, src), calls })
 }
 
 fn short_function(n: Node, file: &str, src: &str) -> Option<FuncDef> {
@@ -601,13 +627,33 @@ fn short_function(n: Node, file: &str, src: &str) -> Option<FuncDef> {
     }
     // `x[i] = v` is an index_expression, `f(x) = v` a call: only the latter defines a method.
     let (name, params, ret) = signature(lhs, src)?;
+    let mut calls = Vec::new();
+    if let Some(rhs) = n.named_child(1) {
+        calls_in(rhs, src, &mut calls);
+    }
     Some(FuncDef {
         loc: loc(n, file),
         name,
         params,
         ret,
         catches_all: Err("a one-line definition cannot catch exceptions".into()),
+        calls,
     })
+}
+
+/// Every call under `n`: (callee's last name segment, the call's text).
+fn calls_in(n: Node, src: &str, out: &mut Vec<(String, String)>) {
+    if n.kind() == "call_expression" {
+        if let Some(c) = callee(n) {
+            if matches!(c.kind(), "identifier" | "field_expression") {
+                out.push((last_segment(text(c, src)).to_string(), text(n, src).to_string()));
+            }
+        }
+    }
+    let mut c = n.walk();
+    for k in n.named_children(&mut c) {
+        calls_in(k, src, out);
+    }
 }
 
 fn is_trivial(n: Node, src: &str) -> bool {
