@@ -43,9 +43,9 @@ impl<S: Store> Array<S> {
     ///
     /// Errors: [`Error::InvalidArgument`] when the region's rank differs from the array's or it
     /// reaches past the array, or its byte size overflows 64 bits; [`Error::BufferSize`] when
-    /// `out` has the wrong length; and
-    /// whatever reading and decoding the shards reports (corruption names shard and chunk).
-    /// Safe to call from many threads at once.
+    /// `out` has the wrong length (both checked, in that order, before the store is touched);
+    /// and whatever reading and decoding the shards reports (corruption names shard and
+    /// chunk). Safe to call from many threads at once.
     pub fn read_region(&self, start: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let meta = self.metadata();
         let elem = meta.data_type.size();

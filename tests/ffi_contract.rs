@@ -549,6 +549,73 @@ fn a_region_whose_size_overflows_is_an_invalid_argument() {
     }
 }
 
+static OPENS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn counted_open(
+    ud: *mut c_void,
+    key: *const c_char,
+    io: *mut shard_io_callbacks,
+) -> i32 {
+    OPENS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    unsafe { nothing_open(ud, key, io) }
+}
+
+/// The documented order (bindings rely on it to check a region before allocating its
+/// buffer): rank and bounds, then the buffer length, all before any callback runs; so
+/// `(NULL, 0)` for a valid non-empty region is `SHARD_ERR_BUFFER_SIZE` without a host call.
+#[test]
+fn region_arguments_are_checked_before_any_host_call() {
+    let _s = serial();
+    let json = r#"{"zarr_format": 3, "node_type": "array", "shape": [10, 12], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 8]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [4, 4],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "start"}}]}"#;
+    let store = shard_store_callbacks {
+        version: SHARD_STORE_VERSION,
+        flags: 0,
+        userdata: null_mut(),
+        open_object: Some(counted_open),
+        destroy: None,
+    };
+    let opens = || OPENS.load(std::sync::atomic::Ordering::SeqCst);
+    let mut a = null_mut();
+    unsafe {
+        assert_eq!(
+            shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a),
+            SHARD_OK
+        );
+        let before = opens();
+        let read = |start: [u64; 2], shape: [u64; 2], buf: &mut [u8]| {
+            let ptr = if buf.is_empty() {
+                null_mut()
+            } else {
+                buf.as_mut_ptr()
+            };
+            shard_array_read_region(a, start.as_ptr(), shape.as_ptr(), 2, ptr, buf.len())
+        };
+        assert_eq!(read([2, 3], [5, 6], &mut []), SHARD_ERR_BUFFER_SIZE);
+        assert_eq!(read([8, 0], [3, 1], &mut []), SHARD_ERR_INVALID_ARGUMENT); // past row 10
+        assert_eq!(
+            read([8, 0], [3, 1], &mut [0; 6]),
+            SHARD_ERR_INVALID_ARGUMENT
+        );
+        let st = shard_array_read_region(a, [0u64].as_ptr(), [1u64].as_ptr(), 1, null_mut(), 0);
+        assert_eq!(st, SHARD_ERR_INVALID_ARGUMENT); // rank 1 of a rank-2 array
+        let st = shard_array_write_region(a, [2u64, 3].as_ptr(), [5u64, 6].as_ptr(), 2, null(), 0);
+        assert_eq!(st, SHARD_ERR_BUFFER_SIZE);
+        assert_eq!(opens(), before, "a refused call reached the store");
+        // The right buffer reads (the counter sees the store): fill value 7 everywhere.
+        let mut buf = [0u8; 60];
+        assert_eq!(read([2, 3], [5, 6], &mut buf), SHARD_OK, "{}", last_error());
+        assert!(opens() > before);
+        assert!(buf.chunks(2).all(|v| u16::from_ne_bytes([v[0], v[1]]) == 7));
+        shard_array_close(a);
+    }
+}
+
 /// F6: rank 0. `(NULL, 0)` is an empty buffer: `shard_read_chunks` reads the one chunk with
 /// no coordinates (as `shard_read_chunk` does), and the shape getters take `(NULL, 0)`.
 #[test]

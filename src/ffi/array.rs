@@ -265,6 +265,10 @@ unsafe fn region_args<'a>(
 /// (one `read_vectored` call when the object table has it). Arrays with a bytes→bytes codec
 /// after sharding, or with `transpose` before it, are read a whole shard at a time.
 ///
+/// The arguments are checked before any callback runs: rank and bounds, then the buffer's
+/// length; so `(NULL, 0)` for a non-empty region checks it without reading anything
+/// (`SHARD_ERR_BUFFER_SIZE` when it is valid), e.g. before allocating its buffer.
+///
 /// Thread-safe: many threads may read one handle at once (not while another writes the same
 /// shards: the result is then unspecified, though memory-safe).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
