@@ -591,6 +591,24 @@ constexpr Flags operator|(Flags a, Flags b) noexcept {
 /// The library version, e.g. "0.1.0". Thread-safe; never throws.
 [[nodiscard]] inline const char *version() noexcept { return shard_version(); }
 
+/// The most threads `set_threads` accepts (`SHARD_MAX_THREADS`).
+inline constexpr std::size_t max_threads = SHARD_MAX_THREADS;
+
+/// Set the library's worker threads for encoding and decoding inner chunks
+/// (`shard_set_threads`): 0 = one per core (the default, or `ZARRSHARD_THREADS`), 1 = the
+/// calling thread only, for hosts that run their own pool. Process-wide; takes effect for
+/// calls that start afterwards. Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT`
+/// above `max_threads` or when the threads cannot be started; the setting is unchanged).
+inline void set_threads(std::size_t threads) { detail::check(shard_set_threads(threads)); }
+
+/// The number of threads encoding and decoding uses now (the default resolved: at least 1;
+/// `shard_get_threads`). Thread-safe. Throws `Error` (`SHARD_ERR_PANIC` only).
+[[nodiscard]] inline std::size_t threads() {
+    std::size_t n = 0;
+    detail::check(shard_get_threads(&n));
+    return n;
+}
+
 /// A shard layout: the sharding codec bound to one shard shape, data type and fill value.
 ///
 /// Owns a `shard_codec` (freed by the destructor). Move-only; a moved-from `Codec` is empty

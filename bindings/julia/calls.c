@@ -474,6 +474,17 @@ int main(int argc, char **argv) {
      * C:     shard_version()                                                         */
     printf("libzarrshard %s\n", shard_version());
 
+    /* julia: set_threads!(2)                                                         [1a]
+     * C:     shard_set_threads(2)
+     * julia: threads() == 2                                                          [1b]
+     * C:     shard_get_threads(&n)                                                   */
+    {
+        size_t n = 0;
+        CHECK_OK(shard_set_threads(2), "[1a] shard_set_threads");
+        CHECK_OK(shard_get_threads(&n), "[1b] shard_get_threads");
+        check(n == 2, "[1b] threads() == 2 (got %zu)", n);
+    }
+
     /* julia: codec = Codec(read(joinpath(array, "zarr.json"), String))           [2]
      * C:     shard_codec_from_zarr_json(json, sizeof(json), &codec)
      *        shard_codec_rank(codec, &rank)

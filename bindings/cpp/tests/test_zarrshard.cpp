@@ -285,6 +285,26 @@ static void test_version_and_span() {
     CHECK(const_bytes.size() == 4 && !const_bytes.empty());
 }
 
+static void test_threads_setting() {
+    zarrshard::set_threads(1);
+    CHECK(zarrshard::threads() == 1);
+    {
+        MemoryIO mem = written_shard(3); // encoded on the calling thread alone
+        const Codec codec = codec_end();
+        const auto shard = Shard::open(codec, mem, Mode::Read);
+        CHECK(reads_as(shard, 3));
+    }
+    // Past the documented maximum: refused, the setting unchanged.
+    CHECK(zarrshard::max_threads == 1024);
+    auto e = EXPECT_ERROR(zarrshard::set_threads(zarrshard::max_threads + 1),
+                          SHARD_ERR_INVALID_ARGUMENT);
+    if (e) CHECK(contains(e->message(), "at most 1024"));
+    (void)EXPECT_ERROR(zarrshard::set_threads(SIZE_MAX), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(zarrshard::threads() == 1);
+    zarrshard::set_threads(0);
+    CHECK(zarrshard::threads() >= 1);
+}
+
 static void test_codec_from_config_getters() {
     const Codec codec = Codec::from_config(CFG_END, "uint16", {16, 16}, "7");
     CHECK(static_cast<bool>(codec) && codec.get() != nullptr);
@@ -1521,6 +1541,7 @@ int main(int argc, char **argv) {
     RUN(test_codec_from_config_getters);
     RUN(test_codec_from_zarr_json_getters);
     RUN(test_codec_errors);
+    RUN(test_threads_setting);
     RUN(test_memory_round_trip_write_modes);
     RUN(test_memory_round_trip_update_modes);
     RUN(test_memory_index_at_start_and_read_chunks);

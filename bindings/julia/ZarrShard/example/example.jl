@@ -24,6 +24,8 @@ const CONFIG3 = """{"chunk_shape":[2,3,5],"codecs":[{"name":"bytes","configurati
 function main(dir::AbstractString)
     array = joinpath(dir, "fixture.zarr")
     println("libzarrshard ", ZarrShard.version())                                   # [1]
+    set_threads!(2)  # the library's worker threads (1: only the calling thread)         # [1a]
+    threads() == 2 || error("threads() is not 2")                                    # [1b]
 
     # The array: 64x64 uint16, shards 32x32, inner chunks 16x16 (zarr.json is C order).
     codec = Codec(read(joinpath(array, "zarr.json"), String))                        # [2]

@@ -50,7 +50,8 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region, kerchunk_refs, set_coalesce_gap!
+       ShardArray, read_region, read_region!, write_region, kerchunk_refs, set_coalesce_gap!,
+       set_threads!, threads
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -146,6 +147,34 @@ end
 
 "The library version (`shard_version`)."
 version() = unsafe_string(L.shard_version())
+
+"""
+    set_threads!(n::Integer)
+
+Set the library's worker threads for encoding and decoding inner chunks (`shard_set_threads`):
+0 = one per core (the default, or `ZARRSHARD_THREADS`), 1 = the calling thread only, for a
+host that runs its own threads. Process-wide; takes effect for calls that start afterwards;
+thread-safe. Throws `ArgumentError` for a negative `n` and [`ZarrShardError`](@ref)
+(`SHARD_ERR_INVALID_ARGUMENT`) above `LibZarrShard.SHARD_MAX_THREADS` (1024) or when the
+threads cannot be started; the setting is then unchanged.
+"""
+function set_threads!(n::Integer)
+    n < 0 && throw(ArgumentError("threads must be 0 (one per core) or more, not $n"))
+    # Past what size_t holds is past the maximum too: refused by the library.
+    @check L.shard_set_threads(n > typemax(Csize_t) ? typemax(Csize_t) : Csize_t(n))
+end
+
+"""
+    threads() -> Int
+
+The number of threads the library encodes and decodes with now (`shard_get_threads`; the
+default resolved, at least 1). Thread-safe.
+"""
+function threads()
+    n = Ref{Csize_t}(0)
+    @check L.shard_get_threads(n)
+    return Int(n[])
+end
 
 "A static description of a status (`shard_status_str`)."
 status_string(status::Integer) = unsafe_string(L.shard_status_str(status % UInt32))
