@@ -908,6 +908,20 @@ fn version_1_tables_vectored_reads_threads_clone_and_gap() {
         assert_eq!(read_all(c, &m), SHARD_OK);
         assert_eq!(shard_set_threads(0), SHARD_OK);
         assert_eq!(shard_get_threads(null_mut()), SHARD_ERR_NULL_POINTER);
+        // The memory limit: the core's setting, read and set (raised here, which cannot fail
+        // the tests running alongside; its effect on a read: tests/ffi_contract.rs), and 0
+        // restores the default (4 GiB unless the environment says otherwise).
+        let mut limit = 0u64;
+        let raised = (8 << 30) + 1;
+        assert_eq!(shard_set_memory_limit(raised), SHARD_OK);
+        assert_eq!(shard_get_memory_limit(&mut limit), SHARD_OK);
+        assert_eq!((limit, zarrshard::memory_limit()), (raised, raised));
+        assert_eq!(shard_set_memory_limit(0), SHARD_OK);
+        assert_eq!(shard_get_memory_limit(&mut limit), SHARD_OK);
+        if std::env::var_os("ZARRSHARD_MEMORY_LIMIT").is_none() {
+            assert_eq!(limit, 4 << 30);
+        }
+        assert_eq!(shard_get_memory_limit(null_mut()), SHARD_ERR_NULL_POINTER);
         // A count past the documented 1024 is refused before any thread starts, and the
         // setting stays as it was (1: no pool, which Miri could not run).
         assert_eq!(shard_set_threads(1), SHARD_OK);

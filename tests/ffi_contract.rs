@@ -386,7 +386,7 @@ fn a_whole_object_read_without_size_is_held_to_the_memory_limit() {
         SHARD_OK
     );
     let limit = 3u64 << 19; // 1.5 MiB: one full block, then half a block, then one byte
-    zarrshard::set_memory_limit(limit);
+    assert_eq!(shard_set_memory_limit(limit), SHARD_OK);
     let mut out = [0u8; 16];
     let st = unsafe {
         shard_array_read_region(
@@ -399,7 +399,7 @@ fn a_whole_object_read_without_size_is_held_to_the_memory_limit() {
         )
     };
     let msg = last_error();
-    zarrshard::set_memory_limit(0);
+    assert_eq!(shard_set_memory_limit(0), SHARD_OK);
     unsafe { shard_array_close(a) };
     assert_eq!(st, SHARD_ERR_INVALID_ARGUMENT, "{msg}");
     assert!(msg.contains("memory limit"), "{msg}");

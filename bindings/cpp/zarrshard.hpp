@@ -38,7 +38,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
@@ -336,16 +335,10 @@ void call(F &&f) {
 }
 
 /// The most bytes the binding allocates for one buffer whose size comes from stored data (an
-/// index entry), as the library's own limit: `ZARRSHARD_MEMORY_LIMIT` bytes when that is a
-/// positive number, else 4 GiB. Never throws.
+/// index entry): the library's own memory limit (`shard_get_memory_limit`). Never throws.
 inline std::uint64_t memory_limit() noexcept {
-    if (const char *v = std::getenv("ZARRSHARD_MEMORY_LIMIT")) {
-        char *end = nullptr;
-        errno = 0;
-        const unsigned long long n = std::strtoull(v, &end, 10);
-        if (errno == 0 && end != v && n > 0) return static_cast<std::uint64_t>(n);
-    }
-    return std::uint64_t{4} << 30;
+    std::uint64_t n = 0;
+    return shard_get_memory_limit(&n) == SHARD_OK ? n : std::uint64_t{4} << 30;
 }
 
 /// A vector of `n` value-initialized `T`s; a size that cannot be allocated throws `Error`
@@ -590,6 +583,15 @@ constexpr Flags operator|(Flags a, Flags b) noexcept {
 
 /// The library version, e.g. "0.1.0". Thread-safe; never throws.
 [[nodiscard]] inline const char *version() noexcept { return shard_version(); }
+
+/// Set the library's memory limit (`shard_set_memory_limit`): the most bytes one buffer for
+/// decoded data may take, in the library and in this binding's vectors sized from stored data;
+/// 0 restores the default (`ZARRSHARD_MEMORY_LIMIT`, else 4 GiB). Process-wide; thread-safe.
+/// Throws `Error` (`SHARD_ERR_PANIC` only).
+inline void set_memory_limit(std::uint64_t bytes) { detail::check(shard_set_memory_limit(bytes)); }
+
+/// The library's memory limit in bytes (`shard_get_memory_limit`). Thread-safe; never throws.
+[[nodiscard]] inline std::uint64_t memory_limit() noexcept { return detail::memory_limit(); }
 
 /// The most threads `set_threads` accepts (`SHARD_MAX_THREADS`).
 inline constexpr std::size_t max_threads = SHARD_MAX_THREADS;

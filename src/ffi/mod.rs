@@ -132,6 +132,33 @@ pub unsafe extern "C" fn shard_get_threads(threads_out: *mut usize) -> shard_sta
     })
 }
 
+/// Set the memory limit: the most bytes one buffer the library allocates for decoded data (an
+/// inner chunk, a whole shard, a whole object read through callbacks without `size`) may take;
+/// a larger one is refused with `SHARD_ERR_INVALID_ARGUMENT` before it is allocated. 0 restores
+/// the default (the `ZARRSHARD_MEMORY_LIMIT` environment variable in bytes, else 4 GiB).
+/// Process-wide; takes effect for calls that start afterwards. Hosts that size their own
+/// buffers from stored data (the size query of `shard_read_chunk_raw` reports what the index
+/// says) can hold them to the same limit with `shard_get_memory_limit`. Thread-safe. Returns
+/// `SHARD_OK`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub extern "C" fn shard_set_memory_limit(bytes: u64) -> shard_status {
+    error::guard(|| {
+        crate::limits::set_memory_limit(bytes);
+        Ok(())
+    })
+}
+
+/// Store the memory limit in bytes (see `shard_set_memory_limit`) in `*bytes_out`.
+/// Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_status {
+    error::guard(|| {
+        // SAFETY: per the documented contract.
+        *unsafe { out(bytes_out, "bytes_out") }? = crate::limits::memory_limit();
+        Ok(())
+    })
+}
+
 /// The host's own error code from the last `SHARD_ERR_IO` on this thread (what the failing
 /// callback returned), 0 when the last failure was not an I/O error. Thread-safe.
 #[no_mangle]

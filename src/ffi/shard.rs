@@ -314,7 +314,10 @@ pub unsafe extern "C" fn shard_read_chunks(
 
 /// Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out`
 /// receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
-/// the index, without reading (a size query); otherwise `len` must be at least that size.
+/// the index, without reading (a size query); otherwise `len` must be at least that size. The
+/// size is what the index says: where the object's size is unknown (no `size`, index at the
+/// start) a damaged index can name any size, so hold a buffer sized from it to
+/// `shard_get_memory_limit` before allocating it.
 ///
 /// Read handles only. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
 /// `SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -1449,6 +1450,16 @@ static void test_raw_chunk_hostile_size() {
     std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &mib, 8);
     EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
                  SHARD_ERR_CORRUPT);
+    // The binding holds such sizes to the library's limit, whoever set it: below 1 MiB, the
+    // same entry is refused before any allocation.
+    zarrshard::set_memory_limit(mib / 2);
+    CHECK(zarrshard::memory_limit() == mib / 2);
+    e = EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
+                     SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "memory limit"));
+    zarrshard::set_memory_limit(0);
+    if (std::getenv("ZARRSHARD_MEMORY_LIMIT") == nullptr)
+        CHECK(zarrshard::memory_limit() == (std::uint64_t{4} << 30));
 }
 
 // io<T>() handed out a mutable T& to an object given as std::shared_ptr<const T> (writing

@@ -259,6 +259,16 @@ function shard_get_threads(threads_out)
     ccall((:shard_get_threads, libzarrshard), Cint, (Ref{Csize_t},), threads_out)
 end
 
+"`shard_status shard_set_memory_limit(uint64_t bytes)`"
+function shard_set_memory_limit(bytes)
+    ccall((:shard_set_memory_limit, libzarrshard), Cint, (UInt64,), bytes)
+end
+
+"`shard_status shard_get_memory_limit(uint64_t *bytes_out)`"
+function shard_get_memory_limit(bytes_out)
+    ccall((:shard_get_memory_limit, libzarrshard), Cint, (Ref{UInt64},), bytes_out)
+end
+
 "`shard_status shard_set_coalesce_gap(const shard_handle *shard, uint64_t gap)`"
 function shard_set_coalesce_gap(shard, gap)
     ccall((:shard_set_coalesce_gap, libzarrshard), Cint, (Ptr{shard_handle}, UInt64), shard, gap)

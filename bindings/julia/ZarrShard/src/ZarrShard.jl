@@ -51,7 +51,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
        ShardArray, read_region, read_region!, write_region, kerchunk_refs, set_coalesce_gap!,
-       set_threads!, threads
+       set_threads!, threads, memory_limit, set_memory_limit!
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -136,13 +136,27 @@ end
 """
     memory_limit() -> UInt64
 
-The most bytes the binding allocates for one buffer whose size comes from stored data (an
-index entry), as the library's own limit: `ZARRSHARD_MEMORY_LIMIT` when it is a positive
-number of bytes, else 4 GiB.
+The library's memory limit (`shard_get_memory_limit`): the most bytes one buffer for decoded
+data may take, in the library and in this binding's buffers sized from stored data (an index
+entry). `ZARRSHARD_MEMORY_LIMIT` bytes, else 4 GiB, unless [`set_memory_limit!`](@ref) changed
+it. Thread-safe.
 """
 function memory_limit()
-    v = tryparse(UInt64, strip(get(ENV, "ZARRSHARD_MEMORY_LIMIT", "")))
-    return v === nothing || v == 0 ? UInt64(4) << 30 : v
+    n = Ref{UInt64}(0)
+    @check L.shard_get_memory_limit(n)
+    return n[]
+end
+
+"""
+    set_memory_limit!(bytes::Integer)
+
+Set the library's memory limit (`shard_set_memory_limit`); 0 restores the default.
+Process-wide; takes effect for calls that start afterwards; thread-safe. Throws
+`ArgumentError` for a negative value.
+"""
+function set_memory_limit!(bytes::Integer)
+    bytes < 0 && throw(ArgumentError("a memory limit is 0 (the default) or more bytes, not $bytes"))
+    @check L.shard_set_memory_limit(bytes > typemax(UInt64) ? typemax(UInt64) : UInt64(bytes))
 end
 
 "The library version (`shard_version`)."
@@ -588,8 +602,8 @@ end
 
 The encoded bytes of an inner chunk, empty for an empty chunk (`shard_read_chunk_raw`: size
 query, then copy). The size comes from the index, which a damaged or hostile shard may fill
-with anything: above the library's memory limit (`ZARRSHARD_MEMORY_LIMIT` bytes, 4 GiB by
-default) it throws `ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`) before allocating.
+with anything: above the library's memory limit ([`memory_limit`](@ref)) it throws
+`ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`) before allocating.
 """
 function read_chunk_raw(s::Shard, coords)
     cc = c_coords(s.codec.rank, coords)
