@@ -280,6 +280,10 @@ static void test_null_arguments(void) {
     EXPECT(shard_last_error(text, sizeof text, NULL), NP);
     EXPECT(shard_last_error(NULL, 0, NULL), NP);
 
+    /* process-wide settings */
+    EXPECT(shard_get_threads(NULL), NP);
+    EXPECT(shard_get_memory_limit(NULL), NP);
+
     /* codecs */
     EXPECT(shard_codec_from_zarr_json(NULL, 10, &out_codec), NP);
     EXPECT(shard_codec_from_zarr_json(ZARR_JSON, strlen(ZARR_JSON), NULL), NP);
@@ -597,6 +601,15 @@ static void test_bad_arguments(void) {
     io.version = SHARD_IO_VERSION + 1;
     EXPECT(shard_open(c, &io, SHARD_MODE_READ, &h), SHARD_OK);
     shard_close(h);
+
+    /* Thread counts past SHARD_MAX_THREADS are refused, the setting unchanged. */
+    EXPECT(shard_set_threads(1), SHARD_OK);
+    EXPECT(shard_set_threads(SHARD_MAX_THREADS + 1), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(last_error_contains("at most 1024"));
+    EXPECT(shard_set_threads((size_t)-1), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_get_threads(&n), SHARD_OK);
+    CHECK(n == 1);
+    EXPECT(shard_set_threads(0), SHARD_OK);
 
     r = open_read(c, m);
     EXPECT(shard_read_chunk(r, far, 2, buf, sizeof buf), SHARD_ERR_INVALID_ARGUMENT);
