@@ -993,6 +993,20 @@ JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, 
         throw_new(env, g_IllegalArgumentException, "encoded chunk larger than a Java array");
         goto out;
     }
+    /* The size is what the index says (a damaged one can say anything where the object's size
+     * is unknown): held to the library's memory limit like the library's own buffers. */
+    {
+        uint64_t limit = 0;
+        if (shard_get_memory_limit(&limit) == SHARD_OK && (uint64_t)size > limit) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "the index names an encoded chunk of %llu bytes, over the memory limit of "
+                     "%llu bytes",
+                     (unsigned long long)size, (unsigned long long)limit);
+            throw_new(env, g_IllegalArgumentException, msg);
+            goto out;
+        }
+    }
     if ((buf = (uint8_t *)malloc(size)) == NULL) {
         throw_oom(env);
         goto out;
@@ -1214,6 +1228,24 @@ JNIEXPORT jint JNICALL Java_io_zarrshard_Native_getThreads(JNIEnv *env, jclass c
     scope_begin(&s);
     if (!finish(env, &s, shard_get_threads(&n))) return 0;
     return n > (size_t)INT32_MAX ? INT32_MAX : (jint)n;
+}
+
+/* bytes >= 0 (MemoryLimit.set checks). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_setMemoryLimit(JNIEnv *env, jclass cls,
+                                                               jlong bytes) {
+    scope s;
+    (void)cls;
+    scope_begin(&s);
+    (void)finish(env, &s, shard_set_memory_limit((uint64_t)bytes));
+}
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_getMemoryLimit(JNIEnv *env, jclass cls) {
+    uint64_t n = 0;
+    scope s;
+    (void)cls;
+    scope_begin(&s);
+    if (!finish(env, &s, shard_get_memory_limit(&n))) return 0;
+    return n > (uint64_t)INT64_MAX ? (jlong)INT64_MAX : (jlong)n;
 }
 
 /* start and shape as two long[] of one rank; 0 and an exception otherwise. */

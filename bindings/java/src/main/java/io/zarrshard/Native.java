@@ -97,6 +97,10 @@ final class Native {
 
     static native int getThreads();
 
+    static native void setMemoryLimit(long bytes);
+
+    static native long getMemoryLimit();
+
     static native void arrayReadRegion(long array, long[] start, long[] shape, byte[] out);
 
     static native void arrayReadRegionDirect(long array, long[] start, long[] shape,

@@ -250,7 +250,8 @@ public final class Shard implements AutoCloseable {
      * @return a new array, empty when the chunk is not stored
      * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#IO},
      *     {@link Status#CORRUPT}, {@link Status#INVALID_STATE} (write handle)
-     * @throws IllegalArgumentException when the chunk is larger than a byte[]
+     * @throws IllegalArgumentException when the chunk (its size as the index says) is larger
+     *     than a byte[] or than the {@link MemoryLimit}
      */
     public byte[] readChunkRaw(long... coords) {
         Objects.requireNonNull(coords, "coords");

@@ -66,6 +66,35 @@ public class ErrorTest {
     }
 
     @Test
+    public void memoryLimitHoldsRawChunks() {
+        try (ShardCodec codec = codec(CFG_ZSTD_END)) {
+            MemoryShardIO io = new MemoryShardIO();
+            writeStandard(codec, io, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
+            try (Shard r = Shard.open(codec, io, Shard.Mode.READ)) {
+                long[] c = allChunks().stream().filter(TestSupport::written).findFirst().get();
+                int n = r.readChunkRaw(c).length;
+                assertTrue(n > 1);
+                try {
+                    MemoryLimit.set(n - 1);
+                    assertEquals(n - 1, MemoryLimit.get());
+                    IllegalArgumentException e =
+                            assertThrows(IllegalArgumentException.class, () -> r.readChunkRaw(c));
+                    assertTrue(e.getMessage(), e.getMessage().contains("memory limit"));
+                    MemoryLimit.set(n);
+                    assertEquals(n, r.readChunkRaw(c).length);
+                    assertThrows(IllegalArgumentException.class, () -> MemoryLimit.set(-1));
+                    assertEquals(n, MemoryLimit.get());
+                } finally {
+                    MemoryLimit.set(0);
+                }
+                if (System.getenv("ZARRSHARD_MEMORY_LIMIT") == null) {
+                    assertEquals(4L << 30, MemoryLimit.get());
+                }
+            }
+        }
+    }
+
+    @Test
     public void wrongBufferSize() {
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {
             MemoryShardIO io = new MemoryShardIO();
