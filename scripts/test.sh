@@ -18,6 +18,12 @@ echo "== cargo test (release)"
 cargo test --release --all-targets 2>&1 | tee "$LOG/cargo.log"
 cargo_status=${PIPESTATUS[0]}
 
+echo "== docs: rustdoc of the library with warnings as errors (broken links; #![deny(missing_docs)] in src/lib.rs)"
+set +e
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib 2>&1 | tail -n 20 | tee "$LOG/doc.log"
+doc_status=${PIPESTATUS[0]}
+set -e
+
 echo "== interop: zarr-python, tensorstore and zarrs write, zarrshard export reads"
 "$REPO/scripts/venv.sh"
 # zarrs (the Rust crate, pinned by its own Cargo.lock) as the third peer: tests/interop/zarrs_peer.
@@ -77,4 +83,4 @@ results=$( (grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "
 passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$miri_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$doc_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$miri_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]

@@ -27,8 +27,11 @@ pub enum Format {
     /// Zarr v3 draft with the sharding storage transformer: metadata at `metadata_key`
     /// (`meta/root/<path>.array.json`), shard keys `data/root/<path>/c<i><sep><j>`.
     V3Draft {
+        /// The array's metadata document, e.g. `meta/root/image.array.json`.
         metadata_key: String,
+        /// The prefix of its shard keys, e.g. `data/root/image/`.
         data_prefix: String,
+        /// Between a shard key's grid coordinates (`/` or `.`).
         separator: char,
     },
 }
@@ -46,7 +49,9 @@ pub struct Array<S: Store> {
 /// chunk when it concerns one).
 #[derive(Debug)]
 pub struct Problem {
+    /// The shard's key in the store.
     pub key: String,
+    /// What is wrong with it.
     pub error: Error,
 }
 

@@ -14,19 +14,33 @@ pub const MAX_RAW_BYTES: usize = 1 << 17;
 /// A Zarr v3 `data_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataType {
+    /// `bool`: one byte, 0 or 1.
     Bool,
+    /// `int8`.
     Int8,
+    /// `int16`.
     Int16,
+    /// `int32`.
     Int32,
+    /// `int64`.
     Int64,
+    /// `uint8`.
     UInt8,
+    /// `uint16`.
     UInt16,
+    /// `uint32`.
     UInt32,
+    /// `uint64`.
     UInt64,
+    /// `float16` (IEEE 754 half precision).
     Float16,
+    /// `float32`.
     Float32,
+    /// `float64`.
     Float64,
+    /// `complex64`: two `float32`, real then imaginary.
     Complex64,
+    /// `complex128`: two `float64`, real then imaginary.
     Complex128,
     /// `r<N>`: N raw bits, N a positive multiple of 8. Never byte-swapped.
     RawBits(usize),

@@ -18,7 +18,9 @@ pub const EMPTY: u64 = u64::MAX;
 /// Where an inner chunk's encoded bytes are in the shard object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkLocation {
+    /// First byte of the encoded chunk in the shard object.
     pub offset: u64,
+    /// Its length in bytes.
     pub nbytes: u64,
 }
 

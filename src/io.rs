@@ -519,6 +519,7 @@ impl ShardIo for FileIo {
 /// ("a cold single-chunk read is 2 reads of index + chunk bytes").
 #[derive(Debug, Default)]
 pub struct CountingIo<T> {
+    /// The wrapped back end.
     pub inner: T,
     reads: AtomicU64,
     bytes: AtomicU64,

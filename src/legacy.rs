@@ -13,6 +13,7 @@
 //!
 //! Each parser synthesises the equivalent Zarr v3 metadata, so reading, writing, verifying and
 //! exporting need nothing format-specific beyond the key of each shard.
+//!
 //! [`ShardingCodec`]: crate::sharding::ShardingCodec
 
 use crate::codec::bytes::Endian;

@@ -9,12 +9,13 @@
 //! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
 //! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
 //!   strategies, compaction;
-//! * [`store`] and [`array`]: a whole array in a directory (export, verify);
+//! * [`store`] and [`array`](mod@array): a whole array in a directory (export, verify);
 //! * [`region`]: any hyper-rectangle of an array, read and written with the minimum I/O;
 //! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks;
-//! * [`repack`]: rewrite an array into a new shard layout, copying encoded chunks when it can;
+//! * [`repack`](mod@repack): rewrite an array into a new shard layout, copying encoded chunks when it can;
 //! * [`repair`]: torn shards cut back to their last index that proves itself intact;
 //! * [`limits`]: the memory limit on buffers the metadata asks for.
+#![deny(missing_docs)]
 
 pub mod array;
 pub mod codec;

@@ -10,9 +10,15 @@ use serde_json::{json, Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkKeyEncoding {
     /// `c/1/2` (or `c.1.2`); `c` for a rank-0 array.
-    Default { separator: char },
+    Default {
+        /// `/` (the default) or `.`.
+        separator: char,
+    },
     /// `1.2` (or `1/2`); `0` for a rank-0 array.
-    V2 { separator: char },
+    V2 {
+        /// `.` (the default) or `/`.
+        separator: char,
+    },
 }
 
 impl ChunkKeyEncoding {
@@ -74,14 +80,21 @@ impl ChunkKeyEncoding {
 /// A parsed Zarr v3 array `zarr.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArrayMetadata {
+    /// The array's shape (C order).
     pub shape: Vec<u64>,
+    /// Its element type.
     pub data_type: DataType,
     /// The regular chunk grid's chunk shape; with sharding, the shard shape.
     pub chunk_shape: Vec<u64>,
+    /// How chunk (shard) grid coordinates become keys.
     pub chunk_key_encoding: ChunkKeyEncoding,
+    /// The value of elements nothing is stored for.
     pub fill_value: FillValue,
+    /// The codec pipeline.
     pub codecs: CodecChain,
+    /// `dimension_names`, when present (each a name or `null`).
     pub dimension_names: Option<Vec<Option<String>>>,
+    /// `attributes`, kept as given.
     pub attributes: Map<String, Value>,
 }
 

@@ -8,11 +8,11 @@
 //!
 //! Two kinds of parallel call:
 //! * a shard's inner chunks (encoded, or decoded a row of chunks per item) are *shared with
-//!   the calling thread* ([`map`], [`for_each_piece`]): it takes items from the same queue as
+//!   the calling thread* (`map`, `for_each_piece`): it takes items from the same queue as
 //!   `threads - 1` pool tasks, one at a time, so a pool thread that wakes late just takes
 //!   fewer;
 //! * whole shards (each encoding or decoding its chunks in parallel) and region reads go to
-//!   the pool and the calling thread waits ([`map_on_pool`], [`for_each_split_on_pool`]):
+//!   the pool and the calling thread waits (`map_on_pool`, `for_each_split_on_pool`):
 //!   work nested inside an item is balanced between pool threads by stealing, which a thread
 //!   outside the pool cannot do; and a region's fetched bytes, allocated on pool threads,
 //!   come from their allocator arenas, which glibc does not trim between calls. Shared, the
@@ -29,7 +29,7 @@
 //! (medians 2.3 and 5.1 ms), in 0 of 30 shared (1.5 and 3.0 ms): the calling thread keeps its
 //! vCPU and the one woken task gets the other.
 //!
-//! Calls from a pool thread (inside an item of [`map_on_pool`], or of a helper task) use
+//! Calls from a pool thread (inside an item of `map_on_pool`, or of a helper task) use
 //! rayon's own work stealing; calls made by the calling thread while it runs a shared item
 //! (a nested sharding codec) run on that thread, since pool tasks it spawned then might wait
 //! behind other long items.

@@ -36,7 +36,10 @@ pub enum MetadataFormat {
     /// Zarr v3: `zarr.json`, chunk keys `c/i/j` (`default` encoding, `/`).
     V3,
     /// Zarr v2: `.zarray` (+ `.zattrs`), chunk keys `i.j`, or `i/j` with separator `/`.
-    V2 { separator: char },
+    V2 {
+        /// `.` or `/`.
+        separator: char,
+    },
 }
 
 /// One stored inner chunk and where its bytes are.

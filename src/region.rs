@@ -2,7 +2,7 @@
 //! chunks.
 //!
 //! **Reads** fetch only what the region needs: per shard one index read, then the byte ranges
-//! of the inner chunks the region touches, coalesced ([`ShardReader::fetch_chunks`]: runs
+//! of the inner chunks the region touches, coalesced ([`crate::ShardReader::fetch_chunks`]: runs
 //! closer than the coalescing gap are one read, the whole span when most of it is wanted).
 //! Shards are fetched in parallel, one row of shards (along the first dimension) at a time, so
 //! memory beyond the caller's buffer is bounded by one row of shards' *encoded* bytes; then

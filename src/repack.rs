@@ -38,6 +38,7 @@ pub struct RepackOptions {
     pub inner_chunk_shape: Option<Vec<u64>>,
     /// Codecs of each inner chunk.
     pub inner_codecs: Option<CodecChain>,
+    /// Where the new shards' index goes.
     pub index_location: Option<IndexLocation>,
     /// Order of inner chunks in the new shards (the index is always C order).
     pub order: ChunkOrder,

@@ -23,7 +23,9 @@ pub const MAX_CHUNKS_PER_SHARD: u64 = 1 << 26;
 /// Where the index sits in the shard object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexLocation {
+    /// The index opens the object (`"start"`).
     Start,
+    /// The index closes the object (`"end"`, the default).
     End,
 }
 
@@ -36,6 +38,7 @@ pub struct ShardingCodec {
     pub codecs: CodecChain,
     /// Codecs of the index (must have a fixed encoded size).
     pub index_codecs: CodecChain,
+    /// Where the index is in the shard object.
     pub index_location: IndexLocation,
 }
 

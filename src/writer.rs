@@ -41,6 +41,7 @@ use std::sync::Arc;
 /// Order of inner chunks in a buffered shard (the index is always C order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChunkOrder {
+    /// Row-major order of the inner chunk grid, as tensorstore and zarrs write.
     #[default]
     C,
     /// Compressed Morton order, as zarr-python writes.
@@ -62,8 +63,12 @@ pub enum UpdateMode {
 /// Which writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteStrategy {
+    /// Holds the shard's chunks until `finalize`, then writes the object once (any order).
     Buffered,
+    /// Writes each chunk as soon as it is given, at the next free offset; memory is the index
+    /// and the chunk in hand.
     Streaming,
+    /// Changes an existing shard (see [`UpdateMode`]).
     Update(UpdateMode),
 }
 
@@ -80,7 +85,10 @@ pub struct WriteOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finalized {
     /// The shard object now has this many bytes.
-    Written { size: u64 },
+    Written {
+        /// The object's size in bytes.
+        size: u64,
+    },
     /// No inner chunk was stored, so the object was deleted (or never created).
     Deleted,
 }

@@ -16,19 +16,29 @@ const MAX_OVERHEAD: usize = 16;
 /// c-blosc 1.x refuses inputs larger than this (`BLOSC_MAX_BUFFERSIZE`).
 const MAX_BUFFERSIZE: usize = i32::MAX as usize - MAX_OVERHEAD;
 
+/// Blosc's pre-filter (`shuffle` in the configuration), with c-blosc's numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shuffle {
+    /// `"noshuffle"`: bytes as they are.
     NoShuffle = 0,
+    /// `"shuffle"`: byte *i* of every element together, per `typesize`.
     Shuffle = 1,
+    /// `"bitshuffle"`: bit *i* of every element together.
     BitShuffle = 2,
 }
 
+/// `blosc` codec (bytes → bytes), as numcodecs and zarrs configure c-blosc 1.x.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blosc {
+    /// The inner compressor: `blosclz`, `lz4`, `lz4hc`, `zlib` or `zstd`.
     pub cname: String,
+    /// Compression level, 0–9.
     pub clevel: u8,
+    /// The pre-filter.
     pub shuffle: Shuffle,
+    /// Element size the shuffle works on (1 when the configuration omits it).
     pub typesize: usize,
+    /// Block size in bytes; 0 lets c-blosc choose.
     pub blocksize: usize,
 }
 

@@ -7,7 +7,9 @@ use serde_json::{json, Value};
 /// Byte order of stored elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endian {
+    /// Least significant byte first (`"little"`).
     Little,
+    /// Most significant byte first (`"big"`).
     Big,
 }
 
@@ -24,10 +26,12 @@ impl Endian {
 /// only for data types whose elements are single bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BytesCodec {
+    /// The stored byte order; `None` only for single-byte data types.
     pub endian: Option<Endian>,
 }
 
 impl BytesCodec {
+    /// `{"name": "bytes", "configuration": {"endian": "little"}}`.
     pub fn little() -> Self {
         BytesCodec {
             endian: Some(Endian::Little),

@@ -4,6 +4,7 @@
 use super::Config;
 use crate::error::{Error, Result};
 
+/// `crc32c` codec (bytes → bytes); no configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Crc32c;
 

@@ -25,8 +25,10 @@ thread_local! {
     static COMPRESSOR: RefCell<Option<(u32, libdeflater::Compressor)>> = const { RefCell::new(None) };
 }
 
+/// `gzip` codec (bytes → bytes): one RFC 1952 member per chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gzip {
+    /// Compression level, 0–9.
     pub level: u32,
 }
 

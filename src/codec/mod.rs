@@ -29,8 +29,11 @@ use std::borrow::Cow;
 /// What a chunk is before the array→bytes codec: its shape, element type and fill value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkRepr {
+    /// The chunk's shape (C order).
     pub shape: Vec<u64>,
+    /// Its element type.
     pub dtype: DataType,
+    /// Its fill value.
     pub fill_value: FillValue,
 }
 
@@ -91,23 +94,31 @@ impl EncodedSize {
 /// An array→array codec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArrayToArray {
+    /// `transpose`.
     Transpose(transpose::Transpose),
 }
 
 /// An array→bytes codec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArrayToBytes {
+    /// `bytes`.
     Bytes(bytes::BytesCodec),
+    /// `sharding_indexed` (nested when inside another sharding codec).
     Sharding(Box<ShardingCodec>),
 }
 
 /// A bytes→bytes codec.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BytesToBytes {
+    /// `gzip`.
     Gzip(gzip::Gzip),
+    /// `zstd`.
     Zstd(zstd::Zstd),
+    /// `crc32c`.
     Crc32c(crc32c::Crc32c),
+    /// `blosc`.
     Blosc(blosc::Blosc),
+    /// `numcodecs.zlib` (the v2 prototype's `zlib` compressor).
     Zlib(zlib::Zlib),
 }
 
@@ -254,8 +265,11 @@ impl BytesToBytes {
 /// A whole codec list: `array→array* array→bytes bytes→bytes*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodecChain {
+    /// The array → array codecs, in encoding order.
     pub array_to_array: Vec<ArrayToArray>,
+    /// The one array → bytes codec.
     pub array_to_bytes: ArrayToBytes,
+    /// The bytes → bytes codecs, in encoding order.
     pub bytes_to_bytes: Vec<BytesToBytes>,
 }
 
@@ -573,7 +587,9 @@ fn parse_codec(name: &str, config: Option<&Map<String, Value>>) -> Result<Parsed
 
 /// A codec's `configuration` object with typed, error-naming accessors.
 pub struct Config<'a> {
+    /// The codec's name, for error messages.
     pub codec: &'a str,
+    /// Its `configuration` object.
     pub map: &'a Map<String, Value>,
 }
 

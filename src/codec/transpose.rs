@@ -7,16 +7,21 @@ use super::{check_len, ChunkRepr, Config};
 use crate::error::{Error, Result};
 use serde_json::{json, Value};
 
+/// `transpose` codec (array → array).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transpose {
+    /// The permutation.
     pub order: TransposeOrder,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 /// A permutation, or the draft's `"C"` / `"F"` (reversal of whatever rank the chunk has).
 pub enum TransposeOrder {
+    /// Encoded dimension `k` is decoded dimension `order[k]`.
     Permutation(Vec<usize>),
+    /// The draft's `"C"`: the identity.
     C,
+    /// The draft's `"F"`: the dimensions reversed.
     F,
 }
 

@@ -9,8 +9,10 @@ use flate2::{bufread::ZlibDecoder, write::ZlibEncoder, Compression};
 use serde_json::{json, Value};
 use std::io::Write;
 
+/// `zlib` / `numcodecs.zlib` codec (bytes → bytes): one RFC 1950 stream per chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zlib {
+    /// Compression level, 0–9.
     pub level: u32,
 }
 

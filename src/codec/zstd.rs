@@ -8,9 +8,12 @@ use crate::error::{Error, Result};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 
+/// `zstd` codec (bytes → bytes): one zstd frame per chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zstd {
+    /// Compression level (negative levels are zstd's fast modes).
     pub level: i32,
+    /// Whether frames carry zstd's content checksum.
     pub checksum: bool,
 }
 
