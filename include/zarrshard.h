@@ -758,7 +758,8 @@ shard_status shard_open(const shard_codec *codec,
 /**
  * `shard_open` with `flags`: a bitwise OR of `SHARD_FLAG_*` (0 for none). The flags concern
  * writing and are ignored by `SHARD_MODE_READ`; unknown flag bits give
- * `SHARD_ERR_INVALID_ARGUMENT`. Returns what `shard_open` returns.
+ * `SHARD_ERR_INVALID_ARGUMENT`. Ownership as `shard_open`. Thread-safe. Returns what
+ * `shard_open` returns.
  */
 shard_status shard_open_ex(const shard_codec *codec,
                            const shard_io_callbacks *io,

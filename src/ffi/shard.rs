@@ -133,7 +133,8 @@ pub unsafe extern "C" fn shard_open(
 
 /// `shard_open` with `flags`: a bitwise OR of `SHARD_FLAG_*` (0 for none). The flags concern
 /// writing and are ignored by `SHARD_MODE_READ`; unknown flag bits give
-/// `SHARD_ERR_INVALID_ARGUMENT`. Returns what `shard_open` returns.
+/// `SHARD_ERR_INVALID_ARGUMENT`. Ownership as `shard_open`. Thread-safe. Returns what
+/// `shard_open` returns.
 #[no_mangle]
 pub unsafe extern "C" fn shard_open_ex(
     codec: *const shard_codec,
