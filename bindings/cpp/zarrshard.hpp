@@ -913,6 +913,15 @@ class Shard {
         return v;
     }
 
+    /// Set the gap (bytes) below which the byte ranges of the chunks one `read_chunks` call
+    /// wants are fetched as one read (`shard_set_coalesce_gap`; 0: only touching ranges;
+    /// large: the whole span). Default `SHARD_DEFAULT_COALESCE_GAP` (65536). Read shards
+    /// only; thread-safe (takes effect for calls that start afterwards). Throws `Error`
+    /// (`SHARD_ERR_INVALID_STATE` on a write shard, `SHARD_ERR_NULL_POINTER` when empty).
+    void set_coalesce_gap(std::uint64_t gap) const {
+        detail::call([&] { return shard_set_coalesce_gap(get(), gap); });
+    }
+
     /// Decode several inner chunks in one call: `flat_coords` holds `count * rank()` values,
     /// chunk after chunk; `out` receives `count * inner_chunk_nbytes()` bytes. A rank-0 shard
     /// has one chunk and no coordinates: `flat_coords` is then empty and `count` is
@@ -1632,6 +1641,38 @@ class Array {
     void set_coalesce_gap(std::uint64_t gap) const {
         require_open();
         detail::call([&] { return shard_array_set_coalesce_gap(get(), gap); });
+    }
+
+    /// The array's kerchunk reference set as JSON text (`shard_array_refs`, what `zarrshard
+    /// refs` writes): `version` 0 or 1 (kerchunk's JSON v0 / v1), `zarr_format` 3 (the array
+    /// described unsharded by a `zarr.json`, chunk keys `c/i/j`) or 2 (`.zarray`, keys `i.j`);
+    /// each stored inner chunk is `[url_prefix/SHARD_KEY, offset, nbytes]`, under `name/`
+    /// when `name` is not empty. Reads every shard's index twice (the size, then the copy).
+    /// Thread-safe (not while another thread writes the array). Throws `Error`
+    /// (`SHARD_ERR_INVALID_ARGUMENT` for a version other than 0 or 1, another `zarr_format`,
+    /// an array that is not sharded or has a codec after sharding;
+    /// `SHARD_ERR_UNSUPPORTED_CODEC` for what v2 metadata cannot express; `SHARD_ERR_IO`,
+    /// `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM` reading an index; `SHARD_ERR_BUFFER_SIZE`
+    /// when a writer changed the set between the two passes).
+    [[nodiscard]] std::string kerchunk_refs(std::string_view url_prefix, int version = 1,
+                                            std::uint32_t zarr_format = 3,
+                                            std::string_view name = {}) const {
+        require_open();
+        if (version != 0 && version != 1)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: kerchunk reference set version " +
+                            std::to_string(version) + " (0 or 1)");
+        const std::uint32_t format = version == 0 ? SHARD_REFS_JSON_V0 : SHARD_REFS_JSON_V1;
+        std::size_t n = 0;
+        auto refs = [&](char *buf, std::size_t len) {
+            return shard_array_refs(get(), format, zarr_format, url_prefix.data(),
+                                    url_prefix.size(), name.data(), name.size(), buf, len, &n);
+        };
+        detail::call([&] { return refs(nullptr, 0); });
+        std::string text(n + 1, '\0'); // + the NUL the library writes
+        detail::call([&] { return refs(text.data(), text.size()); });
+        text.resize(n);
+        return text;
     }
 
     /// Read the region of extent `shape` at `start` (array coordinates) into `out`: exactly

@@ -468,6 +468,14 @@ static void test_memory_index_at_start_and_read_chunks() {
     std::vector<std::uint8_t> one(32);
     shard.read_chunk({2, 3}, one);
     CHECK(std::vector<std::uint8_t>(want.begin() + 32, want.begin() + 64) == one);
+    // The coalescing gap (its effect on host reads is tested in tests/ffi.rs and
+    // tests/c/test_region.c): any gap reads the same chunks; write shards refuse it.
+    for (const std::uint64_t gap : {std::uint64_t{0}, std::uint64_t{1} << 40}) {
+        shard.set_coalesce_gap(gap);
+        CHECK(shard.read_chunks({{0, 1}, {2, 3}, {0, 0}}) == want);
+    }
+    auto writer = Shard::open(codec, MemoryIO(), Mode::WriteBuffered);
+    EXPECT_ERROR(writer.set_coalesce_gap(0), SHARD_ERR_INVALID_STATE);
 }
 
 static void test_raw_copy_and_chunk_info() {
@@ -1151,6 +1159,48 @@ static void test_array_fixture_regions() {
     std::cout << "    fixture: " << compared + 1 << " regions compared with fixture.raw\n";
 }
 
+// The reference set of the zarr-python fixture (4x4 inner chunks in 2x2 shards): every stored
+// inner chunk is [URL/shard key, offset, nbytes] exactly as each shard's own index says (read
+// here with Shard::chunk_info), every empty one is left out; version 1, a name and the v2 keys
+// change what they must; a version that does not exist is refused.
+static void test_array_kerchunk_refs() {
+    const std::string dir = g_fixture + "/fixture.zarr";
+    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const Codec codec = array.codec();
+    const std::string v0 = array.kerchunk_refs("file:///data/fx", 0);
+    CHECK(v0.rfind("{\"zarr.json\":", 0) == 0);
+    int stored = 0, empty = 0;
+    for (std::uint64_t i = 0; i < 4; i++) {
+        for (std::uint64_t j = 0; j < 4; j++) {
+            const std::string shard_key = "c/" + std::to_string(i / 2) + "/" + std::to_string(j / 2);
+            const auto shard = Shard::open(codec, FileIO(dir + "/" + shard_key, FileIO::Read));
+            const auto loc = shard.chunk_info({i % 2, j % 2});
+            const std::string key = "\"c/" + std::to_string(i) + "/" + std::to_string(j) + "\":";
+            if (loc.empty) {
+                empty++;
+                CHECK(v0.find(key) == std::string::npos);
+            } else {
+                stored++;
+                const std::string entry = key + "[\"file:///data/fx/" + shard_key + "\"," +
+                                          std::to_string(loc.offset) + "," +
+                                          std::to_string(loc.nbytes) + "]";
+                if (v0.find(entry) == std::string::npos)
+                    check_failed(__LINE__, "missing " + entry);
+            }
+        }
+    }
+    CHECK(stored > 0 && empty > 0);
+    const std::string v1 = array.kerchunk_refs("file:///data/fx");
+    CHECK(v1.find("\"version\":1") != std::string::npos && v1.find("\"refs\":") != std::string::npos);
+    CHECK(array.kerchunk_refs("file:///data/fx", 0, 3, "img").find("\"img/c/0/1\":") != std::string::npos);
+    const std::string v2 = array.kerchunk_refs("file:///data/fx", 0, 2);
+    CHECK(v2.find("\".zarray\":") != std::string::npos && v2.find("\"0.1\":") != std::string::npos);
+    (void)EXPECT_ERROR((void)array.kerchunk_refs("file:///data/fx", 2), SHARD_ERR_INVALID_ARGUMENT);
+    (void)EXPECT_ERROR((void)array.kerchunk_refs("file:///data/fx", 0, 4), SHARD_ERR_INVALID_ARGUMENT);
+    std::cout << "    kerchunk refs: " << stored << " stored inner chunks at their index entries, "
+              << empty << " empty left out\n";
+}
+
 // Regions written through a memory store read back equal to a model of the array kept here;
 // every shard stored is also read chunk by chunk with Shard (the single-shard API), and shards
 // left all fill value are removed.
@@ -1574,6 +1624,7 @@ int main(int argc, char **argv) {
     RUN(test_zarr_python_fixture);
     RUN(test_array_fixture_regions);
     RUN(test_array_write_regions_model);
+    RUN(test_array_kerchunk_refs);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
     RUN(test_empty_smart_pointers);
