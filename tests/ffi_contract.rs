@@ -150,6 +150,25 @@ fn last_error() -> String {
 
 /// uint16 shards of 4x6, inner chunks 2x2 stored uncompressed (8 bytes each), index
 /// (6 entries + crc32c = 100 bytes) at `loc`.
+/// A store's `open_object` callback.
+type OpenObject = unsafe extern "C" fn(*mut c_void, *const c_char, *mut shard_io_callbacks) -> i32;
+
+/// `shard_array_open` of `json` over a store whose objects `open` makes (given `userdata`);
+/// panics unless it opens. The store table is copied by the library.
+fn open_array(json: &str, userdata: *mut c_void, open: OpenObject) -> *mut shard_array {
+    let store = shard_store_callbacks {
+        version: SHARD_STORE_VERSION,
+        flags: 0,
+        userdata,
+        open_object: Some(open),
+        destroy: None,
+    };
+    let mut a = null_mut();
+    let st = unsafe { shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a) };
+    assert_eq!(st, SHARD_OK, "{}", last_error());
+    a
+}
+
 fn codec(loc: &str) -> *mut shard_codec {
     let config = format!(
         r#"{{"chunk_shape": [2, 2], "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}],
@@ -373,18 +392,7 @@ fn a_whole_object_read_without_size_is_held_to_the_memory_limit() {
     let e = Endless {
         requested: AtomicU64::new(0),
     };
-    let store = shard_store_callbacks {
-        version: SHARD_STORE_VERSION,
-        flags: 0,
-        userdata: &e as *const Endless as *mut c_void,
-        open_object: Some(endless_open),
-        destroy: None,
-    };
-    let mut a = null_mut();
-    assert_eq!(
-        unsafe { shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a) },
-        SHARD_OK
-    );
+    let a = open_array(json, &e as *const Endless as *mut c_void, endless_open);
     let limit = 3u64 << 19; // 1.5 MiB: one full block, then half a block, then one byte
     assert_eq!(shard_set_memory_limit(limit), SHARD_OK);
     let mut out = [0u8; 16];
@@ -460,21 +468,10 @@ fn a_shorter_rewrite_without_truncate_refuses_before_writing() {
         "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]}"#;
-    let store = shard_store_callbacks {
-        version: SHARD_STORE_VERSION,
-        flags: 0,
-        userdata: &m as *const Mem as *mut c_void,
-        open_object: Some(mem_open_no_truncate),
-        destroy: None,
-    };
-    let mut a = null_mut();
+    let a = open_array(json, &m as *const Mem as *mut c_void, mem_open_no_truncate);
     let mut data = [0u8; 48];
     data[0] = 1;
     unsafe {
-        assert_eq!(
-            shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a),
-            SHARD_OK
-        );
         let st = shard_array_write_region(
             a,
             [0u64, 0].as_ptr(),
@@ -525,21 +522,8 @@ fn a_region_whose_size_overflows_is_an_invalid_argument() {
         "codecs": [{{"name": "sharding_indexed", "configuration": {{"chunk_shape": [1024, 1024],
             "codecs": [{{"name": "bytes"}}], "index_codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}]}}}}]}}"#
     );
-    let store = shard_store_callbacks {
-        version: SHARD_STORE_VERSION,
-        flags: 0,
-        userdata: null_mut(),
-        open_object: Some(nothing_open),
-        destroy: None,
-    };
-    let mut a = null_mut();
+    let a = open_array(&json, null_mut(), nothing_open);
     unsafe {
-        assert_eq!(
-            shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a),
-            SHARD_OK,
-            "{}",
-            last_error()
-        );
         let st =
             shard_array_read_region(a, [0u64, 0].as_ptr(), [big, big].as_ptr(), 2, null_mut(), 0);
         assert_eq!(st, SHARD_ERR_INVALID_ARGUMENT, "{}", last_error());
@@ -573,20 +557,9 @@ fn region_arguments_are_checked_before_any_host_call() {
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
             "index_location": "start"}}]}"#;
-    let store = shard_store_callbacks {
-        version: SHARD_STORE_VERSION,
-        flags: 0,
-        userdata: null_mut(),
-        open_object: Some(counted_open),
-        destroy: None,
-    };
     let opens = || OPENS.load(std::sync::atomic::Ordering::SeqCst);
-    let mut a = null_mut();
+    let a = open_array(json, null_mut(), counted_open);
     unsafe {
-        assert_eq!(
-            shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a),
-            SHARD_OK
-        );
         let before = opens();
         let read = |start: [u64; 2], shape: [u64; 2], buf: &mut [u8]| {
             let ptr = if buf.is_empty() {
@@ -720,20 +693,9 @@ fn array_codec_refuses_codecs_after_sharding() {
     let st = unsafe { shard_codec_from_zarr_json(json.as_ptr().cast(), json.len(), &mut direct) };
     assert_eq!(st, SHARD_ERR_UNSUPPORTED_CODEC);
     let m = Mem::default();
-    let store = shard_store_callbacks {
-        version: SHARD_STORE_VERSION,
-        flags: 0,
-        userdata: &m as *const Mem as *mut c_void,
-        open_object: Some(mem_open),
-        destroy: None,
-    };
-    let mut a = null_mut();
+    let a = open_array(json, &m as *const Mem as *mut c_void, mem_open);
     let mut c = null_mut();
     unsafe {
-        assert_eq!(
-            shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a),
-            SHARD_OK
-        );
         assert_eq!(shard_array_codec(a, &mut c), SHARD_ERR_UNSUPPORTED_CODEC);
         assert!(c.is_null());
         assert!(last_error().contains("crc32c after sharding_indexed"));

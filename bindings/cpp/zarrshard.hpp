@@ -334,13 +334,6 @@ void call(F &&f) {
     check(std::forward<F>(f)());
 }
 
-/// The most bytes the binding allocates for one buffer whose size comes from stored data (an
-/// index entry): the library's own memory limit (`shard_get_memory_limit`). Never throws.
-inline std::uint64_t memory_limit() noexcept {
-    std::uint64_t n = 0;
-    return shard_get_memory_limit(&n) == SHARD_OK ? n : std::uint64_t{4} << 30;
-}
-
 /// A vector of `n` value-initialized `T`s; a size that cannot be allocated throws `Error`
 /// (`SHARD_ERR_INVALID_ARGUMENT`) instead of `std::length_error` / `std::bad_alloc`.
 template <class T>
@@ -590,8 +583,12 @@ constexpr Flags operator|(Flags a, Flags b) noexcept {
 /// Throws `Error` (`SHARD_ERR_PANIC` only).
 inline void set_memory_limit(std::uint64_t bytes) { detail::check(shard_set_memory_limit(bytes)); }
 
-/// The library's memory limit in bytes (`shard_get_memory_limit`). Thread-safe; never throws.
-[[nodiscard]] inline std::uint64_t memory_limit() noexcept { return detail::memory_limit(); }
+/// The library's memory limit in bytes (`shard_get_memory_limit`), which also bounds this
+/// binding's buffers sized from stored data (an index entry). Thread-safe; never throws.
+[[nodiscard]] inline std::uint64_t memory_limit() noexcept {
+    std::uint64_t n = 0;
+    return shard_get_memory_limit(&n) == SHARD_OK ? n : std::uint64_t{4} << 30;
+}
 
 /// The most threads `set_threads` accepts (`SHARD_MAX_THREADS`).
 inline constexpr std::size_t max_threads = SHARD_MAX_THREADS;
@@ -989,15 +986,16 @@ class Shard {
     /// The encoded bytes of inner chunk `coords` (empty for an empty chunk), e.g. for
     /// `write_chunk_raw` into a shard with the same inner codecs. Thread-safe. Throws `Error`.
     /// The size comes from the index, which a damaged or hostile shard may fill with anything:
-    /// above the memory limit (`ZARRSHARD_MEMORY_LIMIT`, 4 GiB by default, as the library's)
+    /// above the library's memory limit (`memory_limit()`; 4 GiB by default)
     /// it throws `SHARD_ERR_INVALID_ARGUMENT` before allocating.
     [[nodiscard]] std::vector<std::uint8_t> read_chunk_raw(Coords coords) const {
         const std::size_t n = read_chunk_raw_nbytes(coords);
-        if (n > detail::memory_limit())
+        const std::uint64_t limit = memory_limit();
+        if (n > limit)
             throw Error(SHARD_ERR_INVALID_ARGUMENT,
                         "invalid argument: the index names an encoded chunk of " +
                             std::to_string(n) + " bytes, over the memory limit of " +
-                            std::to_string(detail::memory_limit()) + " bytes");
+                            std::to_string(limit) + " bytes");
         auto v = detail::allocate<std::uint8_t>(n, "an encoded chunk");
         if (v.empty()) return v;
         v.resize(read_chunk_raw(coords, v));
