@@ -401,14 +401,13 @@ shard_status shard_set_threads(size_t threads);
 shard_status shard_get_threads(size_t *threads_out);
 
 /**
- * Set the memory limit: the most bytes one buffer the library allocates for decoded data (an
- * inner chunk, a whole shard, a whole object read through callbacks without `size`) may take;
- * a larger one is refused with `SHARD_ERR_INVALID_ARGUMENT` before it is allocated. 0 restores
- * the default (the `ZARRSHARD_MEMORY_LIMIT` environment variable in bytes, else 4 GiB).
- * Process-wide; takes effect for calls that start afterwards. Hosts that size their own
- * buffers from stored data (the size query of `shard_read_chunk_raw` reports what the index
- * says) can hold them to the same limit with `shard_get_memory_limit`. Thread-safe. Returns
- * `SHARD_OK`, `SHARD_ERR_PANIC`.
+ * Set the memory limit: the most bytes one buffer the library allocates for data (a decoded
+ * inner chunk or shard, one inner chunk's encoded bytes, a whole object read through callbacks
+ * without `size`) may take; a larger one is refused with `SHARD_ERR_INVALID_ARGUMENT` before it
+ * is allocated. The size query of `shard_read_chunk_raw`, from which hosts size their own
+ * buffers, is held to the same limit. 0 restores the default (the `ZARRSHARD_MEMORY_LIMIT`
+ * environment variable in bytes, else 4 GiB). Process-wide; takes effect for calls that start
+ * afterwards. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_set_memory_limit(uint64_t bytes);
 
@@ -828,14 +827,15 @@ shard_status shard_read_chunks(const shard_handle *shard,
 /**
  * Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out`
  * receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
- * the index, without reading (a size query); otherwise `len` must be at least that size. The
- * size is what the index says: where the object's size is unknown (no `size`, index at the
- * start) a damaged index can name any size, so hold a buffer sized from it to
- * `shard_get_memory_limit` before allocating it.
+ * the index, without reading (a size query); otherwise `len` must be at least that size. Both
+ * hold the size to the memory limit (`shard_set_memory_limit`): where the object's size is
+ * unknown (no `size` callback, index at the start) nothing else bounds an index entry, and a
+ * damaged one may name 2^62 bytes, so a size past the limit is refused with
+ * `SHARD_ERR_INVALID_ARGUMENT` rather than reported for the host to allocate.
  *
  * Read handles only. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
- * `SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
- * `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_PANIC`.
+ * `SHARD_ERR_INVALID_ARGUMENT` (also: past the memory limit), `SHARD_ERR_BUFFER_SIZE`,
+ * `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_read_chunk_raw(const shard_handle *shard,
                                   const uint64_t *coords,

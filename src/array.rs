@@ -1,7 +1,7 @@
 //! A whole Zarr v3 array in a [`Store`]: its metadata, its shards, and whole-array operations
 //! (export to raw bytes, verification).
 
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::index::ShardIndex;
 use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
@@ -665,7 +665,7 @@ fn slab_len(shape: &[u64], meta: &ArrayMetadata) -> Result<usize> {
     };
     crate::limits::buffer_len(
         repr.byte_size()?,
-        &format!("a slab (one row of shards) of shape {shape:?}"),
+        &format!("a slab (one row of shards) of shape {}", shown(shape)),
     )
 }
 

@@ -14,12 +14,47 @@ pub struct ChunkCoords(pub Vec<u64>);
 
 impl fmt::Display for ChunkCoords {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        shown(&self.0).fmt(f)
+    }
+}
+
+/// How many values of a coordinate or shape list an error message spells out.
+const SHOWN_VALUES: usize = 16;
+
+/// A coordinate or shape list for an error message: `[1, 2, 3]`, or past
+/// [`SHOWN_VALUES`] values the first ones and a count (`[0, 0, …, 99984 more]`), so a hostile
+/// rank-100 000 configuration gives a short message rather than hundreds of kilobytes.
+pub(crate) fn shown(values: &[u64]) -> Shown<'_> {
+    Shown(values)
+}
+
+/// How many characters of a value from the host's metadata an error message spells out.
+const SHOWN_CHARS: usize = 256;
+
+/// A value from the host's metadata (JSON, a name) for an error message, cut after
+/// [`SHOWN_CHARS`] characters (`{"a":[1,2,… (40000 bytes)`): metadata may be any size.
+pub(crate) fn shown_text(value: impl fmt::Display) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
+        None => text,
+    }
+}
+
+/// See [`shown`].
+pub(crate) struct Shown<'a>(&'a [u64]);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[")?;
-        for (i, c) in self.0.iter().enumerate() {
+        for (i, c) in self.0.iter().take(SHOWN_VALUES).enumerate() {
             if i > 0 {
                 write!(f, ", ")?;
             }
             write!(f, "{c}")?;
+        }
+        if self.0.len() > SHOWN_VALUES {
+            write!(f, ", … {} more", self.0.len() - SHOWN_VALUES)?;
         }
         write!(f, "]")
     }

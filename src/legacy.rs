@@ -19,7 +19,7 @@
 use crate::codec::bytes::Endian;
 use crate::codec::BytesToBytes;
 use crate::dtype::DataType;
-use crate::error::{Error, Result};
+use crate::error::{shown, shown_text, Error, Result};
 use crate::metadata::ArrayMetadata;
 use serde_json::{json, Map, Value};
 
@@ -179,8 +179,9 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         Some(per_shard) => {
             if per_shard.len() != p.inner_chunks.len() {
                 return Err(Error::metadata(format!(
-                    "chunks per shard {per_shard:?} do not match the rank of chunks {:?}",
-                    p.inner_chunks
+                    "chunks per shard {} do not match the rank of chunks {}",
+                    shown(per_shard),
+                    shown(&p.inner_chunks)
                 )));
             }
             let shard: Vec<u64> = p
@@ -271,7 +272,12 @@ pub fn parse_v2_prototype(v: &Value) -> Result<ArrayMetadata> {
             let id = a[0].get("id").and_then(Value::as_str).unwrap_or("?");
             return Err(Error::UnsupportedCodec(format!("{id} (v2 filter)")));
         }
-        Some(other) => return Err(Error::metadata(format!(".zarray: invalid filters {other}"))),
+        Some(other) => {
+            return Err(Error::metadata(format!(
+                ".zarray: invalid filters {}",
+                shown_text(other)
+            )))
+        }
     }
     let compressor = match o.get("compressor") {
         None | Some(Value::Null) => None,
@@ -284,7 +290,8 @@ pub fn parse_v2_prototype(v: &Value) -> Result<ArrayMetadata> {
         }
         Some(other) => {
             return Err(Error::metadata(format!(
-                ".zarray: invalid compressor {other}"
+                ".zarray: invalid compressor {}",
+                shown_text(other)
             )))
         }
     };
@@ -309,7 +316,12 @@ pub fn parse_v2_prototype(v: &Value) -> Result<ArrayMetadata> {
     let fortran_order = match o.get("order").and_then(Value::as_str) {
         None | Some("C") => false,
         Some("F") => true,
-        Some(other) => return Err(Error::metadata(format!(".zarray: invalid order `{other}`"))),
+        Some(other) => {
+            return Err(Error::metadata(format!(
+                ".zarray: invalid order `{}`",
+                shown_text(other)
+            )))
+        }
     };
     to_v3(Profile {
         shape: o
@@ -349,7 +361,8 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
         "." => '.',
         other => {
             return Err(Error::metadata(format!(
-                "invalid chunk separator `{other}`"
+                "invalid chunk separator `{}`",
+                shown_text(other)
             )))
         }
     };
@@ -380,7 +393,8 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
         Some(Value::Array(a)) => &a[..],
         Some(other) => {
             return Err(Error::metadata(format!(
-                "`storage_transformers` must be a list, got {other}"
+                "`storage_transformers` must be a list, got {}",
+                shown_text(other)
             )))
         }
     };
@@ -389,7 +403,8 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
         let uri = t.get("extension").and_then(Value::as_str).unwrap_or("");
         if uri != SHARDING_TRANSFORMER || t.get("type").and_then(Value::as_str) != Some("indexed") {
             return Err(Error::metadata(format!(
-                "unsupported storage transformer {t}"
+                "unsupported storage transformer {}",
+                shown_text(t)
             )));
         }
         chunks_per_shard = Some(uints(
@@ -403,7 +418,8 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
         Some("F") => true,
         Some(other) => {
             return Err(Error::metadata(format!(
-                "invalid chunk_memory_layout `{other}`"
+                "invalid chunk_memory_layout `{}`",
+                shown_text(other)
             )))
         }
     };

@@ -2,7 +2,7 @@
 
 use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain};
 use crate::dtype::{DataType, FillValue};
-use crate::error::{Error, Result};
+use crate::error::{shown, shown_text, Error, Result};
 use crate::sharding::{ShardLayout, ShardingCodec};
 use serde_json::{json, Map, Value};
 
@@ -40,7 +40,7 @@ impl ChunkKeyEncoding {
     }
 
     fn from_json(v: &Value) -> Result<Self> {
-        let bad = || Error::metadata(format!("invalid chunk_key_encoding {v}"));
+        let bad = || Error::metadata(format!("invalid chunk_key_encoding {}", shown_text(v)));
         let (name, config) = match v {
             Value::String(s) => (s.as_str(), None),
             Value::Object(o) => (
@@ -174,14 +174,17 @@ impl ArrayMetadata {
         )?;
         if chunk_shape.len() != shape.len() {
             return Err(Error::metadata(format!(
-                "chunk_shape {chunk_shape:?} has rank {}, shape {shape:?} has rank {}",
+                "chunk_shape {} has rank {}, shape {} has rank {}",
+                shown(&chunk_shape),
                 chunk_shape.len(),
+                shown(&shape),
                 shape.len()
             )));
         }
         if chunk_shape.contains(&0) {
             return Err(Error::metadata(format!(
-                "chunk_shape {chunk_shape:?} contains 0"
+                "chunk_shape {} contains 0",
+                shown(&chunk_shape)
             )));
         }
         let chunk_key_encoding = match o.get("chunk_key_encoding") {
@@ -198,14 +201,16 @@ impl ArrayMetadata {
                         Value::Null => Ok(None),
                         Value::String(s) => Ok(Some(s.clone())),
                         other => Err(Error::metadata(format!(
-                            "dimension_names entries must be strings or null, got {other}"
+                            "dimension_names entries must be strings or null, got {}",
+                            shown_text(other)
                         ))),
                     })
                     .collect::<Result<_>>()?,
             ),
             Some(other) => {
                 return Err(Error::metadata(format!(
-                    "dimension_names must be a list of {} names, got {other}",
+                    "dimension_names must be a list of {} names, got {}",
+                    shown_text(other),
                     shape.len()
                 )))
             }
@@ -213,7 +218,8 @@ impl ArrayMetadata {
         if let Some(t) = o.get("storage_transformers") {
             if t.as_array().is_none_or(|a| !a.is_empty()) {
                 return Err(Error::metadata(format!(
-                    "unsupported storage_transformers {t}"
+                    "unsupported storage_transformers {}",
+                    shown_text(t)
                 )));
             }
         }
@@ -222,7 +228,8 @@ impl ArrayMetadata {
             Some(Value::Object(m)) => m.clone(),
             Some(other) => {
                 return Err(Error::metadata(format!(
-                    "attributes must be an object, got {other}"
+                    "attributes must be an object, got {}",
+                    shown_text(other)
                 )))
             }
         };
@@ -339,7 +346,8 @@ fn uint_list(v: &Value, what: &str) -> Result<Vec<u64>> {
         .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<_>>>())
         .ok_or_else(|| {
             Error::metadata(format!(
-                "`{what}` must be a list of non-negative integers, got {v}"
+                "`{what}` must be a list of non-negative integers, got {}",
+                shown_text(v)
             ))
         })
 }

@@ -9,7 +9,7 @@
 //! *is* the loaded index, immutable after open, so any number of threads share it without a
 //! lock.
 
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::index::{ChunkLocation, ShardIndex};
 use crate::io::{ByteRange, ShardIo};
 use crate::parallel;
@@ -73,6 +73,23 @@ impl<I: ShardIo> ShardReader<I> {
     pub fn chunk_location(&self, coords: &[u64]) -> Result<Option<ChunkLocation>> {
         let i = self.layout.linear_index(coords)?;
         Ok(self.index.as_ref().and_then(|ix| ix.get(i)))
+    }
+
+    /// How many encoded bytes inner chunk `coords` has per the index (0 when it is empty), for
+    /// a caller that sizes its own buffer from it (the C API's size query), held to the memory
+    /// limit ([`Error::MemoryLimit`] past it): where the object's size is unknown (a host
+    /// without a size callback, index at the start) nothing else bounds an entry, and a damaged
+    /// one may name 2^62 bytes. [`Self::read_chunk_raw`] needs no such check: the back end
+    /// bounds its reads (files and memory to the object, callbacks to the memory limit), so a
+    /// damaged entry there is [`Error::Corrupt`] when the object turns out shorter.
+    pub fn chunk_raw_len(&self, coords: &[u64]) -> Result<usize> {
+        match self.chunk_location(coords)? {
+            None => Ok(0),
+            Some(loc) => crate::limits::buffer_len(
+                loc.nbytes,
+                &format!("the encoded bytes of inner chunk {}", shown(coords)),
+            ),
+        }
     }
 
     /// The encoded bytes of inner chunk `coords` (one read); `None` when it is empty.

@@ -24,7 +24,7 @@
 
 use crate::array::Array;
 use crate::codec::{ArrayToArray, ArrayToBytes, ChunkRepr, CodecChain};
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::store::Store;
@@ -337,15 +337,16 @@ impl References {
             c.coords.len() != grid.len() || c.coords.iter().zip(&grid).any(|(i, n)| i >= n)
         }) {
             return Err(Error::InvalidArgument(format!(
-                "chunk reference {:?} is outside the chunk grid {grid:?}",
-                c.coords
+                "chunk reference {} is outside the chunk grid {}",
+                shown(&c.coords),
+                shown(&grid)
             )));
         }
         chunks.sort_by_key(|c| nd::ravel(&c.coords, &grid));
         if let Some(w) = chunks.windows(2).find(|w| w[0].coords == w[1].coords) {
             return Err(Error::InvalidArgument(format!(
-                "two references to chunk {:?}",
-                w[0].coords
+                "two references to chunk {}",
+                shown(&w[0].coords)
             )));
         }
         Ok(References { unsharded, chunks })

@@ -28,7 +28,7 @@
 
 use crate::array::Array;
 use crate::codec::check_len;
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::nd;
 use crate::parallel;
 use crate::reader::FetchedChunks;
@@ -398,8 +398,10 @@ fn check_region(array: &[u64], start: &[u64], shape: &[u64]) -> Result<()> {
             Some(end) if end <= array[d] => {}
             _ => {
                 return Err(Error::InvalidArgument(format!(
-                    "the region {:?} + {:?} reaches past the array's shape {:?} in dimension {d}",
-                    start, shape, array
+                    "the region {} + {} reaches past the array's shape {} in dimension {d}",
+                    shown(start),
+                    shown(shape),
+                    shown(array)
                 )))
             }
         }
@@ -416,14 +418,16 @@ fn region_bytes(shape: &[u64], elem: usize) -> Result<u64> {
     shape
         .iter()
         .try_fold(elem as u64, |acc, &n| acc.checked_mul(n))
-        .ok_or_else(|| Error::InvalidArgument(format!("a region of {shape:?} overflows")))
+        .ok_or_else(|| Error::InvalidArgument(format!("a region of {} overflows", shown(shape))))
 }
 
 fn nd_len(shape: &[u64]) -> Result<usize> {
     region_bytes(shape, 1)
         .ok()
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| Error::InvalidArgument(format!("{shape:?} does not fit this platform")))
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("{} does not fit this platform", shown(shape)))
+        })
 }
 
 /// The cells of a grid with cell shape `cell` that the box `[start, start + shape)` (non-empty)

@@ -16,7 +16,7 @@
 
 use crate::array::Array;
 use crate::codec::{ArrayToBytes, CodecChain};
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::index::{ChunkLocation, ShardIndex};
 use crate::io::MemoryIo;
 use crate::metadata::ArrayMetadata;
@@ -157,11 +157,11 @@ pub fn repack<S: Store, D: Store>(
         || sm.fill_value != target.fill_value
     {
         return Err(Error::InvalidArgument(format!(
-            "the target's shape {:?}, data type {} and fill value {} differ from the source's {:?}, {} and {}",
-            target.shape,
+            "the target's shape {}, data type {} and fill value {} differ from the source's {}, {} and {}",
+            shown(&target.shape),
             target.data_type.name(),
             target.fill_value.to_json(target.data_type),
-            sm.shape,
+            shown(&sm.shape),
             sm.data_type.name(),
             sm.fill_value.to_json(sm.data_type)
         )));

@@ -7,7 +7,7 @@
 
 use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain, Config, EncodedSize};
 use crate::dtype::{DataType, FillValue};
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::index::{ShardIndex, EMPTY};
 use crate::io::MemoryIo;
 use crate::nd;
@@ -158,24 +158,26 @@ impl ShardLayout {
         let inner_shape = &codec.chunk_shape;
         if inner_shape.len() != shard.shape.len() {
             return Err(Error::metadata(format!(
-                "sharding_indexed: chunk_shape {inner_shape:?} has rank {}, the shard shape {:?} has rank {}",
+                "sharding_indexed: chunk_shape {} has rank {}, the shard shape {} has rank {}",
+                shown(inner_shape),
                 inner_shape.len(),
-                shard.shape,
+                shown(&shard.shape),
                 shard.shape.len()
             )));
         }
         if shard.shape.contains(&0) {
             return Err(Error::metadata(format!(
-                "shard shape {:?} contains 0",
-                shard.shape
+                "shard shape {} contains 0",
+                shown(&shard.shape)
             )));
         }
         let mut chunks_per_shard = Vec::with_capacity(inner_shape.len());
         for (&s, &c) in shard.shape.iter().zip(inner_shape) {
             if s % c != 0 {
                 return Err(Error::metadata(format!(
-                    "sharding_indexed: chunk_shape {inner_shape:?} does not divide the shard shape {:?}",
-                    shard.shape
+                    "sharding_indexed: chunk_shape {} does not divide the shard shape {}",
+                    shown(inner_shape),
+                    shown(&shard.shape)
                 )));
             }
             chunks_per_shard.push(s / c);
@@ -289,8 +291,9 @@ impl ShardLayout {
                 .any(|(c, n)| c >= n)
         {
             return Err(Error::InvalidArgument(format!(
-                "inner chunk {coords:?} is outside the shard's {:?} inner chunks",
-                self.chunks_per_shard
+                "inner chunk {} is outside the shard's {} inner chunks",
+                shown(coords),
+                shown(&self.chunks_per_shard)
             )));
         }
         Ok(nd::ravel(coords, &self.chunks_per_shard) as usize)

@@ -925,3 +925,72 @@ fn a_buffered_write_with_truncate_never_asks_for_the_size() {
     assert_eq!(read_chunks(c, &m), want);
     unsafe { shard_codec_free(c) };
 }
+
+/// `shard_read_chunk_raw`'s size query is held to the memory limit, as its read is: with the
+/// index at the start and no `size` callback nothing bounds an index entry, and one that names
+/// 2^62 bytes used to be reported as the size for the host to allocate.
+#[test]
+fn the_raw_size_query_is_held_to_the_memory_limit() {
+    let _s = serial();
+    let c = codec("start");
+    let m = Mem::default();
+    write_shard(c, &m);
+    // Entry 1 (chunk [0, 1]) names 2^62 bytes; the index's crc32c recomputed so it opens.
+    {
+        let mut d = m.data.lock().unwrap();
+        let d = d.as_mut().unwrap();
+        d[16 + 8..16 + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
+        let crc = crc32c::crc32c(&d[..96]);
+        d[96..100].copy_from_slice(&crc.to_le_bytes());
+    }
+    let cb = shard_io_callbacks {
+        size: None,
+        read_suffix: None,
+        ..callbacks(&m)
+    };
+    let mut h = null_mut();
+    assert_eq!(
+        unsafe { shard_open(c, &cb, 0, &mut h) },
+        SHARD_OK,
+        "{}",
+        last_error()
+    );
+    let raw = |coords: [u64; 2], buf: &mut [u8], n: &mut usize| unsafe {
+        let p = if buf.is_empty() {
+            null_mut()
+        } else {
+            buf.as_mut_ptr()
+        };
+        shard_read_chunk_raw(h, coords.as_ptr(), 2, p, buf.len(), n)
+    };
+    let mut n = usize::MAX;
+    assert_eq!(raw([0, 1], &mut [], &mut n), SHARD_ERR_INVALID_ARGUMENT);
+    assert_eq!(n, usize::MAX, "nothing stored on failure");
+    assert_eq!(
+        last_error(),
+        format!(
+            "memory limit: the encoded bytes of inner chunk [0, 1] needs {} bytes, more than the limit of {} (raise it with set_memory_limit or ZARRSHARD_MEMORY_LIMIT)",
+            1u64 << 62,
+            4u64 << 30
+        )
+    );
+    // The read itself: the same refusal, not a buffer-size error that invites a bigger buffer.
+    assert_eq!(raw([0, 1], &mut [0; 8], &mut n), SHARD_ERR_INVALID_ARGUMENT);
+    // A sound entry: 8 bytes, held to the limit like any other.
+    assert_eq!(raw([0, 0], &mut [], &mut n), SHARD_OK);
+    assert_eq!(n, 8);
+    let mut buf = [0u8; 8];
+    assert_eq!(raw([0, 0], &mut buf, &mut n), SHARD_OK);
+    assert_eq!((n, buf.to_vec()), (8, chunk(0, 0, 1)));
+    assert_eq!(shard_set_memory_limit(7), SHARD_OK);
+    let refused = (raw([0, 0], &mut [], &mut n), raw([0, 0], &mut buf, &mut n));
+    assert_eq!(shard_set_memory_limit(0), SHARD_OK);
+    assert_eq!(
+        refused,
+        (SHARD_ERR_INVALID_ARGUMENT, SHARD_ERR_INVALID_ARGUMENT)
+    );
+    unsafe {
+        shard_close(h);
+        shard_codec_free(c);
+    }
+}

@@ -282,3 +282,39 @@ fn le_pair(offset: u64, nbytes: u64) -> Vec<u8> {
         .flat_map(|v| v.to_le_bytes())
         .collect()
 }
+
+/// Error messages quote the host's values, but a huge value is cut: a rank-100 000 chunk grid
+/// or a megabyte of `storage_transformers` must not become a message of the same size (it is
+/// copied into every `shard_last_error` and log line).
+#[test]
+fn huge_values_are_cut_in_error_messages() {
+    let rank = 100_000;
+    let mut v = array_json(sharding(good_config()));
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!(vec![1u64; rank]);
+    let e = error_of(v);
+    // Hand-derived: 16 values, then the count of the rest; the shape's 2 values in full.
+    let sixteen = vec!["1"; 16].join(", ");
+    assert_eq!(
+        e,
+        format!(
+            "invalid metadata: chunk_shape [{sixteen}, … 99984 more] has rank 100000, shape [100, 100] has rank 2"
+        )
+    );
+
+    let mut v = array_json(sharding(good_config()));
+    v["storage_transformers"] = json!("x".repeat(1 << 20));
+    let e = error_of(v);
+    assert!(e.len() < 400, "{} bytes", e.len());
+    assert!(
+        e.ends_with(&format!("\"{}… (1048578 bytes)", "x".repeat(255))),
+        "{e}"
+    );
+
+    // Up to 16 values a list is spelled out whole, as before.
+    let mut v = array_json(sharding(good_config()));
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!(vec![2u64; 16]);
+    assert!(error_of(v).contains(&format!(
+        "chunk_shape [{}] has rank 16",
+        vec!["2"; 16].join(", ")
+    )));
+}

@@ -21,7 +21,7 @@ pub mod zlib;
 pub mod zstd;
 
 use crate::dtype::{DataType, FillValue};
-use crate::error::{Error, Result};
+use crate::error::{shown, shown_text, Error, Result};
 use crate::sharding::ShardingCodec;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
@@ -52,7 +52,11 @@ impl ChunkRepr {
 
     /// `a chunk of shape [..] uint16` (for errors).
     pub fn describe(&self) -> String {
-        format!("a chunk of shape {:?} {}", self.shape, self.dtype.name())
+        format!(
+            "a chunk of shape {} {}",
+            shown(&self.shape),
+            self.dtype.name()
+        )
     }
 
     /// A buffer of this shape filled with the fill value.
@@ -66,7 +70,7 @@ impl ChunkRepr {
 pub fn checked_product(shape: &[u64]) -> Result<u64> {
     shape.iter().try_fold(1u64, |acc, &d| {
         acc.checked_mul(d)
-            .ok_or_else(|| Error::metadata(format!("shape {shape:?} overflows 64 bits")))
+            .ok_or_else(|| Error::metadata(format!("shape {} overflows 64 bits", shown(shape))))
     })
 }
 
@@ -547,14 +551,16 @@ fn codec_name_and_config<'a>(
                 Some(Value::Object(c)) => Some(c),
                 Some(other) => {
                     return Err(Error::metadata(format!(
-                        "`{what}`: configuration of `{name}` must be an object, got {other}"
+                        "`{what}`: configuration of `{name}` must be an object, got {}",
+                        shown_text(other)
                     )))
                 }
             };
             Ok((name, config))
         }
         other => Err(Error::metadata(format!(
-            "`{what}`: codec entry must be an object, got {other}"
+            "`{what}`: codec entry must be an object, got {}",
+            shown_text(other)
         ))),
     }
 }

@@ -5,7 +5,7 @@ use super::error::{guard, Failure};
 use super::handle::{bytes, bytes_mut, copy_cstr, out, text, Handle};
 use super::status::shard_status;
 use crate::dtype::{DataType, FillValue};
-use crate::error::Error;
+use crate::error::{shown, Error};
 use crate::metadata::ArrayMetadata;
 use crate::sharding::ShardLayout;
 use std::ffi::c_char;
@@ -444,7 +444,9 @@ pub unsafe extern "C" fn shard_codec_shard_key(
         let grid = meta.grid_shape();
         if coords.len() != grid.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
             return Err(Error::InvalidArgument(format!(
-                "shard {coords:?} is outside the grid {grid:?}"
+                "shard {} is outside the grid {}",
+                shown(coords),
+                shown(&grid)
             ))
             .into());
         }

@@ -132,14 +132,13 @@ pub unsafe extern "C" fn shard_get_threads(threads_out: *mut usize) -> shard_sta
     })
 }
 
-/// Set the memory limit: the most bytes one buffer the library allocates for decoded data (an
-/// inner chunk, a whole shard, a whole object read through callbacks without `size`) may take;
-/// a larger one is refused with `SHARD_ERR_INVALID_ARGUMENT` before it is allocated. 0 restores
-/// the default (the `ZARRSHARD_MEMORY_LIMIT` environment variable in bytes, else 4 GiB).
-/// Process-wide; takes effect for calls that start afterwards. Hosts that size their own
-/// buffers from stored data (the size query of `shard_read_chunk_raw` reports what the index
-/// says) can hold them to the same limit with `shard_get_memory_limit`. Thread-safe. Returns
-/// `SHARD_OK`, `SHARD_ERR_PANIC`.
+/// Set the memory limit: the most bytes one buffer the library allocates for data (a decoded
+/// inner chunk or shard, one inner chunk's encoded bytes, a whole object read through callbacks
+/// without `size`) may take; a larger one is refused with `SHARD_ERR_INVALID_ARGUMENT` before it
+/// is allocated. The size query of `shard_read_chunk_raw`, from which hosts size their own
+/// buffers, is held to the same limit. 0 restores the default (the `ZARRSHARD_MEMORY_LIMIT`
+/// environment variable in bytes, else 4 GiB). Process-wide; takes effect for calls that start
+/// afterwards. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub extern "C" fn shard_set_memory_limit(bytes: u64) -> shard_status {
     error::guard(|| {

@@ -315,14 +315,15 @@ pub unsafe extern "C" fn shard_read_chunks(
 
 /// Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out`
 /// receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
-/// the index, without reading (a size query); otherwise `len` must be at least that size. The
-/// size is what the index says: where the object's size is unknown (no `size`, index at the
-/// start) a damaged index can name any size, so hold a buffer sized from it to
-/// `shard_get_memory_limit` before allocating it.
+/// the index, without reading (a size query); otherwise `len` must be at least that size. Both
+/// hold the size to the memory limit (`shard_set_memory_limit`): where the object's size is
+/// unknown (no `size` callback, index at the start) nothing else bounds an index entry, and a
+/// damaged one may name 2^62 bytes, so a size past the limit is refused with
+/// `SHARD_ERR_INVALID_ARGUMENT` rather than reported for the host to allocate.
 ///
 /// Read handles only. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
-/// `SHARD_ERR_INVALID_ARGUMENT`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
-/// `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_PANIC`.
+/// `SHARD_ERR_INVALID_ARGUMENT` (also: past the memory limit), `SHARD_ERR_BUFFER_SIZE`,
+/// `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_read_chunk_raw(
     shard: *const shard_handle,
@@ -339,7 +340,7 @@ pub unsafe extern "C" fn shard_read_chunk_raw(
         let buf = unsafe { bytes_mut(buf, len, "buf") }?;
         let nbytes_out = unsafe { out(nbytes_out, "nbytes_out") }?;
         let reader = h.reader()?;
-        let nbytes = reader.chunk_location(coords)?.map_or(0, |l| l.nbytes) as usize;
+        let nbytes = reader.chunk_raw_len(coords)?;
         if size_query {
             *nbytes_out = nbytes;
             return Ok(());
