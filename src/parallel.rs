@@ -37,7 +37,7 @@
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The setting: the number of threads (`None` until first use), and the pool built last,
@@ -112,15 +112,15 @@ fn pool() -> (usize, Option<Arc<rayon::ThreadPool>>) {
 /// `f(0..n)` in order of the results, shared between the calling thread and the pool (see
 /// the module docs); on the calling thread alone when the pool has one thread or there is
 /// only one item. Items must not start parallel work of their own: use [`map_on_pool`]. On a
-/// failure no further item starts and a failed item's error is returned (shared: the lowest
-/// one's).
+/// failure no item after it starts and the lowest failed item's error is returned, on every
+/// path (the same error every run).
 pub(crate) fn map<T: Send>(
     n: usize,
     f: impl Fn(usize) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
     match how(n) {
         How::Here => (0..n).map(f).collect(),
-        How::Pool(pool) => pool.install(|| (0..n).into_par_iter().map(&f).collect()),
+        How::Pool(pool) => pool.install(|| stealing((0..n).into_par_iter(), |i, _| f(i))),
         How::Shared(pool, helpers) => {
             let mut done = share(&pool, helpers, 0..n, |i, _| f(i))?;
             done.sort_unstable_by_key(|(i, _)| *i);
@@ -131,15 +131,54 @@ pub(crate) fn map<T: Send>(
 
 /// `f(0..n)` on the pool, in order of the results, the calling thread waiting; for items that
 /// start parallel work themselves (see the module docs). On the calling thread when the pool
-/// has one thread or there is only one item.
+/// has one thread or there is only one item. On a failure, the lowest failed item's error
+/// (see [`stealing`]).
 pub(crate) fn map_on_pool<T: Send>(
     n: usize,
     f: impl Fn(usize) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
     match pool() {
-        (_, Some(pool)) if n > 1 => pool.install(|| (0..n).into_par_iter().map(&f).collect()),
+        (_, Some(pool)) if n > 1 => pool.install(|| stealing((0..n).into_par_iter(), |i, _| f(i))),
         _ => (0..n).map(f).collect(),
     }
+}
+
+/// `f(i, item)` for each item by rayon's work stealing, with the error rule of one thread and
+/// of [`share`]: on a failure no item *after* it starts, every item before it still runs, and
+/// the lowest failed position's error is returned. So a shard with two damaged chunks reports
+/// the same one every time. (Collecting into rayon's `Result` returns whichever error some
+/// thread saw first, which changed from run to run.) Results in order.
+fn stealing<I, T>(items: I, f: impl Fn(usize, I::Item) -> Result<T> + Sync + Send) -> Result<Vec<T>>
+where
+    I: IndexedParallelIterator,
+    T: Send,
+{
+    let lowest = AtomicUsize::new(usize::MAX);
+    let ran: Vec<Option<Result<T>>> = items
+        .enumerate()
+        .map(|(i, item)| {
+            // Only a failure before this item skips it; `lowest` only falls, so no item
+            // before the final lowest failure is ever skipped.
+            if i > lowest.load(Ordering::Relaxed) {
+                return None;
+            }
+            let r = f(i, item);
+            if r.is_err() {
+                lowest.fetch_min(i, Ordering::Relaxed);
+            }
+            Some(r)
+        })
+        .collect();
+    let lowest = lowest.into_inner();
+    let mut out = Vec::with_capacity(ran.len());
+    for (i, r) in ran.into_iter().enumerate() {
+        match r {
+            Some(Ok(v)) if i < lowest => out.push(v),
+            Some(Err(e)) if i == lowest => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// How a call of `n` items that start no parallel work runs.
@@ -283,11 +322,9 @@ pub(crate) fn for_each_piece(
             .chunks_mut(size)
             .enumerate()
             .try_for_each(|(i, p)| f(i, p)),
-        How::Pool(pool) => pool.install(|| {
-            buf.par_chunks_mut(size)
-                .enumerate()
-                .try_for_each(|(i, p)| f(i, p))
-        }),
+        How::Pool(pool) => pool
+            .install(|| stealing(buf.par_chunks_mut(size), f))
+            .map(drop),
         How::Shared(pool, helpers) => share(&pool, helpers, buf.chunks_mut(size), f).map(drop),
     }
 }
@@ -308,12 +345,9 @@ pub(crate) fn for_each_split_on_pool(
         rest = tail;
     }
     match pool() {
-        (_, Some(pool)) if pieces.len() > 1 => pool.install(|| {
-            pieces
-                .into_par_iter()
-                .enumerate()
-                .try_for_each(|(i, p)| f(i, p))
-        }),
+        (_, Some(pool)) if pieces.len() > 1 => pool
+            .install(|| stealing(pieces.into_par_iter(), f))
+            .map(drop),
         _ => pieces
             .into_iter()
             .enumerate()
@@ -410,6 +444,41 @@ mod tests {
             e.to_string(),
             Error::InvalidArgument("piece 5".into()).to_string()
         );
+
+        // The same on the pool (`map_on_pool`, and calls nested in pool items, which rayon
+        // schedules by stealing): item 3 fails last, after items far behind it failed at once,
+        // and its error is the one returned. With rayon's `Result` collection it was whichever
+        // failure came first in time (item 80 here, almost always).
+        let slow_low = |i: usize| -> Result<usize> {
+            match i {
+                3 => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    Err(Error::InvalidArgument(format!("item {i}")))
+                }
+                80 | 999 => Err(Error::InvalidArgument(format!("item {i}"))),
+                _ => Ok(i),
+            }
+        };
+        let item_3 = Error::InvalidArgument("item 3".into()).to_string();
+        for _ in 0..5 {
+            assert_eq!(map_on_pool(1000, slow_low).unwrap_err().to_string(), item_3);
+            let nested = map_on_pool(2, |_| map(1000, slow_low));
+            assert_eq!(nested.unwrap_err().to_string(), item_3);
+            let mut buf = vec![0u8; 12];
+            let e = for_each_split_on_pool(&mut buf, &[1, 1, 1, 1, 4, 4], |i, _| {
+                slow_low([0, 1, 2, 3, 80, 4][i]).map(drop)
+            });
+            assert_eq!(e.unwrap_err().to_string(), item_3);
+        }
+        // Every item before the lowest failure ran; results stay in order on success.
+        let ran = AtomicUsize::new(0);
+        let _ = map_on_pool(100, |i| {
+            ran.fetch_add(1, Ordering::Relaxed);
+            slow_low(i)
+        });
+        assert!(ran.load(Ordering::Relaxed) >= 4);
+        let in_order = map_on_pool(2, |k| map(100, move |i| Ok(k * 100 + i))).unwrap();
+        assert_eq!(in_order.concat(), (0..200).collect::<Vec<_>>());
 
         // A call nested in an item the calling thread runs stays on that thread; one nested in
         // a pool task's item uses the pool. Both finish with the right results.
