@@ -104,6 +104,7 @@ impl<S: Store> Array<S> {
     /// [`ArrayMetadata::validate`] — nothing is written then; the store's errors.
     pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
         meta.validate()?;
+        let meta = meta.resolved();
         let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
         store.set("zarr.json", &text)?;
         Ok(Array::new(meta, store, Format::V3))
@@ -117,6 +118,7 @@ impl<S: Store> Array<S> {
     /// [`ArrayMetadata::validate`].
     pub fn from_metadata(store: S, meta: ArrayMetadata) -> Result<Self> {
         meta.validate()?;
+        let meta = meta.resolved();
         Ok(Array::new(meta, store, Format::V3))
     }
 

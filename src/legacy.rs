@@ -106,7 +106,7 @@ pub fn v3_to_numcodecs(codec: &BytesToBytes) -> Value {
         BytesToBytes::Gzip(c) => json!({"id": "gzip", "level": c.level}),
         BytesToBytes::Zstd(c) => json!({"id": "zstd", "level": c.level, "checksum": c.checksum}),
         BytesToBytes::Blosc(c) => json!({"id": "blosc", "cname": c.cname, "clevel": c.clevel,
-            "shuffle": c.shuffle as i64, "blocksize": c.blocksize}),
+            "shuffle": c.effective().0 as i64, "blocksize": c.blocksize}),
         BytesToBytes::Crc32c(_) => json!({"id": "crc32c", "location": "end"}),
     }
 }

@@ -233,7 +233,7 @@ impl ArrayMetadata {
                 )))
             }
         };
-        let meta = ArrayMetadata {
+        let mut meta = ArrayMetadata {
             shape,
             data_type,
             chunk_shape,
@@ -245,6 +245,7 @@ impl ArrayMetadata {
         };
         checked_product(&meta.grid_shape())?;
         meta.codecs.validate(&meta.chunk_repr())?;
+        meta.codecs.resolve(meta.data_type);
         Ok(meta)
     }
 
@@ -266,13 +267,22 @@ impl ArrayMetadata {
             )));
         }
         let reparsed = Self::from_json(&self.to_json())?;
-        if reparsed != *self {
+        if reparsed != self.resolved() {
             return Err(Error::metadata(format!(
                 "the metadata would be written as a zarr.json that parses to something else: {}",
-                self.to_json()
+                shown_text(self.to_json())
             )));
         }
         Ok(())
+    }
+
+    /// This metadata with what its codec configurations left for the data type to decide
+    /// filled in, as parsing fills it ([`CodecChain::resolve`]): what [`crate::Array::create`]
+    /// writes.
+    pub fn resolved(&self) -> Self {
+        let mut m = self.clone();
+        m.codecs.resolve(m.data_type);
+        m
     }
 
     /// The metadata as `zarr.json` JSON.

@@ -154,7 +154,9 @@ thread_local! {
 impl ShardLayout {
     /// Validate `codec` against `shard` (rank, divisibility, one array→bytes codec, fixed-size
     /// index codecs) and compute the layout.
-    pub fn new(codec: ShardingCodec, shard: ChunkRepr) -> Result<Self> {
+    pub fn new(mut codec: ShardingCodec, shard: ChunkRepr) -> Result<Self> {
+        codec.codecs.resolve(shard.dtype);
+        codec.index_codecs.resolve(DataType::UInt64);
         let inner_shape = &codec.chunk_shape;
         if inner_shape.len() != shard.shape.len() {
             return Err(Error::metadata(format!(

@@ -34,10 +34,12 @@ pub struct Blosc {
     pub cname: String,
     /// Compression level, 0–9.
     pub clevel: u8,
-    /// The pre-filter.
-    pub shuffle: Shuffle,
-    /// Element size the shuffle works on (1 when the configuration omits it).
-    pub typesize: usize,
+    /// The pre-filter; `None` when the configuration omits it (or gives numcodecs' `-1`,
+    /// "auto"): [`Blosc::resolve`] then chooses as zarr-python and tensorstore do.
+    pub shuffle: Option<Shuffle>,
+    /// Element size the shuffle works on; `None` when the configuration omits it:
+    /// [`Blosc::resolve`] then takes the array's element size.
+    pub typesize: Option<usize>,
     /// Block size in bytes; 0 lets c-blosc choose.
     pub blocksize: usize,
 }
@@ -58,19 +60,20 @@ impl Blosc {
         if !(0..=9).contains(&clevel) {
             return Err(cfg.bad("clevel", "must be between 0 and 9"));
         }
-        // numcodecs-style integers are accepted too (0, 1, 2; -1 "auto" means byte shuffle).
+        // numcodecs-style integers are accepted too (0, 1, 2; -1 is "auto", as if absent).
         let shuffle = match cfg.get("shuffle") {
-            None => Shuffle::NoShuffle,
-            Some(Value::String(s)) if s == "noshuffle" => Shuffle::NoShuffle,
-            Some(Value::String(s)) if s == "shuffle" => Shuffle::Shuffle,
-            Some(Value::String(s)) if s == "bitshuffle" => Shuffle::BitShuffle,
-            Some(v) if v.as_i64() == Some(0) => Shuffle::NoShuffle,
-            Some(v) if v.as_i64() == Some(1) || v.as_i64() == Some(-1) => Shuffle::Shuffle,
-            Some(v) if v.as_i64() == Some(2) => Shuffle::BitShuffle,
+            None => None,
+            Some(Value::String(s)) if s == "noshuffle" => Some(Shuffle::NoShuffle),
+            Some(Value::String(s)) if s == "shuffle" => Some(Shuffle::Shuffle),
+            Some(Value::String(s)) if s == "bitshuffle" => Some(Shuffle::BitShuffle),
+            Some(v) if v.as_i64() == Some(0) => Some(Shuffle::NoShuffle),
+            Some(v) if v.as_i64() == Some(1) => Some(Shuffle::Shuffle),
+            Some(v) if v.as_i64() == Some(2) => Some(Shuffle::BitShuffle),
+            Some(v) if v.as_i64() == Some(-1) => None,
             Some(_) => return Err(cfg.bad("shuffle", "must be noshuffle, shuffle or bitshuffle")),
         };
-        let typesize = cfg.int("typesize")?.unwrap_or(1);
-        if !(1..=255).contains(&typesize) {
+        let typesize = cfg.int("typesize")?;
+        if typesize.is_some_and(|t| !(1..=255).contains(&t)) {
             return Err(cfg.bad("typesize", "must be between 1 and 255"));
         }
         let blocksize = cfg.int("blocksize")?.unwrap_or(0);
@@ -81,20 +84,45 @@ impl Blosc {
             cname,
             clevel: clevel as u8,
             shuffle,
-            typesize: typesize as usize,
+            typesize: typesize.map(|t| t as usize),
             blocksize: blocksize as usize,
         })
     }
 
+    /// Fill in what the configuration left out, for data of `element_size`-byte elements (the
+    /// array's data type, wherever in the chain blosc sits): `typesize` becomes the element
+    /// size, and `shuffle` bitshuffle for 1-byte elements, else byte shuffle. zarr-python
+    /// (`evolve_from_array_spec`) and tensorstore choose the same, so an array whose
+    /// `zarr.json` says only `{"cname": "lz4"}` is encoded byte for byte as they encode it, and
+    /// the metadata written records the choice, as the blosc spec requires. (This library
+    /// used to take typesize 1 and no shuffle: valid streams, but not the peers' bytes, and a
+    /// shuffle that did nothing.)
+    pub fn resolve(&mut self, element_size: usize) {
+        let t = *self.typesize.get_or_insert(element_size.clamp(1, 255));
+        self.shuffle.get_or_insert(default_shuffle(t));
+    }
+
+    /// The shuffle and typesize encoding uses: as given or resolved; for a configuration never
+    /// resolved, typesize 1 and the shuffle [`Blosc::resolve`] would choose for it.
+    pub fn effective(&self) -> (Shuffle, usize) {
+        let t = self.typesize.unwrap_or(1);
+        (self.shuffle.unwrap_or(default_shuffle(t)), t)
+    }
+
     pub(crate) fn to_json(&self) -> Value {
-        let shuffle = match self.shuffle {
-            Shuffle::NoShuffle => "noshuffle",
-            Shuffle::Shuffle => "shuffle",
-            Shuffle::BitShuffle => "bitshuffle",
-        };
-        json!({"name": "blosc", "configuration": {
-            "cname": self.cname, "clevel": self.clevel, "shuffle": shuffle,
-            "typesize": self.typesize, "blocksize": self.blocksize}})
+        let mut config = json!({"cname": self.cname, "clevel": self.clevel});
+        if let Some(shuffle) = self.shuffle {
+            config["shuffle"] = json!(match shuffle {
+                Shuffle::NoShuffle => "noshuffle",
+                Shuffle::Shuffle => "shuffle",
+                Shuffle::BitShuffle => "bitshuffle",
+            });
+        }
+        if let Some(t) = self.typesize {
+            config["typesize"] = json!(t);
+        }
+        config["blocksize"] = json!(self.blocksize);
+        json!({"name": "blosc", "configuration": config})
     }
 
     pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
@@ -104,6 +132,7 @@ impl Blosc {
                 data.len()
             )));
         }
+        let (shuffle, typesize) = self.effective();
         let cname = CString::new(self.cname.as_str()).expect("validated name has no NUL");
         let mut out = vec![0u8; data.len() + MAX_OVERHEAD];
         // SAFETY: `data` and `out` are valid for the lengths given and do not overlap; c-blosc
@@ -111,8 +140,8 @@ impl Blosc {
         let n = unsafe {
             blosc_src::blosc_compress_ctx(
                 c_int::from(self.clevel),
-                self.shuffle as c_int,
-                self.typesize,
+                shuffle as c_int,
+                typesize,
                 data.len(),
                 data.as_ptr().cast::<c_void>(),
                 out.as_mut_ptr().cast::<c_void>(),
@@ -133,6 +162,14 @@ impl Blosc {
 
     pub(crate) fn decode(&self, data: &[u8], max_out: u64) -> Result<Vec<u8>> {
         decode(data, max_out)
+    }
+}
+
+/// zarr-python's and tensorstore's choice when the configuration names no shuffle.
+fn default_shuffle(typesize: usize) -> Shuffle {
+    match typesize {
+        1 => Shuffle::BitShuffle,
+        _ => Shuffle::Shuffle,
     }
 }
 

@@ -327,6 +327,22 @@ impl CodecChain {
         })
     }
 
+    /// Fill in what codec configurations left for the data to decide, for chunks of `dtype`
+    /// (inner chunks of a sharding codec too; its index is uint64): blosc's `typesize` and
+    /// `shuffle` ([`blosc::Blosc::resolve`]). Parsing an array's metadata and binding a sharding
+    /// codec to a shard do this; idempotent.
+    pub fn resolve(&mut self, dtype: DataType) {
+        for c in &mut self.bytes_to_bytes {
+            if let BytesToBytes::Blosc(b) = c {
+                b.resolve(dtype.size());
+            }
+        }
+        if let ArrayToBytes::Sharding(s) = &mut self.array_to_bytes {
+            s.codecs.resolve(dtype);
+            s.index_codecs.resolve(DataType::UInt64);
+        }
+    }
+
     /// The codec list as Zarr v3 JSON.
     pub fn to_json(&self) -> Value {
         let mut list: Vec<Value> = self.array_to_array.iter().map(|c| c.to_json()).collect();
@@ -609,10 +625,8 @@ impl<'a> Config<'a> {
     pub fn bad(&self, key: &str, why: &str) -> Error {
         Error::metadata(format!(
             "codec `{}`: `{key}` {why} (got {})",
-            self.codec,
-            self.map
-                .get(key)
-                .map_or("nothing".to_string(), |v| v.to_string())
+            shown_text(self.codec),
+            self.map.get(key).map_or("nothing".to_string(), shown_text)
         ))
     }
 
