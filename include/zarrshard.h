@@ -566,6 +566,7 @@ shard_status shard_array_refs(const shard_array *array,
  * (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
  * 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
  * whether its callbacks may run on worker threads (they are called on this thread here).
+ * `name` and `record_size` are checked before any shard is read.
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an

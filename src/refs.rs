@@ -463,6 +463,25 @@ fn inline_raw(bytes: Vec<u8>) -> Vec<u8> {
 #[cfg(feature = "parquet")]
 pub use parquet_out::{write_parquet, write_parquet_to};
 
+/// The arguments of the Parquet layout that need no reference set: `name` not empty, not
+/// starting with `.z` and without `..` (it names the folder of the record files next to
+/// `.zmetadata`), `record_size` at least 1; [`Error::InvalidArgument`] otherwise. Callers
+/// check them before building the set, which reads every shard's index.
+pub fn check_parquet_output(name: &str, record_size: u64) -> Result<()> {
+    if record_size == 0 {
+        return Err(Error::InvalidArgument(
+            "record size must be at least 1".into(),
+        ));
+    }
+    if name.is_empty() || name.starts_with(".z") || name.contains("..") {
+        return Err(Error::InvalidArgument(format!(
+            "invalid array name `{}`",
+            crate::error::shown_text(name)
+        )));
+    }
+    Ok(())
+}
+
 /// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
 #[cfg(not(feature = "parquet"))]
 pub fn write_parquet_to(
@@ -555,17 +574,7 @@ mod parquet_out {
                 "the Parquet layout needs Zarr v2 metadata with `.` as dimension separator (fsspec reads nothing else)".into(),
             ));
         }
-        if record_size == 0 {
-            return Err(Error::InvalidArgument(
-                "record size must be at least 1".into(),
-            ));
-        }
-        if name.is_empty() || name.starts_with(".z") || name.contains("..") {
-            return Err(Error::InvalidArgument(format!(
-                "invalid array name `{name}`"
-            )));
-        }
-        Ok(())
+        super::check_parquet_output(name, record_size)
     }
 
     fn write_files(

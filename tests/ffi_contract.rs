@@ -994,3 +994,58 @@ fn the_raw_size_query_is_held_to_the_memory_limit() {
         shard_codec_free(c);
     }
 }
+
+/// `shard_array_refs_parquet` checks its name and record size before building the reference
+/// set, which reads every shard's index through the array's store: a bad argument is refused
+/// without a store call (it used to cost those reads, and a failing store hid the argument
+/// error behind `SHARD_ERR_IO`).
+#[test]
+fn parquet_refs_arguments_are_checked_before_any_shard_is_read() {
+    let _s = serial();
+    let json = r#"{"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}]}"#;
+    let opens = || OPENS.load(std::sync::atomic::Ordering::SeqCst);
+    let a = open_array(json, null_mut(), counted_open);
+    // Output objects would go to the same counted store; nothing may be opened at all.
+    let out = shard_store_callbacks {
+        version: SHARD_STORE_VERSION,
+        flags: 0,
+        userdata: null_mut(),
+        open_object: Some(counted_open),
+        destroy: None,
+    };
+    let refs = |name: &str, record_size: u64| unsafe {
+        shard_array_refs_parquet(
+            a,
+            "u".as_ptr().cast(),
+            1,
+            name.as_ptr().cast(),
+            name.len(),
+            record_size,
+            &out,
+        )
+    };
+    let before = opens();
+    for (name, record_size, message) in [
+        ("a", 0, "invalid argument: record size must be at least 1"),
+        ("", 10, "invalid argument: invalid array name ``"),
+        (
+            ".zgroup",
+            10,
+            "invalid argument: invalid array name `.zgroup`",
+        ),
+        (
+            "a/../b",
+            10,
+            "invalid argument: invalid array name `a/../b`",
+        ),
+    ] {
+        assert_eq!(refs(name, record_size), SHARD_ERR_INVALID_ARGUMENT);
+        assert_eq!(last_error(), message);
+    }
+    assert_eq!(opens(), before, "a refused call reached a store");
+    unsafe { shard_array_close(a) };
+}

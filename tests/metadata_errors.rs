@@ -285,10 +285,10 @@ fn le_pair(offset: u64, nbytes: u64) -> Vec<u8> {
 
 /// Error messages quote the host's values, but a huge value is cut: a rank-100 000 chunk grid
 /// or a megabyte of `storage_transformers` must not become a message of the same size (it is
-/// copied into every `shard_last_error` and log line).
+/// copied into every `shard_last_error` and log line). Sizes here are smaller (Miri runs this).
 #[test]
 fn huge_values_are_cut_in_error_messages() {
-    let rank = 100_000;
+    let rank = 1000;
     let mut v = array_json(sharding(good_config()));
     v["chunk_grid"]["configuration"]["chunk_shape"] = json!(vec![1u64; rank]);
     let e = error_of(v);
@@ -297,16 +297,16 @@ fn huge_values_are_cut_in_error_messages() {
     assert_eq!(
         e,
         format!(
-            "invalid metadata: chunk_shape [{sixteen}, … 99984 more] has rank 100000, shape [100, 100] has rank 2"
+            "invalid metadata: chunk_shape [{sixteen}, … 984 more] has rank 1000, shape [100, 100] has rank 2"
         )
     );
 
     let mut v = array_json(sharding(good_config()));
-    v["storage_transformers"] = json!("x".repeat(1 << 20));
+    v["storage_transformers"] = json!("x".repeat(10_000));
     let e = error_of(v);
     assert!(e.len() < 400, "{} bytes", e.len());
     assert!(
-        e.ends_with(&format!("\"{}… (1048578 bytes)", "x".repeat(255))),
+        e.ends_with(&format!("\"{}… (10002 bytes)", "x".repeat(255))),
         "{e}"
     );
 

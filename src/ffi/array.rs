@@ -419,6 +419,7 @@ pub unsafe extern "C" fn shard_array_refs(
 /// (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
 /// 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
 /// whether its callbacks may run on worker threads (they are called on this thread here).
+/// `name` and `record_size` are checked before any shard is read.
 ///
 /// Thread-safe (not while another thread writes the array).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
@@ -444,6 +445,8 @@ pub unsafe extern "C" fn shard_array_refs_parquet(
         let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
         let name = unsafe { text(name, name_len, "name") }?;
         let out = CallbackStore::new(*unsafe { out.as_ref() }.ok_or(Failure::Null("out"))?)?;
+        // Before the set is built: that reads every shard's index.
+        crate::refs::check_parquet_output(name, record_size)?;
         let refs = References::from_array(&h.array, MetadataFormat::V2 { separator: '.' })?;
         crate::refs::write_parquet_to(&refs, url_prefix, name, record_size, &out)?;
         Ok(())

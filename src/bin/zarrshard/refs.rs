@@ -69,6 +69,15 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
         2 => MetadataFormat::V2 { separator },
         _ => MetadataFormat::V3,
     };
+    let parquet_name = match (args.format, &args.name) {
+        (RefsFormat::Parquet, Some(n)) => Some(n.clone()),
+        (RefsFormat::Parquet, None) => Some(folder_name(&args.array_dir)?),
+        _ => None,
+    };
+    if let Some(name) = &parquet_name {
+        // Before any shard is read.
+        zarrshard::refs::check_parquet_output(name, args.record_size)?;
+    }
     let array = super::open(&args.array_dir)?;
     let refs = References::from_array(&array, format)?;
     match args.format {
@@ -82,10 +91,7 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
             write_json(&set, &args.out)?;
         }
         RefsFormat::Parquet => {
-            let name = match &args.name {
-                Some(n) => n.clone(),
-                None => folder_name(&args.array_dir)?,
-            };
+            let name = parquet_name.expect("set for the Parquet format above");
             write_parquet(&refs, &args, &name)?;
         }
     }
