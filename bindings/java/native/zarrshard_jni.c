@@ -982,6 +982,9 @@ JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, 
     jbyteArray result = NULL;
     (void)cls;
     if (!live(env, shard) || !get_coords(env, coords, &c)) return NULL;
+    /* The size query: the library holds the size the index names to its memory limit
+     * (SHARD_ERR_INVALID_ARGUMENT past it, a ShardException here), so a damaged entry never
+     * reaches malloc. What remains ours is the Java array limit. */
     scope_begin(&s);
     st = shard_read_chunk_raw(SHARD(shard), c.v, c.n, NULL, 0, &size);
     if (!finish(env, &s, st)) goto out;
@@ -992,20 +995,6 @@ JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, 
     if (size > (size_t)INT32_MAX) {
         throw_new(env, g_IllegalArgumentException, "encoded chunk larger than a Java array");
         goto out;
-    }
-    /* The size is what the index says (a damaged one can say anything where the object's size
-     * is unknown): held to the library's memory limit like the library's own buffers. */
-    {
-        uint64_t limit = 0;
-        if (shard_get_memory_limit(&limit) == SHARD_OK && (uint64_t)size > limit) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "the index names an encoded chunk of %llu bytes, over the memory limit of "
-                     "%llu bytes",
-                     (unsigned long long)size, (unsigned long long)limit);
-            throw_new(env, g_IllegalArgumentException, msg);
-            goto out;
-        }
     }
     if ((buf = (uint8_t *)malloc(size)) == NULL) {
         throw_oom(env);

@@ -244,14 +244,19 @@ public final class Shard implements AutoCloseable {
     }
 
     /**
-     * The encoded bytes of inner chunk {@code coords}, as stored. Read handles; thread-safe.
+     * The encoded bytes of inner chunk {@code coords}, as stored. The array is sized from the
+     * index; the library holds that size to the {@link MemoryLimit} (where the object's size
+     * is unknown, a damaged entry can name any size), so nothing larger is allocated. Read
+     * handles; thread-safe.
      *
      * @param coords the inner chunk's coordinates
      * @return a new array, empty when the chunk is not stored
-     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#IO},
-     *     {@link Status#CORRUPT}, {@link Status#INVALID_STATE} (write handle)
-     * @throws IllegalArgumentException when the chunk (its size as the index says) is larger
-     *     than a byte[] or than the {@link MemoryLimit}
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (coordinates, or an entry naming
+     *     more bytes than the {@link MemoryLimit}: the library's message then starts
+     *     {@code "memory limit: "}), {@link Status#IO}, {@link Status#CORRUPT},
+     *     {@link Status#INVALID_STATE} (write handle)
+     * @throws IllegalArgumentException when the chunk is larger than a byte[] can be (the
+     *     limit raised past 2 GiB)
      */
     public byte[] readChunkRaw(long... coords) {
         Objects.requireNonNull(coords, "coords");
