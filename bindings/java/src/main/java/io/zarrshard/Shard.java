@@ -243,6 +243,33 @@ public final class Shard implements AutoCloseable {
         dst.position(pos + len);
     }
 
+    /** The coalescing gap of a new read handle, 65536 bytes (C {@code SHARD_DEFAULT_COALESCE_GAP}). */
+    public static final long DEFAULT_COALESCE_GAP = 65536;
+
+    /**
+     * Set the gap in bytes below which the byte ranges of the chunks one
+     * {@link #readChunks(long[]...)} call wants are fetched with one {@link ShardIO#read}
+     * (C {@code shard_set_coalesce_gap}): 0 merges only touching ranges, a large gap reads the
+     * whole span (fewer requests to a high-latency store, at the cost of bytes not wanted). The
+     * default is {@link #DEFAULT_COALESCE_GAP}. The values read are the same whatever the gap.
+     * Read handles only; thread-safe (calls that start afterwards use it).
+     *
+     * @param gap the gap in bytes, 0 or more
+     * @throws ShardException {@link Status#INVALID_STATE} for a write handle
+     * @throws IllegalArgumentException for a negative gap
+     */
+    public void setCoalesceGap(long gap) {
+        if (gap < 0) {
+            throw new IllegalArgumentException("the coalescing gap must be non-negative, got " + gap);
+        }
+        long h = ref.acquire();
+        try {
+            Native.setCoalesceGap(h, gap);
+        } finally {
+            ref.release();
+        }
+    }
+
     /**
      * The encoded bytes of inner chunk {@code coords}, as stored. The array is sized from the
      * index; the library holds that size to the {@link MemoryLimit} (where the object's size
