@@ -11,7 +11,10 @@
 #      javadoc -Xdoclint:all -Werror over the library (every public API documented)
 #   6. the JUnit 4 tests
 #   7. the same tests under -Xcheck:jni: must pass and print no JNI warning
-#   8. the example (bindings/java/example/Example.java), and zarr-python reading its array
+#   8. the kerchunk reference sets the tests wrote (JSON v1 and Parquet, ShardArray's
+#      kerchunkRefs/kerchunkRefsParquet over the fixture) read back through fsspec's
+#      ReferenceFileSystem and zarr-python, equal to fixture.raw
+#   9. the example (bindings/java/example/Example.java), and zarr-python reading its array
 #
 # Everything it builds goes to target/bindings/java/ (logs in target/bindings/java/logs/).
 # One PASS/FAIL line per step; last a line `N passed, M failed` (steps); exit status 0 only
@@ -145,17 +148,21 @@ step javadoc build_javadoc
 
 # ---- 6, 7. the tests ------------------------------------------------------------------------
 
+# zarrshard.cli: RefsTest compares the Parquet objects with the command-line tool's; it writes
+# the reference sets it made to zarrshard.refs.out for step 8.
+REFS_OUT="$OUT/refs-out"
 JAVA_PROPS=(-Djava.library.path="$LIBDIR" -Dzarrshard.fixture="$FIXTURE"
-    -Dzarrshard.test.tmp="$OUT/tmp")
+    -Dzarrshard.test.tmp="$OUT/tmp" -Dzarrshard.cli="$REPO/target/release/zarrshard"
+    -Dzarrshard.refs.out="$REFS_OUT")
 run_tests() {
-    rm -rf "$OUT/tmp"
+    rm -rf "$OUT/tmp" "$REFS_OUT"
     java "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain
 }
 step test run_tests
 
 run_tests_checkjni() {
     local log="$OUT/checkjni-output.log" rc
-    rm -rf "$OUT/tmp"
+    rm -rf "$OUT/tmp" "$REFS_OUT"
     java -Xcheck:jni "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain >"$log" 2>&1
     rc=$?
     cat "$log"
@@ -170,7 +177,54 @@ run_tests_checkjni() {
 }
 step test-xcheck-jni run_tests_checkjni
 
-# ---- 8. the example -------------------------------------------------------------------------
+# ---- 8. the reference sets, read by fsspec and zarr-python -------------------------------------
+
+# What a reader of the sets Java wrote sees: the fixture's values through byte-range reads of
+# its shards (JSON v1 with Zarr v3 metadata; Parquet with Zarr v2 metadata, 5 rows per file,
+# read with fastparquet, fsspec's default engine).
+check_refs() {
+    "$REPO/.venv/bin/python" - "$REFS_OUT" "$FIXTURE" <<'PY'
+import json, os, sys, warnings
+import numpy as np
+import pandas as pd
+import zarr
+from fsspec.implementations.reference import ReferenceFileSystem
+from zarr.storage import FsspecStore
+
+# pandas deprecates fastparquet, which fsspec's LazyReferenceMapper still reads with.
+warnings.filterwarnings("ignore", message=".*fastparquet.*")
+out, fixture = sys.argv[1], sys.argv[2]
+want = np.frombuffer(open(os.path.join(fixture, "fixture.raw"), "rb").read(), "<u2").reshape(64, 64)
+
+def read(path, name, zarr_format):
+    fs = ReferenceFileSystem(path, asynchronous=True, remote_protocol="file")
+    store = FsspecStore(fs, read_only=True, path=name)
+    return zarr.open_array(store=store, mode="r", zarr_format=zarr_format)[...]
+
+got = read(os.path.join(out, "refs.json"), "", 3)
+assert got.dtype == np.uint16 and (got == want).all(), "JSON v1: values differ from fixture.raw"
+print("JSON v1 (Zarr v3): 64x64 values equal to fixture.raw")
+
+pq = os.path.join(out, "refs.parq")
+zmeta = json.load(open(os.path.join(pq, ".zmetadata")))
+assert zmeta["record_size"] == 5, zmeta["record_size"]
+files = sorted(os.listdir(os.path.join(pq, "fx")))
+assert files == [f"refs.{n}.parq" for n in range(4)], files
+rows = 0
+for n in range(4):
+    df = pd.read_parquet(os.path.join(pq, "fx", f"refs.{n}.parq"), engine="fastparquet")
+    assert list(df.columns) == ["path", "offset", "size", "raw"], list(df.columns)
+    assert len(df) == (5 if n < 3 else 1), (n, len(df))
+    rows += len(df)
+assert rows == 16
+got = read(pq, "fx", 2)
+assert got.dtype == np.uint16 and (got == want).all(), "Parquet: values differ from fixture.raw"
+print("Parquet (Zarr v2, 4 files of 5, 5, 5, 1 rows): 64x64 values equal to fixture.raw")
+PY
+}
+step refs-fsspec check_refs
+
+# ---- 9. the example -------------------------------------------------------------------------
 
 run_example() {
     local dir="$OUT/example-out/example.zarr"

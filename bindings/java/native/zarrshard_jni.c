@@ -971,6 +971,18 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_readChunks(JNIEnv *env, jclass c
     free_coords(&c);
 }
 
+/* gap >= 0 (Shard.setCoalesceGap checks); write handles: SHARD_ERR_INVALID_STATE. */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_setCoalesceGap(JNIEnv *env, jclass cls,
+                                                              jlong shard, jlong gap) {
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, shard)) return;
+    scope_begin(&s);
+    st = shard_set_coalesce_gap(SHARD(shard), (uint64_t)gap);
+    (void)finish(env, &s, st);
+}
+
 JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, jclass cls,
                                                                    jlong shard,
                                                                    jlongArray coords) {
@@ -982,6 +994,9 @@ JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, 
     jbyteArray result = NULL;
     (void)cls;
     if (!live(env, shard) || !get_coords(env, coords, &c)) return NULL;
+    /* The size query: the library holds the size the index names to its memory limit
+     * (SHARD_ERR_INVALID_ARGUMENT past it, a ShardException here), so a damaged entry never
+     * reaches malloc. What remains ours is the Java array limit. */
     scope_begin(&s);
     st = shard_read_chunk_raw(SHARD(shard), c.v, c.n, NULL, 0, &size);
     if (!finish(env, &s, st)) goto out;
@@ -992,20 +1007,6 @@ JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_readChunkRaw(JNIEnv *env, 
     if (size > (size_t)INT32_MAX) {
         throw_new(env, g_IllegalArgumentException, "encoded chunk larger than a Java array");
         goto out;
-    }
-    /* The size is what the index says (a damaged one can say anything where the object's size
-     * is unknown): held to the library's memory limit like the library's own buffers. */
-    {
-        uint64_t limit = 0;
-        if (shard_get_memory_limit(&limit) == SHARD_OK && (uint64_t)size > limit) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "the index names an encoded chunk of %llu bytes, over the memory limit of "
-                     "%llu bytes",
-                     (unsigned long long)size, (unsigned long long)limit);
-            throw_new(env, g_IllegalArgumentException, msg);
-            goto out;
-        }
     }
     if ((buf = (uint8_t *)malloc(size)) == NULL) {
         throw_oom(env);
@@ -1210,6 +1211,92 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_arraySetCoalesceGap(JNIEnv *env,
     scope_begin(&s);
     st = shard_array_set_coalesce_gap(ARRAY(array), (uint64_t)gap);
     (void)finish(env, &s, st);
+}
+
+/* The kerchunk reference set as UTF-8 bytes: a size query, then the copy (+ its NUL). name
+ * NULL is the root, (NULL, 0); format and zarr_format go to the library as given, which
+ * refuses what it does not know (a negative int is a huge uint32_t). */
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_arrayRefs(JNIEnv *env, jclass cls,
+                                                                jlong array, jint format,
+                                                                jint zarr_format, jbyteArray url,
+                                                                jbyteArray name) {
+    uint8_t *url_buf = NULL, *name_buf = NULL;
+    size_t url_len = 0, name_len = 0, len = 0, written = 0;
+    char *buf = NULL;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (!live(env, array)) return NULL;
+    if ((url_buf = get_bytes(env, url, &url_len)) == NULL) return NULL;
+    if (name != NULL && (name_buf = get_bytes(env, name, &name_len)) == NULL) goto out;
+    scope_begin(&s);
+    st = shard_array_refs(ARRAY(array), (uint32_t)format, (uint32_t)zarr_format,
+                          (const char *)url_buf, url_len, (const char *)name_buf, name_len, NULL,
+                          0, &len);
+    if (!finish(env, &s, st)) goto out;
+    if (len > (size_t)INT32_MAX - 1) {
+        throw_new(env, g_IllegalArgumentException, "reference set larger than a Java array");
+        goto out;
+    }
+    if ((buf = (char *)malloc(len + 1)) == NULL) {
+        throw_oom(env);
+        goto out;
+    }
+    scope_begin(&s);
+    st = shard_array_refs(ARRAY(array), (uint32_t)format, (uint32_t)zarr_format,
+                          (const char *)url_buf, url_len, (const char *)name_buf, name_len, buf,
+                          len + 1, &written);
+    if (finish(env, &s, st)) result = new_bytes(env, buf, written);
+out:
+    free(buf);
+    free(url_buf);
+    free(name_buf);
+    return result;
+}
+
+/* The Parquet reference set written through the host store `out`, borrowed for the call: a
+ * table over it without SHARD_STORE_THREAD_SAFE (every callback on this thread, as for
+ * arrayOpen's store) and without destroy (the library never calls it for `out`; the global
+ * ref is deleted here). record_size >= 0 (ShardArray checks). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayRefsParquet(JNIEnv *env, jclass cls,
+                                                                jlong array, jbyteArray url,
+                                                                jbyteArray name,
+                                                                jlong record_size,
+                                                                jobject out) {
+    uint8_t *url_buf = NULL, *name_buf = NULL;
+    size_t url_len = 0, name_len = 0;
+    shard_store_callbacks cb;
+    jni_store store;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return;
+    if (out == NULL) {
+        throw_new(env, g_NullPointerException, "out");
+        return;
+    }
+    if ((url_buf = get_bytes(env, url, &url_len)) == NULL) return;
+    if ((name_buf = get_bytes(env, name, &name_len)) == NULL) goto done;
+    if ((store.store = (*env)->NewGlobalRef(env, out)) == NULL) {
+        throw_oom(env);
+        goto done;
+    }
+    memset(&cb, 0, sizeof cb);
+    cb.version = SHARD_STORE_VERSION;
+    cb.flags = 0;
+    cb.userdata = &store;
+    cb.open_object = store_open_object;
+    cb.destroy = NULL;
+    scope_begin(&s);
+    st = shard_array_refs_parquet(ARRAY(array), (const char *)url_buf, url_len,
+                                  (const char *)name_buf, name_len, (uint64_t)record_size, &cb);
+    /* Every object table the library opened was destroyed (released) before it returned. */
+    (*env)->DeleteGlobalRef(env, store.store);
+    finish(env, &s, st);
+done:
+    free(url_buf);
+    free(name_buf);
 }
 
 /* threads >= 0 (Threads.set checks); the library refuses more than SHARD_MAX_THREADS. */

@@ -4,9 +4,9 @@ package io.zarrshard;
  * The library's memory limit ({@code shard_set_memory_limit}, {@code shard_get_memory_limit}):
  * the most bytes one buffer for decoded data may take. Sizes come from metadata and indexes,
  * which may be damaged or hostile; a larger buffer is refused with
- * {@link Status#INVALID_ARGUMENT} before it is allocated, and {@link Shard#readChunkRaw} holds
- * the array it sizes from the index to the same limit. Process-wide (the JVM loads the library
- * once). Static methods only; thread-safe.
+ * {@link Status#INVALID_ARGUMENT} before it is allocated. The library holds the size
+ * {@link Shard#readChunkRaw} allocates from the index to the same limit. Process-wide (the
+ * JVM loads the library once). Static methods only; thread-safe.
  */
 public final class MemoryLimit {
     private MemoryLimit() {}

@@ -70,6 +70,8 @@ final class Native {
 
     static native byte[] readChunkRaw(long shard, long[] coords);
 
+    static native void setCoalesceGap(long shard, long gap);
+
     static native long[] chunkInfo(long shard, long[] coords);
 
     static native void writeChunk(long shard, long[] coords, byte[] data);
@@ -92,6 +94,13 @@ final class Native {
     static native long arrayCodec(long array);
 
     static native void arraySetCoalesceGap(long array, long gap);
+
+    /** The kerchunk JSON reference set, UTF-8; {@code name} null for the root. */
+    static native byte[] arrayRefs(long array, int format, int zarrFormat, byte[] urlPrefix,
+            byte[] name);
+
+    static native void arrayRefsParquet(long array, byte[] urlPrefix, byte[] name,
+            long recordSize, ShardStore out);
 
     static native void setThreads(int threads);
 

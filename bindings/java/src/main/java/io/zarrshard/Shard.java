@@ -243,15 +243,47 @@ public final class Shard implements AutoCloseable {
         dst.position(pos + len);
     }
 
+    /** The coalescing gap of a new read handle, 65536 bytes (C {@code SHARD_DEFAULT_COALESCE_GAP}). */
+    public static final long DEFAULT_COALESCE_GAP = 65536;
+
     /**
-     * The encoded bytes of inner chunk {@code coords}, as stored. Read handles; thread-safe.
+     * Set the gap in bytes below which the byte ranges of the chunks one
+     * {@link #readChunks(long[]...)} call wants are fetched with one {@link ShardIO#read}
+     * (C {@code shard_set_coalesce_gap}): 0 merges only touching ranges, a large gap reads the
+     * whole span (fewer requests to a high-latency store, at the cost of bytes not wanted). The
+     * default is {@link #DEFAULT_COALESCE_GAP}. The values read are the same whatever the gap.
+     * Read handles only; thread-safe (calls that start afterwards use it).
+     *
+     * @param gap the gap in bytes, 0 or more
+     * @throws ShardException {@link Status#INVALID_STATE} for a write handle
+     * @throws IllegalArgumentException for a negative gap
+     */
+    public void setCoalesceGap(long gap) {
+        if (gap < 0) {
+            throw new IllegalArgumentException("the coalescing gap must be non-negative, got " + gap);
+        }
+        long h = ref.acquire();
+        try {
+            Native.setCoalesceGap(h, gap);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * The encoded bytes of inner chunk {@code coords}, as stored. The array is sized from the
+     * index; the library holds that size to the {@link MemoryLimit} (where the object's size
+     * is unknown, a damaged entry can name any size), so nothing larger is allocated. Read
+     * handles; thread-safe.
      *
      * @param coords the inner chunk's coordinates
      * @return a new array, empty when the chunk is not stored
-     * @throws ShardException {@link Status#INVALID_ARGUMENT}, {@link Status#IO},
-     *     {@link Status#CORRUPT}, {@link Status#INVALID_STATE} (write handle)
-     * @throws IllegalArgumentException when the chunk (its size as the index says) is larger
-     *     than a byte[] or than the {@link MemoryLimit}
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (coordinates, or an entry naming
+     *     more bytes than the {@link MemoryLimit}: the library's message then starts
+     *     {@code "memory limit: "}), {@link Status#IO}, {@link Status#CORRUPT},
+     *     {@link Status#INVALID_STATE} (write handle)
+     * @throws IllegalArgumentException when the chunk is larger than a byte[] can be (the
+     *     limit raised past 2 GiB)
      */
     public byte[] readChunkRaw(long... coords) {
         Objects.requireNonNull(coords, "coords");

@@ -119,6 +119,120 @@ public final class ShardArray implements AutoCloseable {
         }
     }
 
+    /** {@link #kerchunkRefs(String, int, int, String)} version: kerchunk JSON version 0. */
+    public static final int REFS_JSON_V0 = 0;
+    /**
+     * {@link #kerchunkRefs(String, int, int, String)} version: kerchunk JSON version 1
+     * ({@code templates}, {@code refs}).
+     */
+    public static final int REFS_JSON_V1 = 1;
+
+    /**
+     * {@link #kerchunkRefs(String, int, int, String)} with version 1, Zarr v3 metadata and the
+     * keys at the root.
+     *
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @return the reference set, JSON text
+     * @throws ShardException as {@link #kerchunkRefs(String, int, int, String)}
+     */
+    public String kerchunkRefs(String urlPrefix) {
+        return kerchunkRefs(urlPrefix, REFS_JSON_V1, 3, null);
+    }
+
+    /**
+     * The array's kerchunk reference set as JSON text (C {@code shard_array_refs}, what
+     * {@code zarrshard refs} writes): the array described unsharded, so that any fsspec-based
+     * reader reads it with plain byte-range requests. Each stored inner chunk becomes
+     * {@code [urlPrefix/SHARD_KEY, offset, nbytes]} under its key in the unsharded chunk grid;
+     * empty ones are left out (they read as the fill value). One trailing {@code /} of
+     * {@code urlPrefix} is dropped.
+     *
+     * <p>Reads each shard's index twice through the array's {@link ShardStore}, on the calling
+     * thread (the library sizes the text, then copies it). The result is a new String owned by
+     * the caller. Thread-safe, but not while another thread writes the array: the set may then
+     * change between the two passes ({@link Status#BUFFER_SIZE}).
+     *
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @param version {@link #REFS_JSON_V0} or {@link #REFS_JSON_V1}; passed to the library as
+     *     given
+     * @param zarrFormat 3 (a {@code zarr.json}, chunk keys {@code c/i/j}) or 2 (a
+     *     {@code .zarray}, keys {@code i.j}); passed to the library as given
+     * @param name null or empty for keys at the root, else the keys go under {@code name/}
+     * @return the reference set, JSON text
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (another version or
+     *     {@code zarrFormat}, an array that is not sharded or has a bytes-to-bytes codec after
+     *     sharding, a data type Zarr v2 cannot name), {@link Status#UNSUPPORTED_CODEC} (a codec
+     *     the chosen metadata cannot express), {@link Status#IO} (the store or a ShardIO threw:
+     *     that exception is the cause), {@link Status#CORRUPT}, {@link Status#CHECKSUM} (an
+     *     index), {@link Status#UNSUPPORTED} (a ShardIO cannot read an index at the end),
+     *     {@link Status#BUFFER_SIZE} (a writer changed the set meanwhile)
+     * @throws IllegalArgumentException when the set is larger than a Java array
+     */
+    public String kerchunkRefs(String urlPrefix, int version, int zarrFormat, String name) {
+        Objects.requireNonNull(urlPrefix, "urlPrefix");
+        byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);
+        byte[] n = name == null ? null : name.getBytes(StandardCharsets.UTF_8);
+        byte[] json;
+        long h = ref.acquire();
+        try {
+            json = Native.arrayRefs(h, version, zarrFormat, url, n);
+        } finally {
+            ref.release();
+        }
+        return new String(json, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Write the array's kerchunk reference set in the Parquet layout of fsspec's
+     * {@code LazyReferenceMapper} (C {@code shard_array_refs_parquet}, what
+     * {@code zarrshard refs --format parquet} writes) as objects of the store {@code out}:
+     * {@code name/refs.<n>.parq}, file {@code n} holding the chunks numbered
+     * {@code n * recordSize} onwards in C order of the unsharded chunk grid, one row each (an
+     * empty chunk's row carries the encoded fill chunk), then {@code .zmetadata} (Zarr v2
+     * metadata, the only kind fsspec reads in this layout). The same bytes as the command
+     * line tool writes.
+     *
+     * <p>{@code out} is borrowed for the call: for each object, {@link ShardStore#open} with
+     * its key, one {@link ShardIO#write} of the whole object at offset 0, then
+     * {@link ShardIO#truncate} to its length when the ShardIO overrides it (without it,
+     * {@link ShardIO#size} first, and a longer existing object is refused before any byte is
+     * written), then {@link ShardStore#release}, all on the calling thread and before this
+     * returns. Not atomic: after a failure, the objects written before it stay.
+     * Reads each shard's index once through the array's store. Thread-safe, but not while
+     * another thread writes the array.
+     *
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty
+     * @param recordSize rows per file, at least 1 (fsspec's default is 10000)
+     * @param out where the objects are written
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (an empty or invalid name,
+     *     {@code recordSize} 0, an array that is not sharded or has a bytes-to-bytes codec after
+     *     sharding, a data type Zarr v2 cannot name), {@link Status#UNSUPPORTED_CODEC} (a codec
+     *     Zarr v2 metadata cannot express), {@link Status#IO} (reading the array or writing
+     *     {@code out}: what the store or a ShardIO threw is the cause), {@link Status#CORRUPT},
+     *     {@link Status#CHECKSUM}, {@link Status#UNSUPPORTED} (a ShardIO of {@code out} without
+     *     {@code truncate} over a longer object; a library built without Parquet)
+     * @throws IllegalArgumentException for a negative {@code recordSize}
+     */
+    public void kerchunkRefsParquet(String urlPrefix, String name, long recordSize,
+            ShardStore out) {
+        Objects.requireNonNull(urlPrefix, "urlPrefix");
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(out, "out");
+        if (recordSize < 0) {
+            throw new IllegalArgumentException("the record size must be at least 1, got "
+                    + recordSize);
+        }
+        byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);
+        byte[] n = name.getBytes(StandardCharsets.UTF_8);
+        long h = ref.acquire();
+        try {
+            Native.arrayRefsParquet(h, url, n, recordSize, out);
+        } finally {
+            ref.release();
+        }
+    }
+
     /**
      * Read the region of extent {@code shape} at {@code start} into {@code out} (written only
      * when the call succeeds). Thread-safe.

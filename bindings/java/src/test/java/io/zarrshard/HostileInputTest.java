@@ -208,6 +208,69 @@ public class HostileInputTest {
         }
     }
 
+    /**
+     * readChunkRaw sizes its array from the index. With the index at the start, no checksum
+     * and a ShardIO that never reports its size, nothing bounds an entry: one naming 2^62 bytes
+     * must be the library's INVALID_ARGUMENT (the memory limit, in its size query), not an
+     * allocation (OutOfMemoryError) nor an error of the binding's own.
+     */
+    @Test
+    public void rawChunkOfHostileSizeIsTheLibrarysRefusal() {
+        String cfg = "{\"chunk_shape\": [4, 4], \"codecs\": [" + BYTES_LE + "], \"index_codecs\": ["
+                + BYTES_LE + "], \"index_location\": \"start\"}";
+        try (ShardCodec codec = codec(cfg)) {
+            MemoryShardIO mem = new MemoryShardIO();
+            writeStandard(codec, mem, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
+            byte[] bytes = mem.bytes();
+            ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+            int entry = (1 * 4 + 1) * 16; // chunk (1, 1): offset, then nbytes
+            assertEquals(CHUNK_NBYTES, b.getLong(entry + 8)); // stored, uncompressed
+            b.putLong(entry + 8, 1L << 62);
+            ShardIO sizeless = new ShardIO() {
+                @Override
+                public int read(long offset, ByteBuffer dst) throws IOException {
+                    return new MemoryShardIO(bytes).read(offset, dst);
+                }
+
+                @Override
+                public long size() {
+                    throw new UnsupportedOperationException("this object does not know its size");
+                }
+
+                @Override
+                public void write(long offset, ByteBuffer src) {
+                    throw new UnsupportedOperationException("read-only");
+                }
+            };
+            try (Shard r = Shard.open(codec, sizeless, Shard.Mode.READ)) {
+                assertEquals(1L << 62, r.chunkInfo(1, 1).nbytes()); // the entry as written
+                ShardException e = assertThrows(ShardException.class, () -> r.readChunkRaw(1, 1));
+                assertEquals(e.getMessage(), Status.INVALID_ARGUMENT, e.status());
+                assertTrue(e.libraryMessage(), e.libraryMessage().startsWith(
+                        "memory limit: the encoded bytes of inner chunk [1, 1] needs "
+                                + (1L << 62) + " bytes, more than the limit of "));
+                assertNull(e.getCause()); // size() was never called
+                // the sound entries still read
+                assertArrayEquals(chunk(new long[] {0, 0}, 1), r.readChunkRaw(0, 0));
+            }
+            // A plausible size reaches the read, which finds the entry past the object.
+            b.putLong(entry + 8, 1L << 20);
+            try (Shard r = Shard.open(codec, new MemoryShardIO(bytes), Shard.Mode.READ)) {
+                ShardException e = assertThrows(ShardException.class, () -> r.readChunkRaw(1, 1));
+                assertEquals(e.getMessage(), Status.CORRUPT, e.status());
+                // ... unless the limit is below it: refused before any allocation or read.
+                try {
+                    MemoryLimit.set(1L << 19);
+                    e = assertThrows(ShardException.class, () -> r.readChunkRaw(1, 1));
+                    assertEquals(e.getMessage(), Status.INVALID_ARGUMENT, e.status());
+                    assertTrue(e.libraryMessage(), e.libraryMessage().startsWith("memory limit: "));
+                } finally {
+                    MemoryLimit.set(0);
+                }
+            }
+        }
+    }
+
     /** MemoryShardIO refuses a negative length or offset instead of corrupting itself. */
     @Test
     public void memoryShardIORefusesNegativeLengths() throws Exception {

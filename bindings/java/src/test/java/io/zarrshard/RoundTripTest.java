@@ -226,6 +226,66 @@ public class RoundTripTest {
         }
     }
 
+    /**
+     * Shard.setCoalesceGap decides how many ShardIO reads one readChunks call makes: two chunks
+     * far apart in the object are two reads with gap 0 and one read spanning both with a gap
+     * wider than the bytes between them (also the default, 64 KiB, here); the values are the
+     * same. Write handles refuse the setting.
+     */
+    @Test
+    public void coalesceGapDecidesTheReadCount() {
+        try (ShardCodec codec = codec(CFG_RAW_START)) {
+            MemoryShardIO mem = new MemoryShardIO();
+            writeStandard(codec, mem, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
+            java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.List<Long> lengths = new java.util.concurrent.CopyOnWriteArrayList<>();
+            ShardIO counting = new TestSupport.ForwardingIO(mem) {
+                @Override
+                public int read(long offset, ByteBuffer dst) throws java.io.IOException {
+                    reads.incrementAndGet();
+                    lengths.add((long) dst.remaining());
+                    return super.read(offset, dst);
+                }
+            };
+            long[] a = {0, 0}, b = {3, 3};
+            byte[] want = new byte[2 * CHUNK_NBYTES];
+            System.arraycopy(chunk(a, 1), 0, want, 0, CHUNK_NBYTES);
+            System.arraycopy(chunk(b, 1), 0, want, CHUNK_NBYTES, CHUNK_NBYTES);
+            try (Shard r = Shard.open(codec, counting, Shard.Mode.READ)) {
+                ChunkLocation la = r.chunkInfo(a), lb = r.chunkInfo(b);
+                long between = lb.offset() - (la.offset() + la.nbytes());
+                assertTrue("chunks far apart: " + between, between >= 8 * CHUNK_NBYTES);
+                reads.set(0);
+                assertArrayEquals(want, r.readChunks(a, b)); // the default gap, 65536
+                assertEquals(1, reads.get());
+                r.setCoalesceGap(0);
+                reads.set(0);
+                lengths.clear();
+                assertArrayEquals(want, r.readChunks(a, b));
+                assertEquals(2, reads.get());
+                assertEquals(java.util.List.of((long) CHUNK_NBYTES, (long) CHUNK_NBYTES), lengths);
+                r.setCoalesceGap(between - 1); // one byte short of bridging them
+                reads.set(0);
+                assertArrayEquals(want, r.readChunks(a, b));
+                assertEquals(2, reads.get());
+                r.setCoalesceGap(Long.MAX_VALUE);
+                reads.set(0);
+                lengths.clear();
+                assertArrayEquals(want, r.readChunks(a, b));
+                assertEquals(1, reads.get());
+                assertEquals(java.util.List.of(lb.offset() + lb.nbytes() - la.offset()), lengths);
+                assertThrows(IllegalArgumentException.class, () -> r.setCoalesceGap(-1));
+            }
+            try (Shard w = Shard.open(codec, new MemoryShardIO(), Shard.Mode.WRITE_BUFFERED)) {
+                ShardException e = assertThrows(ShardException.class, () -> w.setCoalesceGap(0));
+                assertEquals(e.getMessage(), Status.INVALID_STATE, e.status());
+            }
+            Shard closed = Shard.open(codec, mem, Shard.Mode.READ);
+            closed.close();
+            assertThrows(IllegalStateException.class, () -> closed.setCoalesceGap(0));
+        }
+    }
+
     @Test
     public void allFillShardIsRemoved() throws Exception {
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {

@@ -7,7 +7,8 @@ import org.junit.runner.Result;
 /** Runs every test class and ends with a line {@code N passed, M failed}; exit 1 on failure. */
 public final class TestMain {
     static final Class<?>[] CLASSES = {RoundTripTest.class, FixtureTest.class, ErrorTest.class,
-        ThrowingIOTest.class, ConcurrencyTest.class, RegionTest.class, HostileInputTest.class};
+        ThrowingIOTest.class, ConcurrencyTest.class, RegionTest.class, HostileInputTest.class,
+        RefsTest.class};
 
     public static void main(String[] args) {
         JUnitCore core = new JUnitCore();

@@ -167,6 +167,177 @@ final class TestSupport {
         }
     }
 
+    /**
+     * A strict JSON parser for checking the library's JSON output: objects as
+     * {@link java.util.LinkedHashMap} (a duplicate key is an error), arrays as {@link List},
+     * strings, integers as {@link Long}, other numbers as {@link Double}, booleans, null.
+     * Anything else, or text after the value, throws {@link IllegalArgumentException}.
+     */
+    static Object parseJson(String text) {
+        JsonParser p = new JsonParser(text);
+        Object v = p.value();
+        p.ws();
+        if (p.i != text.length()) {
+            throw p.error("text after the value");
+        }
+        return v;
+    }
+
+    @SuppressWarnings("unchecked")
+    static java.util.Map<String, Object> jsonObject(Object v) {
+        assertTrue("not a JSON object: " + v, v instanceof java.util.Map);
+        return (java.util.Map<String, Object>) v;
+    }
+
+    private static final class JsonParser {
+        final String s;
+        int i;
+
+        JsonParser(String s) {
+            this.s = s;
+        }
+
+        IllegalArgumentException error(String what) {
+            return new IllegalArgumentException("JSON: " + what + " at " + i + ": "
+                    + s.substring(Math.max(0, i - 20), Math.min(s.length(), i + 20)));
+        }
+
+        void ws() {
+            while (i < s.length() && " \t\r\n".indexOf(s.charAt(i)) >= 0) {
+                i++;
+            }
+        }
+
+        void expect(char c) {
+            ws();
+            if (i >= s.length() || s.charAt(i) != c) {
+                throw error("expected '" + c + "'");
+            }
+            i++;
+        }
+
+        boolean take(String word) {
+            if (s.startsWith(word, i)) {
+                i += word.length();
+                return true;
+            }
+            return false;
+        }
+
+        Object value() {
+            ws();
+            if (i >= s.length()) {
+                throw error("unexpected end");
+            }
+            char c = s.charAt(i);
+            if (c == '{') {
+                java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+                i++;
+                ws();
+                if (take("}")) {
+                    return m;
+                }
+                do {
+                    ws();
+                    String k = string();
+                    expect(':');
+                    if (m.containsKey(k)) {
+                        throw error("duplicate key " + k);
+                    }
+                    m.put(k, value());
+                    ws();
+                } while (take(","));
+                expect('}');
+                return m;
+            }
+            if (c == '[') {
+                List<Object> l = new ArrayList<>();
+                i++;
+                ws();
+                if (take("]")) {
+                    return l;
+                }
+                do {
+                    l.add(value());
+                    ws();
+                } while (take(","));
+                expect(']');
+                return l;
+            }
+            if (c == '"') {
+                return string();
+            }
+            if (take("true")) {
+                return Boolean.TRUE;
+            }
+            if (take("false")) {
+                return Boolean.FALSE;
+            }
+            if (take("null")) {
+                return null;
+            }
+            int start = i;
+            while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) {
+                i++;
+            }
+            String num = s.substring(start, i);
+            if (num.isEmpty()) {
+                throw error("unexpected character");
+            }
+            if (num.matches("-?(0|[1-9][0-9]*)")) {
+                return Long.parseLong(num);
+            }
+            if (!num.matches("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?")) {
+                throw error("bad number " + num);
+            }
+            return Double.parseDouble(num);
+        }
+
+        String string() {
+            if (i >= s.length() || s.charAt(i) != '"') {
+                throw error("expected a string");
+            }
+            i++;
+            StringBuilder b = new StringBuilder();
+            while (true) {
+                if (i >= s.length()) {
+                    throw error("unterminated string");
+                }
+                char c = s.charAt(i++);
+                if (c == '"') {
+                    return b.toString();
+                }
+                if (c < 0x20) {
+                    throw error("control character in a string");
+                }
+                if (c != '\\') {
+                    b.append(c);
+                    continue;
+                }
+                if (i >= s.length()) {
+                    throw error("unterminated escape");
+                }
+                char e = s.charAt(i++);
+                switch (e) {
+                    case '"', '\\', '/' -> b.append(e);
+                    case 'b' -> b.append('\b');
+                    case 'f' -> b.append('\f');
+                    case 'n' -> b.append('\n');
+                    case 'r' -> b.append('\r');
+                    case 't' -> b.append('\t');
+                    case 'u' -> {
+                        if (i + 4 > s.length()) {
+                            throw error("short \\u escape");
+                        }
+                        b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
+                        i += 4;
+                    }
+                    default -> throw error("bad escape \\" + e);
+                }
+            }
+        }
+    }
+
     /** Write the standard pattern (version v) through any ShardIO; returns finalize's size. */
     static long writeStandard(ShardCodec codec, ShardIO io, Shard.Mode mode, int flags, int v,
             boolean direct) {

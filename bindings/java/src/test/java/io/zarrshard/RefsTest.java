@@ -1,0 +1,339 @@
+package io.zarrshard;
+
+import static io.zarrshard.TestSupport.*;
+import static org.junit.Assert.*;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import java.util.zip.CRC32C;
+import org.junit.BeforeClass;
+import org.junit.Test;
+
+/**
+ * {@link ShardArray#kerchunkRefs} and {@link ShardArray#kerchunkRefsParquet} on the zarr-python
+ * fixture (4x4 inner chunks of 16x16 in 2x2 shards; the top-left inner chunk of every shard is
+ * not stored). Every JSON entry is checked against the shard's own index, parsed here from the
+ * shard's bytes (and against {@link Shard#chunkInfo}); the Parquet objects are compared byte for
+ * byte with what {@code zarrshard refs --format parquet} writes ({@code -Dzarrshard.cli}).
+ * With {@code -Dzarrshard.refs.out=DIR} the sets are also written there, for run.sh to read
+ * back with fsspec and zarr-python.
+ */
+public class RefsTest {
+    private static final String URL = "file:///data/fx";
+    private static Path dir; // fixture.zarr
+    /** Shard key ("c/0/1") to its 4 index entries {offset, nbytes}, from the shard's bytes. */
+    private static final Map<String, long[][]> INDEX = new TreeMap<>();
+
+    @BeforeClass
+    public static void load() throws Exception {
+        String d = System.getProperty("zarrshard.fixture");
+        assertNotNull("set -Dzarrshard.fixture=DIR (bindings/make_fixture.py DIR)", d);
+        dir = Path.of(d).resolve("fixture.zarr");
+        for (int si = 0; si < 2; si++) {
+            for (int sj = 0; sj < 2; sj++) {
+                String key = "c/" + si + "/" + sj;
+                INDEX.put(key, parseIndex(Files.readAllBytes(dir.resolve(key))));
+            }
+        }
+    }
+
+    /**
+     * The index at the end of a fixture shard: 4 entries of (offset, nbytes), u64 little-endian,
+     * then the crc32c of those 64 bytes. The checksum is verified, so a misparse cannot pass.
+     */
+    private static long[][] parseIndex(byte[] shard) {
+        int at = shard.length - (4 * 16 + 4);
+        CRC32C crc = new CRC32C();
+        crc.update(shard, at, 4 * 16);
+        ByteBuffer b = ByteBuffer.wrap(shard).order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals("index checksum", (int) crc.getValue(), b.getInt(at + 64));
+        long[][] entries = new long[4][];
+        for (int k = 0; k < 4; k++) {
+            entries[k] = new long[] {b.getLong(at + 16 * k), b.getLong(at + 16 * k + 8)};
+        }
+        return entries;
+    }
+
+    private static ShardArray fixture(ShardStore store) throws IOException {
+        return ShardArray.open(Files.readString(dir.resolve("zarr.json")), store);
+    }
+
+    /**
+     * The references the sets must hold, from the parsed index: unsharded chunk key (keys of
+     * the {@code v3} or the v2 grid) to {shard key, offset, nbytes}; empty chunks left out.
+     * Also checks the parsed index against Shard.chunkInfo.
+     */
+    private static Map<String, Object[]> expectedRefs(boolean v3) throws IOException {
+        Map<String, Object[]> out = new TreeMap<>();
+        int empty = 0;
+        try (ShardCodec codec = ShardCodec.fromZarrJson(Files.readString(dir.resolve("zarr.json")))) {
+            for (int i = 0; i < 4; i++) {
+                for (int j = 0; j < 4; j++) {
+                    String shardKey = "c/" + i / 2 + "/" + j / 2;
+                    long[] e = INDEX.get(shardKey)[(i % 2) * 2 + j % 2];
+                    ChunkLocation loc;
+                    try (FileShardIO io = FileShardIO.open(dir.resolve(shardKey), FileShardIO.Mode.READ);
+                            Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
+                        loc = s.chunkInfo(i % 2, j % 2);
+                    }
+                    if (e[0] == -1L && e[1] == -1L) {
+                        assertTrue(loc.empty());
+                        empty++;
+                        continue;
+                    }
+                    assertFalse(loc.empty());
+                    assertEquals(e[0], loc.offset());
+                    assertEquals(e[1], loc.nbytes());
+                    String key = v3 ? "c/" + i + "/" + j : i + "." + j;
+                    out.put(key, new Object[] {shardKey, e[0], e[1]});
+                }
+            }
+        }
+        assertEquals("the fixture leaves one inner chunk per shard empty", 4, empty);
+        assertEquals(12, out.size());
+        return out;
+    }
+
+    /** The chunk references of a set (every key but the metadata documents). */
+    private static void assertRefs(Map<String, Object> refs, String prefix, String urlHead,
+            Map<String, Object[]> want, List<String> metadataKeys) {
+        TreeSet<String> wantKeys = new TreeSet<>();
+        for (String k : want.keySet()) {
+            wantKeys.add(prefix + k);
+        }
+        for (String k : metadataKeys) {
+            wantKeys.add(prefix + k);
+        }
+        assertEquals(wantKeys, new TreeSet<>(refs.keySet()));
+        for (Map.Entry<String, Object[]> e : want.entrySet()) {
+            Object[] w = e.getValue();
+            assertEquals(e.getKey(), List.of(urlHead + "/" + w[0], w[1], w[2]),
+                    refs.get(prefix + e.getKey()));
+        }
+        for (String k : metadataKeys) {
+            assertTrue(k, refs.get(prefix + k) instanceof String);
+        }
+    }
+
+    @Test
+    public void jsonV0EntriesEqualEachShardIndex() throws Exception {
+        Map<String, Object[]> want = expectedRefs(true);
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            String v0 = array.kerchunkRefs(URL, ShardArray.REFS_JSON_V0, 3, null);
+            Map<String, Object> refs = jsonObject(parseJson(v0));
+            assertRefs(refs, "", URL, want, List.of("zarr.json"));
+            // The metadata: the same array, unsharded, its inner chunks as chunks.
+            Map<String, Object> meta = jsonObject(parseJson((String) refs.get("zarr.json")));
+            assertEquals(3L, meta.get("zarr_format"));
+            assertEquals(List.of(64L, 64L), meta.get("shape"));
+            assertEquals("uint16", meta.get("data_type"));
+            assertEquals(0L, meta.get("fill_value"));
+            Map<String, Object> grid = jsonObject(meta.get("chunk_grid"));
+            assertEquals(List.of(16L, 16L), jsonObject(grid.get("configuration")).get("chunk_shape"));
+            List<String> codecs = new ArrayList<>();
+            for (Object c : (List<?>) meta.get("codecs")) {
+                codecs.add((String) jsonObject(c).get("name"));
+            }
+            assertEquals(List.of("bytes", "zstd"), codecs);
+            // The same set with the keys under a name, and from a prefix ending in '/'.
+            Map<String, Object> named = jsonObject(parseJson(
+                    array.kerchunkRefs(URL + "/", ShardArray.REFS_JSON_V0, 3, "img")));
+            assertRefs(named, "img/", URL, want, List.of("zarr.json"));
+            // An empty name is the root, as null.
+            assertEquals(v0, array.kerchunkRefs(URL, 0, 3, ""));
+        }
+    }
+
+    @Test
+    public void jsonV1AndZarrV2() throws Exception {
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            Map<String, Object> v1 = jsonObject(parseJson(array.kerchunkRefs(URL)));
+            assertEquals(new TreeSet<>(List.of("version", "templates", "refs")),
+                    new TreeSet<>(v1.keySet()));
+            assertEquals(1L, v1.get("version"));
+            assertEquals(Map.of("u", URL), v1.get("templates"));
+            assertRefs(jsonObject(v1.get("refs")), "", "{{u}}", expectedRefs(true),
+                    List.of("zarr.json"));
+            assertEquals(array.kerchunkRefs(URL), array.kerchunkRefs(URL, 1, 3, null));
+
+            // Zarr v2 metadata: a .zarray, keys i.j.
+            Map<String, Object> v2 = jsonObject(parseJson(array.kerchunkRefs(URL, 0, 2, null)));
+            List<String> docs = v2.containsKey(".zattrs") ? List.of(".zarray", ".zattrs")
+                    : List.of(".zarray");
+            assertRefs(v2, "", URL, expectedRefs(false), docs);
+            Map<String, Object> zarray = jsonObject(parseJson((String) v2.get(".zarray")));
+            assertEquals(2L, zarray.get("zarr_format"));
+            assertEquals(List.of(64L, 64L), zarray.get("shape"));
+            assertEquals(List.of(16L, 16L), zarray.get("chunks"));
+            assertEquals("<u2", zarray.get("dtype"));
+            assertEquals("zstd", jsonObject(zarray.get("compressor")).get("id"));
+            Map<String, Object> v2v1 = jsonObject(parseJson(array.kerchunkRefs(URL, 1, 2, "a")));
+            assertRefs(jsonObject(v2v1.get("refs")), "a/", "{{u}}", expectedRefs(false), docs);
+        }
+    }
+
+    private static ShardException expect(Status status, org.junit.function.ThrowingRunnable r) {
+        ShardException e = assertThrows(ShardException.class, r);
+        assertEquals(e.getMessage(), status, e.status());
+        return e;
+    }
+
+    @Test
+    public void refsErrors() throws Exception {
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            // The library refuses what it does not know, with its own message.
+            ShardException e = expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefs(URL, 2, 3, null));
+            assertTrue(e.libraryMessage(), e.libraryMessage().contains("unknown reference format 2"));
+            expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefs(URL, -1, 3, null));
+            e = expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefs(URL, 1, 4, null));
+            assertTrue(e.libraryMessage(), e.libraryMessage().contains("zarr_format must be 2 or 3, got 4"));
+            expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefs(URL, 1, 0, null));
+            e = expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquet(URL, "fx", 0, new MemoryShardStore()));
+            e = expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquet(URL, "", 5, new MemoryShardStore()));
+            assertThrows(IllegalArgumentException.class,
+                    () -> array.kerchunkRefsParquet(URL, "fx", -1, new MemoryShardStore()));
+            assertThrows(NullPointerException.class, () -> array.kerchunkRefs(null));
+            assertThrows(NullPointerException.class,
+                    () -> array.kerchunkRefsParquet(URL, null, 5, new MemoryShardStore()));
+            assertThrows(NullPointerException.class,
+                    () -> array.kerchunkRefsParquet(URL, "fx", 5, null));
+        }
+        // A store whose reads throw: status IO, that exception as the cause.
+        IOException boom = new IOException("store down");
+        try (ShardArray array = fixture(key -> {
+            throw boom;
+        })) {
+            ShardException e = expect(Status.IO, () -> array.kerchunkRefs(URL));
+            assertSame(boom, e.getCause());
+            e = expect(Status.IO, () -> array.kerchunkRefsParquet(URL, "fx", 5, new MemoryShardStore()));
+            assertSame(boom, e.getCause());
+        }
+        // An output store that throws, and one whose objects cannot be cut to length.
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            IOException full = new IOException("disk full");
+            ShardException e = expect(Status.IO, () -> array.kerchunkRefsParquet(URL, "fx", 5, key -> {
+                throw full;
+            }));
+            assertSame(full, e.getCause());
+            MemoryShardIO longer = new MemoryShardIO(new byte[1 << 20]);
+            e = expect(Status.UNSUPPORTED, () -> array.kerchunkRefsParquet(URL, "fx", 5,
+                    key -> new TestSupport.MinimalIO(longer)));
+            assertArrayEquals(new byte[1 << 20], longer.bytes()); // refused before any byte
+        }
+        // An array without sharding has no reference set.
+        String plain = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8, 8],"
+                + " \"data_type\": \"uint16\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
+                + " {\"chunk_shape\": [4, 4]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
+                + " \"fill_value\": 3, \"codecs\": [" + BYTES_LE + "]}";
+        try (ShardArray array = ShardArray.open(plain, new MemoryShardStore())) {
+            expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefs(URL));
+            expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquet(URL, "p", 5, new MemoryShardStore()));
+        }
+        ShardArray closed = fixture(ShardStore.directory(dir));
+        closed.close();
+        assertThrows(IllegalStateException.class, () -> closed.kerchunkRefs(URL));
+        assertThrows(IllegalStateException.class,
+                () -> closed.kerchunkRefsParquet(URL, "fx", 5, new MemoryShardStore()));
+    }
+
+    /** What {@code zarrshard refs --format parquet} writes for the fixture: path to bytes. */
+    private static Map<String, byte[]> cliParquet(String url, String name, long recordSize)
+            throws Exception {
+        String cli = System.getProperty("zarrshard.cli");
+        assertNotNull("set -Dzarrshard.cli=PATH (target/release/zarrshard)", cli);
+        Path out = tempDir().resolve("cli-" + name + "-" + recordSize);
+        Process p = new ProcessBuilder(cli, "refs", dir.toString(), "--format", "parquet",
+                "--url-prefix", url, "-o", out.toString(), "--name", name, "--record-size",
+                Long.toString(recordSize)).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue("zarrshard refs timed out", p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(output, 0, p.exitValue());
+        Map<String, byte[]> files = new TreeMap<>();
+        try (Stream<Path> walk = Files.walk(out)) {
+            for (Path f : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
+                files.put(out.relativize(f).toString().replace('\\', '/'), Files.readAllBytes(f));
+            }
+        }
+        return files;
+    }
+
+    private static boolean parquetMagic(byte[] b) {
+        byte[] magic = "PAR1".getBytes(StandardCharsets.US_ASCII);
+        return b.length > 8 && java.util.Arrays.equals(b, 0, 4, magic, 0, 4)
+                && java.util.Arrays.equals(b, b.length - 4, b.length, magic, 0, 4);
+    }
+
+    @Test
+    public void parquetObjectsEqualTheCommandLineTools() throws Exception {
+        String url = "file://" + dir.toAbsolutePath();
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            // 16 chunks in the v2 grid: record sizes 5, 1 and 10000 give 4, 16 and 1 files.
+            for (long recordSize : new long[] {5, 1, 10000}) {
+                int files = (int) ((16 + recordSize - 1) / recordSize);
+                MemoryShardStore out = new MemoryShardStore();
+                array.kerchunkRefsParquet(url, "fx", recordSize, out);
+                List<String> keys = new ArrayList<>();
+                keys.add(".zmetadata");
+                for (int n = 0; n < files; n++) {
+                    keys.add("fx/refs." + n + ".parq");
+                }
+                keys.sort(null);
+                assertEquals(keys, out.keys());
+                assertEquals("one open per object", files + 1, out.opens());
+                Map<String, byte[]> cli = cliParquet(url, "fx", recordSize);
+                assertEquals(keys, new ArrayList<>(cli.keySet()));
+                for (String k : keys) {
+                    byte[] got = out.open(k).bytes();
+                    assertTrue(k, got.length > 0);
+                    if (k.endsWith(".parq")) {
+                        assertTrue(k + " is not a Parquet file", parquetMagic(got));
+                    }
+                    assertArrayEquals(k + " differs from zarrshard refs", cli.get(k), got);
+                }
+                Map<String, Object> zmeta = jsonObject(parseJson(
+                        new String(out.open(".zmetadata").bytes(), StandardCharsets.UTF_8)));
+                assertEquals(recordSize, zmeta.get("record_size"));
+                Map<String, Object> docs = jsonObject(zmeta.get("metadata"));
+                assertTrue(docs.keySet().toString(), docs.containsKey(".zgroup"));
+                Map<String, Object> zarray = jsonObject(docs.get("fx/.zarray"));
+                assertEquals(List.of(64L, 64L), zarray.get("shape"));
+                assertEquals(List.of(16L, 16L), zarray.get("chunks"));
+                if (recordSize == 5) {
+                    writeForRunSh(array, url, out);
+                }
+            }
+        }
+    }
+
+    /** With -Dzarrshard.refs.out=DIR: refs.json (v1) and refs.parq/ for run.sh's fsspec check. */
+    private static void writeForRunSh(ShardArray array, String url, MemoryShardStore parquet)
+            throws IOException {
+        String d = System.getProperty("zarrshard.refs.out");
+        if (d == null) {
+            return;
+        }
+        Path out = Path.of(d);
+        Files.createDirectories(out);
+        Files.writeString(out.resolve("refs.json"), array.kerchunkRefs(url));
+        Path pq = out.resolve("refs.parq");
+        for (String k : parquet.keys()) {
+            Path f = pq.resolve(k);
+            Files.createDirectories(f.getParent());
+            Files.write(f, parquet.open(k).bytes());
+        }
+    }
+}
