@@ -577,14 +577,16 @@ constexpr Flags operator|(Flags a, Flags b) noexcept {
 /// The library version, e.g. "0.1.0". Thread-safe; never throws.
 [[nodiscard]] inline const char *version() noexcept { return shard_version(); }
 
-/// Set the library's memory limit (`shard_set_memory_limit`): the most bytes one buffer for
-/// decoded data may take, in the library and in this binding's vectors sized from stored data;
-/// 0 restores the default (`ZARRSHARD_MEMORY_LIMIT`, else 4 GiB). Process-wide; thread-safe.
-/// Throws `Error` (`SHARD_ERR_PANIC` only).
+/// Set the library's memory limit (`shard_set_memory_limit`): the most bytes one buffer the
+/// library allocates for data may take; the library also holds `read_chunk_raw`'s size query
+/// to it, so the vector `Shard::read_chunk_raw(coords)` sizes from an index entry is bounded
+/// too. 0 restores the default (`ZARRSHARD_MEMORY_LIMIT`, else 4 GiB). Process-wide; takes
+/// effect for calls that start afterwards; thread-safe. Throws `Error` (`SHARD_ERR_PANIC` only).
 inline void set_memory_limit(std::uint64_t bytes) { detail::check(shard_set_memory_limit(bytes)); }
 
-/// The library's memory limit in bytes (`shard_get_memory_limit`), which also bounds this
-/// binding's buffers sized from stored data (an index entry). Thread-safe; never throws.
+/// The library's memory limit in bytes (`shard_get_memory_limit`; see `set_memory_limit`), for
+/// hosts that size their own buffers or report the setting. Thread-safe; never throws (4 GiB,
+/// the default, if the library cannot report it, which only a caught panic could cause).
 [[nodiscard]] inline std::uint64_t memory_limit() noexcept {
     std::uint64_t n = 0;
     return shard_get_memory_limit(&n) == SHARD_OK ? n : std::uint64_t{4} << 30;
@@ -954,7 +956,12 @@ class Shard {
     }
 
     /// Encoded size of inner chunk `coords` from the index, without reading (0 when empty).
-    /// Read shards only. Thread-safe. Throws `Error`.
+    /// The library holds it to its memory limit (`memory_limit()`; 4 GiB by default): an index
+    /// entry naming more, which a damaged or hostile shard may hold (2^62 bytes), throws
+    /// `SHARD_ERR_INVALID_ARGUMENT` (message `memory limit: the encoded bytes of inner chunk
+    /// ...`) instead of being reported as a size to allocate. Read shards only. Thread-safe.
+    /// Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` for bad coordinates or past the limit,
+    /// `SHARD_ERR_INVALID_STATE` on a write shard, `SHARD_ERR_NULL_POINTER` when empty).
     [[nodiscard]] std::size_t read_chunk_raw_nbytes(Coords coords) const {
         std::size_t n = 0;
         detail::call([&] {
@@ -984,18 +991,16 @@ class Shard {
     }
 
     /// The encoded bytes of inner chunk `coords` (empty for an empty chunk), e.g. for
-    /// `write_chunk_raw` into a shard with the same inner codecs. Thread-safe. Throws `Error`.
-    /// The size comes from the index, which a damaged or hostile shard may fill with anything:
-    /// above the library's memory limit (`memory_limit()`; 4 GiB by default)
-    /// it throws `SHARD_ERR_INVALID_ARGUMENT` before allocating.
+    /// `write_chunk_raw` into a shard with the same inner codecs: the size query
+    /// (`read_chunk_raw_nbytes`), a vector of that size, then the copy. The size comes from
+    /// the index, which a damaged or hostile shard may fill with anything; the library's size
+    /// query refuses one past its memory limit, so such an entry throws
+    /// `SHARD_ERR_INVALID_ARGUMENT` before anything is allocated (a size under the limit that
+    /// still cannot be allocated throws `SHARD_ERR_INVALID_ARGUMENT` too). Thread-safe. Throws
+    /// `Error` (as `read_chunk_raw_nbytes`; `SHARD_ERR_CORRUPT` for an entry past the object,
+    /// `SHARD_ERR_IO`).
     [[nodiscard]] std::vector<std::uint8_t> read_chunk_raw(Coords coords) const {
-        const std::size_t n = read_chunk_raw_nbytes(coords);
-        const std::uint64_t limit = memory_limit();
-        if (n > limit)
-            throw Error(SHARD_ERR_INVALID_ARGUMENT,
-                        "invalid argument: the index names an encoded chunk of " +
-                            std::to_string(n) + " bytes, over the memory limit of " +
-                            std::to_string(limit) + " bytes");
+        const std::size_t n = read_chunk_raw_nbytes(coords); // held to the memory limit
         auto v = detail::allocate<std::uint8_t>(n, "an encoded chunk");
         if (v.empty()) return v;
         v.resize(read_chunk_raw(coords, v));

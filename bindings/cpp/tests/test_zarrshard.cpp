@@ -1476,7 +1476,9 @@ static void test_rank0_read_chunks() {
 
 // The vector form of read_chunk_raw allocated whatever the index names: a hostile index
 // entry of 2^62 bytes (index at the start, no checksum, an object without size) was an
-// ASan abort (std::length_error / std::bad_alloc without ASan).
+// ASan abort (std::length_error / std::bad_alloc without ASan). The binding then held the size
+// to the memory limit itself; now the library's size query does (README, Reliability 24), so
+// read_chunk_raw_nbytes throws the library's own message and nothing is sized from the entry.
 static void test_raw_chunk_hostile_size() {
     const Codec codec = Codec::from_config(
         R"({"chunk_shape": [4, 4], "codecs": [)" ZS_BYTES_LE R"(], "index_codecs": [)" ZS_BYTES_LE
@@ -1492,21 +1494,34 @@ static void test_raw_chunk_hostile_size() {
     const std::uint64_t huge = 1ull << 62;
     std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &huge, 8); // entry (1, 1): nbytes
     const auto r = Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)});
-    CHECK(r.read_chunk_raw_nbytes({1, 1}) == huge);
-    auto e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(e && contains(e->message(), "memory limit"));
+    // The library's message, with the entry's size and the limit in force.
+    const std::string want = "memory limit: the encoded bytes of inner chunk [1, 1] needs " +
+                             std::to_string(huge) + " bytes, more than the limit of " +
+                             std::to_string(zarrshard::memory_limit());
+    auto e = EXPECT_ERROR((void)r.read_chunk_raw_nbytes({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind(want, 0) == 0);
+    CHECK(e && contains(e->message(), "set_memory_limit or ZARRSHARD_MEMORY_LIMIT"));
+    e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind(want, 0) == 0);
+    std::vector<std::uint8_t> none; // the span form with an empty buffer asks the size too
+    e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}, none), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind(want, 0) == 0);
+    // Entries within the limit are still reported: the stored chunk next to it is readable.
+    CHECK(r.read_chunk_raw_nbytes({0, 0}) == 0 && r.read_chunk_raw({0, 0}).empty());
     // A plausible size still reaches the library, which finds the entry past the object.
     const std::uint64_t mib = 1ull << 20;
     std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &mib, 8);
-    EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
-                 SHARD_ERR_CORRUPT);
-    // The binding holds such sizes to the library's limit, whoever set it: below 1 MiB, the
-    // same entry is refused before any allocation.
+    const auto plausible = Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)});
+    CHECK(plausible.read_chunk_raw_nbytes({1, 1}) == mib);
+    EXPECT_ERROR((void)plausible.read_chunk_raw({1, 1}), SHARD_ERR_CORRUPT);
+    // The limit is the library's, whoever set it: below 1 MiB, the same entry is refused by
+    // the size query itself.
     zarrshard::set_memory_limit(mib / 2);
     CHECK(zarrshard::memory_limit() == mib / 2);
-    e = EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
-                     SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(e && contains(e->message(), "memory limit"));
+    e = EXPECT_ERROR((void)plausible.read_chunk_raw_nbytes({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "needs 1048576 bytes, more than the limit of 524288"));
+    e = EXPECT_ERROR((void)plausible.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind("memory limit: ", 0) == 0);
     zarrshard::set_memory_limit(0);
     if (std::getenv("ZARRSHARD_MEMORY_LIMIT") == nullptr)
         CHECK(zarrshard::memory_limit() == (std::uint64_t{4} << 30));

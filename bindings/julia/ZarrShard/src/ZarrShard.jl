@@ -136,10 +136,12 @@ end
 """
     memory_limit() -> UInt64
 
-The library's memory limit (`shard_get_memory_limit`): the most bytes one buffer for decoded
-data may take, in the library and in this binding's buffers sized from stored data (an index
-entry). `ZARRSHARD_MEMORY_LIMIT` bytes, else 4 GiB, unless [`set_memory_limit!`](@ref) changed
-it. Thread-safe.
+The library's memory limit (`shard_get_memory_limit`): the most bytes one buffer the library
+allocates for data may take; the library also holds `read_chunk_raw`'s size query to it, so
+the buffer [`read_chunk_raw`](@ref) sizes from an index entry is bounded too.
+`ZARRSHARD_MEMORY_LIMIT` bytes, else 4 GiB, unless [`set_memory_limit!`](@ref) changed it.
+For hosts that size their own buffers or report the setting. Thread-safe; throws
+`ZarrShardError` only if the library cannot report it.
 """
 function memory_limit()
     n = Ref{UInt64}(0)
@@ -602,17 +604,15 @@ end
 
 The encoded bytes of an inner chunk, empty for an empty chunk (`shard_read_chunk_raw`: size
 query, then copy). The size comes from the index, which a damaged or hostile shard may fill
-with anything: above the library's memory limit ([`memory_limit`](@ref)) it throws
-`ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`) before allocating.
+with anything; the library holds its size query to its memory limit ([`memory_limit`](@ref)),
+so an entry naming more throws `ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`, message
+`memory limit: the encoded bytes of inner chunk …`) before anything is allocated. Read
+shards only; thread-safe.
 """
 function read_chunk_raw(s::Shard, coords)
     cc = c_coords(s.codec.rank, coords)
     n = Ref{Csize_t}(0)
-    @check L.shard_read_chunk_raw(s, cc, length(cc), C_NULL, 0, n)
-    limit = memory_limit()
-    n[] <= limit || throw(ZarrShardError(Int32(L.SHARD_ERR_INVALID_ARGUMENT),
-        "invalid argument: the index names an encoded chunk of $(n[]) bytes, over the " *
-        "memory limit of $limit bytes", Int32(0), nothing))
+    @check L.shard_read_chunk_raw(s, cc, length(cc), C_NULL, 0, n)   # held to the memory limit
     buf = Vector{UInt8}(undef, n[])
     isempty(buf) && return buf
     @check L.shard_read_chunk_raw(s, cc, length(cc), buf, length(buf), n)
