@@ -50,7 +50,8 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region, kerchunk_refs, set_coalesce_gap!,
+       ShardArray, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
+       set_coalesce_gap!,
        set_threads!, threads, memory_limit, set_memory_limit!
 
 # ---------------------------------------------------------------------------------------------
@@ -925,6 +926,51 @@ function kerchunk_refs(a::ShardArray, url_prefix::AbstractString; version::Integ
     @check L.shard_array_refs(a, format, UInt32(zarr_format), url, sizeof(url), nm, sizeof(nm),
                               buf, length(buf), n)
     return String(resize!(buf, n[]))
+end
+
+"""
+    kerchunk_refs_parquet(a::ShardArray, store, url_prefix; name, record_size=10000) -> nothing
+
+Write the array's kerchunk reference set in the Parquet layout of fsspec's
+`LazyReferenceMapper` (`shard_array_refs_parquet`, what `zarrshard refs --format parquet`
+writes) as objects of `store`: `"\$name/refs.<n>.parq"`, file `n` holding the chunks numbered
+`n * record_size ..` of the unsharded chunk grid in C order, one row each (an empty chunk's row
+carries the encoded fill chunk), then, last, `".zmetadata"` (Zarr v2 metadata, the only kind
+fsspec reads in this layout). Each reference is `url_prefix/SHARD_KEY`. Reads each shard's
+index once through the array's own store.
+
+`store` is a store function like [`ShardArray`](@ref)'s, `key::String -> ShardIO`, e.g.
+`key -> get!(MemoryShardIO, objects, key)` (then write `contents(objects[key])` wherever the
+set should live), borrowed for the call: it is called once per object, on this task's thread,
+and the library calls `release!` on each `ShardIO` it returned before the call returns. The
+`ShardIO`s must be writable; each is written with one `write_at` at offset 0 (plus
+`truncate_object!`). A `FileShardIO` must be `mode = :read` as for any store (a writing one
+fills a temporary nothing commits): to write files, return a `ShardIO` of your own that writes
+them directly. `name` must not be empty (nor start with `.z` or contain `..`); `record_size`
+is at least 1 (fsspec's default, 10000).
+
+Thread-safe (not while another task writes the array). Throws `ArgumentError` for a negative
+`record_size`, and [`ZarrShardError`](@ref): `SHARD_ERR_INVALID_ARGUMENT` (empty or invalid
+`name`, `record_size` 0, an array that is not sharded, has a codec after sharding or a data
+type Zarr v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (what v2 metadata cannot express),
+`SHARD_ERR_IO` (reading the array, or `store` or its `ShardIO` threw: the exception is the
+error's `cause`), `SHARD_ERR_UNSUPPORTED` (a `ShardIO` that is not writable),
+`SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`. After an error some objects may be written
+already; `.zmetadata`, written last, then is not.
+"""
+function kerchunk_refs_parquet(a::ShardArray, store, url_prefix::AbstractString;
+                               name::AbstractString, record_size::Integer=10000)
+    record_size >= 0 ||
+        throw(ArgumentError("record_size is the number of rows per file (at least 1), got $record_size"))
+    url = String(url_prefix)
+    nm = String(name)
+    rows = record_size > typemax(UInt64) ? typemax(UInt64) : UInt64(record_size)
+    sf = StoreFunction(store)   # borrowed: the table's userdata points here for the call only
+    GC.@preserve sf begin
+        table = store_table(pointer_from_objref(sf))
+        @check L.shard_array_refs_parquet(a, url, sizeof(url), nm, sizeof(nm), rows, Ref(table))
+    end
+    return nothing
 end
 
 end # module ZarrShard
