@@ -11,16 +11,19 @@
 //     std::vector<uint16_t> region = array.read_region<uint16_t>({10, 20}, {40, 30});
 //
 // Design (after wasmtime's C++ headers):
-// * one move-only class per C handle (`Codec`, `Shard`, `Array`), owning it through a `std::unique_ptr`
+// * one class per C handle (`Codec`, `Shard`, `Array`), owning it through a `std::unique_ptr`
 //   with a custom deleter; a moved-from object holds nothing, is safe to destroy, and its
-//   calls throw `Error` with `SHARD_ERR_NULL_POINTER`;
+//   calls throw `Error` with `SHARD_ERR_NULL_POINTER`. `Shard` and `Array` are move-only;
+//   `Codec` (immutable in C) is also copyable, a copy being another reference
+//   (`shard_codec_clone`);
 // * every status is checked: a failure throws `zarrshard::Error` with the status, the
 //   library's message (`shard_last_error`) and the host's I/O code (`shard_last_io_code`);
 // * host storage is any C++ object with `read(offset, span<uint8_t>)` (see "The I/O concept"
 //   below); it is adapted into a `shard_io_callbacks` table whose trampolines are `noexcept`
 //   and turn every exception into an error code, so nothing thrown ever crosses into C.
 // * a whole array's store is any object with `open(key)` returning such an I/O object; its
-//   `open_object` trampoline is `noexcept` too.
+//   `open_object` trampoline is `noexcept` too. `Array::kerchunk_refs_parquet` writes
+//   through such a store, borrowed for the call.
 //
 // Threads: a `Codec` may be used from any number of threads at once (const calls). A `Shard`
 // opened for reading may be read from many threads at once (its const read calls), and then
@@ -577,14 +580,16 @@ constexpr Flags operator|(Flags a, Flags b) noexcept {
 /// The library version, e.g. "0.1.0". Thread-safe; never throws.
 [[nodiscard]] inline const char *version() noexcept { return shard_version(); }
 
-/// Set the library's memory limit (`shard_set_memory_limit`): the most bytes one buffer for
-/// decoded data may take, in the library and in this binding's vectors sized from stored data;
-/// 0 restores the default (`ZARRSHARD_MEMORY_LIMIT`, else 4 GiB). Process-wide; thread-safe.
-/// Throws `Error` (`SHARD_ERR_PANIC` only).
+/// Set the library's memory limit (`shard_set_memory_limit`): the most bytes one buffer the
+/// library allocates for data may take; the library also holds `read_chunk_raw`'s size query
+/// to it, so the vector `Shard::read_chunk_raw(coords)` sizes from an index entry is bounded
+/// too. 0 restores the default (`ZARRSHARD_MEMORY_LIMIT`, else 4 GiB). Process-wide; takes
+/// effect for calls that start afterwards; thread-safe. Throws `Error` (`SHARD_ERR_PANIC` only).
 inline void set_memory_limit(std::uint64_t bytes) { detail::check(shard_set_memory_limit(bytes)); }
 
-/// The library's memory limit in bytes (`shard_get_memory_limit`), which also bounds this
-/// binding's buffers sized from stored data (an index entry). Thread-safe; never throws.
+/// The library's memory limit in bytes (`shard_get_memory_limit`; see `set_memory_limit`), for
+/// hosts that size their own buffers or report the setting. Thread-safe; never throws (4 GiB,
+/// the default, if the library cannot report it, which only a caught panic could cause).
 [[nodiscard]] inline std::uint64_t memory_limit() noexcept {
     std::uint64_t n = 0;
     return shard_get_memory_limit(&n) == SHARD_OK ? n : std::uint64_t{4} << 30;
@@ -610,10 +615,14 @@ inline void set_threads(std::size_t threads) { detail::check(shard_set_threads(t
 
 /// A shard layout: the sharding codec bound to one shard shape, data type and fill value.
 ///
-/// Owns a `shard_codec` (freed by the destructor). Move-only; a moved-from `Codec` is empty
-/// (`!codec`), safe to destroy and assign to, and its getters throw `Error`
-/// (`SHARD_ERR_NULL_POINTER`). Every const member is thread-safe. Shards opened with a codec
-/// keep their own reference: the `Codec` may be destroyed while they are open.
+/// Owns one reference to a `shard_codec` (freed by the destructor). The C codec is immutable
+/// and shared, so a `Codec` is copyable like a `std::shared_ptr`: a copy is another reference
+/// to the same codec (`shard_codec_clone`, no deep copy), with its own lifetime, usable on
+/// any thread while the original is destroyed. A moved-from `Codec` is empty (`!codec`), safe
+/// to destroy, copy and assign to, and its getters throw `Error` (`SHARD_ERR_NULL_POINTER`).
+/// Every const member is thread-safe. Shards opened with a codec keep their own reference: the
+/// `Codec` may be destroyed while they are open. Destroying, assigning or moving one `Codec`
+/// object must not race with other calls on that same object (copies are separate objects).
 class Codec {
   public:
     /// An empty codec (holds nothing). Never throws.
@@ -621,6 +630,26 @@ class Codec {
 
     /// Take ownership of `codec` (from `shard_codec_from_*`; may be null). Never throws.
     explicit Codec(shard_codec *codec) noexcept : ptr_(codec) {}
+
+    /// Another reference to `other`'s codec (`shard_codec_clone`: a reference count, not a
+    /// copy of the layout); empty when `other` is empty. The two are independent: either may
+    /// be destroyed first, and they may be used from different threads. Thread-safe with
+    /// const calls on `other`. Throws `Error` (`SHARD_ERR_PANIC` only, when the library
+    /// cannot make the reference).
+    Codec(const Codec &other) : ptr_(clone(other.get())) {}
+    /// Take `other`'s reference; `other` is left empty. Never throws.
+    Codec(Codec &&other) noexcept = default;
+    /// Release this reference, then hold another to `other`'s codec (as the copy
+    /// constructor). Self-assignment keeps the reference. Strong guarantee: if the clone
+    /// throws (`Error`, `SHARD_ERR_PANIC` only), this codec is unchanged.
+    Codec &operator=(const Codec &other) {
+        if (this != &other) ptr_.reset(clone(other.get())); // clone first: strong guarantee
+        return *this;
+    }
+    /// Release this reference, then take `other`'s; self-move keeps the reference. Never throws.
+    Codec &operator=(Codec &&other) noexcept = default;
+    /// Releases this reference (`shard_codec_free`). Never throws.
+    ~Codec() = default;
 
     /// Build a codec from a Zarr v3 array `zarr.json` text (its `codecs` must hold
     /// `sharding_indexed`). Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`,
@@ -743,6 +772,14 @@ class Codec {
     }
 
   private:
+    // A new reference to `c`, or null for null.
+    static shard_codec *clone(const shard_codec *c) {
+        if (c == nullptr) return nullptr;
+        shard_codec *out = nullptr;
+        detail::call([&] { return shard_codec_clone(c, &out); });
+        return out;
+    }
+
     using ShapeFn = shard_status (*)(const shard_codec *, std::uint64_t *, std::size_t);
     std::vector<std::uint64_t> shape(ShapeFn fn) const {
         std::vector<std::uint64_t> v(rank());
@@ -954,7 +991,12 @@ class Shard {
     }
 
     /// Encoded size of inner chunk `coords` from the index, without reading (0 when empty).
-    /// Read shards only. Thread-safe. Throws `Error`.
+    /// The library holds it to its memory limit (`memory_limit()`; 4 GiB by default): an index
+    /// entry naming more, which a damaged or hostile shard may hold (2^62 bytes), throws
+    /// `SHARD_ERR_INVALID_ARGUMENT` (message `memory limit: the encoded bytes of inner chunk
+    /// ...`) instead of being reported as a size to allocate. Read shards only. Thread-safe.
+    /// Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` for bad coordinates or past the limit,
+    /// `SHARD_ERR_INVALID_STATE` on a write shard, `SHARD_ERR_NULL_POINTER` when empty).
     [[nodiscard]] std::size_t read_chunk_raw_nbytes(Coords coords) const {
         std::size_t n = 0;
         detail::call([&] {
@@ -984,18 +1026,16 @@ class Shard {
     }
 
     /// The encoded bytes of inner chunk `coords` (empty for an empty chunk), e.g. for
-    /// `write_chunk_raw` into a shard with the same inner codecs. Thread-safe. Throws `Error`.
-    /// The size comes from the index, which a damaged or hostile shard may fill with anything:
-    /// above the library's memory limit (`memory_limit()`; 4 GiB by default)
-    /// it throws `SHARD_ERR_INVALID_ARGUMENT` before allocating.
+    /// `write_chunk_raw` into a shard with the same inner codecs: the size query
+    /// (`read_chunk_raw_nbytes`), a vector of that size, then the copy. The size comes from
+    /// the index, which a damaged or hostile shard may fill with anything; the library's size
+    /// query refuses one past its memory limit, so such an entry throws
+    /// `SHARD_ERR_INVALID_ARGUMENT` before anything is allocated (a size under the limit that
+    /// still cannot be allocated throws `SHARD_ERR_INVALID_ARGUMENT` too). Thread-safe. Throws
+    /// `Error` (as `read_chunk_raw_nbytes`; `SHARD_ERR_CORRUPT` for an entry past the object,
+    /// `SHARD_ERR_IO`).
     [[nodiscard]] std::vector<std::uint8_t> read_chunk_raw(Coords coords) const {
-        const std::size_t n = read_chunk_raw_nbytes(coords);
-        const std::uint64_t limit = memory_limit();
-        if (n > limit)
-            throw Error(SHARD_ERR_INVALID_ARGUMENT,
-                        "invalid argument: the index names an encoded chunk of " +
-                            std::to_string(n) + " bytes, over the memory limit of " +
-                            std::to_string(limit) + " bytes");
+        const std::size_t n = read_chunk_raw_nbytes(coords); // held to the memory limit
         auto v = detail::allocate<std::uint8_t>(n, "an encoded chunk");
         if (v.empty()) return v;
         v.resize(read_chunk_raw(coords, v));
@@ -1671,6 +1711,64 @@ class Array {
         detail::call([&] { return refs(text.data(), text.size()); });
         text.resize(n);
         return text;
+    }
+
+    /// Write the array's kerchunk reference set in the Parquet layout of fsspec's
+    /// `LazyReferenceMapper` (`shard_array_refs_parquet`, what `zarrshard refs --format
+    /// parquet` writes) as objects of the store `out`: `name/refs.<n>.parq`, file `n` holding
+    /// the chunks numbered `n * record_size ..` of the unsharded chunk grid in C order, one row
+    /// each (`path`, `offset`, `size`, `raw`; an empty chunk's row carries the encoded fill
+    /// chunk in `raw`), then, last, `.zmetadata` (Zarr v2 metadata, the only kind fsspec reads
+    /// in this layout, and `record_size`). Each reference is `url_prefix/SHARD_KEY`. Reads
+    /// each shard's index once through the array's store.
+    ///
+    /// `out` is a store as for `Array::open` (any object with `open(std::string_view key)`
+    /// returning an I/O object, or a smart pointer or `std::ref` to one), but **borrowed** for
+    /// the call: it is neither copied, moved nor kept, so pass the store itself (e.g. a
+    /// `MemoryStore`, whose `keys()` then lists what was written); a temporary lives long
+    /// enough. Its `open` is called once per object; each I/O object it returns is written with
+    /// one `write` (plus `truncate`) and destroyed before the call returns, so it needs
+    /// `write`, and `truncate` (or `size`) where an existing object may be longer. A `FileIO` it returns must be
+    /// `FileIO::Read` (one that writes only fills a temporary nothing commits), so to write
+    /// files give a store whose I/O objects write them directly. Every callback runs on the
+    /// calling thread. `name` must not be empty (and not start with `.z` or contain `..`);
+    /// `record_size` is at least 1 (fsspec's default, 10000).
+    ///
+    /// Thread-safe (not while another thread writes the array; `out` is used by this call
+    /// only). Throws `Error`: `SHARD_ERR_INVALID_ARGUMENT` (empty or invalid `name`,
+    /// `record_size` 0, an array that is not sharded, has a codec after sharding or a data
+    /// type Zarr v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (what v2 metadata cannot
+    /// express), `SHARD_ERR_NULL_POINTER` (an empty `Array`, an empty smart pointer as `out`),
+    /// `SHARD_ERR_IO` (reading the array, or `out`'s `open` or I/O object threw: `io_code()`
+    /// and `host_message()` as for `Array::open`), `SHARD_ERR_UNSUPPORTED` (an I/O object of
+    /// `out` without `write`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`. After an error some
+    /// objects may already be written (`.zmetadata`, written last, then is not).
+    template <class Store>
+    void kerchunk_refs_parquet(Store &&out, std::string_view url_prefix, std::string_view name,
+                               std::uint64_t record_size = 10000) const {
+        using Stored = std::decay_t<Store>;
+        using Object = typename detail::pointee<Stored>::type;
+        static_assert(!std::is_const<std::remove_reference_t<Store>>::value,
+                      "kerchunk_refs_parquet writes through the store: pass a non-const store");
+        require_open();
+        if (detail::pointee<Stored>::is_null(out))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`out` must not be NULL (an empty smart pointer was given as the store)");
+        // Borrowed: the adapter refers to the caller's store and lives on this frame; the
+        // library calls no `destroy` for `out`.
+        using Adapter = detail::StoreAdapter<std::reference_wrapper<Object>>;
+        Adapter adapter(std::ref(detail::pointee<Stored>::get(out)));
+        shard_store_callbacks table;
+        std::memset(&table, 0, sizeof table);
+        table.version = SHARD_STORE_VERSION;
+        table.flags = 0; // every callback on this thread (host messages are reported)
+        table.userdata = &adapter;
+        table.open_object = &Adapter::open_object;
+        table.destroy = nullptr;
+        detail::call([&] {
+            return shard_array_refs_parquet(get(), url_prefix.data(), url_prefix.size(),
+                                            name.data(), name.size(), record_size, &table);
+        });
     }
 
     /// Read the region of extent `shape` at `start` (array coordinates) into `out`: exactly

@@ -808,8 +808,8 @@ int main(int argc, char **argv) {
          *        end                                                                   [33]
          * C:     shard_open_ex(codec3, &mem table (read mode), SHARD_MODE_READ, 0, &h)
          *        8 x shard_read_chunk(h, {ci, cj, ck}, 3, A, 120)
-         *        shard_read_chunk_raw(h, {0, 0, 1}, 3, NULL, 0, &n)    (n == 0: no copy call)
-         *        shard_get_memory_limit(&limit)                         (n <= limit)
+         *        shard_read_chunk_raw(h, {0, 0, 1}, 3, NULL, 0, &n)    (n == 0: no copy call;
+         *                                          the library holds n to its memory limit)
          *        shard_read_chunks(h, {0, 0, 0, 1, 1, 1}, 2, 3, both, 240)
          *        shard_close(h)                                                           */
         io = mem_table(&m, 0);
@@ -853,11 +853,9 @@ int main(int argc, char **argv) {
         {
             uint64_t cc[3] = {0, 0, 1};
             size_t raw_n = 99;
-            uint64_t limit = 0;
+            /* julia: @check L.shard_read_chunk_raw(s, cc, 3, C_NULL, 0, n); isempty(buf) */
             CHECK_OK(shard_read_chunk_raw(h, cc, 3, NULL, 0, &raw_n), "[31] shard_read_chunk_raw (size)");
-            /* julia: n[] <= memory_limit() (the library's limit) before allocating */
-            CHECK_OK(shard_get_memory_limit(&limit), "[31] shard_get_memory_limit");
-            check(raw_n == 0 && raw_n <= limit, "[31] the erased chunk has no encoded bytes (%zu)", raw_n);
+            check(raw_n == 0, "[31] the erased chunk has no encoded bytes (%zu)", raw_n);
         }
         {
             uint64_t cc[6] = {0, 0, 0, 1, 1, 1};
@@ -948,6 +946,83 @@ int main(int argc, char **argv) {
             check(st == SHARD_ERR_INVALID_ARGUMENT && e.message[0] != '\0' && store_opens == 0,
                   "[38a] a region past the array: status %d (want %d), \"%s\", %lu objects opened",
                   (int)st, (int)SHARD_ERR_INVALID_ARGUMENT, e.message, store_opens);
+        }
+
+        /* julia: refs = Dict{String,MemoryShardIO}(); url = "file://" * abspath(array)
+         *        kerchunk_refs_parquet(arr, key -> get!(MemoryShardIO, refs, key), url;      [38b]
+         *                              name = "fixture", record_size = 3)
+         * C:     (StoreFunction + store_table: no C call)
+         *        shard_array_refs_parquet(arr, url, sizeof(url), "fixture", 7, 3,
+         *                                 &{1, 0, sf, open_object, destroy})
+         *        -> the array's store opens the 4 shards (index reads); the borrowed store's
+         *        open_object once per object, each filled by callback_table(io, ..., true)
+         *        (a MemoryShardIO: every callback) and destroyed (release!) within the call;
+         *        the borrowed store's destroy is never called.
+         * julia: the keys are .zmetadata and fixture/refs.0..5.parq; each .parq starts with
+         *        PAR1; .zmetadata holds "record_size":3
+         * julia: kerchunk_refs_parquet(arr, ..., url; name = "") -> ZarrShardError     [38c]
+         * C:     shard_array_refs_parquet(arr, url, sizeof(url), "", 0, 10000, &table)
+         *        -> SHARD_ERR_INVALID_ARGUMENT; ZarrShardError(status): shard_last_error
+         *        (size, copy), shard_last_io_code                                             */
+        {
+            static mem_store refs;
+            shard_store_callbacks out;
+            char url[2 * 4096 + 16], cwd[4096];
+            const char *names[7] = {".zmetadata", "fixture/refs.0.parq", "fixture/refs.1.parq",
+                                    "fixture/refs.2.parq", "fixture/refs.3.parq",
+                                    "fixture/refs.4.parq", "fixture/refs.5.parq"};
+            int names_ok = 1, parquet_ok = 1, zmeta_ok = 0;
+            size_t i, j;
+            zs_error e;
+            shard_status st;
+            /* abspath(array): the path as given when absolute, else under the working directory */
+            if (root[0] == '/') snprintf(url, sizeof url, "file://%s", root);
+            else if (getcwd(cwd, sizeof cwd) != NULL) snprintf(url, sizeof url, "file://%s/%s", cwd, root);
+            else die("getcwd");
+            out = store_table(&refs, mem_store_open_object);
+            store_opens = 0;
+            store_destroys = 0;
+            memset(calls_of, 0, sizeof calls_of);
+            CHECK_OK(shard_array_refs_parquet(arr, url, strlen(url), "fixture", 7, 3, &out),
+                     "[38b] shard_array_refs_parquet");
+            /* julia: sort!(collect(keys(refs))) == [".zmetadata"; ["fixture/refs.$n.parq" ...]] */
+            for (i = 0; i < 7; i++) {
+                for (j = 0; j < refs.n && strcmp(refs.e[j].key, names[i]) != 0; j++) {
+                }
+                if (j == refs.n || !refs.e[j].io.exists || refs.e[j].io.len == 0) {
+                    names_ok = 0;
+                    continue;
+                }
+                if (i == 0) {
+                    /* julia: occursin("\"record_size\":3", String(contents(refs[".zmetadata"]))) */
+                    char *text = (char *)malloc(refs.e[j].io.len + 1);
+                    if (text == NULL) die("out of memory");
+                    memcpy(text, refs.e[j].io.data, refs.e[j].io.len);
+                    text[refs.e[j].io.len] = '\0';
+                    zmeta_ok = strstr(text, "\"record_size\":3") != NULL &&
+                               strstr(text, "\"fixture/.zarray\"") != NULL;
+                    free(text);
+                } else if (refs.e[j].io.len < 8 || memcmp(refs.e[j].io.data, "PAR1", 4) != 0 ||
+                           memcmp(refs.e[j].io.data + refs.e[j].io.len - 4, "PAR1", 4) != 0) {
+                    parquet_ok = 0; /* julia: contents(refs[k])[1:4] == b"PAR1" */
+                }
+            }
+            check(names_ok && refs.n == 7, "[38b] the reference objects are .zmetadata and fixture/refs.0..5.parq (%zu objects)", refs.n);
+            check(parquet_ok, "[38b] every fixture/refs.<n>.parq is a Parquet file (PAR1 ... PAR1)");
+            check(zmeta_ok, "[38b] .zmetadata holds \"record_size\":3 and fixture/.zarray");
+            /* 4 shard objects of the array + 7 written objects, each released once; the
+             * borrowed store's own destroy is not called. */
+            check(store_opens == 4 + 7 && calls_of[K_DESTROY] == 4 + 7 && store_destroys == 0,
+                  "[38b] %lu open_object (4 shards read, 7 objects written), %lu destroy, %lu store destroy",
+                  store_opens, calls_of[K_DESTROY], store_destroys);
+            check(calls_of[K_WRITE] == 7, "[38b] each object written with one write (%lu)", calls_of[K_WRITE]);
+            st = shard_array_refs_parquet(arr, url, strlen(url), "", 0, 10000, &out);      /* [38c] */
+            e = zarrshard_error(st);
+            check(st == SHARD_ERR_INVALID_ARGUMENT && strstr(e.message, "invalid array name") != NULL &&
+                      refs.n == 7 && store_destroys == 0,
+                  "[38c] an empty name: status %d (want %d), \"%s\"; nothing written",
+                  (int)st, (int)SHARD_ERR_INVALID_ARGUMENT, e.message);
+            for (i = 0; i < refs.n; i++) free(refs.e[i].io.data);
         }
 
         /* julia: close(arr)                                                                [39]

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -57,9 +58,10 @@ zarrshard::Error failing_read(const zarrshard::Codec &codec);
 
 // ---- compile-time checks -------------------------------------------------------------------
 
-static_assert(!std::is_copy_constructible<Codec>::value && std::is_nothrow_move_constructible<Codec>::value &&
+static_assert(std::is_copy_constructible<Codec>::value && std::is_copy_assignable<Codec>::value &&
+                  std::is_nothrow_move_constructible<Codec>::value &&
                   std::is_nothrow_move_assignable<Codec>::value,
-              "Codec is move-only");
+              "Codec is copyable (shard_codec_clone) and nothrow-movable");
 static_assert(!std::is_copy_constructible<Shard>::value && std::is_nothrow_move_constructible<Shard>::value &&
                   std::is_nothrow_move_assignable<Shard>::value,
               "Shard is move-only");
@@ -372,6 +374,55 @@ static void test_codec_errors() {
     CHECK(e && !e->message().empty());
     // Invalid UTF-8.
     EXPECT_ERROR((void)Codec::from_zarr_json(std::string_view("\xff\xfe", 2)), SHARD_ERR_INVALID_ARGUMENT);
+}
+
+// Copies of a Codec are references to one immutable codec (shard_codec_clone): each outlives
+// the original and the others, works on other threads while the original is destroyed, and an
+// empty Codec copies as empty. Under ASan a copy that only copied the pointer is a double free.
+static void test_codec_copies() {
+    const MemoryIO mem = written_shard(1);
+    auto original = std::make_unique<Codec>(codec_end());
+    const Codec copy = *original; // copy construction
+    Codec assigned = Codec::from_config(CFG_START, "uint16", {16, 16}, "0");
+    CHECK(assigned.index_nbytes() == 16 * 16 + 4);
+    assigned = *original; // copy assignment releases its own codec first
+    CHECK(copy && assigned && copy.get() != nullptr);
+    // Two threads, each with its own copy, open and read shards while the original goes away.
+    std::atomic<int> bad{0}, started{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; t++) {
+        threads.emplace_back([c = copy, &mem, &bad, &started] {
+            started++;
+            try {
+                for (int round = 0; round < 20; round++) {
+                    const Codec mine = c; // copies made on this thread too
+                    const auto shard = Shard::open(mine, mem);
+                    if (mine.rank() != 2 || mine.num_chunks() != 16 || !reads_as(shard, 1)) bad++;
+                }
+            } catch (...) {
+                bad++;
+            }
+        });
+    }
+    while (started < 2) std::this_thread::yield();
+    original.reset(); // the original codec is freed while the threads use their copies
+    for (auto &th : threads) th.join();
+    CHECK(bad == 0);
+    CHECK(copy.rank() == 2 && copy.shard_shape() == (std::vector<std::uint64_t>{16, 16}));
+    CHECK(assigned.index_nbytes() == 16 * 16 + 4 && reads_as(Shard::open(assigned, mem), 1));
+    // Self-assignment keeps the reference; an empty codec copies as empty (no C call).
+    Codec &alias = assigned;
+    assigned = alias;
+    CHECK(assigned && assigned.rank() == 2);
+    Codec moved_from = std::move(assigned);
+    const Codec empty_copy = assigned;
+    CHECK(!assigned && !empty_copy && moved_from);
+    EXPECT_ERROR((void)empty_copy.rank(), SHARD_ERR_NULL_POINTER);
+    moved_from = empty_copy; // assigning an empty codec releases this one
+    CHECK(!moved_from);
+    // Copies in a container, as a value type.
+    std::vector<Codec> many(4, copy);
+    for (const Codec &c : many) CHECK(c.inner_chunk_nbytes() == 32);
 }
 
 // ---- tests: round trips -------------------------------------------------------------------------
@@ -1201,6 +1252,122 @@ static void test_array_kerchunk_refs() {
               << empty << " empty left out\n";
 }
 
+// The Parquet reference set of the fixture (64x64 uint16, 16x16 inner chunks: 16 chunks)
+// written through a MemoryStore: the objects are exactly NAME/refs.<n>.parq for the
+// ceil(16 / record_size) files fsspec's record layout needs, each a Parquet file (PAR1 at both
+// ends), and .zmetadata (written last) with that record size and NAME/.zarray. The set with
+// record size 3 is also written to SCRATCH/refs-parquet, where run.sh reads it with fsspec's
+// ReferenceFileSystem and zarr-python (tests/check_parquet_refs.py) and compares every value
+// with fixture.raw. The store is borrowed (never copied or moved); errors of the arguments
+// and of the store surface as Error with the library's status.
+static void test_array_kerchunk_refs_parquet() {
+    const std::string dir = g_fixture + "/fixture.zarr";
+    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const Codec codec = array.codec();
+    // Independent facts: the chunk count from the array and inner chunk shapes.
+    const auto shape = codec.array_shape(), inner = codec.inner_chunk_shape();
+    const std::uint64_t chunks = ((shape[0] + inner[0] - 1) / inner[0]) * ((shape[1] + inner[1] - 1) / inner[1]);
+    CHECK(chunks == 16);
+    const std::string url = "file://" + dir;
+    // A store that records the keys it opens and counts copies and moves of itself.
+    static int copies_and_moves;
+    copies_and_moves = 0;
+    struct LoggingStore {
+        MemoryStore mem;
+        std::vector<std::string> opened;
+        LoggingStore() = default;
+        LoggingStore(const LoggingStore &o) : mem(o.mem), opened(o.opened) { copies_and_moves++; }
+        LoggingStore(LoggingStore &&o) noexcept : mem(o.mem), opened(o.opened) { copies_and_moves++; }
+        MemoryIO open(std::string_view key) {
+            opened.emplace_back(key);
+            return mem.open(key);
+        }
+    };
+    auto is_parquet = [](const std::vector<std::uint8_t> &b) {
+        return b.size() > 8 && std::memcmp(b.data(), "PAR1", 4) == 0 &&
+               std::memcmp(b.data() + b.size() - 4, "PAR1", 4) == 0;
+    };
+    for (const std::uint64_t record_size : {std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{16},
+                                            std::uint64_t{10000}}) {
+        LoggingStore out;
+        array.kerchunk_refs_parquet(out, url, "fixture", record_size);
+        const std::uint64_t files = (chunks + record_size - 1) / record_size;
+        std::vector<std::string> want{".zmetadata"};
+        for (std::uint64_t n = 0; n < files; n++) want.push_back("fixture/refs." + std::to_string(n) + ".parq");
+        std::sort(want.begin(), want.end());
+        if (out.mem.keys() != want)
+            check_failed(__LINE__, "record size " + std::to_string(record_size) + ": " +
+                                       std::to_string(out.mem.keys().size()) + " objects, expected " +
+                                       std::to_string(want.size()));
+        CHECK(copies_and_moves == 0);                                        // borrowed
+        CHECK(out.opened.size() == files + 1 && out.opened.back() == ".zmetadata"); // written last
+        for (std::uint64_t n = 0; n < files; n++)
+            CHECK(is_parquet(out.mem.open("fixture/refs." + std::to_string(n) + ".parq").bytes()));
+        const auto zm = out.mem.open(".zmetadata").bytes();
+        const std::string zmetadata(zm.begin(), zm.end());
+        CHECK(contains(zmetadata, "\"record_size\":" + std::to_string(record_size)));
+        CHECK(contains(zmetadata, "\"fixture/.zarray\"") && contains(zmetadata, "\".zgroup\""));
+        CHECK(contains(zmetadata, "\"shape\":[64,64]") && contains(zmetadata, "\"chunks\":[16,16]"));
+        if (record_size != 3) continue;
+        // The set for run.sh's reader: SCRATCH/refs-parquet/{.zmetadata, fixture/refs.N.parq}.
+        const std::string root = scratch("refs-parquet");
+        ::mkdir(root.c_str(), 0755);
+        ::mkdir((root + "/fixture").c_str(), 0755);
+        for (const auto &key : out.mem.keys()) {
+            const auto bytes = out.mem.open(key).bytes();
+            std::ofstream f(root + "/" + key, std::ios::binary);
+            f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+            CHECK(f.good());
+        }
+    }
+    // Through a smart pointer and std::ref; a temporary store works too (it lives for the call).
+    auto shared = std::make_shared<MemoryStore>();
+    array.kerchunk_refs_parquet(shared, url, "fixture", 16);
+    CHECK(shared->keys().size() == 2);
+    MemoryStore by_ref;
+    array.kerchunk_refs_parquet(std::ref(by_ref), url, "img", 8);
+    CHECK(by_ref.keys() == (std::vector<std::string>{".zmetadata", "img/refs.0.parq", "img/refs.1.parq"}));
+    array.kerchunk_refs_parquet(MemoryStore(), url, "fixture");
+    array.kerchunk_refs_parquet(LoggingStore(), url, "fixture", 4); // a temporary: not moved either
+    CHECK(copies_and_moves == 0);
+    // Argument errors: the library's status and message; nothing written.
+    MemoryStore none;
+    auto e = EXPECT_ERROR(array.kerchunk_refs_parquet(none, url, "", 3), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "invalid array name"));
+    e = EXPECT_ERROR(array.kerchunk_refs_parquet(none, url, "fixture", 0), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "record size must be at least 1"));
+    EXPECT_ERROR(array.kerchunk_refs_parquet(none, url, "../up", 3), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(array.kerchunk_refs_parquet(none, url, ".zattrs", 3), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(none.keys().empty());
+    EXPECT_ERROR(array.kerchunk_refs_parquet(std::shared_ptr<MemoryStore>(), url, "fixture"),
+                 SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR(Array().kerchunk_refs_parquet(none, url, "fixture"), SHARD_ERR_NULL_POINTER);
+    // A store whose open throws: SHARD_ERR_IO with its code and text.
+    struct DeniedStore {
+        MemoryIO open(std::string_view key) {
+            throw zarrshard::IoError(EACCES, "no write access to " + std::string(key));
+        }
+    };
+    e = EXPECT_ERROR(array.kerchunk_refs_parquet(DeniedStore{}, url, "fixture", 3), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == EACCES && e->host_message() == "no write access to fixture/refs.0.parq");
+    // An I/O object without write cannot take a reference file.
+    struct ReadOnlyStore {
+        ReadOnlyIO open(std::string_view) { return ReadOnlyIO{MemoryIO()}; }
+    };
+    EXPECT_ERROR(array.kerchunk_refs_parquet(ReadOnlyStore{}, url, "fixture", 3), SHARD_ERR_UNSUPPORTED);
+    // Not sharded: no reference set (inner chunks are not byte ranges of a shard).
+    const std::string plain_json =
+        R"({"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]})";
+    EXPECT_ERROR(Array::open(plain_json, MemoryStore()).kerchunk_refs_parquet(none, url, "fixture"),
+                 SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(none.keys().empty());
+    std::cout << "    parquet refs: " << chunks << " chunks in record files of 3, 5, 16 and 10000 rows; "
+              << "the set of 3 written to " << scratch("refs-parquet") << "\n";
+}
+
 // Regions written through a memory store read back equal to a model of the array kept here;
 // every shard stored is also read chunk by chunk with Shard (the single-shard API), and shards
 // left all fill value are removed.
@@ -1476,7 +1643,9 @@ static void test_rank0_read_chunks() {
 
 // The vector form of read_chunk_raw allocated whatever the index names: a hostile index
 // entry of 2^62 bytes (index at the start, no checksum, an object without size) was an
-// ASan abort (std::length_error / std::bad_alloc without ASan).
+// ASan abort (std::length_error / std::bad_alloc without ASan). The binding then held the size
+// to the memory limit itself; now the library's size query does (README, Reliability 24), so
+// read_chunk_raw_nbytes throws the library's own message and nothing is sized from the entry.
 static void test_raw_chunk_hostile_size() {
     const Codec codec = Codec::from_config(
         R"({"chunk_shape": [4, 4], "codecs": [)" ZS_BYTES_LE R"(], "index_codecs": [)" ZS_BYTES_LE
@@ -1492,21 +1661,34 @@ static void test_raw_chunk_hostile_size() {
     const std::uint64_t huge = 1ull << 62;
     std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &huge, 8); // entry (1, 1): nbytes
     const auto r = Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)});
-    CHECK(r.read_chunk_raw_nbytes({1, 1}) == huge);
-    auto e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(e && contains(e->message(), "memory limit"));
+    // The library's message, with the entry's size and the limit in force.
+    const std::string want = "memory limit: the encoded bytes of inner chunk [1, 1] needs " +
+                             std::to_string(huge) + " bytes, more than the limit of " +
+                             std::to_string(zarrshard::memory_limit());
+    auto e = EXPECT_ERROR((void)r.read_chunk_raw_nbytes({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind(want, 0) == 0);
+    CHECK(e && contains(e->message(), "set_memory_limit or ZARRSHARD_MEMORY_LIMIT"));
+    e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind(want, 0) == 0);
+    std::vector<std::uint8_t> none; // the span form with an empty buffer asks the size too
+    e = EXPECT_ERROR((void)r.read_chunk_raw({1, 1}, none), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind(want, 0) == 0);
+    // Entries within the limit are still reported: the stored chunk next to it is readable.
+    CHECK(r.read_chunk_raw_nbytes({0, 0}) == 0 && r.read_chunk_raw({0, 0}).empty());
     // A plausible size still reaches the library, which finds the entry past the object.
     const std::uint64_t mib = 1ull << 20;
     std::memcpy(&bytes[(1 * 4 + 1) * 16 + 8], &mib, 8);
-    EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
-                 SHARD_ERR_CORRUPT);
-    // The binding holds such sizes to the library's limit, whoever set it: below 1 MiB, the
-    // same entry is refused before any allocation.
+    const auto plausible = Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)});
+    CHECK(plausible.read_chunk_raw_nbytes({1, 1}) == mib);
+    EXPECT_ERROR((void)plausible.read_chunk_raw({1, 1}), SHARD_ERR_CORRUPT);
+    // The limit is the library's, whoever set it: below 1 MiB, the same entry is refused by
+    // the size query itself.
     zarrshard::set_memory_limit(mib / 2);
     CHECK(zarrshard::memory_limit() == mib / 2);
-    e = EXPECT_ERROR((void)Shard::open(codec, ReadOnlyIO{MemoryIO(bytes)}).read_chunk_raw({1, 1}),
-                     SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(e && contains(e->message(), "memory limit"));
+    e = EXPECT_ERROR((void)plausible.read_chunk_raw_nbytes({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "needs 1048576 bytes, more than the limit of 524288"));
+    e = EXPECT_ERROR((void)plausible.read_chunk_raw({1, 1}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message().rfind("memory limit: ", 0) == 0);
     zarrshard::set_memory_limit(0);
     if (std::getenv("ZARRSHARD_MEMORY_LIMIT") == nullptr)
         CHECK(zarrshard::memory_limit() == (std::uint64_t{4} << 30));
@@ -1602,6 +1784,7 @@ int main(int argc, char **argv) {
     RUN(test_codec_from_config_getters);
     RUN(test_codec_from_zarr_json_getters);
     RUN(test_codec_errors);
+    RUN(test_codec_copies);
     RUN(test_threads_setting);
     RUN(test_memory_round_trip_write_modes);
     RUN(test_memory_round_trip_update_modes);
@@ -1625,6 +1808,7 @@ int main(int argc, char **argv) {
     RUN(test_array_fixture_regions);
     RUN(test_array_write_regions_model);
     RUN(test_array_kerchunk_refs);
+    RUN(test_array_kerchunk_refs_parquet);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
     RUN(test_empty_smart_pointers);

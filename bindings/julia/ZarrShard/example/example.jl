@@ -1,7 +1,8 @@
 # ZarrShard.jl example: read the interop fixture zarr-python wrote, check every inner chunk of
 # every shard against fixture.raw, print one chunk; then write a rank-3 shard in memory and
 # read it back; then read regions of the whole array through a store (key -> FileShardIO),
-# and write regions through a store of MemoryShardIOs.
+# write its kerchunk reference set as Parquet files into a store of MemoryShardIOs, and write
+# regions through a store of MemoryShardIOs.
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -137,6 +138,27 @@ function main(dir::AbstractString)
     end
     err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
         error("expected SHARD_ERR_INVALID_ARGUMENT, got $(repr(err))")
+
+    # Its kerchunk reference set in fsspec's Parquet layout (LazyReferenceMapper), written
+    # through a store of MemoryShardIOs: 16 inner chunks, 3 rows per file -> 6 files.
+    refs = Dict{String,MemoryShardIO}()
+    url = "file://" * abspath(array)
+    kerchunk_refs_parquet(arr, key -> get!(MemoryShardIO, refs, key), url;            # [38b]
+                          name = "fixture", record_size = 3)
+    sort!(collect(keys(refs))) == [".zmetadata"; ["fixture/refs.$n.parq" for n in 0:5]] ||
+        error("reference files: $(sort!(collect(keys(refs))))")
+    all(k -> contents(refs[k])[1:4] == b"PAR1", [k for k in keys(refs) if endswith(k, ".parq")]) ||
+        error("a reference file is not Parquet")
+    occursin("\"record_size\":3", String(contents(refs[".zmetadata"]))) || error(".zmetadata")
+    err = try                                        # an empty name is refused        # [38c]
+        kerchunk_refs_parquet(arr, key -> get!(MemoryShardIO, refs, key), url; name = "")
+        nothing
+    catch e
+        e
+    end
+    err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
+        error("expected SHARD_ERR_INVALID_ARGUMENT, got $(repr(err))")
+    println("kerchunk references: ", length(refs), " objects (Parquet, 3 rows per file)")
     close(arr)                                                                       # [39]
 
     # Regions written through a store of MemoryShardIOs read back as a model of the array.

@@ -50,7 +50,8 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region, kerchunk_refs, set_coalesce_gap!,
+       ShardArray, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
+       set_coalesce_gap!,
        set_threads!, threads, memory_limit, set_memory_limit!
 
 # ---------------------------------------------------------------------------------------------
@@ -136,10 +137,12 @@ end
 """
     memory_limit() -> UInt64
 
-The library's memory limit (`shard_get_memory_limit`): the most bytes one buffer for decoded
-data may take, in the library and in this binding's buffers sized from stored data (an index
-entry). `ZARRSHARD_MEMORY_LIMIT` bytes, else 4 GiB, unless [`set_memory_limit!`](@ref) changed
-it. Thread-safe.
+The library's memory limit (`shard_get_memory_limit`): the most bytes one buffer the library
+allocates for data may take; the library also holds `read_chunk_raw`'s size query to it, so
+the buffer [`read_chunk_raw`](@ref) sizes from an index entry is bounded too.
+`ZARRSHARD_MEMORY_LIMIT` bytes, else 4 GiB, unless [`set_memory_limit!`](@ref) changed it.
+For hosts that size their own buffers or report the setting. Thread-safe; throws
+`ZarrShardError` only if the library cannot report it.
 """
 function memory_limit()
     n = Ref{UInt64}(0)
@@ -602,17 +605,15 @@ end
 
 The encoded bytes of an inner chunk, empty for an empty chunk (`shard_read_chunk_raw`: size
 query, then copy). The size comes from the index, which a damaged or hostile shard may fill
-with anything: above the library's memory limit ([`memory_limit`](@ref)) it throws
-`ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`) before allocating.
+with anything; the library holds its size query to its memory limit ([`memory_limit`](@ref)),
+so an entry naming more throws `ZarrShardError` (`SHARD_ERR_INVALID_ARGUMENT`, message
+`memory limit: the encoded bytes of inner chunk …`) before anything is allocated. Read
+shards only; thread-safe.
 """
 function read_chunk_raw(s::Shard, coords)
     cc = c_coords(s.codec.rank, coords)
     n = Ref{Csize_t}(0)
-    @check L.shard_read_chunk_raw(s, cc, length(cc), C_NULL, 0, n)
-    limit = memory_limit()
-    n[] <= limit || throw(ZarrShardError(Int32(L.SHARD_ERR_INVALID_ARGUMENT),
-        "invalid argument: the index names an encoded chunk of $(n[]) bytes, over the " *
-        "memory limit of $limit bytes", Int32(0), nothing))
+    @check L.shard_read_chunk_raw(s, cc, length(cc), C_NULL, 0, n)   # held to the memory limit
     buf = Vector{UInt8}(undef, n[])
     isempty(buf) && return buf
     @check L.shard_read_chunk_raw(s, cc, length(cc), buf, length(buf), n)
@@ -925,6 +926,51 @@ function kerchunk_refs(a::ShardArray, url_prefix::AbstractString; version::Integ
     @check L.shard_array_refs(a, format, UInt32(zarr_format), url, sizeof(url), nm, sizeof(nm),
                               buf, length(buf), n)
     return String(resize!(buf, n[]))
+end
+
+"""
+    kerchunk_refs_parquet(a::ShardArray, store, url_prefix; name, record_size=10000) -> nothing
+
+Write the array's kerchunk reference set in the Parquet layout of fsspec's
+`LazyReferenceMapper` (`shard_array_refs_parquet`, what `zarrshard refs --format parquet`
+writes) as objects of `store`: `"\$name/refs.<n>.parq"`, file `n` holding the chunks numbered
+`n * record_size ..` of the unsharded chunk grid in C order, one row each (an empty chunk's row
+carries the encoded fill chunk), then, last, `".zmetadata"` (Zarr v2 metadata, the only kind
+fsspec reads in this layout). Each reference is `url_prefix/SHARD_KEY`. Reads each shard's
+index once through the array's own store.
+
+`store` is a store function like [`ShardArray`](@ref)'s, `key::String -> ShardIO`, e.g.
+`key -> get!(MemoryShardIO, objects, key)` (then write `contents(objects[key])` wherever the
+set should live), borrowed for the call: it is called once per object, on this task's thread,
+and the library calls `release!` on each `ShardIO` it returned before the call returns. The
+`ShardIO`s must be writable; each is written with one `write_at` at offset 0 (plus
+`truncate_object!`). A `FileShardIO` must be `mode = :read` as for any store (a writing one
+fills a temporary nothing commits): to write files, return a `ShardIO` of your own that writes
+them directly. `name` must not be empty (nor start with `.z` or contain `..`); `record_size`
+is at least 1 (fsspec's default, 10000).
+
+Thread-safe (not while another task writes the array). Throws `ArgumentError` for a negative
+`record_size`, and [`ZarrShardError`](@ref): `SHARD_ERR_INVALID_ARGUMENT` (empty or invalid
+`name`, `record_size` 0, an array that is not sharded, has a codec after sharding or a data
+type Zarr v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (what v2 metadata cannot express),
+`SHARD_ERR_IO` (reading the array, or `store` or its `ShardIO` threw: the exception is the
+error's `cause`), `SHARD_ERR_UNSUPPORTED` (a `ShardIO` that is not writable),
+`SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`. After an error some objects may be written
+already; `.zmetadata`, written last, then is not.
+"""
+function kerchunk_refs_parquet(a::ShardArray, store, url_prefix::AbstractString;
+                               name::AbstractString, record_size::Integer=10000)
+    record_size >= 0 ||
+        throw(ArgumentError("record_size is the number of rows per file (at least 1), got $record_size"))
+    url = String(url_prefix)
+    nm = String(name)
+    rows = record_size > typemax(UInt64) ? typemax(UInt64) : UInt64(record_size)
+    sf = StoreFunction(store)   # borrowed: the table's userdata points here for the call only
+    GC.@preserve sf begin
+        table = store_table(pointer_from_objref(sf))
+        @check L.shard_array_refs_parquet(a, url, sizeof(url), nm, sizeof(nm), rows, Ref(table))
+    end
+    return nothing
 end
 
 end # module ZarrShard
