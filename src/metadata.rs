@@ -210,8 +210,8 @@ impl ArrayMetadata {
             Some(other) => {
                 return Err(Error::metadata(format!(
                     "dimension_names must be a list of {} names, got {}",
-                    shown_text(other),
-                    shape.len()
+                    shape.len(),
+                    shown_text(other)
                 )))
             }
         };

@@ -183,6 +183,39 @@ fn array_errors_name_the_value() {
     v["chunk_grid"]["configuration"]["chunk_shape"] = json!([1, 1]);
     assert!(error_of(v).contains("overflows 64 bits"));
 
+    // Each error that quotes a value quotes the value, in its place (the first two once had
+    // their arguments swapped).
+    for (names, want) in [
+        (
+            json!(["y"]),
+            "dimension_names must be a list of 2 names, got [\"y\"]",
+        ),
+        (
+            json!("yx"),
+            "dimension_names must be a list of 2 names, got \"yx\"",
+        ),
+        (
+            json!(["y", 7]),
+            "dimension_names entries must be strings or null, got 7",
+        ),
+    ] {
+        let mut v = array_json(sharding(good_config()));
+        v["dimension_names"] = names;
+        assert_eq!(error_of(v), format!("invalid metadata: {want}"));
+    }
+    let mut v = array_json(sharding(good_config()));
+    v["attributes"] = json!([1]);
+    assert_eq!(
+        error_of(v),
+        "invalid metadata: attributes must be an object, got [1]"
+    );
+    let mut v = array_json(sharding(good_config()));
+    v["chunk_key_encoding"] = json!({"name": "default", "configuration": {"separator": "-"}});
+    assert_eq!(
+        error_of(v),
+        "invalid metadata: invalid chunk_key_encoding {\"name\":\"default\",\"configuration\":{\"separator\":\"-\"}}"
+    );
+
     let mut v = array_json(sharding(good_config()));
     v["surprise"] = json!(1);
     assert_eq!(
