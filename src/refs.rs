@@ -303,6 +303,10 @@ fn v2_documents(
     Ok(docs)
 }
 
+/// How many shards' indexes [`References::from_array`] reads at once (a bound on the memory
+/// for their coordinates and references, not on parallelism, which is the pool's).
+const INDEX_READS_PER_BATCH: usize = 1024;
+
 /// A whole reference set: the unsharded description and every stored inner chunk, in C order
 /// of the unsharded chunk grid.
 #[derive(Debug, Clone)]
@@ -313,16 +317,29 @@ pub struct References {
 
 impl References {
     /// Read every shard's index (one read each; missing shards have no references) and build
-    /// the reference set. Errors as [`Unsharded::new`], or when an index is corrupt or the
-    /// store fails.
+    /// the reference set. The reads run on the thread pool, as region reads do, unless the
+    /// store asks for its calls on this thread ([`Store::io_on_caller_thread`]). Errors as
+    /// [`Unsharded::new`], or when an index is corrupt or the store fails (the first such
+    /// shard in C order).
     pub fn from_array<S: Store>(array: &Array<S>, format: MetadataFormat) -> Result<Self> {
         let unsharded = Unsharded::new(array.metadata(), format)?;
         let mut chunks = Vec::new();
-        for coords in nd::c_order(&array.metadata().grid_shape()) {
-            let reader = array.shard_reader(&coords)?;
-            if let Some(index) = reader.index() {
-                chunks.extend(unsharded.shard_refs(&coords, &array.shard_key(&coords), index));
-            }
+        // One index read per shard, a batch of shards at a time on the pool as region reads
+        // fetch (on this thread when the store asks): through a remote store each read costs
+        // latency rather than bandwidth, so reading them one after another, as this did,
+        // waited once per shard. The error is the first failing shard's in C order, as before.
+        let grid = array.metadata().grid_shape();
+        let mut shards = nd::c_order(&grid).peekable();
+        while shards.peek().is_some() {
+            let batch: Vec<Vec<u64>> = shards.by_ref().take(INDEX_READS_PER_BATCH).collect();
+            let refs = array.map_io(batch.len(), |k| {
+                let coords = &batch[k];
+                let reader = array.shard_reader(coords)?;
+                Ok(reader.index().map_or_else(Vec::new, |index| {
+                    unsharded.shard_refs(coords, &array.shard_key(coords), index)
+                }))
+            })?;
+            chunks.extend(refs.into_iter().flatten());
         }
         Self::from_parts(unsharded, chunks)
     }

@@ -229,7 +229,7 @@ impl<S: Store> Array<S> {
     /// `f(0..n)` where `f` does I/O: on the pool ([`parallel::map_on_pool`]: the items
     /// decode or encode whole shards, or allocate the fetched bytes, which pool threads' own
     /// allocator arenas keep between calls), or on this thread when the store asks.
-    fn map_io<T: Send>(
+    pub(crate) fn map_io<T: Send>(
         &self,
         n: usize,
         f: impl Fn(usize) -> Result<T> + Sync + Send,

@@ -6,9 +6,13 @@
 mod common;
 
 use serde_json::{json, Value};
+use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 use zarrshard::refs::{MetadataFormat, References};
+use zarrshard::store::Store;
 use zarrshard::{Array, FsStore};
 
 const V2: MetadataFormat = MetadataFormat::V2 { separator: '.' };
@@ -755,5 +759,124 @@ fn from_parts_refuses_duplicates_and_chunks_outside_the_grid() {
     ] {
         let e = References::from_parts(unsharded(), chunks).unwrap_err();
         assert_eq!(e.to_string(), want);
+    }
+}
+
+/// A store over `inner` that records the threads its shard objects are opened on, can ask for
+/// its I/O on the calling thread, and fails for the keys in `fail`.
+struct Recording {
+    inner: zarrshard::MemoryStore,
+    caller_only: bool,
+    fail: Vec<&'static str>,
+    threads: Arc<Mutex<HashSet<ThreadId>>>,
+}
+
+impl Store for Recording {
+    fn shard_io(&self, key: &str) -> zarrshard::Result<Box<dyn zarrshard::io::ShardIo>> {
+        if key.starts_with("c/") {
+            self.threads
+                .lock()
+                .unwrap()
+                .insert(std::thread::current().id());
+        }
+        if self.fail.contains(&key) {
+            return Err(zarrshard::Error::Io {
+                code: 5,
+                message: format!("no {key}"),
+            });
+        }
+        self.inner.shard_io(key)
+    }
+    fn set(&self, key: &str, value: &[u8]) -> zarrshard::Result<()> {
+        self.inner.set(key, value)
+    }
+    fn io_on_caller_thread(&self) -> bool {
+        self.caller_only
+    }
+}
+
+/// The reference set of `store`'s array through a [`Recording`] store, with 2 threads; and the
+/// threads that opened shard objects.
+fn recorded_refs(
+    store: &zarrshard::MemoryStore,
+    caller_only: bool,
+    fail: Vec<&'static str>,
+) -> (zarrshard::Result<References>, HashSet<ThreadId>) {
+    let threads = Arc::new(Mutex::new(HashSet::new()));
+    let s = Recording {
+        inner: store.clone(),
+        caller_only,
+        fail,
+        threads: threads.clone(),
+    };
+    zarrshard::set_threads(2).unwrap();
+    let refs = References::from_array(&Array::open(s).unwrap(), V2);
+    zarrshard::set_threads(0).unwrap();
+    let seen = threads.lock().unwrap().clone();
+    (refs, seen)
+}
+
+/// The index reads of a reference set run on the pool (one read per shard: with a remote
+/// store, one wait per shard when they ran one after another), on the calling thread when the
+/// store asks; the set is the same either way, and so is the error: the first failing shard's
+/// in C order, though a later one fails too.
+#[test]
+fn index_reads_run_on_the_pool_unless_the_store_asks_otherwise() {
+    // 8x8 shards of 2x2 elements, 1x1 inner chunks; shards s with s % 3 == 0 (row-major
+    // number) stay all fill, so they are not stored.
+    let m = meta(
+        &[16, 16],
+        &[2, 2],
+        "uint8",
+        json!(0),
+        json!([sharding(&[1, 1], json!([{"name": "bytes"}]))]),
+    );
+    let store = zarrshard::MemoryStore::new();
+    let meta = zarrshard::ArrayMetadata::from_json(&m).unwrap();
+    let array = Array::create(store.clone(), meta).unwrap();
+    let data: Vec<u8> = (0..256u32)
+        .map(|i| {
+            let (r, c) = (i / 16, i % 16);
+            match ((r / 2) * 8 + c / 2) % 3 {
+                0 => 0,
+                _ => (i % 250 + 1) as u8,
+            }
+        })
+        .collect();
+    array.write_region(&[0, 0], &[16, 16], &data).unwrap();
+    let stored = (0..64).filter(|s| s % 3 != 0).count();
+    let shard_keys = store
+        .keys()
+        .into_iter()
+        .filter(|k| k.starts_with("c/"))
+        .count();
+    assert_eq!(shard_keys, stored);
+
+    let me = std::thread::current().id();
+    let (pooled, pool_threads) = recorded_refs(&store, false, vec![]);
+    let (here, here_threads) = recorded_refs(&store, true, vec![]);
+    let listed = |r: &References| -> Vec<(Vec<u64>, String, u64, u64)> {
+        r.chunks()
+            .iter()
+            .map(|c| (c.coords.clone(), c.shard_key.clone(), c.offset, c.nbytes))
+            .collect()
+    };
+    let (pooled, here) = (listed(&pooled.unwrap()), listed(&here.unwrap()));
+    // Every stored chunk once, in C order of the chunk grid, the same from both.
+    assert_eq!(pooled.len(), stored * 4);
+    let mut sorted = pooled.clone();
+    sorted.sort_by_key(|c| c.0[0] * 16 + c.0[1]);
+    assert_eq!(pooled, sorted);
+    assert_eq!(pooled, here);
+    assert_eq!(here_threads, HashSet::from([me]));
+    assert!(!pool_threads.contains(&me), "{pool_threads:?}");
+
+    // Two shards fail (c/0/4, and c/6/2 later in C order): the first one's error, every time.
+    for caller_only in [false, true, false, false, false] {
+        let (refs, _) = recorded_refs(&store, caller_only, vec!["c/6/2", "c/0/4"]);
+        assert_eq!(
+            refs.unwrap_err().to_string(),
+            "I/O error (code 5): no c/0/4"
+        );
     }
 }

@@ -351,7 +351,8 @@ pub const SHARD_REFS_JSON_V1: u32 = 1;
 /// fill value). `url_prefix` (`url_prefix_len` bytes of UTF-8) is where readers find the
 /// array; `name` (`name_len` bytes, or `(NULL, 0)` for the root) puts the keys under `NAME/`.
 /// Every call reads each shard's index once through the store (so a size query and the copy
-/// cost the same), on the calling thread unless the store is `SHARD_STORE_THREAD_SAFE`.
+/// cost the same): several at once on worker threads when the store is
+/// `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise.
 ///
 /// Thread-safe (not while another thread writes the array: the set may then differ between
 /// the size query and the copy, which `SHARD_ERR_BUFFER_SIZE` reports).
