@@ -105,3 +105,35 @@ fn inner_chunks_of_a_sharded_array_are_completed_too() {
         m.to_json()["codecs"][0]["configuration"]["codecs"][1]
     );
 }
+
+#[test]
+fn elements_larger_than_blosc_typesizes_are_not_shuffled() {
+    // r2048: 256-byte elements, past c-blosc's largest typesize (255). tensorstore disables
+    // shuffling for such an inferred typesize; so do we. 255-byte elements still shuffle.
+    let lz4 = json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5}});
+    let mut v = meta("r2048", lz4.clone());
+    v["fill_value"] = json!(vec![0u8; 256]);
+    v["shape"] = json!([4]);
+    v["chunk_grid"]["configuration"]["chunk_shape"] = json!([4]);
+    let m = ArrayMetadata::from_json(&v).unwrap();
+    let c = &m.to_json()["codecs"][1]["configuration"];
+    assert_eq!(
+        (&c["typesize"], &c["shuffle"]),
+        (&json!(1), &json!("noshuffle"))
+    );
+    // Round trip through the chain: 4 elements of 256 bytes.
+    let store = MemoryStore::new();
+    let array = Array::create(store, m).unwrap();
+    let data: Vec<u8> = (0..1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    array.write_region(&[0], &[4], &data).unwrap();
+    assert_eq!(array.read_region_vec(&[0], &[4]).unwrap(), data);
+
+    let mut v = meta("r2040", lz4);
+    v["fill_value"] = json!(vec![0u8; 255]);
+    let m = ArrayMetadata::from_json(&v).unwrap();
+    let c = &m.to_json()["codecs"][1]["configuration"];
+    assert_eq!(
+        (&c["typesize"], &c["shuffle"]),
+        (&json!(255), &json!("shuffle"))
+    );
+}

@@ -96,10 +96,19 @@ impl Blosc {
     /// `zarr.json` says only `{"cname": "lz4"}` is encoded byte for byte as they encode it, and
     /// the metadata written records the choice, as the blosc spec requires. (This library
     /// used to take typesize 1 and no shuffle: valid streams, but not the peers' bytes, and a
-    /// shuffle that did nothing.)
+    /// shuffle that did nothing.) Elements larger than c-blosc's largest typesize (255 bytes:
+    /// raw `r<N>` types) have no typesize to shuffle by: typesize 1 and no shuffle then, as
+    /// tensorstore decides (a shuffle the configuration asks for still runs, over bytes).
     pub fn resolve(&mut self, element_size: usize) {
-        let t = *self.typesize.get_or_insert(element_size.clamp(1, 255));
-        self.shuffle.get_or_insert(default_shuffle(t));
+        let shufflable = (1..=255).contains(&element_size);
+        let t = *self
+            .typesize
+            .get_or_insert(if shufflable { element_size } else { 1 });
+        self.shuffle.get_or_insert(if shufflable {
+            default_shuffle(t)
+        } else {
+            Shuffle::NoShuffle
+        });
     }
 
     /// The shuffle and typesize encoding uses: as given or resolved; for a configuration never
