@@ -103,8 +103,8 @@ impl<S: Store> Array<S> {
     /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
     /// [`ArrayMetadata::validate`] — nothing is written then; the store's errors.
     pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
-        meta.validate()?;
         let meta = meta.resolved();
+        meta.validate()?;
         let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
         store.set("zarr.json", &text)?;
         Ok(Array::new(meta, store, Format::V3))
@@ -117,8 +117,8 @@ impl<S: Store> Array<S> {
     /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
     /// [`ArrayMetadata::validate`].
     pub fn from_metadata(store: S, meta: ArrayMetadata) -> Result<Self> {
-        meta.validate()?;
         let meta = meta.resolved();
+        meta.validate()?;
         Ok(Array::new(meta, store, Format::V3))
     }
 

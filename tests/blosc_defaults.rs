@@ -40,29 +40,22 @@ fn ours(dtype: &str, blosc: Value, elem: usize) -> (Value, Vec<u8>) {
 #[test]
 fn blosc_without_typesize_and_shuffle_is_completed_as_zarr_python_completes_it() {
     let lz4 = json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5}});
-
-    let (recorded, chunk) = ours("uint16", lz4.clone(), 2);
-    assert_eq!(
-        recorded,
-        json!({"name": "blosc", "configuration": {"typesize": 2, "cname": "lz4", "clevel": 5,
-            "shuffle": "shuffle", "blocksize": 0}})
-    );
-    assert_eq!(
-        chunk,
-        hex("020131028000000080000000680000001400000050000000ff36000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f0000000000050023500000000000")
-    );
-
-    // One-byte elements: bitshuffle.
-    let (recorded, chunk) = ours("uint8", lz4, 1);
-    assert_eq!(
-        recorded,
-        json!({"name": "blosc", "configuration": {"typesize": 1, "cname": "lz4", "clevel": 5,
-            "shuffle": "bitshuffle", "blocksize": 0}})
-    );
-    assert_eq!(
-        chunk,
-        hex("02013601400000004000000050000000000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f")
-    );
+    // (data type, element size, zarr-python's typesize and shuffle, its chunk): one-byte
+    // elements get bitshuffle, others byte shuffle.
+    let cases = [
+        ("uint16", 2, "shuffle", "020131028000000080000000680000001400000050000000ff36000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f0000000000050023500000000000"),
+        ("uint8", 1, "bitshuffle", "02013601400000004000000050000000000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"),
+    ];
+    for (dtype, elem, shuffle, zarr_python_chunk) in cases {
+        let (recorded, chunk) = ours(dtype, lz4.clone(), elem);
+        assert_eq!(
+            recorded,
+            json!({"name": "blosc", "configuration": {"typesize": elem, "cname": "lz4",
+                "clevel": 5, "shuffle": shuffle, "blocksize": 0}}),
+            "{dtype}"
+        );
+        assert_eq!(chunk, hex(zarr_python_chunk), "{dtype}");
+    }
 }
 
 #[test]

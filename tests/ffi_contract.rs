@@ -194,6 +194,13 @@ fn codec(loc: &str) -> *mut shard_codec {
     c
 }
 
+/// After editing entries of the index at `at` in a [`codec`] shard (6 entries, 96 bytes), store
+/// their crc32c after them again, so the index opens.
+fn reseal_index(shard: &mut [u8], at: usize) {
+    let crc = crc32c::crc32c(&shard[at..at + 96]);
+    shard[at + 96..at + 100].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// Inner chunk (i, j) of version `tag`: 4 distinct non-zero uint16 values.
 fn chunk(i: u64, j: u64, tag: u16) -> Vec<u8> {
     (0..4u16)
@@ -785,12 +792,10 @@ fn in_place_update_never_rewrites_a_shared_slot() {
     {
         let mut d = m.data.lock().unwrap();
         let d = d.as_mut().unwrap();
-        let n = d.len();
-        let idx = n - 100;
+        let idx = d.len() - 100; // the index at the end
         let e0: Vec<u8> = d[idx..idx + 16].to_vec();
         d[idx + 16..idx + 32].copy_from_slice(&e0);
-        let crc = crc32c::crc32c(&d[idx..n - 4]);
-        d[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        reseal_index(d, idx);
     }
     let mut expected = version_1();
     expected[1] = chunk(0, 0, 1);
@@ -940,8 +945,7 @@ fn the_raw_size_query_is_held_to_the_memory_limit() {
         let mut d = m.data.lock().unwrap();
         let d = d.as_mut().unwrap();
         d[16 + 8..16 + 16].copy_from_slice(&(1u64 << 62).to_le_bytes());
-        let crc = crc32c::crc32c(&d[..96]);
-        d[96..100].copy_from_slice(&crc.to_le_bytes());
+        reseal_index(d, 0);
     }
     let cb = shard_io_callbacks {
         size: None,

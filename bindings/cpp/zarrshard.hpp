@@ -1566,6 +1566,19 @@ struct StoreAdapter {
     }
 
     static void destroy(void *ud) noexcept { delete static_cast<StoreAdapter *>(ud); }
+
+    // The C table over this adapter. `owned`: the library owns the adapter (its `destroy`
+    // deletes it); otherwise it is borrowed for one call and the library calls no `destroy`.
+    shard_store_callbacks table(std::uint32_t flags, bool owned) noexcept {
+        shard_store_callbacks t;
+        std::memset(&t, 0, sizeof t);
+        t.version = SHARD_STORE_VERSION;
+        t.flags = flags;
+        t.userdata = this;
+        t.open_object = &StoreAdapter::open_object;
+        t.destroy = owned ? &StoreAdapter::destroy : nullptr;
+        return t;
+    }
 };
 
 struct ArrayDeleter {
@@ -1641,13 +1654,8 @@ class Array {
             throw Error(SHARD_ERR_NULL_POINTER,
                         "`store` must not be NULL (an empty smart pointer was given as the store)");
         auto adapter = std::make_unique<Adapter>(std::forward<Store>(store));
-        shard_store_callbacks table;
-        std::memset(&table, 0, sizeof table);
-        table.version = SHARD_STORE_VERSION;
-        table.flags = static_cast<std::uint32_t>(flags);
-        table.userdata = adapter.get();
-        table.open_object = &Adapter::open_object;
-        table.destroy = &Adapter::destroy;
+        const shard_store_callbacks table =
+            adapter->table(static_cast<std::uint32_t>(flags), /*owned=*/true);
         shard_array *a = nullptr;
         detail::call([&] { return shard_array_open(zarr_json.data(), zarr_json.size(), &table, &a); });
         adapter.release(); // the handle owns it now (destroy, at close)
@@ -1758,13 +1766,8 @@ class Array {
         // library calls no `destroy` for `out`.
         using Adapter = detail::StoreAdapter<std::reference_wrapper<Object>>;
         Adapter adapter(std::ref(detail::pointee<Stored>::get(out)));
-        shard_store_callbacks table;
-        std::memset(&table, 0, sizeof table);
-        table.version = SHARD_STORE_VERSION;
-        table.flags = 0; // every callback on this thread (host messages are reported)
-        table.userdata = &adapter;
-        table.open_object = &Adapter::open_object;
-        table.destroy = nullptr;
+        // Flags 0: every callback on this thread (host messages are reported).
+        const shard_store_callbacks table = adapter.table(0, /*owned=*/false);
         detail::call([&] {
             return shard_array_refs_parquet(get(), url_prefix.data(), url_prefix.size(),
                                             name.data(), name.size(), record_size, &table);

@@ -595,6 +595,20 @@ static void store_destroy(void *ud) {
     cb_leave(attached);
 }
 
+/* The C table over `store`, without SHARD_STORE_THREAD_SAFE (every callback on the calling
+ * Java thread). `owned`: the library owns `store` (store_destroy at shard_array_close);
+ * otherwise it is borrowed for one call and the library calls no destroy. */
+static shard_store_callbacks store_table(jni_store *store, int owned) {
+    shard_store_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.version = SHARD_STORE_VERSION;
+    cb.flags = 0;
+    cb.userdata = store;
+    cb.open_object = store_open_object;
+    cb.destroy = owned ? store_destroy : NULL;
+    return cb;
+}
+
 /* ---- library ---------------------------------------------------------------------------- */
 
 static jclass global_class(JNIEnv *env, const char *name) {
@@ -1166,12 +1180,7 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayOpen(JNIEnv *env, jclass c
         throw_oom(env);
         return 0;
     }
-    memset(&cb, 0, sizeof cb);
-    cb.version = SHARD_STORE_VERSION;
-    cb.flags = 0;
-    cb.userdata = store;
-    cb.open_object = store_open_object;
-    cb.destroy = store_destroy;
+    cb = store_table(store, 1);
     scope_begin(&s);
     st = shard_array_open((const char *)buf, len, &cb, &array);
     free(buf);
@@ -1282,12 +1291,7 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayRefsParquet(JNIEnv *env, jc
         throw_oom(env);
         goto done;
     }
-    memset(&cb, 0, sizeof cb);
-    cb.version = SHARD_STORE_VERSION;
-    cb.flags = 0;
-    cb.userdata = &store;
-    cb.open_object = store_open_object;
-    cb.destroy = NULL;
+    cb = store_table(&store, 0);
     scope_begin(&s);
     st = shard_array_refs_parquet(ARRAY(array), (const char *)url_buf, url_len,
                                   (const char *)name_buf, name_len, (uint64_t)record_size, &cb);
