@@ -336,6 +336,15 @@ typedef struct {
 } shard_store_callbacks;
 
 /**
+ * The host's receiver of a text the library produces in pieces (`shard_array_refs_write`):
+ * called with `len` bytes at `data` (owned by the library, valid only during the call), in
+ * order; the pieces concatenated are the whole text, without a NUL. Return 0 to go on, or a
+ * non-zero error code the library keeps (`shard_last_io_code`) and reports as `SHARD_ERR_IO`,
+ * which stops the call.
+ */
+typedef int32_t (*shard_sink_fn)(void *userdata, const uint8_t *data, size_t len);
+
+/**
  * Where an inner chunk is stored.
  */
 typedef struct {
@@ -525,15 +534,16 @@ shard_status shard_array_write_region(const shard_array *array,
  * Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
  * NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
  * `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
- * set and its NUL gives `SHARD_ERR_BUFFER_SIZE`.
+ * set and its NUL gives `SHARD_ERR_BUFFER_SIZE`. Every call reads each shard's index, so a
+ * size query and the copy cost two reads of every index: `shard_array_refs_write` hands the
+ * set to a callback after one.
  *
  * `format` is `SHARD_REFS_JSON_V0` or `SHARD_REFS_JSON_V1`; `zarr_format` 3 describes the
  * array unsharded with a `zarr.json`, 2 with a `.zarray` (chunk keys `i.j`). Each stored inner
  * chunk is `[URL_PREFIX/SHARD_KEY, offset, nbytes]`; empty ones are left out (they read as the
  * fill value). `url_prefix` (`url_prefix_len` bytes of UTF-8) is where readers find the
  * array; `name` (`name_len` bytes, or `(NULL, 0)` for the root) puts the keys under `NAME/`.
- * Every call reads each shard's index once through the store (so a size query and the copy
- * cost the same): several at once on worker threads when the store is
+ * The indexes are read several at once on worker threads when the store is
  * `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise.
  *
  * Thread-safe (not while another thread writes the array: the set may then differ between
@@ -555,6 +565,29 @@ shard_status shard_array_refs(const shard_array *array,
                               char *buf,
                               size_t len,
                               size_t *written_out);
+
+/**
+ * Build the array's kerchunk reference set, with the arguments and meaning of
+ * `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` in pieces of up
+ * to 64 KiB, on the calling thread, in order (no NUL). Each shard's index is read once, and the
+ * whole set is built before the first piece, so a failing read never leaves the host with part
+ * of a set; a failing `sink` does (the host discards what it received). `userdata` is the
+ * host's, passed through untouched.
+ *
+ * Thread-safe (not while another thread writes the array).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (also: `sink` NULL), the statuses of
+ * `shard_array_refs` except `SHARD_ERR_BUFFER_SIZE`, and `SHARD_ERR_IO` with the sink's code in
+ * `shard_last_io_code` when it returns non-zero.
+ */
+shard_status shard_array_refs_write(const shard_array *array,
+                                    uint32_t format,
+                                    uint32_t zarr_format,
+                                    const char *url_prefix,
+                                    size_t url_prefix_len,
+                                    const char *name,
+                                    size_t name_len,
+                                    shard_sink_fn sink,
+                                    void *userdata);
 
 /**
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's

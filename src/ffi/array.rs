@@ -13,6 +13,7 @@ use crate::metadata::ArrayMetadata;
 use crate::refs::{MetadataFormat, References};
 use crate::store::Store;
 use std::ffi::{c_char, c_void, CString};
+use std::io::Write;
 use std::sync::{Arc, Mutex, TryLockError};
 
 /// The store callback table version this header defines.
@@ -343,15 +344,16 @@ pub const SHARD_REFS_JSON_V1: u32 = 1;
 /// Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
 /// NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
 /// `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
-/// set and its NUL gives `SHARD_ERR_BUFFER_SIZE`.
+/// set and its NUL gives `SHARD_ERR_BUFFER_SIZE`. Every call reads each shard's index, so a
+/// size query and the copy cost two reads of every index: `shard_array_refs_write` hands the
+/// set to a callback after one.
 ///
 /// `format` is `SHARD_REFS_JSON_V0` or `SHARD_REFS_JSON_V1`; `zarr_format` 3 describes the
 /// array unsharded with a `zarr.json`, 2 with a `.zarray` (chunk keys `i.j`). Each stored inner
 /// chunk is `[URL_PREFIX/SHARD_KEY, offset, nbytes]`; empty ones are left out (they read as the
 /// fill value). `url_prefix` (`url_prefix_len` bytes of UTF-8) is where readers find the
 /// array; `name` (`name_len` bytes, or `(NULL, 0)` for the root) puts the keys under `NAME/`.
-/// Every call reads each shard's index once through the store (so a size query and the copy
-/// cost the same): several at once on worker threads when the store is
+/// The indexes are read several at once on worker threads when the store is
 /// `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise.
 ///
 /// Thread-safe (not while another thread writes the array: the set may then differ between
@@ -379,10 +381,148 @@ pub unsafe extern "C" fn shard_array_refs(
     guard(|| {
         // SAFETY: per the documented contract.
         let h = unsafe { shard_array::borrow(array, "array") }?;
-        let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
-        let name = unsafe { text(name, name_len, "name") }?;
+        let request = unsafe {
+            RefsRequest::new(
+                format,
+                zarr_format,
+                url_prefix,
+                url_prefix_len,
+                name,
+                name_len,
+            )
+        }?;
         let buf = unsafe { bytes_mut(buf.cast::<u8>(), len, "buf") }?;
         let written_out = unsafe { out(written_out, "written_out") }?;
+        *written_out = copy_string(&request.build(&h.array)?.to_string(), buf)?;
+        Ok(())
+    })
+}
+
+/// The host's receiver of a text the library produces in pieces (`shard_array_refs_write`):
+/// called with `len` bytes at `data` (owned by the library, valid only during the call), in
+/// order; the pieces concatenated are the whole text, without a NUL. Return 0 to go on, or a
+/// non-zero error code the library keeps (`shard_last_io_code`) and reports as `SHARD_ERR_IO`,
+/// which stops the call.
+#[allow(non_camel_case_types)]
+pub type shard_sink_fn =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, data: *const u8, len: usize) -> i32>;
+
+/// The size of the pieces `shard_array_refs_write` hands to its sink (the last may be
+/// shorter): large enough that the call overhead vanishes, small enough to stay in cache.
+const SINK_PIECE: usize = 64 * 1024;
+
+/// Build the array's kerchunk reference set, with the arguments and meaning of
+/// `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` in pieces of up
+/// to 64 KiB, on the calling thread, in order (no NUL). Each shard's index is read once, and the
+/// whole set is built before the first piece, so a failing read never leaves the host with part
+/// of a set; a failing `sink` does (the host discards what it received). `userdata` is the
+/// host's, passed through untouched.
+///
+/// Thread-safe (not while another thread writes the array).
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (also: `sink` NULL), the statuses of
+/// `shard_array_refs` except `SHARD_ERR_BUFFER_SIZE`, and `SHARD_ERR_IO` with the sink's code in
+/// `shard_last_io_code` when it returns non-zero.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shard_array_refs_write(
+    array: *const shard_array,
+    format: u32,
+    zarr_format: u32,
+    url_prefix: *const c_char,
+    url_prefix_len: usize,
+    name: *const c_char,
+    name_len: usize,
+    sink: shard_sink_fn,
+    userdata: *mut c_void,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let request = unsafe {
+            RefsRequest::new(
+                format,
+                zarr_format,
+                url_prefix,
+                url_prefix_len,
+                name,
+                name_len,
+            )
+        }?;
+        let sink = sink.ok_or(Failure::Null("sink"))?;
+        let set = request.build(&h.array)?;
+        // Serialized straight into the pieces: a set of a million chunks is some 80 MB of text,
+        // which is not held a second time.
+        let mut host = SinkWriter {
+            sink,
+            userdata,
+            failed: None,
+        };
+        let written = {
+            let mut pieces = std::io::BufWriter::with_capacity(SINK_PIECE, &mut host);
+            serde_json::to_writer(&mut pieces, &set)
+                .map_err(std::io::Error::from)
+                .and_then(|()| pieces.flush())
+        };
+        match written {
+            Ok(()) => Ok(()),
+            // Serializing a `Value` fails only when the writer does, and only the sink fails it.
+            Err(_) => Err(Error::Io {
+                code: host.failed.expect("only the sink fails the writer"),
+                message: "the host's sink callback failed".into(),
+            }
+            .into()),
+        }
+    })
+}
+
+/// `std::io::Write` over the host's sink: pieces of at most `SINK_PIECE` bytes; the first
+/// non-zero code is kept and ends the writing.
+struct SinkWriter {
+    sink: unsafe extern "C" fn(userdata: *mut c_void, data: *const u8, len: usize) -> i32,
+    userdata: *mut c_void,
+    failed: Option<i32>,
+}
+
+impl std::io::Write for SinkWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let piece = &buf[..buf.len().min(SINK_PIECE)];
+        // SAFETY: the host's callback, called as `shard_sink_fn`'s contract says.
+        let code = unsafe { (self.sink)(self.userdata, piece.as_ptr(), piece.len()) };
+        if code != 0 {
+            self.failed = Some(code);
+            return Err(std::io::Error::other("the host's sink callback failed"));
+        }
+        Ok(piece.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The arguments `shard_array_refs` and `shard_array_refs_write` share, checked before any
+/// shard is read.
+struct RefsRequest<'a> {
+    json_v1: bool,
+    metadata: MetadataFormat,
+    url_prefix: &'a str,
+    name: Option<&'a str>,
+}
+
+impl<'a> RefsRequest<'a> {
+    /// # Safety
+    /// `url_prefix` and `name` as `text` requires.
+    unsafe fn new(
+        format: u32,
+        zarr_format: u32,
+        url_prefix: *const c_char,
+        url_prefix_len: usize,
+        name: *const c_char,
+        name_len: usize,
+    ) -> std::result::Result<Self, Failure> {
+        // SAFETY: per the caller's contract.
+        let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
+        let name = unsafe { text(name, name_len, "name") }?;
         let metadata = match zarr_format {
             3 => MetadataFormat::V3,
             2 => MetadataFormat::V2 { separator: '.' },
@@ -398,16 +538,23 @@ pub unsafe extern "C" fn shard_array_refs(
                 Error::InvalidArgument(format!("unknown reference format {format}")).into(),
             );
         }
-        let name = (!name.is_empty()).then_some(name);
-        let refs = References::from_array(&h.array, metadata)?;
-        let set = if format == SHARD_REFS_JSON_V0 {
-            refs.to_json_v0(url_prefix, name)
+        Ok(RefsRequest {
+            json_v1: format == SHARD_REFS_JSON_V1,
+            metadata,
+            url_prefix,
+            name: (!name.is_empty()).then_some(name),
+        })
+    }
+
+    /// Read every shard's index and build the set.
+    fn build(&self, array: &Array<CallbackStore>) -> Result<serde_json::Value> {
+        let refs = References::from_array(array, self.metadata)?;
+        Ok(if self.json_v1 {
+            refs.to_json_v1(self.url_prefix, self.name)
         } else {
-            refs.to_json_v1(url_prefix, name)
-        };
-        *written_out = copy_string(&set.to_string(), buf)?;
-        Ok(())
-    })
+            refs.to_json_v0(self.url_prefix, self.name)
+        })
+    }
 }
 
 /// Write the array's kerchunk reference set in the Parquet layout of fsspec's

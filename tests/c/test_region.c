@@ -561,6 +561,113 @@ static void test_reference_set(void) {
     store_free(&s);
 }
 
+/* A sink that appends to a growing buffer, or fails with `fail` once `fail_after` pieces
+ * have arrived. */
+typedef struct {
+    char *data;
+    size_t len, biggest;
+    int pieces, fail_after;
+    int32_t fail;
+} text_sink;
+
+static int32_t sink_append(void *userdata, const uint8_t *data, size_t len) {
+    text_sink *t = (text_sink *)userdata;
+    if (t->fail != 0 && t->pieces == t->fail_after) return t->fail;
+    t->data = realloc(t->data, t->len + len + 1);
+    memcpy(t->data + t->len, data, len);
+    t->len += len;
+    t->data[t->len] = '\0';
+    t->pieces++;
+    if (len > t->biggest) t->biggest = len;
+    return 0;
+}
+
+/* shard_array_refs_write hands over the same text shard_array_refs copies, after one index
+ * read per shard where the size query and the copy take two; in pieces of at most 64 KiB;
+ * a failing sink stops the call with its code; a failing store never reaches the sink. */
+static void test_reference_set_to_a_sink(void) {
+    mem_store s;
+    shard_array *a;
+    text_sink t;
+    char *buf, *url;
+    size_t n = 0, n2 = 0, url_len = 100000;
+    uint64_t one_call;
+    store_init(&s);
+    model_reset();
+    a = open_array(&s);
+    write_box(a, 0, 0, 4, 4, 100);
+    write_box(a, 16, 8, 4, 4, 200);
+    /* A URL prefix so long that the set (two references and the prefix in each) passes 64 KiB. */
+    url = malloc(url_len + 1);
+    memset(url, 'u', url_len);
+    url[url_len] = '\0';
+
+    store_reset(&s);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, 0, &n),
+           SHARD_OK);
+    one_call = store_reads(&s);
+    CHECK(one_call >= 2); /* both stored shards' indexes */
+    buf = malloc(n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, buf, n + 1, &n2),
+           SHARD_OK);
+    CHECK(store_reads(&s) == 2 * one_call);
+
+    memset(&t, 0, sizeof t);
+    store_reset(&s);
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
+           SHARD_OK);
+    CHECK(store_reads(&s) == one_call);
+    CHECK(t.len == n && memcmp(t.data, buf, n) == 0);
+    CHECK(n > 2 * 65536 && t.pieces >= 3 && t.biggest <= 65536);
+    free(t.data);
+
+    /* Version 1 and v2 metadata under a name: the same text as the copying call. */
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, NULL, 0, &n),
+           SHARD_OK);
+    buf = realloc(buf, n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, buf, n + 1, &n2),
+           SHARD_OK);
+    memset(&t, 0, sizeof t);
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, sink_append,
+                                  &t),
+           SHARD_OK);
+    CHECK(t.len == n && memcmp(t.data, buf, n) == 0 && t.pieces == 1);
+    free(t.data);
+
+    /* The sink's failure: SHARD_ERR_IO with its code, after the pieces before it. */
+    memset(&t, 0, sizeof t);
+    t.fail = -77;
+    t.fail_after = 1;
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
+           SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == -77 && t.pieces == 1);
+    free(t.data);
+
+    /* A failing store: an error before any piece. */
+    memset(&t, 0, sizeof t);
+    mem_io_reset_counters(s.objects[0]);
+    mem_io_fail(s.objects[0], MEM_IO_ANY, 1, 5);
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
+           SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 5 && t.pieces == 0 && t.data == NULL);
+    mem_io_fail(s.objects[0], MEM_IO_ANY, 0, 0);
+
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, &t),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs_write(NULL, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append,
+                                  &t),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs_write(a, 2, 3, url, url_len, NULL, 0, sink_append, &t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_write(a, 0, 4, url, url_len, NULL, 0, sink_append, &t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(t.pieces == 0);
+    free(buf);
+    free(url);
+    shard_array_close(a);
+    store_free(&s);
+}
+
 /* The Parquet reference set written through a host store equals, object for object, the
  * files `zarrshard refs --format parquet` wrote for the same array (which tests/refs checks
  * with fsspec and zarr-python): argv[2], made by tests/c/run.sh with --name fixture
@@ -636,6 +743,7 @@ int main(int argc, char **argv) {
     RUN(test_argument_errors);
     RUN(test_second_writer_is_refused);
     RUN(test_reference_set);
+    RUN(test_reference_set_to_a_sink);
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);
