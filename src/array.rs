@@ -580,27 +580,42 @@ impl<S: Store> Array<S> {
     }
 
     /// Check every shard: index checksum and bounds, and that every inner chunk decodes.
-    /// Returns one problem per bad shard or inner chunk (empty when the array is clean);
-    /// `Err` only when the store itself fails.
+    /// Returns one problem per bad shard or inner chunk (empty when the array is clean), in C
+    /// order of the chunk grid and of each shard's chunks; `Err` only when the store itself
+    /// fails (the first failing shard in C order).
     pub fn verify(&self) -> Result<Vec<Problem>> {
         self.verify_with_progress(&|| {})
     }
 
-    /// [`Array::verify`], calling `on_shard` as each position of the chunk grid is reached
-    /// (for a progress display).
+    /// [`Array::verify`], calling `on_shard` on this thread once per position of the chunk
+    /// grid, as each batch of positions is done (for a progress display).
+    ///
+    /// Shards are fetched and checked several at once on the thread pool, as region reads
+    /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), and
+    /// each shard's chunks decode in parallel too; a batch is a few shards per thread, so
+    /// only those are in memory at once. The result is the same as one thread's.
     pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
-        for coords in nd::c_order(&self.meta.grid_shape()) {
-            on_shard();
-            let key = self.shard_key(&coords);
-            let Some(object) = self.store.get(&key)? else {
-                continue;
-            };
-            for error in self.check_shard_object(&object) {
-                problems.push(Problem {
-                    key: key.clone(),
-                    error,
-                });
+        let grid = self.meta.grid_shape();
+        let mut positions = nd::c_order(&grid).peekable();
+        let batch_len = parallel::threads()
+            .max(1)
+            .saturating_mul(SHARDS_PER_THREAD_CHECKED);
+        while positions.peek().is_some() {
+            let batch: Vec<Vec<u64>> = positions.by_ref().take(batch_len).collect();
+            let found = self.map_io(batch.len(), |k| {
+                let key = self.shard_key(&batch[k]);
+                let object = self.store.get(&key)?;
+                Ok(object.map(|object| (key, self.check_shard_object(&object))))
+            })?;
+            for shard in found {
+                on_shard();
+                if let Some((key, errors)) = shard {
+                    problems.extend(errors.into_iter().map(|error| Problem {
+                        key: key.clone(),
+                        error,
+                    }));
+                }
             }
         }
         Ok(problems)
@@ -631,27 +646,43 @@ impl<S: Store> Array<S> {
         let size = Some(shard.len() as u64);
         let bad = index.entry_errors(&layout, size);
         let mut errors: Vec<Error> = Vec::new();
-        let mut chunk = match layout.inner_repr().filled() {
-            Ok(c) => c,
-            Err(e) => return vec![e],
-        };
         let mut skip = vec![false; index.len()];
         for (i, e) in bad {
             skip[i] = true;
             errors.push(e);
         }
-        for (i, loc) in index.stored() {
-            if skip[i] {
-                continue;
-            }
-            let bytes = &shard[loc.offset as usize..loc.end() as usize];
-            if let Err(e) = layout.decode_chunk_into(i, bytes, &mut chunk) {
-                errors.push(e);
-            }
+        let stored: Vec<_> = index.stored().filter(|(i, _)| !skip[*i]).collect();
+        // Decoded in parallel, a run of chunks per item with one buffer for the run; the
+        // errors stay in chunk order.
+        let runs = stored.len().div_ceil(CHUNKS_PER_CHECK_ITEM);
+        let decoded = parallel::map(runs, |r| {
+            let mut chunk = layout.inner_repr().filled()?;
+            let run = &stored
+                [r * CHUNKS_PER_CHECK_ITEM..stored.len().min((r + 1) * CHUNKS_PER_CHECK_ITEM)];
+            Ok(run
+                .iter()
+                .filter_map(|(i, loc)| {
+                    let bytes = &shard[loc.offset as usize..loc.end() as usize];
+                    layout.decode_chunk_into(*i, bytes, &mut chunk).err()
+                })
+                .collect::<Vec<Error>>())
+        });
+        match decoded {
+            Ok(runs) => errors.extend(runs.into_iter().flatten()),
+            Err(e) => errors.push(e),
         }
         errors
     }
 }
+
+/// Shards per pool thread in one batch of [`Array::verify_with_progress`]: enough that a slow
+/// shard does not idle the other threads, few enough that progress moves and memory (one
+/// whole object per shard being checked) stays small.
+const SHARDS_PER_THREAD_CHECKED: usize = 4;
+
+/// Inner chunks per parallel item when [`Array::check_shard_object`] decodes a shard: one
+/// chunk buffer per item, and items long enough to be worth scheduling.
+const CHUNKS_PER_CHECK_ITEM: usize = 16;
 
 fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
     serde_json::from_slice(bytes)

@@ -1,0 +1,182 @@
+//! `Array::verify` fetches and checks shards several at once and decodes each shard's chunks
+//! in parallel, yet reports what one thread reports: the same problems in C order of the
+//! chunk grid and of each shard's chunks, one progress call per grid position.
+
+use serde_json::json;
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
+use std::time::Duration;
+use zarrshard::*;
+
+/// 32×32 uint16 in 2×2 shards of 16×16, 2×2 inner chunks (64 per shard) with a crc32c each,
+/// index at the end with a crc32c: every chunk 8 bytes + 4, the index 64 × 16 + 4 bytes.
+fn array() -> (MemoryStore, ArrayMetadata) {
+    let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let m = json!({"zarr_format": 3, "node_type": "array", "shape": [32, 32],
+        "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16, 16]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [bytes, {"name": "crc32c"}],
+            "index_codecs": [bytes, {"name": "crc32c"}], "index_location": "end"}}]});
+    let meta = ArrayMetadata::from_json(&m).unwrap();
+    let store = MemoryStore::new();
+    let array = Array::create(store.clone(), meta.clone()).unwrap();
+    let data: Vec<u8> = (0..1024u16).flat_map(|i| (i + 1).to_le_bytes()).collect();
+    array.write_region(&[0, 0], &[32, 32], &data).unwrap();
+    (store, meta)
+}
+
+const INDEX_LEN: usize = 64 * 16 + 4;
+
+/// Flip one byte of inner chunk `i` of the shard object at `key` (its crc32c then fails).
+fn damage_chunk(store: &MemoryStore, key: &str, i: usize) {
+    let mut object = store.get(key).unwrap().unwrap();
+    let entry = object.len() - INDEX_LEN + i * 16;
+    let offset = u64::from_le_bytes(object[entry..entry + 8].try_into().unwrap()) as usize;
+    object[offset] ^= 0x55;
+    store.set(key, &object).unwrap();
+}
+
+/// The damaged array: c/0/0 clean; c/0/1's index checksum broken; c/1/0 with chunks 5, 40
+/// and 63 broken (in different parallel items of 16 chunks); c/1/1 missing.
+fn damaged() -> (MemoryStore, ArrayMetadata) {
+    let (store, meta) = array();
+    let mut object = store.get("c/0/1").unwrap().unwrap();
+    *object.last_mut().unwrap() ^= 1;
+    store.set("c/0/1", &object).unwrap();
+    for i in [63, 5, 40] {
+        damage_chunk(&store, "c/1/0", i);
+    }
+    store.delete("c/1/1").unwrap();
+    (store, meta)
+}
+
+/// A store over `inner` that records which threads fetched objects and how many fetches ran
+/// at once. With `wait`, a fetch waits (up to 3 s) until a second one has started, so one that
+/// never overlaps with another shows as a maximum of 1 rather than as a hang.
+#[derive(Clone)]
+struct Watched {
+    inner: MemoryStore,
+    caller_only: bool,
+    wait: bool,
+    seen: Arc<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    /// Fetches running now, and the most at once.
+    running: Mutex<(usize, usize)>,
+    started: Condvar,
+    threads: Mutex<HashSet<ThreadId>>,
+}
+
+impl Watched {
+    fn new(inner: MemoryStore, caller_only: bool, wait: bool) -> Self {
+        Watched {
+            inner,
+            caller_only,
+            wait,
+            seen: Arc::default(),
+        }
+    }
+
+    fn most_at_once(&self) -> usize {
+        self.seen.running.lock().unwrap().1
+    }
+}
+
+impl Store for Watched {
+    fn shard_io(&self, key: &str) -> zarrshard::Result<Box<dyn ShardIo>> {
+        self.inner.shard_io(key)
+    }
+    fn get(&self, key: &str) -> zarrshard::Result<Option<Vec<u8>>> {
+        let seen = &self.seen;
+        seen.threads
+            .lock()
+            .unwrap()
+            .insert(std::thread::current().id());
+        let mut running = seen.running.lock().unwrap();
+        running.0 += 1;
+        running.1 = running.1.max(running.0);
+        seen.started.notify_all();
+        if self.wait {
+            running = seen
+                .started
+                .wait_timeout_while(running, Duration::from_secs(3), |r| r.1 < 2)
+                .unwrap()
+                .0;
+        }
+        running.0 -= 1;
+        drop(running);
+        self.inner.get(key)
+    }
+    fn set(&self, key: &str, value: &[u8]) -> zarrshard::Result<()> {
+        self.inner.set(key, value)
+    }
+    fn io_on_caller_thread(&self) -> bool {
+        self.caller_only
+    }
+}
+
+/// Each problem as (key, message), and the number of progress calls.
+fn verified(store: Watched, meta: &ArrayMetadata) -> (Vec<(String, String)>, usize) {
+    let array = Array::from_metadata(store, meta.clone()).unwrap();
+    let calls = Mutex::new(0);
+    let problems = array
+        .verify_with_progress(&|| *calls.lock().unwrap() += 1)
+        .unwrap();
+    let listed = problems
+        .into_iter()
+        .map(|p| (p.key, p.error.to_string()))
+        .collect();
+    (listed, calls.into_inner().unwrap())
+}
+
+#[test]
+fn problems_are_those_of_one_thread_in_grid_and_chunk_order() {
+    let (store, meta) = damaged();
+    set_threads(2).unwrap();
+    let (pooled, calls) = verified(Watched::new(store.clone(), false, false), &meta);
+    let (here, here_calls) = verified(Watched::new(store.clone(), true, false), &meta);
+    set_threads(1).unwrap();
+    let (one, _) = verified(Watched::new(store.clone(), false, false), &meta);
+    set_threads(2).unwrap();
+
+    assert_eq!(
+        (calls, here_calls),
+        (4, 4),
+        "one progress call per grid position"
+    );
+    let keys: Vec<&str> = pooled.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["c/0/1", "c/1/0", "c/1/0", "c/1/0"], "{pooled:#?}");
+    assert!(pooled[0].1.contains("checksum"), "{}", pooled[0].1);
+    for (problem, chunk) in pooled[1..]
+        .iter()
+        .zip(["chunk [0, 5]", "chunk [5, 0]", "chunk [7, 7]"])
+    {
+        // Chunks 5, 40, 63 of a 8×8 grid of chunks in C order.
+        assert!(problem.1.contains(chunk), "{} lacks {chunk}", problem.1);
+    }
+    assert_eq!(pooled, here);
+    assert_eq!(pooled, one);
+}
+
+#[test]
+fn shards_are_fetched_several_at_once_unless_the_store_asks_otherwise() {
+    let (store, meta) = array();
+    set_threads(2).unwrap();
+    let me = std::thread::current().id();
+
+    let pooled = Watched::new(store.clone(), false, true);
+    let (problems, _) = verified(pooled.clone(), &meta);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(pooled.most_at_once(), 2, "two fetches at once");
+
+    let here = Watched::new(store, true, false);
+    let (problems, _) = verified(here.clone(), &meta);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(here.most_at_once(), 1);
+    assert_eq!(*here.seen.threads.lock().unwrap(), HashSet::from([me]));
+}
