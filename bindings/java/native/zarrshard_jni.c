@@ -1222,43 +1222,84 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_arraySetCoalesceGap(JNIEnv *env,
     (void)finish(env, &s, st);
 }
 
-/* The kerchunk reference set as UTF-8 bytes: a size query, then the copy (+ its NUL). name
- * NULL is the root, (NULL, 0); format and zarr_format go to the library as given, which
- * refuses what it does not know (a negative int is a huge uint32_t). */
+/* The kerchunk reference set as shard_array_refs_write hands it over: the pieces appended to
+ * a malloc'd buffer that grows as they come (the library builds the whole set, one index read
+ * per shard, before the first piece). A set of more than INT32_MAX - 1 bytes is refused as
+ * larger than a Java array, so the buffer never grows past that. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int32_t failed; /* 0, or the code the sink returned: REFS_SINK_OOM or REFS_SINK_TOO_LARGE */
+} refs_text;
+
+/* The sink's failure codes (the library reports SHARD_ERR_IO with the code; the shim throws
+ * OutOfMemoryError or IllegalArgumentException instead, and no ShardException). */
+#define REFS_SINK_OOM (-3)
+#define REFS_SINK_TOO_LARGE (-4)
+#define REFS_MAX ((size_t)INT32_MAX - 1)
+
+/* shard_sink_fn: runs on the thread of arrayRefs, inside the library call; calls no JNI. */
+static int32_t refs_sink(void *ud, const uint8_t *data, size_t len) {
+    refs_text *t = (refs_text *)ud;
+    if (len > REFS_MAX - t->len) {
+        t->failed = REFS_SINK_TOO_LARGE;
+        return t->failed;
+    }
+    if (t->len + len > t->cap) {
+        /* Doubling from one 64 KiB piece, capped at REFS_MAX (>= the length needed). */
+        size_t need = t->len + len;
+        size_t cap = t->cap > 0 ? t->cap : 65536;
+        char *grown;
+        while (cap < need) cap = cap > REFS_MAX / 2 ? REFS_MAX : cap * 2;
+        if ((grown = (char *)realloc(t->data, cap)) == NULL) {
+            t->failed = REFS_SINK_OOM;
+            return t->failed;
+        }
+        t->data = grown;
+        t->cap = cap;
+    }
+    if (len > 0) memcpy(t->data + t->len, data, len);
+    t->len += len;
+    return 0;
+}
+
+/* The kerchunk reference set as UTF-8 bytes, from one shard_array_refs_write call (each shard
+ * index read once). name NULL is the root, (NULL, 0); format and zarr_format go to the library
+ * as given, which refuses what it does not know (a negative int is a huge uint32_t). */
 JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_arrayRefs(JNIEnv *env, jclass cls,
                                                                 jlong array, jint format,
                                                                 jint zarr_format, jbyteArray url,
                                                                 jbyteArray name) {
     uint8_t *url_buf = NULL, *name_buf = NULL;
-    size_t url_len = 0, name_len = 0, len = 0, written = 0;
-    char *buf = NULL;
+    size_t url_len = 0, name_len = 0;
+    refs_text text;
     shard_status st;
     scope s;
     jbyteArray result = NULL;
     (void)cls;
+    memset(&text, 0, sizeof text);
     if (!live(env, array)) return NULL;
     if ((url_buf = get_bytes(env, url, &url_len)) == NULL) return NULL;
     if (name != NULL && (name_buf = get_bytes(env, name, &name_len)) == NULL) goto out;
     scope_begin(&s);
-    st = shard_array_refs(ARRAY(array), (uint32_t)format, (uint32_t)zarr_format,
-                          (const char *)url_buf, url_len, (const char *)name_buf, name_len, NULL,
-                          0, &len);
-    if (!finish(env, &s, st)) goto out;
-    if (len > (size_t)INT32_MAX - 1) {
-        throw_new(env, g_IllegalArgumentException, "reference set larger than a Java array");
+    st = shard_array_refs_write(ARRAY(array), (uint32_t)format, (uint32_t)zarr_format,
+                                (const char *)url_buf, url_len, (const char *)name_buf, name_len,
+                                refs_sink, &text);
+    if (text.failed != 0) {
+        /* The sink stopped the call (SHARD_ERR_IO with its code): the shim's own failure, not
+         * the store's. No ShardIO failed (the set was whole before the first piece), so the
+         * scope holds at most an exception the call did not fail for; it is dropped. */
+        jthrowable cause = scope_end(env, &s);
+        if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
+        if (text.failed == REFS_SINK_OOM)
+            throw_oom(env);
+        else
+            throw_new(env, g_IllegalArgumentException, "reference set larger than a Java array");
         goto out;
     }
-    if ((buf = (char *)malloc(len + 1)) == NULL) {
-        throw_oom(env);
-        goto out;
-    }
-    scope_begin(&s);
-    st = shard_array_refs(ARRAY(array), (uint32_t)format, (uint32_t)zarr_format,
-                          (const char *)url_buf, url_len, (const char *)name_buf, name_len, buf,
-                          len + 1, &written);
-    if (finish(env, &s, st)) result = new_bytes(env, buf, written);
+    if (finish(env, &s, st)) result = new_bytes(env, text.data, text.len);
 out:
-    free(buf);
+    free(text.data);
     free(url_buf);
     free(name_buf);
     return result;

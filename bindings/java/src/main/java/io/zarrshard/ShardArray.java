@@ -147,10 +147,10 @@ public final class ShardArray implements AutoCloseable {
      * empty ones are left out (they read as the fill value). One trailing {@code /} of
      * {@code urlPrefix} is dropped.
      *
-     * <p>Reads each shard's index twice through the array's {@link ShardStore}, on the calling
-     * thread (the library sizes the text, then copies it). The result is a new String owned by
-     * the caller. Thread-safe, but not while another thread writes the array: the set may then
-     * change between the two passes ({@link Status#BUFFER_SIZE}).
+     * <p>Reads each shard's index once through the array's {@link ShardStore}, on the calling
+     * thread (C {@code shard_array_refs_write}: the library builds the whole set, then hands
+     * its text over). The result is a new String owned by the caller. Thread-safe, but not
+     * while another thread writes the array.
      *
      * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
      * @param version {@link #REFS_JSON_V0} or {@link #REFS_JSON_V1}; passed to the library as
@@ -164,9 +164,9 @@ public final class ShardArray implements AutoCloseable {
      *     sharding, a data type Zarr v2 cannot name), {@link Status#UNSUPPORTED_CODEC} (a codec
      *     the chosen metadata cannot express), {@link Status#IO} (the store or a ShardIO threw:
      *     that exception is the cause), {@link Status#CORRUPT}, {@link Status#CHECKSUM} (an
-     *     index), {@link Status#UNSUPPORTED} (a ShardIO cannot read an index at the end),
-     *     {@link Status#BUFFER_SIZE} (a writer changed the set meanwhile)
+     *     index), {@link Status#UNSUPPORTED} (a ShardIO cannot read an index at the end)
      * @throws IllegalArgumentException when the set is larger than a Java array
+     * @throws OutOfMemoryError when native memory for the text runs out
      */
     public String kerchunkRefs(String urlPrefix, int version, int zarrFormat, String name) {
         Objects.requireNonNull(urlPrefix, "urlPrefix");

@@ -250,6 +250,171 @@ public class RefsTest {
                 () -> closed.kerchunkRefsParquet(URL, "fx", 5, new MemoryShardStore()));
     }
 
+    /**
+     * A ShardIO over a {@link MemoryShardIO} that counts its calls into {@code calls}:
+     * {read, readSuffix, size, write}. Without readSuffix (the library then reads an index at
+     * the end with size and read); {@link SuffixCountingIO} offers it.
+     */
+    private static class CountingIO implements ShardIO {
+        final MemoryShardIO inner;
+        final int[] calls;
+
+        CountingIO(MemoryShardIO inner, int[] calls) {
+            this.inner = inner;
+            this.calls = calls;
+        }
+
+        @Override
+        public int read(long offset, ByteBuffer dst) throws IOException {
+            calls[0]++;
+            return inner.read(offset, dst);
+        }
+
+        @Override
+        public long size() {
+            calls[2]++;
+            return inner.size();
+        }
+
+        @Override
+        public void write(long offset, ByteBuffer src) {
+            calls[3]++;
+            inner.write(offset, src);
+        }
+    }
+
+    private static final class SuffixCountingIO extends CountingIO {
+        SuffixCountingIO(MemoryShardIO inner, int[] calls) {
+            super(inner, calls);
+        }
+
+        @Override
+        public long readSuffix(ByteBuffer dst) {
+            calls[1]++;
+            return inner.readSuffix(dst);
+        }
+    }
+
+    /** A store over another whose objects count their calls, per key ({@link CountingIO}). */
+    private static final class CountingStore implements ShardStore {
+        final MemoryShardStore inner;
+        final boolean suffix;
+        final Map<String, int[]> calls = new TreeMap<>();
+
+        CountingStore(MemoryShardStore inner, boolean suffix) {
+            this.inner = inner;
+            this.suffix = suffix;
+        }
+
+        @Override
+        public ShardIO open(String key) {
+            int[] c = calls.computeIfAbsent(key, k -> new int[4]);
+            MemoryShardIO io = inner.open(key);
+            return suffix ? new SuffixCountingIO(io, c) : new CountingIO(io, c);
+        }
+
+        /** key -> "read=R suffix=S size=Z write=W", for messages that show every count. */
+        Map<String, String> shown() {
+            Map<String, String> out = new TreeMap<>();
+            calls.forEach((k, c) -> out.put(k, counts(c[0], c[1], c[2], c[3])));
+            return out;
+        }
+    }
+
+    private static String counts(int read, int suffix, int size, int write) {
+        return "read=" + read + " suffix=" + suffix + " size=" + size + " write=" + write;
+    }
+
+    /**
+     * {@link ShardArray#kerchunkRefs} reads each shard's index once (C
+     * {@code shard_array_refs_write}), not twice as a size query and a copy did. The array is
+     * {@link TestSupport#ZARR_JSON} (40x32, 16x16 shards of 4x4 inner chunks: a 3x2 shard
+     * grid, keys c/0/0 .. c/2/1), with 4 of its 6 shards written: c/0/0 (1 inner chunk),
+     * c/1/1 (2) and c/2/0, c/2/1 (8 each, the last shard row is 8 rows high); c/0/1 and c/1/0
+     * do not exist. Counted per key during one call, by hand from the reader's one-read open:
+     * <ul>
+     * <li>index at the end, a ShardIO with readSuffix: one readSuffix per key (the 2 missing
+     *     objects answer -1), no read, no size;
+     * <li>index at the end, no readSuffix: size and one read per existing object; a missing
+     *     one answers size -1 and is not read;
+     * <li>index at the start: one read per key (a missing object's throws NotFound), no size.
+     * </ul>
+     * So exactly one index read per existing shard object, 4 in all, and never a write; the
+     * same with a URL prefix long enough that the text (about 1.9 MB) comes in many pieces.
+     */
+    @Test
+    public void kerchunkRefsReadsEachIndexOnce() throws Exception {
+        List<String> existing = List.of("c/0/0", "c/1/1", "c/2/0", "c/2/1");
+        List<String> missing = List.of("c/0/1", "c/1/0");
+        String atStart = ZARR_JSON.replace("\"index_codecs\"",
+                "\"index_location\": \"start\", \"index_codecs\"");
+        assertNotEquals(ZARR_JSON, atStart);
+        // {zarr.json, readSuffix offered, {read, suffix, size} per existing key, ... per missing}
+        Object[][] cases = {
+            {ZARR_JSON, true, new int[] {0, 1, 0}, new int[] {0, 1, 0}},
+            {ZARR_JSON, false, new int[] {1, 0, 1}, new int[] {0, 0, 1}},
+            {atStart, true, new int[] {1, 0, 0}, new int[] {1, 0, 0}},
+            {atStart, false, new int[] {1, 0, 0}, new int[] {1, 0, 0}},
+        };
+        for (Object[] c : cases) {
+            String json = (String) c[0];
+            boolean suffix = (Boolean) c[1];
+            int[] onExisting = (int[]) c[2];
+            int[] onMissing = (int[]) c[3];
+            String what = (json.equals(ZARR_JSON) ? "index at the end" : "index at the start")
+                    + (suffix ? ", readSuffix" : ", no readSuffix");
+            MemoryShardStore backing = new MemoryShardStore();
+            try (ShardArray writer = ShardArray.open(json, backing)) {
+                writer.writeRegion(new long[] {0, 0}, new long[] {4, 4}, values(16));
+                writer.writeRegion(new long[] {16, 16}, new long[] {8, 4}, values(32));
+                writer.writeRegion(new long[] {32, 0}, new long[] {8, 32}, values(256));
+            }
+            assertEquals(what, existing, backing.keys());
+            CountingStore counting = new CountingStore(backing, suffix);
+            Map<String, String> want = new TreeMap<>();
+            for (String k : existing) {
+                want.put(k, counts(onExisting[0], onExisting[1], onExisting[2], 0));
+            }
+            for (String k : missing) {
+                want.put(k, counts(onMissing[0], onMissing[1], onMissing[2], 0));
+            }
+            // A short prefix (the text in one piece) and one of 100000 characters: some 1.9 MB
+            // of text, handed over in 64 KiB pieces into a native buffer that grows.
+            for (String url : new String[] {URL, URL + "/" + "u".repeat(100000 - URL.length() - 1)}) {
+                try (ShardArray array = ShardArray.open(json, counting)) {
+                    counting.calls.clear();
+                    String v0 = array.kerchunkRefs(url, ShardArray.REFS_JSON_V0, 3, null);
+                    assertEquals(what, want, counting.shown());
+                    // One index read per existing object: a read or a suffix read, never both.
+                    int indexReads = 0;
+                    for (String k : existing) {
+                        int[] n = counting.calls.get(k);
+                        assertEquals(what + ": " + k, 1, n[0] + n[1]);
+                        indexReads += n[0] + n[1];
+                    }
+                    assertEquals(what, existing.size(), indexReads);
+                    // The set itself: 1 + 2 + 8 + 8 inner chunks and the zarr.json.
+                    Map<String, Object> refs = jsonObject(parseJson(v0));
+                    assertEquals(what + ": " + refs.keySet(), 20, refs.size());
+                    assertEquals(url + "/c/0/0", ((List<?>) refs.get("c/0/0")).get(0));
+                    assertEquals(url + "/c/1/1", ((List<?>) refs.get("c/5/4")).get(0));
+                    assertEquals(url + "/c/2/1", ((List<?>) refs.get("c/9/7")).get(0));
+                    assertTrue(refs.get("zarr.json") instanceof String);
+                    assertTrue(what, url.equals(URL) || v0.length() > 19 * 100000);
+                }
+            }
+        }
+    }
+
+    /** n uint16 values 1..n (none the fill value 0, so every inner chunk written is stored). */
+    private static short[] values(int n) {
+        short[] v = new short[n];
+        for (int k = 0; k < n; k++) {
+            v[k] = (short) (k + 1);
+        }
+        return v;
+    }
+
     /** What {@code zarrshard refs --format parquet} writes for the fixture: path to bytes. */
     private static Map<String, byte[]> cliParquet(String url, String name, long recordSize)
             throws Exception {
