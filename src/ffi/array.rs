@@ -485,6 +485,11 @@ struct SinkWriter {
 
 impl std::io::Write for SinkWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The buffered writer flushes again when dropped after a failure: the sink is not
+        // called after it refused a piece.
+        if self.failed.is_some() {
+            return Err(std::io::Error::other("the host's sink callback failed"));
+        }
         let piece = &buf[..buf.len().min(SINK_PIECE)];
         // SAFETY: the host's callback, called as `shard_sink_fn`'s contract says.
         let code = unsafe { (self.sink)(self.userdata, piece.as_ptr(), piece.len()) };

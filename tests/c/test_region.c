@@ -566,12 +566,13 @@ static void test_reference_set(void) {
 typedef struct {
     char *data;
     size_t len, biggest;
-    int pieces, fail_after;
+    int pieces, calls, fail_after;
     int32_t fail;
 } text_sink;
 
 static int32_t sink_append(void *userdata, const uint8_t *data, size_t len) {
     text_sink *t = (text_sink *)userdata;
+    t->calls++;
     if (t->fail != 0 && t->pieces == t->fail_after) return t->fail;
     t->data = realloc(t->data, t->len + len + 1);
     memcpy(t->data + t->len, data, len);
@@ -641,6 +642,15 @@ static void test_reference_set_to_a_sink(void) {
     EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
            SHARD_ERR_IO);
     CHECK(shard_last_io_code() == -77 && t.pieces == 1);
+    CHECK(t.calls == 2); /* never called again after it refused a piece */
+    free(t.data);
+    /* The same with a set smaller than one piece (the one piece refused). */
+    memset(&t, 0, sizeof t);
+    t.fail = -78;
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, sink_append,
+                                  &t),
+           SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == -78 && t.calls == 1 && t.pieces == 0);
     free(t.data);
 
     /* A failing store: an error before any piece. */
@@ -649,7 +659,7 @@ static void test_reference_set_to_a_sink(void) {
     mem_io_fail(s.objects[0], MEM_IO_ANY, 1, 5);
     EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
            SHARD_ERR_IO);
-    CHECK(shard_last_io_code() == 5 && t.pieces == 0 && t.data == NULL);
+    CHECK(shard_last_io_code() == 5 && t.calls == 0 && t.data == NULL);
     mem_io_fail(s.objects[0], MEM_IO_ANY, 0, 0);
 
     EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, &t),
@@ -661,7 +671,7 @@ static void test_reference_set_to_a_sink(void) {
            SHARD_ERR_INVALID_ARGUMENT);
     EXPECT(shard_array_refs_write(a, 0, 4, url, url_len, NULL, 0, sink_append, &t),
            SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(t.pieces == 0);
+    CHECK(t.calls == 0);
     free(buf);
     free(url);
     shard_array_close(a);
