@@ -517,3 +517,75 @@ fn json_refs_refuse_an_empty_name_as_parquet_does() {
         assert!(!out.exists(), "{format}");
     }
 }
+
+/// A symbolic link as OUT is followed, as `cp` and a shell's `>` follow it: the file it names
+/// (existing, or not yet, through a relative or absolute link, or a chain of links) receives
+/// the output and the links stay links. A loop of links is an I/O error naming OUT.
+#[test]
+fn export_and_refs_write_through_a_symbolic_link_to_the_file_it_names() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    small(&a);
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let is_link = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    };
+
+    // An existing target with other content, through a relative link.
+    let target = elsewhere.join("out.raw");
+    std::fs::write(&target, b"old content that is longer than nothing").unwrap();
+    let link = tmp.path().join("out.raw");
+    symlink("elsewhere/out.raw", &link).unwrap();
+    let o = zarrshard(&["export", s(&a), s(&link)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(is_link(&link));
+    assert_eq!(std::fs::read(&target).unwrap(), small_raw());
+    assert!(!elsewhere.join("out.raw.partial").exists());
+    assert!(!tmp.path().join("out.raw.partial").exists());
+
+    // A dangling absolute link behind another link: the file is created where it points.
+    let new_target = elsewhere.join("refs.json");
+    let first = tmp.path().join("first.json");
+    let second = tmp.path().join("second.json");
+    symlink(&new_target, &second).unwrap();
+    symlink("second.json", &first).unwrap();
+    let plain = tmp.path().join("plain.json");
+    for out in [&plain, &first] {
+        let o = zarrshard(&[
+            "refs",
+            s(&a),
+            "--format",
+            "json-v1",
+            "--url-prefix",
+            "x",
+            "-o",
+            s(out),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    assert!(is_link(&first) && is_link(&second));
+    assert_eq!(
+        std::fs::read(&new_target).unwrap(),
+        std::fs::read(&plain).unwrap()
+    );
+
+    // A loop: refused, nothing written.
+    let (x, y) = (tmp.path().join("x"), tmp.path().join("y"));
+    symlink("y", &x).unwrap();
+    symlink("x", &y).unwrap();
+    let o = zarrshard(&["export", s(&a), s(&x)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "zarrshard: I/O error (code 40): {}: Too many levels of symbolic links (os error 40)\n",
+            x.display()
+        )
+    );
+    assert!(is_link(&x) && is_link(&y));
+}

@@ -2,7 +2,9 @@
 //! renamed into place, so a failure never leaves a truncated OUT that looks complete. Anything
 //! else that already exists — a FIFO, a character device such as `/dev/null`, a terminal,
 //! `/dev/stdout` — is written into directly: renaming over it would replace the device or
-//! pipe with a regular file (or fail on `/dev/OUT.partial`). Every error names the path.
+//! pipe with a regular file (or fail on `/dev/OUT.partial`). A symbolic link is followed, as
+//! `cp` and a shell's `>` follow it: the file it names is replaced (the partial file sits next
+//! to that file, on its file system) and the link stays. Every error names the path.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -26,8 +28,35 @@ fn in_place(out: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// The most links followed before giving up, as Linux's `ELOOP` does.
+const MAX_LINKS: usize = 40;
+
+/// OUT with symbolic links followed to the file they name, which need not exist yet (a
+/// dangling link is how one asks for a file elsewhere). A relative target is relative to the
+/// link's directory.
+fn link_target(out: &Path) -> Result<PathBuf> {
+    let mut path = out.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).map_err(|e| Error::io_at(&path, e))?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(Error::io_at(
+        out,
+        std::io::Error::from_raw_os_error(libc::ELOOP),
+    ))
+}
+
 /// Run `write` on the file that becomes OUT, then make it durable and put it in place.
 pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -> Result<T> {
+    let out = &link_target(out)?;
     if in_place(out) {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
