@@ -1585,6 +1585,42 @@ struct ArrayDeleter {
     void operator()(shard_array *a) const noexcept { shard_array_close(a); }
 };
 
+/// A `shard_sink_fn` target that appends the library's pieces to a `std::string` (e.g. of
+/// `shard_array_refs_write`). Its trampoline is `noexcept` like the I/O ones: what appending
+/// throws (`std::bad_alloc`, `std::length_error`) is kept in `error` and the sink returns a
+/// non-zero code (`ENOMEM` for `std::bad_alloc`), which stops the call with `SHARD_ERR_IO`;
+/// `call_with_sink` then rethrows the kept exception itself. Used on one thread (the library
+/// calls a sink on the thread of the call).
+struct StringSink {
+    std::string text;
+    std::exception_ptr error;
+
+    static std::int32_t write(void *ud, const std::uint8_t *data, std::size_t len) noexcept {
+        auto &self = *static_cast<StringSink *>(ud);
+        try {
+            if (len != 0) self.text.append(reinterpret_cast<const char *>(data), len);
+            return 0;
+        } catch (...) {
+            self.error = std::current_exception();
+            return current_exception_code();
+        }
+    }
+};
+
+/// `call` for a C call that hands its output to `sink`: when the sink failed (the call then
+/// returns `SHARD_ERR_IO` with the sink's code), the exception the sink caught is rethrown as
+/// it was, not reported as an `Error`; any other failure throws `Error` as `call` does.
+template <class F>
+void call_with_sink(StringSink &sink, F &&f) {
+    clear_host_failures();
+    const shard_status status = std::forward<F>(f)();
+    if (status != SHARD_OK && sink.error) {
+        clear_host_failures(); // the sink's record: the exception itself is what surfaces
+        std::rethrow_exception(sink.error);
+    }
+    check(status);
+}
+
 /// Elements in a region of extent `shape` (checked against overflow).
 inline std::size_t region_elements(Coords start, Coords shape) {
     if (start.size() != shape.size())
@@ -1689,17 +1725,20 @@ class Array {
         detail::call([&] { return shard_array_set_coalesce_gap(get(), gap); });
     }
 
-    /// The array's kerchunk reference set as JSON text (`shard_array_refs`, what `zarrshard
-    /// refs` writes): `version` 0 or 1 (kerchunk's JSON v0 / v1), `zarr_format` 3 (the array
-    /// described unsharded by a `zarr.json`, chunk keys `c/i/j`) or 2 (`.zarray`, keys `i.j`);
-    /// each stored inner chunk is `[url_prefix/SHARD_KEY, offset, nbytes]`, under `name/`
-    /// when `name` is not empty. Reads every shard's index twice (the size, then the copy).
+    /// The array's kerchunk reference set as JSON text (the text of `shard_array_refs`, what
+    /// `zarrshard refs` writes): `version` 0 or 1 (kerchunk's JSON v0 / v1), `zarr_format` 3
+    /// (the array described unsharded by a `zarr.json`, chunk keys `c/i/j`) or 2 (`.zarray`,
+    /// keys `i.j`); each stored inner chunk is `[url_prefix/SHARD_KEY, offset, nbytes]`, under
+    /// `name/` when `name` is not empty. Reads each shard's index once (`shard_array_refs_write`,
+    /// whose pieces are appended to the returned string by a `noexcept` sink).
     /// Thread-safe (not while another thread writes the array). Throws `Error`
     /// (`SHARD_ERR_INVALID_ARGUMENT` for a version other than 0 or 1, another `zarr_format`,
     /// an array that is not sharded or has a codec after sharding;
-    /// `SHARD_ERR_UNSUPPORTED_CODEC` for what v2 metadata cannot express; `SHARD_ERR_IO`,
-    /// `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM` reading an index; `SHARD_ERR_BUFFER_SIZE`
-    /// when a writer changed the set between the two passes).
+    /// `SHARD_ERR_UNSUPPORTED_CODEC` for what v2 metadata cannot express; `SHARD_ERR_IO`
+    /// (the store's `open` or I/O object threw: `io_code()` and `host_message()` as for
+    /// `Array::open`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM` reading an index;
+    /// `SHARD_ERR_NULL_POINTER` when empty), or what growing the string threw
+    /// (`std::bad_alloc`, `std::length_error`), rethrown once the C call has returned.
     [[nodiscard]] std::string kerchunk_refs(std::string_view url_prefix, int version = 1,
                                             std::uint32_t zarr_format = 3,
                                             std::string_view name = {}) const {
@@ -1709,16 +1748,13 @@ class Array {
                         "invalid argument: kerchunk reference set version " +
                             std::to_string(version) + " (0 or 1)");
         const std::uint32_t format = version == 0 ? SHARD_REFS_JSON_V0 : SHARD_REFS_JSON_V1;
-        std::size_t n = 0;
-        auto refs = [&](char *buf, std::size_t len) {
-            return shard_array_refs(get(), format, zarr_format, url_prefix.data(),
-                                    url_prefix.size(), name.data(), name.size(), buf, len, &n);
-        };
-        detail::call([&] { return refs(nullptr, 0); });
-        std::string text(n + 1, '\0'); // + the NUL the library writes
-        detail::call([&] { return refs(text.data(), text.size()); });
-        text.resize(n);
-        return text;
+        detail::StringSink sink;
+        detail::call_with_sink(sink, [&] {
+            return shard_array_refs_write(get(), format, zarr_format, url_prefix.data(),
+                                          url_prefix.size(), name.data(), name.size(),
+                                          &detail::StringSink::write, &sink);
+        });
+        return std::move(sink.text);
     }
 
     /// Write the array's kerchunk reference set in the Parquet layout of fsspec's

@@ -29,6 +29,7 @@
 #include <future>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -1548,6 +1549,169 @@ static void test_array_throwing_store() {
     CHECK(g_stores == before);
 }
 
+// A store over a MemoryStore that counts, per key, the opens and the read, read_suffix and
+// size calls of the objects it hands out; the objects of `fail_key` throw `fail_kind` from
+// each of those calls when `failing` is set. Borrow it (std::ref): copies would count apart.
+struct CountingStore {
+    struct Counts {
+        int opens = 0, reads = 0, suffix_reads = 0, sizes = 0;
+    };
+    struct IO {
+        MemoryIO mem;
+        Counts *counts;
+        bool fails;
+        Kind kind;
+        void maybe_throw(const char *op) const {
+            if (fails) ThrowingIO{MemoryIO(), op, kind}.maybe_throw(op);
+        }
+        std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) {
+            counts->reads++;
+            maybe_throw("read");
+            return mem.read(offset, buf);
+        }
+        zarrshard::SuffixRead read_suffix(span<std::uint8_t> buf) {
+            counts->suffix_reads++;
+            maybe_throw("read_suffix");
+            return mem.read_suffix(buf);
+        }
+        std::optional<std::uint64_t> size() {
+            counts->sizes++;
+            maybe_throw("size");
+            return mem.size();
+        }
+    };
+    MemoryStore inner;
+    std::map<std::string, Counts> counts; // node-based: a Counts * stays valid
+    std::string fail_key;
+    Kind fail_kind = Kind::Runtime;
+    bool failing = false;
+
+    IO open(std::string_view key) {
+        Counts &c = counts[std::string(key)];
+        c.opens++;
+        return IO{inner.open(key), &c, failing && key == fail_key, fail_kind};
+    }
+    // Index reads (read + read_suffix) of the objects at `keys`.
+    int index_reads(std::initializer_list<const char *> keys) const {
+        int n = 0;
+        for (const char *k : keys) {
+            const auto it = counts.find(k);
+            if (it != counts.end()) n += it->second.reads + it->second.suffix_reads;
+        }
+        return n;
+    }
+};
+
+// The C API's two-call copy (size query, then the copy into a buffer): the text
+// Array::kerchunk_refs returned before it used shard_array_refs_write.
+static std::string refs_by_copy(const Array &array, std::uint32_t format, std::uint32_t zarr_format,
+                                const std::string &url, const std::string &name) {
+    std::size_t n = 0, n2 = 0;
+    if (shard_array_refs(array.get(), format, zarr_format, url.data(), url.size(), name.data(),
+                         name.size(), nullptr, 0, &n) != SHARD_OK)
+        return "(size query failed)";
+    std::string text(n + 1, '\0');
+    if (shard_array_refs(array.get(), format, zarr_format, url.data(), url.size(), name.data(),
+                         name.size(), &text[0], text.size(), &n2) != SHARD_OK || n2 != n)
+        return "(copy failed)";
+    text.resize(n);
+    return text;
+}
+
+// ZARR_JSON (32x32 uint16, 16x16 shards: keys c/0/0, c/0/1, c/1/0, c/1/1, index at the end)
+// with one inner chunk written in shard c/0/0 and one in c/1/1, so two shard objects exist.
+// One kerchunk_refs call opens each of the 4 shard keys once and reads each existing shard's
+// index with exactly one read or read_suffix: 2 index reads in all (the two-call
+// shard_array_refs made 4). A missing key costs the one attempt that finds it missing. The text equals the C API's two-call copy: JSON v0 with a 100 000-byte URL prefix
+// (about 200 KB, so the library hands it over in several pieces of at most 64 KiB), v1 with
+// v2 metadata under a name, and v0 through a ThreadSafe store (indexes read on worker threads,
+// the sink still called on this one).
+static void test_array_kerchunk_refs_one_read_per_shard() {
+    CountingStore store;
+    Array writer = Array::open(ZARR_JSON, store.inner);
+    writer.write_region({0, 0}, {4, 4}, std::vector<std::uint16_t>(16, 7));
+    writer.write_region({20, 24}, {4, 4}, std::vector<std::uint16_t>(16, 9));
+    CHECK(store.inner.keys() == (std::vector<std::string>{"c/0/0", "c/1/1"}));
+    const std::string url(100000, 'u');
+    const Array plain = Array::open(ZARR_JSON, store.inner);
+    const std::string want_v0 = refs_by_copy(plain, SHARD_REFS_JSON_V0, 3, url, "");
+    const std::string want_v1 = refs_by_copy(plain, SHARD_REFS_JSON_V1, 2, "http://h/a", "img");
+    CHECK(want_v0.size() > 3 * 65536 && want_v0.rfind("{\"zarr.json\":", 0) == 0);
+    CHECK(contains(want_v0, "\"c/0/0\":[\"" + url + "/c/0/0\",") &&
+          contains(want_v0, "\"c/5/6\":[\"" + url + "/c/1/1\","));
+
+    const Array array = Array::open(ZARR_JSON, std::ref(store));
+    const std::string v0 = array.kerchunk_refs(url, 0);
+    CHECK(v0 == want_v0);
+    int opens = 0, sizes = 0;
+    for (const auto &kc : store.counts) {
+        opens += kc.second.opens;
+        sizes += kc.second.sizes;
+        if (kc.second.opens != 1) check_failed(__LINE__, kc.first + " opened " + std::to_string(kc.second.opens) + " times");
+    }
+    CHECK(store.counts.size() == 4 && opens == 4);
+    const int stored_reads = store.index_reads({"c/0/0", "c/1/1"});
+    const int missing_reads = store.index_reads({"c/0/1", "c/1/0"});
+    if (stored_reads != 2)
+        check_failed(__LINE__, "index reads of the 2 stored shards: " + std::to_string(stored_reads) +
+                                   ", expected 2 (one each)");
+    CHECK(store.index_reads({"c/0/0"}) == 1 && store.index_reads({"c/1/1"}) == 1);
+    // A missing shard: the one attempt that finds it missing (NotFound).
+    CHECK(missing_reads == 2 && store.index_reads({"c/0/1"}) == 1 && store.index_reads({"c/1/0"}) == 1);
+    CHECK(sizes == 0); // read_suffix gives the object's size with the index
+
+    store.counts.clear();
+    CHECK(array.kerchunk_refs("http://h/a", 1, 2, "img") == want_v1);
+    CHECK(store.index_reads({"c/0/0", "c/1/1"}) == 2);
+    CHECK(Array::open(ZARR_JSON, store.inner, zarrshard::StoreFlags::ThreadSafe).kerchunk_refs(url, 0) == want_v0);
+    std::cout << "    one kerchunk_refs call: " << opens << " opens, " << stored_reads
+              << " index reads of the 2 stored shards, " << missing_reads << " of the 2 missing ones, "
+              << v0.size() << " bytes\n";
+}
+
+// An exception from the store during kerchunk_refs surfaces as Error(SHARD_ERR_IO) with the
+// documented io_code() and host_message(), as for reads: from `open` (IoError), from an
+// existing shard's index read (std::system_error, int, std::bad_alloc: still an Error with
+// ENOMEM, not the bad_alloc itself, which only the sink's own failure rethrows), and from a
+// missing shard's. The next call gives the whole text and no stale host message; an empty
+// Array is SHARD_ERR_NULL_POINTER.
+static void test_array_kerchunk_refs_store_errors() {
+    CountingStore store;
+    Array::open(ZARR_JSON, store.inner).write_region({0, 0}, {4, 4}, std::vector<std::uint16_t>(16, 7));
+    Array::open(ZARR_JSON, store.inner).write_region({20, 24}, {4, 4}, std::vector<std::uint16_t>(16, 9));
+    const std::string url = "s3://bucket/a.zarr";
+    const std::string want = refs_by_copy(Array::open(ZARR_JSON, store.inner), SHARD_REFS_JSON_V1, 3, url, "");
+    CHECK(contains(want, "\"version\":1"));
+
+    ThrowingStore opens;
+    opens.kind = Kind::IoErr;
+    auto e = EXPECT_ERROR((void)Array::open(ZARR_JSON, std::ref(opens)).kerchunk_refs(url), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && e->host_message() == "host error in open");
+
+    const Array array = Array::open(ZARR_JSON, std::ref(store));
+    store.failing = true;
+    store.fail_key = "c/1/1";
+    store.fail_kind = Kind::System;
+    e = EXPECT_ERROR((void)array.kerchunk_refs(url), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOSPC && contains(e->host_message(), "disk full"));
+    store.fail_kind = Kind::Int;
+    e = EXPECT_ERROR((void)array.kerchunk_refs(url, 0, 2), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_unknown_exception);
+    store.fail_kind = Kind::BadAlloc;
+    e = EXPECT_ERROR((void)array.kerchunk_refs(url), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOMEM && !e->host_message().empty());
+    store.fail_key = "c/0/1"; // a missing shard: its read fails with a host code, not NotFound
+    store.fail_kind = Kind::IoErr;
+    e = EXPECT_ERROR((void)array.kerchunk_refs(url), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && contains(e->host_message(), "host error in"));
+
+    store.failing = false;
+    CHECK(array.kerchunk_refs(url) == want);
+    e = EXPECT_ERROR((void)array.kerchunk_refs(url, 1, 4), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->host_message().empty() && e->io_code() == 0);
+    EXPECT_ERROR((void)Array().kerchunk_refs(url), SHARD_ERR_NULL_POINTER);
+}
+
 // ---- tests: review of the binding (each failed, crashed or was a sanitizer report before) ---
 
 // An empty smart pointer given as the I/O object or the store, or returned by a store's open,
@@ -1808,6 +1972,8 @@ int main(int argc, char **argv) {
     RUN(test_array_fixture_regions);
     RUN(test_array_write_regions_model);
     RUN(test_array_kerchunk_refs);
+    RUN(test_array_kerchunk_refs_one_read_per_shard);
+    RUN(test_array_kerchunk_refs_store_errors);
     RUN(test_array_kerchunk_refs_parquet);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
