@@ -18,7 +18,10 @@
  *
  * Beyond the Julia example it also counts callback invocations, to check the contract the
  * binding relies on (one read_suffix at open, one read per stored chunk, none for an empty
- * one, destroy exactly once per successful open, called from shard_close).
+ * one, destroy exactly once per successful open, called from shard_close), and, after the
+ * example's kerchunk_refs ([38d]), makes calls the example does not (marked "Not in the
+ * example"): the copying shard_array_refs it replaced, for the same text after twice the
+ * index reads, and a failing sink, for the status and code its ZarrShardError is built from.
  */
 #define _XOPEN_SOURCE 700
 
@@ -404,6 +407,38 @@ static shard_array *array_open(const char *json, size_t json_len, shard_store_ca
     CHECK_OK(shard_codec_inner_chunk_nbytes(*codec_out, &nb), what);
     check(r == 2 && strcmp(dt, "uint16") == 0 && nb == 512, "%s: the array's codec is 2-d uint16, 16x16 chunks", what);
     return arr;
+}
+
+/* ---- the sink: cb_sink appending to kerchunk_refs's IOBuffer, in C ------------------------
+ * kerchunk_refs passes CB_SINK[] and pointer_from_objref(out), out = IOBuffer(); cb_sink
+ * appends each piece (unsafe_write) and returns 0, or, when appending threw, the exception's
+ * code (fail here); String(take!(out)) is the text. Also counts the pieces and the largest
+ * (not part of the example). */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    unsigned long pieces;
+    size_t biggest;
+    int32_t fail; /* non-zero: return this instead of appending */
+} text_sink;
+
+static int32_t sink_append(void *ud, const uint8_t *data, size_t len) {
+    text_sink *t = (text_sink *)ud;
+    t->pieces++;
+    if (len > t->biggest) t->biggest = len;
+    if (t->fail != 0) return t->fail;
+    if (t->len + len + 1 > t->cap) {
+        size_t cap = t->cap > 0 ? t->cap : 4096;
+        char *d;
+        while (cap < t->len + len + 1) cap *= 2;
+        if ((d = (char *)realloc(t->data, cap)) == NULL) return ENOMEM;
+        t->data = d;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, data, len);
+    t->len += len;
+    t->data[t->len] = '\0'; /* for strstr below; the text itself has no NUL */
+    return 0;
 }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -1023,6 +1058,81 @@ int main(int argc, char **argv) {
                   "[38c] an empty name: status %d (want %d), \"%s\"; nothing written",
                   (int)st, (int)SHARD_ERR_INVALID_ARGUMENT, e.message);
             for (i = 0; i < refs.n; i++) free(refs.e[i].io.data);
+
+            /* julia: refs_json = kerchunk_refs(arr, url)                                    [38d]
+             * C:     out = IOBuffer() (no C call)
+             *        shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, sizeof(url), "", 0,
+             *                               CB_SINK[], pointer_from_objref(out))
+             *        -> the array's store opens the 4 shards, one index read each; cb_sink
+             *        appends each piece (at most 64 KiB) to out; String(take!(out))
+             * julia: startswith(refs_json, "{\"version\":1,") &&
+             *        occursin("\"u\":\"$url\"", refs_json) && count("[\"{{u}}/c/", refs_json) == 12
+             *        (version 1: the url is the template "u"; the 12 stored inner chunks, each
+             *        shard's top-left one being empty)                                        */
+            {
+                text_sink t, u;
+                char *copy = NULL;
+                size_t want_n = 0, n2 = 0;
+                unsigned long write_opens, write_reads, pair_reads;
+                const char *p;
+                char tmpl[sizeof url + 16];
+                int nrefs = 0;
+                memset(&t, 0, sizeof t);
+                store_opens = 0;
+                memset(calls_of, 0, sizeof calls_of);
+                CHECK_OK(shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0,
+                                                sink_append, &t),
+                         "[38d] shard_array_refs_write");
+                write_opens = store_opens;
+                write_reads = reads();
+                /* julia: String(take!(out)), then the example's three tests */
+                snprintf(tmpl, sizeof tmpl, "\"u\":\"%s\"", url);
+                for (p = t.data; p != NULL && (p = strstr(p, "[\"{{u}}/c/")) != NULL; p++) nrefs++;
+                check(t.data != NULL && strncmp(t.data, "{\"version\":1,", 13) == 0 &&
+                          strstr(t.data, tmpl) != NULL && nrefs == 12,
+                      "[38d] kerchunk_refs(arr, url): version 1, the url as template u, %d references "
+                      "[\"{{u}}/c/... (want 12), %zu bytes",
+                      nrefs, t.len);
+                check(write_opens == 4 && calls_of[K_DESTROY] == 4 && write_reads == 4,
+                      "[38d] one index read per shard: %lu open_object, %lu read(s), %lu destroy",
+                      write_opens, write_reads, calls_of[K_DESTROY]);
+                check(t.data != NULL && t.pieces >= 1 && t.biggest <= 65536 && memchr(t.data, '\0', t.len) == NULL,
+                      "[38d] %lu piece(s) of at most 64 KiB (largest %zu), no NUL", t.pieces, t.biggest);
+
+                /* Not in the example: what kerchunk_refs replaced (shard_array_refs' size query,
+                 * then the copy) gives the same text after twice the index reads. */
+                memset(calls_of, 0, sizeof calls_of);
+                CHECK_OK(shard_array_refs(arr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0, NULL, 0, &want_n),
+                         "shard_array_refs (size query)");
+                copy = (char *)malloc(want_n + 1);
+                if (copy == NULL) die("out of memory");
+                CHECK_OK(shard_array_refs(arr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0, copy, want_n + 1, &n2),
+                         "shard_array_refs (copy)");
+                pair_reads = reads();
+                check(n2 == want_n && t.len == want_n && memcmp(t.data, copy, want_n) == 0,
+                      "[38d] shard_array_refs_write's text == shard_array_refs' (%zu bytes)", want_n);
+                check(pair_reads == 2 * write_reads,
+                      "[38d] the size query and the copy read %lu times, shard_array_refs_write %lu: half",
+                      pair_reads, write_reads);
+                free(copy);
+
+                /* Not in the example: cb_sink returning a code (appending threw) stops the call
+                 * with SHARD_ERR_IO and that code in shard_last_io_code, which ZarrShardError
+                 * reads to find the exception (its cause). The library calls the sink once more
+                 * after it failed (the same piece again, from the drop of its BufWriter; 2 calls
+                 * here), which cb_sink survives: it appends the piece or fails again, recording
+                 * that exception too, so the reported code's exception is found either way;
+                 * kerchunk_refs drops the text. */
+                memset(&u, 0, sizeof u);
+                u.fail = 0x4A4C4558; /* IO_CODE_EXCEPTION, "JLEX" */
+                st = shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0, sink_append, &u);
+                e = zarrshard_error(st);
+                check(st == SHARD_ERR_IO && e.io_code == 0x4A4C4558 && u.pieces >= 1,
+                      "[38d] a failing sink: status %d (want %d), io code %d, %lu call(s), \"%s\"",
+                      (int)st, (int)SHARD_ERR_IO, (int)e.io_code, u.pieces, e.message);
+                free(t.data);
+                free(u.data);
+            }
         }
 
         /* julia: close(arr)                                                                [39]

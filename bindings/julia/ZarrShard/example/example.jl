@@ -1,8 +1,8 @@
 # ZarrShard.jl example: read the interop fixture zarr-python wrote, check every inner chunk of
 # every shard against fixture.raw, print one chunk; then write a rank-3 shard in memory and
 # read it back; then read regions of the whole array through a store (key -> FileShardIO),
-# write its kerchunk reference set as Parquet files into a store of MemoryShardIOs, and write
-# regions through a store of MemoryShardIOs.
+# write its kerchunk reference set as Parquet files into a store of MemoryShardIOs and as JSON
+# text, and write regions through a store of MemoryShardIOs.
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -159,6 +159,13 @@ function main(dir::AbstractString)
     err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
         error("expected SHARD_ERR_INVALID_ARGUMENT, got $(repr(err))")
     println("kerchunk references: ", length(refs), " objects (Parquet, 3 rows per file)")
+    # The same set as kerchunk JSON, version 1 (the url is its template "u"): one C call that
+    # reads each shard's index once and hands the text to a sink appending it to an IOBuffer.
+    # 12 references: the stored inner chunks (each shard's top-left one is empty, left out).
+    refs_json = kerchunk_refs(arr, url)                                              # [38d]
+    startswith(refs_json, "{\"version\":1,") && occursin("\"u\":\"$url\"", refs_json) &&
+        count("[\"{{u}}/c/", refs_json) == 12 || error("kerchunk JSON references: $refs_json")
+    println("kerchunk references: ", sizeof(refs_json), " bytes of JSON, 12 inner chunks")
     close(arr)                                                                       # [39]
 
     # Regions written through a store of MemoryShardIOs read back as a model of the array.

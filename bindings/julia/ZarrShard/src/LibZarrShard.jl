@@ -117,6 +117,10 @@ struct shard_store_callbacks
     destroy::Ptr{Cvoid}     # void (*)(void *)
 end
 
+# `shard_sink_fn`, `int32_t (*)(void *userdata, const uint8_t *data, size_t len)`, the host's
+# receiver of the text `shard_array_refs_write` produces: a C function pointer, passed as
+# `Ptr{Cvoid}` (an `@cfunction`).
+
 "Where an inner chunk is stored (`shard_chunk_info`)."
 struct shard_chunk_location
     offset::UInt64
@@ -207,6 +211,24 @@ function shard_array_refs(array, format, zarr_format, url_prefix, url_prefix_len
            Ptr{UInt8}, Csize_t, Ref{Csize_t}),
           array, format, zarr_format, url_prefix, url_prefix_len, name, name_len, buf, len,
           written_out)
+end
+
+"""
+`shard_status shard_array_refs_write(const shard_array *array, uint32_t format,
+uint32_t zarr_format, const char *url_prefix, size_t url_prefix_len, const char *name,
+size_t name_len, shard_sink_fn sink, void *userdata)`
+
+`sink` is a `shard_sink_fn` made with `@cfunction` (`Int32`, `(Ptr{Cvoid}, Ptr{UInt8}, Csize_t)`);
+the library calls it on the calling thread with pieces of at most 64 KiB of the text, and
+`userdata` as given.
+"""
+function shard_array_refs_write(array, format, zarr_format, url_prefix, url_prefix_len, name,
+                                name_len, sink, userdata)
+    ccall((:shard_array_refs_write, libzarrshard), Cint,
+          (Ptr{shard_array}, UInt32, UInt32, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t,
+           Ptr{Cvoid}, Ptr{Cvoid}),
+          array, format, zarr_format, url_prefix, url_prefix_len, name, name_len, sink,
+          userdata)
 end
 
 """

@@ -908,10 +908,25 @@ end
 """
     kerchunk_refs(a::ShardArray, url_prefix; version=1, zarr_format=3, name="") -> String
 
-The array's kerchunk reference set as JSON text (`shard_array_refs`: size query, then copy):
-version 0 or 1, the array described unsharded with Zarr v3 (`zarr.json`) or v2 (`.zarray`)
-metadata, each stored inner chunk `[url_prefix/SHARD_KEY, offset, nbytes]`, keys under
-`name/` when `name` is not empty. Reads each shard's index once per call (twice in all).
+The array's kerchunk reference set as JSON text: version 0 or 1, the array described
+unsharded with Zarr v3 (`zarr.json`) or v2 (`.zarray`) metadata, each stored inner chunk
+`[url_prefix/SHARD_KEY, offset, nbytes]` (empty ones are left out: they read as the fill
+value), keys under `name/` when `name` is not empty.
+
+One C call, `shard_array_refs_write`: the library reads each shard's index once (through the
+array's store, on this task's thread), builds the whole set, then hands its text in pieces of
+at most 64 KiB to a `@cfunction` sink (`cb_sink`) that appends them to an `IOBuffer`, whose
+address is the call's `userdata` (rooted by `GC.@preserve` for the call). (The copying
+`shard_array_refs` needs a size query and then the copy, which read every index twice.)
+
+Thread-safe (not while another task writes the array). Throws `ArgumentError` for a
+`version` other than 0 or 1 (`InexactError` for a `zarr_format` no `UInt32` holds), and
+[`ZarrShardError`](@ref): `SHARD_ERR_INVALID_ARGUMENT` (`zarr_format` not 2 or 3, an array that is not sharded, a codec after sharding, a data type
+Zarr v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (what the chosen metadata cannot
+express), `SHARD_ERR_IO` (the store or its `ShardIO` threw, or the sink did, e.g. an
+`OutOfMemoryError` appending: the exception is the error's `cause`), `SHARD_ERR_CORRUPT`,
+`SHARD_ERR_CHECKSUM`. A failed read never reaches the sink; a failed sink leaves a partial
+text, which is dropped.
 """
 function kerchunk_refs(a::ShardArray, url_prefix::AbstractString; version::Integer=1,
                        zarr_format::Integer=3, name::AbstractString="")
@@ -919,13 +934,12 @@ function kerchunk_refs(a::ShardArray, url_prefix::AbstractString; version::Integ
     format = version == 0 ? L.SHARD_REFS_JSON_V0 : L.SHARD_REFS_JSON_V1
     url = String(url_prefix)
     nm = String(name)
-    n = Ref{Csize_t}(0)
-    @check L.shard_array_refs(a, format, UInt32(zarr_format), url, sizeof(url), nm, sizeof(nm),
-                              C_NULL, 0, n)
-    buf = Vector{UInt8}(undef, n[] + 1)
-    @check L.shard_array_refs(a, format, UInt32(zarr_format), url, sizeof(url), nm, sizeof(nm),
-                              buf, length(buf), n)
-    return String(resize!(buf, n[]))
+    out = IOBuffer()   # the sink's userdata: cb_sink appends each piece here
+    GC.@preserve out begin
+        @check L.shard_array_refs_write(a, format, UInt32(zarr_format), url, sizeof(url), nm,
+                                        sizeof(nm), CB_SINK[], pointer_from_objref(out))
+    end
+    return String(take!(out))
 end
 
 """

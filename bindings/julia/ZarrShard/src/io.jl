@@ -241,6 +241,7 @@ const CB_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_READ_VECTORED = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_OPEN_OBJECT = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_SINK = Ref{Ptr{Cvoid}}(C_NULL)
 
 function __init__()
     CB_READ[] = @cfunction(cb_read, Int32,
@@ -258,6 +259,7 @@ function __init__()
     CB_STORE_OPEN_OBJECT[] = @cfunction(cb_store_open_object, Int32,
                                         (Ptr{Cvoid}, Ptr{UInt8}, Ptr{L.shard_io_callbacks}))
     CB_STORE_DESTROY[] = @cfunction(cb_store_destroy, Cvoid, (Ptr{Cvoid},))
+    CB_SINK[] = @cfunction(cb_sink, Int32, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t))
     return nothing
 end
 
@@ -383,6 +385,26 @@ function store_table(userdata::Ptr{Cvoid})
         CB_STORE_OPEN_OBJECT[],
         CB_STORE_DESTROY[],
     )
+end
+
+# ---------------------------------------------------------------------------------------------
+# The sink: text the library hands over in pieces (shard_array_refs_write, for kerchunk_refs)
+
+# int32_t (*shard_sink_fn)(void *userdata, const uint8_t *data, size_t len)
+# userdata is the address of the IOBuffer kerchunk_refs collects the text in (rooted there by
+# GC.@preserve for the call); `data` is the library's, valid only during the call: appended
+# (copied), never kept. Runs on the calling task's thread; an IOBuffer write does not yield.
+# An exception (say OutOfMemoryError) becomes a non-zero code, which stops the call with
+# SHARD_ERR_IO; kerchunk_refs's @check then throws the ZarrShardError carrying it as `cause`.
+function cb_sink(ud::Ptr{Cvoid}, data::Ptr{UInt8}, len::Csize_t)::Int32
+    try
+        out = unsafe_pointer_to_objref(ud)::Base.GenericIOBuffer
+        unsafe_write(out, data, len) == len ||
+            throw(EOFError())   # an IOBuffer takes all of it unless it cannot grow
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
 end
 
 # ---------------------------------------------------------------------------------------------

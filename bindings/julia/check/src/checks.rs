@@ -1,7 +1,7 @@
 //! The rules. Each check yields one `Finding`, passed or failed.
 
 use crate::compat::{compat, parse_jtype, JType, JuliaTypes, Pos};
-use crate::header::{FieldType, Header, Struct};
+use crate::header::{CType, FieldType, Header, Param, Struct};
 use crate::julia::{self, CFunction, Ccall, Facts, Source};
 use anyhow::Result;
 
@@ -37,11 +37,12 @@ pub fn run(h: &Header, header_name: &str, sources: &[Source]) -> Result<Vec<Find
         at: header_name.to_string(),
         ok: true,
         msg: format!(
-            "{} functions, {} structs, {} enums, {} opaque types, {} integer #defines",
+            "{} functions, {} structs, {} enums, {} opaque types, {} function pointer types, {} integer #defines",
             h.functions.len(),
             h.structs.len(),
             h.enums.len(),
             h.opaque.len(),
+            h.fn_types.len(),
             h.defines.len()
         ),
     });
@@ -377,39 +378,61 @@ fn resolve_field<'a>(tables: &[&'a Struct], name: &str) -> Option<(&'a Struct, S
     })
 }
 
+/// What an `@cfunction` is made as: a callback field of a table (`shard_io_callbacks.write`) or
+/// a function pointer type the host passes to a function (`shard_sink_fn`).
+struct Slot<'a> {
+    /// `shard_io_callbacks.write` / `shard_sink_fn`: what coverage is counted by.
+    label: String,
+    /// The C type, for messages: `int32_t (*)(void *, ...)`.
+    shown: String,
+    ret: &'a CType,
+    params: &'a [Param],
+}
+
+/// The slot a callback name (`write`, `store_open_object`, `sink`) stands for: a table's
+/// field first, else the function pointer type `shard_<name>_fn`.
+fn resolve_slot<'a>(h: &'a Header, tables: &[&'a Struct], name: &str) -> Result<Slot<'a>, String> {
+    if let Some((table, field)) = resolve_field(tables, name) {
+        let fd = table.fields.iter().find(|f| f.name == field).expect("resolved");
+        let FieldType::FnPtr { ret, params } = &fd.ty else {
+            return Err(format!("{}.{field} is not a function pointer", table.name));
+        };
+        return Ok(Slot { label: format!("{}.{field}", table.name), shown: fd.ty.to_string(), ret, params });
+    }
+    let typedef = format!("shard_{name}_fn");
+    if let Some(t) = h.fn_type(&typedef) {
+        return Ok(Slot { label: t.name.clone(), shown: t.to_string(), ret: &t.ret, params: &t.params });
+    }
+    let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+    Err(format!("{} has no field `{name}` and the header no function pointer type `{typedef}`", names.join(" / ")))
+}
+
 fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str, out: &mut Vec<Finding>) {
     let tables: Vec<&Struct> =
         h.structs.iter().filter(|s| s.fields.iter().any(|f| matches!(f.ty, FieldType::FnPtr { .. }))).collect();
-    if tables.is_empty() {
+    if tables.is_empty() && h.fn_types.is_empty() {
         return;
     }
-    let mut covered: Vec<(String, String)> = Vec::new();
+    let mut covered: Vec<String> = Vec::new();
     for cf in &facts.cfunctions {
-        // Signature against the C field.
-        let sig = (|| -> Result<(String, String, String), String> {
+        // Signature against the C field or function pointer type.
+        let sig = (|| -> Result<(String, String), String> {
             if let Some(p) = &cf.problem {
                 return Err(p.clone());
             }
             let name = cfunction_field(cf)?;
-            let Some((table, field)) = resolve_field(&tables, &name) else {
-                let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
-                return Err(format!("{} has no field `{name}`", names.join(" / ")));
-            };
-            let fd = table.fields.iter().find(|f| f.name == field).expect("resolved");
-            let FieldType::FnPtr { ret, params } = &fd.ty else {
-                return Err(format!("{}.{field} is not a function pointer", table.name));
-            };
+            let slot = resolve_slot(h, &tables, &name)?;
             let mut errs = Vec::new();
-            if cf.arg_types.len() != params.len() {
-                errs.push(format!("{} argument types, `{}` takes {}", cf.arg_types.len(), fd.ty, params.len()));
+            if cf.arg_types.len() != slot.params.len() {
+                errs.push(format!("{} argument types, `{}` takes {}", cf.arg_types.len(), slot.shown, slot.params.len()));
             } else {
-                for (i, (t, p)) in cf.arg_types.iter().zip(params).enumerate() {
+                for (i, (t, p)) in cf.arg_types.iter().zip(slot.params).enumerate() {
                     if let Err(e) = jtype(t).and_then(|j| compat(&p.ty, &j, Pos::CbArg, h, jt)) {
                         errs.push(format!("argument {} ({}): {e}", i + 1, p.name));
                     }
                 }
             }
-            if let Err(e) = jtype(&cf.ret).and_then(|j| compat(ret, &j, Pos::CbRet, h, jt)) {
+            if let Err(e) = jtype(&cf.ret).and_then(|j| compat(slot.ret, &j, Pos::CbRet, h, jt)) {
                 errs.push(format!("return type: {e}"));
             }
             // The Julia method the pointer is made from must take exactly these types.
@@ -433,14 +456,14 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
                 }
             }
             if errs.is_empty() {
-                Ok((table.name.clone(), field.clone(), format!("{callee} as {}.{field}: {}", table.name, fd.ty)))
+                Ok((slot.label.clone(), format!("{callee} as {}: {}", slot.label, slot.shown)))
             } else {
-                Err(format!("{callee} as {}.{field}: {}", table.name, errs.join("; ")))
+                Err(format!("{callee} as {}: {}", slot.label, errs.join("; ")))
             }
         })();
         match sig {
-            Ok((table, field, msg)) => {
-                covered.push((table, field));
+            Ok((label, msg)) => {
+                covered.push(label);
                 out.push(finding("cfunction", &cf.loc, Ok(msg)));
             }
             Err(e) => out.push(finding("cfunction", &cf.loc, Err(e))),
@@ -467,10 +490,11 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
     for table in &tables {
         for f in &table.fields {
             if let FieldType::FnPtr { .. } = f.ty {
-                let r = if covered.iter().any(|(t, n)| *t == table.name && *n == f.name) {
-                    Ok(format!("{}.{} has a matching @cfunction", table.name, f.name))
+                let label = format!("{}.{}", table.name, f.name);
+                let r = if covered.contains(&label) {
+                    Ok(format!("{label} has a matching @cfunction"))
                 } else {
-                    Err(format!("{}.{} has no matching @cfunction", table.name, f.name))
+                    Err(format!("{label} has no matching @cfunction"))
                 };
                 out.push(finding("callback-coverage", header_name, r));
             }
@@ -479,6 +503,15 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
             out.push(finding("wiring", "-", Err(format!("{} is never constructed", table.name))));
         }
     }
+    for t in &h.fn_types {
+        let r = if covered.contains(&t.name) {
+            Ok(format!("{} has a matching @cfunction", t.name))
+        } else {
+            Err(format!("{} has no matching @cfunction", t.name))
+        };
+        out.push(finding("callback-coverage", format!("{header_name}:{}", t.line), r));
+    }
+    check_fn_arguments(h, facts, header_name, out);
     // Wiring: each constructor argument goes to the right field.
     for c in &facts.ctor_calls {
         let r = (|| {
@@ -518,5 +551,46 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
             }
         })();
         out.push(finding("wiring", &c.loc, r));
+    }
+}
+
+/// The `@cfunction` a raw call passes for a function pointer type: `CB_<NAME>[]` for
+/// `shard_<name>_fn` (`CB_SINK[]` for `shard_sink_fn`), whose signature the cfunction rule
+/// checked against that type. Another table's callback there (say `CB_WRITE[]`) would be
+/// called with the wrong arguments. Every function pointer type must be passed somewhere.
+fn check_fn_arguments(h: &Header, facts: &Facts, header_name: &str, out: &mut Vec<Finding>) {
+    let mut passed: Vec<&str> = Vec::new();
+    for rc in &facts.raw_calls {
+        let Some(f) = h.function(&rc.name) else { continue };
+        if rc.splat || rc.args.len() != f.params.len() {
+            continue; // the raw-call rule reports the arity
+        }
+        for (i, (p, a)) in f.params.iter().zip(&rc.args).enumerate() {
+            let Some(t) = (p.ty.ptr == 0).then(|| h.fn_type(&p.ty.base)).flatten() else { continue };
+            let name = t.name.trim_start_matches("shard_").trim_end_matches("_fn");
+            let want = format!("CB_{}", name.to_ascii_uppercase());
+            let tokens: Vec<&str> =
+                a.split(|ch: char| !(ch.is_alphanumeric() || ch == '_')).filter(|t| !t.is_empty()).collect();
+            let cbs: Vec<&&str> = tokens.iter().filter(|t| t.starts_with("CB_")).collect();
+            let r = if !cbs.is_empty() && cbs.iter().all(|t| **t == want) {
+                passed.push(&t.name);
+                Ok(format!("{}: argument {} ({}) is {want}[] ({})", rc.name, i + 1, p.name, t.name))
+            } else {
+                Err(format!(
+                    "{}: argument {} ({}) gets `{a}`, expected {want}[] (the @cfunction made as {})",
+                    rc.name,
+                    i + 1,
+                    p.name,
+                    t.name
+                ))
+            };
+            out.push(finding("wiring", &rc.loc, r));
+        }
+    }
+    for t in &h.fn_types {
+        if !passed.contains(&t.name.as_str()) && h.functions.iter().any(|f| f.params.iter().any(|p| p.ty.base == t.name)) {
+            let r = Err(format!("no call of the raw layer passes a {} (CB_…[])", t.name));
+            out.push(finding("wiring", format!("{header_name}:{}", t.line), r));
+        }
     }
 }

@@ -225,6 +225,13 @@ fn value_compat(c: &CType, j: &JType, pos: Pos, h: &Header, jt: &JuliaTypes) -> 
     if h.is_opaque(b) {
         return Err(format!("opaque `{b}` can only be passed by pointer"));
     }
+    if h.fn_type(b).is_some() {
+        // A function pointer type (`shard_sink_fn`): an `@cfunction`'s `Ptr{Cvoid}`.
+        return match j {
+            JType::Apply(w, a) if w == "Ptr" && a.len() == 1 && is_name(&a[0], VOID) => Ok(()),
+            _ => Err(format!("`{b}` is a function pointer: Ptr{{Cvoid}} (an @cfunction), not {j}")),
+        };
+    }
     Err(format!("no Julia mapping is known for C type `{b}`"))
 }
 
@@ -236,6 +243,12 @@ mod tests {
         let mut h = Header::default();
         h.opaque.push("shard_codec".into());
         h.enums.push(crate::header::Enum { name: "shard_status".into(), members: vec![] });
+        h.fn_types.push(crate::header::FnType {
+            name: "shard_sink_fn".into(),
+            ret: ct("int32_t", 0),
+            params: vec![],
+            line: 1,
+        });
         h
     }
     fn ct(base: &str, ptr: usize) -> CType {
@@ -266,5 +279,10 @@ mod tests {
         assert!(!ok(ct("shard_status", 0), "Int64", Pos::Ret));
         assert!(ok(ct("void", 0), "Cvoid", Pos::Ret));
         assert!(!ok(ct("void", 0), "Cvoid", Pos::Arg));
+        // A function pointer typedef: Ptr{Cvoid}, never Ref or a typed pointer.
+        assert!(ok(ct("shard_sink_fn", 0), "Ptr{Cvoid}", Pos::Arg));
+        assert!(!ok(ct("shard_sink_fn", 0), "Ref{Cvoid}", Pos::Arg));
+        assert!(!ok(ct("shard_sink_fn", 0), "Ptr{UInt8}", Pos::Arg));
+        assert!(!ok(ct("shard_sink_fn", 0), "Csize_t", Pos::Arg));
     }
 }

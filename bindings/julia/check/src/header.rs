@@ -78,6 +78,23 @@ pub struct Struct {
     pub fields: Vec<Field>,
 }
 
+/// `typedef ret (*name)(params);`: a function pointer type the host passes to a function
+/// (`shard_sink_fn`), as opposed to a callback field of a struct.
+#[derive(Clone, Debug)]
+pub struct FnType {
+    pub name: String,
+    pub ret: CType,
+    pub params: Vec<Param>,
+    pub line: usize,
+}
+
+impl fmt::Display for FnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ps: Vec<String> = self.params.iter().map(|p| p.ty.to_string()).collect();
+        write!(f, "{} (*{})({})", self.ret, self.name, ps.join(", "))
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Enum {
     pub name: String,
@@ -93,6 +110,8 @@ pub struct Header {
     pub opaque: Vec<String>,
     /// `#define NAME <integer>`.
     pub defines: Vec<(String, i64)>,
+    /// `typedef ret (*name)(params);`
+    pub fn_types: Vec<FnType>,
 }
 
 impl Header {
@@ -107,6 +126,9 @@ impl Header {
     }
     pub fn is_opaque(&self, name: &str) -> bool {
         self.opaque.iter().any(|s| s == name)
+    }
+    pub fn fn_type(&self, name: &str) -> Option<&FnType> {
+        self.fn_types.iter().find(|t| t.name == name)
     }
 }
 
@@ -277,6 +299,23 @@ fn function_decl(decl: Node, src: &str) -> Result<Option<Function>> {
 fn typedef(node: Node, src: &str, h: &mut Header) -> Result<()> {
     let ty = node.child_by_field_name("type").context("typedef without a type")?;
     let name_node = node.child_by_field_name("declarator").context("typedef without a name")?;
+    let (ret_ptr, inner) = peel(name_node);
+    if inner.kind() == "function_declarator" {
+        // ret (*name)(params): the pointer belongs to the type, not to the return value.
+        let (fp, fname) = peel(inner.child_by_field_name("declarator").context("fn ptr typedef name")?);
+        if fp != 1 || fname.kind() != "type_identifier" {
+            bail!("line {}: unsupported function typedef (only `ret (*name)(params)`)", line_of(node));
+        }
+        let (base, is_const) = base_type(node, src)?;
+        let list = inner.child_by_field_name("parameters").context("fn ptr typedef params")?;
+        h.fn_types.push(FnType {
+            name: text(fname, src).to_string(),
+            ret: CType { base, ptr: ret_ptr, is_const },
+            params: params(list, src)?,
+            line: line_of(node),
+        });
+        return Ok(());
+    }
     let name = text(name_node, src).to_string();
     match ty.kind() {
         "struct_specifier" => match ty.child_by_field_name("body") {

@@ -112,6 +112,8 @@ pub struct RawCall {
     pub loc: Loc,
     pub name: String,
     pub n_args: usize,
+    /// The text of each argument, in order.
+    pub args: Vec<String>,
     pub splat: bool,
     /// The syntactic context: `None` when the call's value is used (assigned, compared,
     /// returned, passed on, checked by a macro such as `@check`), else the statement kind.
@@ -240,7 +242,7 @@ fn walk(n: Node, file: &str, src: &str, f: &mut Facts) {
                 if c.kind() == "field_expression"
                     && (name.starts_with("L.") || name.starts_with("LibZarrShard.") || name.starts_with("ZarrShard.LibZarrShard."))
                 {
-                    f.raw_calls.push(raw_call(n, last_segment(name), file));
+                    f.raw_calls.push(raw_call(n, last_segment(name), file, src));
                 }
                 let table = last_segment(name);
                 if table.starts_with("shard_") && table.ends_with("_callbacks") && c.kind() != "parametrized_type_expression" {
@@ -300,13 +302,14 @@ const STATEMENT_PARENTS: &[&str] = &[
     "let_statement",
 ];
 
-fn raw_call(n: Node, name: &str, file: &str) -> RawCall {
+fn raw_call(n: Node, name: &str, file: &str, src: &str) -> RawCall {
     let args = call_args(n);
     let parent = n.parent().map(|p| p.kind()).unwrap_or("source_file");
     RawCall {
         loc: loc(n, file),
         name: name.to_string(),
         n_args: args.len(),
+        args: args.iter().map(|a| text(*a, src).to_string()).collect(),
         splat: args.iter().any(|a| a.kind() == "splat_expression"),
         discarded_in: STATEMENT_PARENTS.contains(&parent).then(|| parent.to_string()),
     }

@@ -9,9 +9,10 @@
 //! ABI-compatible argument and return types; every header function is wrapped; the Julia
 //! mirrors of the header's structs, enums, opaque types and integer #defines match; every
 //! `pointer(...)`/`pointer_from_objref(...)` is inside a `GC.@preserve` of its object; every
-//! `@cfunction` matches its `shard_io_callbacks` field and the Julia method it is made from;
-//! every callback catches all exceptions; every callback field has one; and the
-//! `shard_io_callbacks(...)` constructor puts each callback in its own field.
+//! `@cfunction` matches its callback table field (or function pointer type, `shard_sink_fn`)
+//! and the Julia method it is made from; every callback catches all exceptions; every
+//! callback field and function pointer type has one; each table constructor puts each
+//! callback in its own field; and a raw call passes `CB_<NAME>[]` for a `shard_<name>_fn`.
 //!
 //! Failures are printed always, passes with --verbose; the last line is `N passed, M failed`.
 //! Exit status 1 when anything failed.
