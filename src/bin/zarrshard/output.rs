@@ -56,8 +56,15 @@ fn link_target(out: &Path) -> Result<PathBuf> {
 
 /// Run `write` on the file that becomes OUT, then make it durable and put it in place.
 pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -> Result<T> {
-    let out = &link_target(out)?;
-    if in_place(out) {
+    // A name for a descriptor (`/dev/stdout` → `/proc/self/fd/1` → `pipe:[…]`) is a link
+    // too, but one that must not be followed: such OUTs are written in place first.
+    let direct = in_place(out);
+    let target = if direct {
+        out.to_path_buf()
+    } else {
+        link_target(out)?
+    };
+    if direct || in_place(&target) {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
@@ -70,6 +77,7 @@ pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -
         }
         return Ok(value);
     }
+    let out = &target;
     let tmp = partial(out);
     let result = (|| {
         let mut file = File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
