@@ -591,6 +591,34 @@ shard_status shard_array_refs_write(const shard_array *array,
 
 /**
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's
+ * `LazyReferenceMapper`, as `shard_array_refs_parquet` does, into the local directory `dir`
+ * (`dir_len` bytes of a path: any bytes but NUL on Unix, UTF-8 elsewhere), which must not exist
+ * (it is created, with missing parents) or be empty: `dir/NAME/refs.<n>.parq` and, last,
+ * `dir/.zmetadata`, the files `zarrshard refs --format parquet -o DIR` writes. Each file is
+ * written to a temporary sibling and renamed, so a reader never sees a partial file; a failure
+ * part way leaves the files written so far but no `.zmetadata`. `name`, `record_size` and
+ * `dir` are checked before any shard is read.
+ *
+ * Thread-safe (not while another thread writes the array, or another call writes `dir`).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
+ * empty or invalid name, `record_size` 0, `dir` empty, containing NUL, or naming something
+ * other than an empty directory; the array not sharded, a bytes→bytes codec after sharding,
+ * a data type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot
+ * express), `SHARD_ERR_IO` (reading the array; creating or writing `dir`, with the OS error
+ * number in `shard_last_io_code`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
+ * `SHARD_ERR_UNSUPPORTED` (a library built without the `parquet` feature), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_refs_parquet_dir(const shard_array *array,
+                                          const char *url_prefix,
+                                          size_t url_prefix_len,
+                                          const char *name,
+                                          size_t name_len,
+                                          uint64_t record_size,
+                                          const char *dir,
+                                          size_t dir_len);
+
+/**
+ * Write the array's kerchunk reference set in the Parquet layout of fsspec's
  * `LazyReferenceMapper` (as `zarrshard refs --format parquet` does) as objects of the host's
  * store `out`: `NAME/refs.<n>.parq` (file `n` holds the chunks numbered `n × record_size ..`
  * in C order of the unsharded chunk grid, one row each; an empty chunk's row carries the

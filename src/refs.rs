@@ -467,6 +467,7 @@ fn url_base(url_prefix: &str) -> &str {
 /// An inline value as fsspec reads it back: fsspec base64-decodes every inline value that
 /// starts with `base64:`, so such bytes are written base64-encoded behind that prefix; others
 /// as they are.
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 fn inline_raw(bytes: Vec<u8>) -> Vec<u8> {
     if bytes.starts_with(b"base64:") {
         use base64::Engine;
@@ -497,6 +498,37 @@ pub fn check_parquet_output(name: &str, record_size: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The directory [`write_parquet`] writes into: it must not exist (it is created) or be an
+/// empty directory; [`Error::InvalidArgument`] otherwise, or [`Error::Io`] when it cannot be
+/// listed. Callers check it before building the set, which reads every shard's index.
+pub fn check_parquet_dir(out: &std::path::Path) -> Result<()> {
+    let empty_dir = || -> Result<bool> {
+        let mut entries = std::fs::read_dir(out).map_err(|e| Error::io_at(out, e))?;
+        Ok(entries.next().is_none())
+    };
+    if out.exists() && !(out.is_dir() && empty_dir()?) {
+        return Err(Error::InvalidArgument(format!(
+            "{} exists and is not an empty directory",
+            crate::error::shown_text(out.display())
+        )));
+    }
+    Ok(())
+}
+
+/// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
+#[cfg(not(feature = "parquet"))]
+pub fn write_parquet(
+    _refs: &References,
+    _url_prefix: &str,
+    _name: &str,
+    _record_size: u64,
+    _out: &std::path::Path,
+) -> Result<()> {
+    Err(Error::Unsupported(
+        "Parquet output (zarrshard was built without the `parquet` feature)".into(),
+    ))
 }
 
 /// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
@@ -553,13 +585,8 @@ mod parquet_out {
         out: &Path,
     ) -> Result<()> {
         check_parquet_args(refs, name, record_size)?;
-        if out.exists() && !(out.is_dir() && std::fs::read_dir(out)?.next().is_none()) {
-            return Err(Error::InvalidArgument(format!(
-                "{} exists and is not an empty directory",
-                out.display()
-            )));
-        }
-        std::fs::create_dir_all(out)?;
+        super::check_parquet_dir(out)?;
+        std::fs::create_dir_all(out).map_err(|e| Error::io_at(out, e))?;
         write_files(
             refs,
             url_prefix,

@@ -3,7 +3,7 @@
 
 use super::codec::{copy_string, shard_codec, CodecHandle};
 use super::error::{guard, Failure, FfiResult};
-use super::handle::{bytes, bytes_mut, out, text, Handle};
+use super::handle::{bytes, bytes_mut, out, path, text, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
 use crate::array::Array;
@@ -503,6 +503,49 @@ impl std::io::Write for SinkWriter {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Write the array's kerchunk reference set in the Parquet layout of fsspec's
+/// `LazyReferenceMapper`, as `shard_array_refs_parquet` does, into the local directory `dir`
+/// (`dir_len` bytes of a path: any bytes but NUL on Unix, UTF-8 elsewhere), which must not exist
+/// (it is created, with missing parents) or be empty: `dir/NAME/refs.<n>.parq` and, last,
+/// `dir/.zmetadata`, the files `zarrshard refs --format parquet -o DIR` writes. Each file is
+/// written to a temporary sibling and renamed, so a reader never sees a partial file; a failure
+/// part way leaves the files written so far but no `.zmetadata`. `name`, `record_size` and
+/// `dir` are checked before any shard is read.
+///
+/// Thread-safe (not while another thread writes the array, or another call writes `dir`).
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
+/// empty or invalid name, `record_size` 0, `dir` empty, containing NUL, or naming something
+/// other than an empty directory; the array not sharded, a bytes→bytes codec after sharding,
+/// a data type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot
+/// express), `SHARD_ERR_IO` (reading the array; creating or writing `dir`, with the OS error
+/// number in `shard_last_io_code`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
+/// `SHARD_ERR_UNSUPPORTED` (a library built without the `parquet` feature), `SHARD_ERR_PANIC`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shard_array_refs_parquet_dir(
+    array: *const shard_array,
+    url_prefix: *const c_char,
+    url_prefix_len: usize,
+    name: *const c_char,
+    name_len: usize,
+    record_size: u64,
+    dir: *const c_char,
+    dir_len: usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
+        let name = unsafe { text(name, name_len, "name") }?;
+        let dir = unsafe { path(dir, dir_len, "dir") }?;
+        crate::refs::check_parquet_output(name, record_size)?;
+        crate::refs::check_parquet_dir(&dir)?;
+        let refs = References::from_array(&h.array, MetadataFormat::V2 { separator: '.' })?;
+        crate::refs::write_parquet(&refs, url_prefix, name, record_size, &dir)?;
+        Ok(())
+    })
 }
 
 /// The arguments `shard_array_refs` and `shard_array_refs_write` share, checked before any

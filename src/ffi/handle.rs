@@ -117,6 +117,32 @@ pub(crate) unsafe fn text<'a>(
     })
 }
 
+/// A local path from `len` bytes at `p`: the bytes as they are on Unix, UTF-8 elsewhere; not
+/// empty, without NUL (the OS would cut the path there).
+///
+/// # Safety
+/// As `bytes` requires.
+pub(crate) unsafe fn path(
+    p: *const c_char,
+    len: usize,
+    name: &'static str,
+) -> FfiResult<std::path::PathBuf> {
+    // SAFETY: per the caller's contract.
+    let raw = unsafe { bytes(p.cast::<u8>(), len, name) }?;
+    if raw.is_empty() || raw.contains(&0) {
+        return Err(
+            crate::Error::InvalidArgument(format!("`{name}` is empty or contains NUL")).into(),
+        );
+    }
+    #[cfg(unix)]
+    let path = std::path::PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(raw),
+    );
+    #[cfg(not(unix))]
+    let path = std::path::PathBuf::from(unsafe { text(p, len, name) }?);
+    Ok(path)
+}
+
 /// Copy `s` into a caller buffer as a NUL-terminated string, truncating to fit; returns the
 /// bytes written, NUL excluded.
 pub(crate) fn copy_cstr(s: &str, buf: &mut [u8]) -> usize {

@@ -11,10 +11,13 @@
  */
 #define _XOPEN_SOURCE 700
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem_io.h"
 #include "posix_io.h"
@@ -746,6 +749,116 @@ static void test_parquet_reference_set(void) {
     free(json);
 }
 
+/* Whether `dir/key` holds the same bytes as the expected file of that key. */
+static int same_files(const char *dir, const char *key) {
+    char path[4096];
+    long want_len = -1, got_len = -2;
+    char *want, *got;
+    int same;
+    snprintf(path, sizeof path, "%s/%s", g_parquet_expected, key);
+    want = read_whole_file(path, &want_len);
+    snprintf(path, sizeof path, "%s/%s", dir, key);
+    got = read_whole_file(path, &got_len);
+    same = want && got && want_len == got_len && memcmp(want, got, (size_t)want_len) == 0;
+    free(want);
+    free(got);
+    return same;
+}
+
+/* Entries of a directory other than . and .. (-1 when it cannot be listed). */
+static int entries(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d) return -1;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
+}
+
+static int32_t open_fails(void *ud, const char *key, shard_io_callbacks *io) {
+    (void)ud;
+    (void)key;
+    (void)io;
+    return 99;
+}
+
+/* shard_array_refs_parquet_dir writes the files of `zarrshard refs --format parquet` (argv[2])
+ * into a new directory, missing parents too, and nothing else; a non-empty directory, an empty
+ * or NUL-holding path are refused before any shard is read (an array whose store fails would
+ * say SHARD_ERR_IO otherwise); the store's and the file system's errors keep their codes. */
+static void test_parquet_reference_set_to_a_directory(void) {
+    char path[4400], base[] = "/tmp/zarrshard-parquet-XXXXXX", dir[256], sub[512], key[64];
+    char *json;
+    long len;
+    shard_store_callbacks in, failing;
+    shard_array *a = NULL, *b = NULL;
+    const char *url = "http://example/fixture.zarr";
+    FILE *f;
+    int n;
+    snprintf(path, sizeof path, "%s/fixture.zarr/zarr.json", g_fixture);
+    json = read_whole_file(path, &len);
+    CHECK(json != NULL && mkdtemp(base) != NULL);
+    if (!json) return;
+    memset(&in, 0, sizeof in);
+    in.version = SHARD_STORE_VERSION;
+    in.userdata = (void *)g_fixture;
+    in.open_object = dir_open;
+    failing = in;
+    failing.open_object = open_fails;
+    EXPECT(shard_array_open(json, (size_t)len, &in, &a), SHARD_OK);
+    EXPECT(shard_array_open(json, (size_t)len, &failing, &b), SHARD_OK);
+
+    snprintf(dir, sizeof dir, "%s/out/refs", base);
+    EXPECT(shard_array_refs_parquet_dir(a, url, strlen(url), "fixture", 7, 3, dir, strlen(dir)),
+           SHARD_OK);
+    CHECK(entries(dir) == 2); /* .zmetadata and fixture/ */
+    CHECK(same_files(dir, ".zmetadata"));
+    snprintf(sub, sizeof sub, "%s/fixture", dir);
+    CHECK(entries(sub) == 6); /* refs.0..5.parq, no temporaries */
+    for (n = 0; n < 6; n++) {
+        snprintf(key, sizeof key, "fixture/refs.%d.parq", n);
+        CHECK(same_files(dir, key));
+    }
+
+    /* Not empty now: refused before reading (b's store would fail). */
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "fixture", 7, 3, dir, strlen(dir)),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "fixture", 7, 3, dir, 0),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "fixture", 7, 3, "/tmp\0x", 6),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "fixture", 7, 3, NULL, 4),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "", 0, 3, dir, strlen(dir)),
+           SHARD_ERR_INVALID_ARGUMENT);
+
+    /* The store fails: its code; the new directory is left without a .zmetadata. */
+    snprintf(dir, sizeof dir, "%s/second", base);
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "fixture", 7, 3, dir, strlen(dir)),
+           SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 99);
+    snprintf(path, sizeof path, "%s/.zmetadata", dir);
+    CHECK(access(path, F_OK) != 0);
+
+    /* Below a regular file: the OS's ENOTDIR. */
+    snprintf(path, sizeof path, "%s/file", base);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    snprintf(dir, sizeof dir, "%s/file/refs", base);
+    EXPECT(shard_array_refs_parquet_dir(a, url, strlen(url), "fixture", 7, 3, dir, strlen(dir)),
+           SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == ENOTDIR);
+
+    snprintf(path, sizeof path, "rm -rf '%s'", base);
+    CHECK(system(path) == 0);
+    shard_array_close(a);
+    shard_array_close(b);
+    free(json);
+}
+
 int main(int argc, char **argv) {
     RUN(test_regions_match_the_model);
     RUN(test_regions_on_one_thread_reuse_buffers);
@@ -761,6 +874,7 @@ int main(int argc, char **argv) {
     if (argc > 2) {
         g_parquet_expected = argv[2];
         RUN(test_parquet_reference_set);
+        RUN(test_parquet_reference_set_to_a_directory);
     }
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed != 0;

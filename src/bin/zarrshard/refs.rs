@@ -77,6 +77,7 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
     if let Some(name) = &parquet_name {
         // Before any shard is read.
         zarrshard::refs::check_parquet_output(name, args.record_size)?;
+        zarrshard::refs::check_parquet_dir(&args.out)?;
     }
     let array = super::open(&args.array_dir)?;
     let refs = References::from_array(&array, format)?;
