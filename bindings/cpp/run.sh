@@ -8,8 +8,10 @@
 #   4. example and tests built with -std=c++17 -Wall -Wextra -Werror -pedantic, plain (-O2)
 #      and with -fsanitize=address,undefined (leak detection on, UB fatal)
 #   5. both variants run: the example, then the tests (fixture + scratch directory), then
-#      the Parquet reference set the tests wrote (SCRATCH/refs-parquet) read back with
-#      fastparquet, fsspec's ReferenceFileSystem and zarr-python (tests/check_parquet_refs.py)
+#      the Parquet reference sets the tests wrote (SCRATCH/refs-parquet, copied out of a
+#      MemoryStore, and SCRATCH/refs-parquet-dir, written by kerchunk_refs_parquet_dir) read
+#      back with fastparquet, fsspec's ReferenceFileSystem and zarr-python
+#      (tests/check_parquet_refs.py)
 #
 # Everything it builds or writes goes to target/bindings/cpp/ (logs in .../logs). One
 # PASS/FAIL line per step, then `N passed, M failed` alone on the last line; exit status 0
@@ -98,12 +100,14 @@ run_tests() {
     rm -rf "$dir" && mkdir -p "$dir" && "$OUT/$1/test_zarrshard" "$FIXTURE" "$dir" &&
         [ -z "$(ls -A "$dir" | grep '\.tmp\.')" ] # no temporary left behind
 }
-# check_parquet VARIANT: the set test_array_kerchunk_refs_parquet wrote (name `fixture`,
-# record size 3), read by fsspec and zarr-python and compared with fixture.raw.
+# check_parquet VARIANT SUBDIR RECORD_SIZE: a set the tests wrote into SCRATCH/SUBDIR (name
+# `fixture`), read by fsspec and zarr-python and compared with fixture.raw:
+# refs-parquet (test_array_kerchunk_refs_parquet, record size 3) and refs-parquet-dir
+# (test_array_kerchunk_refs_parquet_dir, record size 5).
 check_parquet() {
-    local dir="$OUT/$1/scratch/refs-parquet"
+    local dir="$OUT/$1/scratch/$2"
     [ -f "$dir/.zmetadata" ] &&
-        "$REPO/.venv/bin/python" "$HERE/tests/check_parquet_refs.py" "$dir" fixture "$FIXTURE" 3
+        "$REPO/.venv/bin/python" "$HERE/tests/check_parquet_refs.py" "$dir" fixture "$FIXTURE" "$3"
 }
 
 # The two compiles run side by side (the slow part); their logs are reported in order.
@@ -122,12 +126,14 @@ step build-asan wait_build "$pid_asan" "$LOGS/build-asan.bg"
 
 step run-example-plain run_example plain
 step run-tests-plain run_tests plain
-step check-parquet-refs-plain check_parquet plain
+step check-parquet-refs-plain check_parquet plain refs-parquet 3
+step check-parquet-refs-dir-plain check_parquet plain refs-parquet-dir 5
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 step run-example-asan run_example asan
 step run-tests-asan run_tests asan
-step check-parquet-refs-asan check_parquet asan
+step check-parquet-refs-asan check_parquet asan refs-parquet 3
+step check-parquet-refs-dir-asan check_parquet asan refs-parquet-dir 5
 
 echo "total $((SECONDS - START))s"
 echo "$passed passed, $failed failed"

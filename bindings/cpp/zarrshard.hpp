@@ -23,7 +23,8 @@
 //   and turn every exception into an error code, so nothing thrown ever crosses into C.
 // * a whole array's store is any object with `open(key)` returning such an I/O object; its
 //   `open_object` trampoline is `noexcept` too. `Array::kerchunk_refs_parquet` writes
-//   through such a store, borrowed for the call.
+//   through such a store, borrowed for the call; `Array::kerchunk_refs_parquet_dir` writes
+//   the same files into a local directory.
 //
 // Threads: a `Codec` may be used from any number of threads at once (const calls). A `Shard`
 // opened for reading may be read from many threads at once (its const read calls), and then
@@ -43,6 +44,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -1773,8 +1775,8 @@ class Array {
     /// enough. Its `open` is called once per object; each I/O object it returns is written with
     /// one `write` (plus `truncate`) and destroyed before the call returns, so it needs
     /// `write`, and `truncate` (or `size`) where an existing object may be longer. A `FileIO` it returns must be
-    /// `FileIO::Read` (one that writes only fills a temporary nothing commits), so to write
-    /// files give a store whose I/O objects write them directly. Every callback runs on the
+    /// `FileIO::Read` (one that writes only fills a temporary nothing commits); to write the
+    /// set into a local directory use `kerchunk_refs_parquet_dir`. Every callback runs on the
     /// calling thread. `name` must not be empty (and not start with `.z` or contain `..`);
     /// `record_size` is at least 1 (fsspec's default, 10000).
     ///
@@ -1807,6 +1809,50 @@ class Array {
         detail::call([&] {
             return shard_array_refs_parquet(get(), url_prefix.data(), url_prefix.size(),
                                             name.data(), name.size(), record_size, &table);
+        });
+    }
+
+    /// Write the array's Parquet reference set, the files of `kerchunk_refs_parquet` with the
+    /// same arguments byte for byte, into the local directory `dir`
+    /// (`shard_array_refs_parquet_dir`, what `zarrshard refs --format parquet -o DIR` writes):
+    /// `dir/name/refs.<n>.parq`, then, last, `dir/.zmetadata`. `dir` must not exist (it is
+    /// created, with missing parents) or be an empty directory; a relative path is relative
+    /// to the current directory. The path's native bytes are passed as they are (any bytes
+    /// but NUL on POSIX; UTF-8, from `u8string()`, on Windows). Each file is written to a
+    /// temporary sibling and renamed, so a reader never sees a partial file. `name`,
+    /// `record_size` and `dir` are checked before any shard is read; `name` must not be empty
+    /// (and not start with `.z` or contain `..`), `record_size` is at least 1 (fsspec's
+    /// default, 10000). A separate name, not an overload of `kerchunk_refs_parquet`: its
+    /// forwarding `Store &&` would take a path (or a string) as the store.
+    ///
+    /// Ownership: `dir` is read during the call only; nothing is kept, and the files written
+    /// belong to the caller. Thread-safe (not while another thread writes the array, or
+    /// another call or process writes `dir`). Throws `Error`: `SHARD_ERR_INVALID_ARGUMENT`
+    /// (empty or invalid `name`, `record_size` 0, `dir` empty, containing NUL or naming
+    /// something other than an empty directory, an array that is not sharded, has a codec
+    /// after sharding or a data type Zarr v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC`
+    /// (what v2 metadata cannot express), `SHARD_ERR_NULL_POINTER` (an empty `Array`),
+    /// `SHARD_ERR_IO` (reading the array: `io_code()` and `host_message()` as for
+    /// `Array::open`; creating or writing `dir`: `io_code()` is the OS error number, e.g.
+    /// `ENOTDIR` for a path below a regular file, `EACCES`), `SHARD_ERR_CORRUPT`,
+    /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (a library built without the `parquet`
+    /// feature); on Windows what converting the path throws (`std::bad_alloc`,
+    /// `std::system_error`). After an error part way some files may already be written, but
+    /// no `.zmetadata`.
+    void kerchunk_refs_parquet_dir(const std::filesystem::path &dir, std::string_view url_prefix,
+                                   std::string_view name,
+                                   std::uint64_t record_size = 10000) const {
+        require_open();
+#ifdef _WIN32
+        const auto utf8 = dir.u8string(); // std::string in C++17, std::u8string in C++20
+        const std::string bytes(utf8.begin(), utf8.end());
+#else
+        const std::string &bytes = dir.native();
+#endif
+        detail::call([&] {
+            return shard_array_refs_parquet_dir(get(), url_prefix.data(), url_prefix.size(),
+                                                name.data(), name.size(), record_size,
+                                                bytes.data(), bytes.size());
         });
     }
 

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -1369,6 +1370,123 @@ static void test_array_kerchunk_refs_parquet() {
               << "the set of 3 written to " << scratch("refs-parquet") << "\n";
 }
 
+// The Parquet reference set of the fixture written into a local directory
+// (kerchunk_refs_parquet_dir, shard_array_refs_parquet_dir): for record sizes 3, 5, 16 and
+// 10000, into a directory that does not exist yet (created with a missing parent) and into an
+// existing empty one, the directory then holds exactly the objects kerchunk_refs_parquet wrote
+// into a MemoryStore for the same arguments (no other file, no temporary, no other directory),
+// each file byte for byte equal to its object. The path's native bytes reach the library
+// (a name with a byte that is not UTF-8). A non-empty directory or a regular file is
+// SHARD_ERR_INVALID_ARGUMENT and stays as it was; a path below a regular file is SHARD_ERR_IO
+// with io_code ENOTDIR; name, record size, an empty path or one containing NUL are refused
+// before anything is created; an empty Array is SHARD_ERR_NULL_POINTER. The set of record
+// size 5 is left in SCRATCH/refs-parquet-dir, which run.sh reads back with fsspec and
+// zarr-python (tests/check_parquet_refs.py) as it does SCRATCH/refs-parquet.
+static void test_array_kerchunk_refs_parquet_dir() {
+    namespace fs = std::filesystem;
+    const std::string dir = g_fixture + "/fixture.zarr";
+    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const std::string url = "file://" + dir;
+    // Every entry below `root`, relative, directories marked with a trailing '/', sorted
+    // ("(no directory)" when `root` is not one).
+    auto listing = [](const fs::path &root) {
+        std::vector<std::string> entries;
+        std::error_code ec;
+        if (!fs::is_directory(root, ec)) return std::vector<std::string>{"(no directory)"};
+        for (const auto &e : fs::recursive_directory_iterator(root))
+            entries.push_back(e.path().lexically_relative(root).generic_string() +
+                              (e.is_directory() ? "/" : ""));
+        std::sort(entries.begin(), entries.end());
+        return entries;
+    };
+    // `root` holds exactly the store's objects, each file equal to its object.
+    auto same_as_store = [&](const fs::path &root, MemoryStore &mem, const std::string &what) {
+        std::vector<std::string> want{"fixture/"};
+        for (const auto &key : mem.keys()) want.push_back(key);
+        std::sort(want.begin(), want.end());
+        const auto got = listing(root);
+        if (got != want) {
+            std::string names;
+            for (const auto &g : got) names += " " + g;
+            check_failed(__LINE__, what + ": the directory holds" + names);
+            return false;
+        }
+        bool same = true;
+        for (const auto &key : mem.keys()) {
+            if (file_bytes((root / key).string()) != mem.open(key).bytes()) {
+                check_failed(__LINE__, what + ": " + key + " differs from the store's object");
+                same = false;
+            }
+        }
+        return same;
+    };
+    int compared = 0;
+    for (const std::uint64_t record_size : {std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{16},
+                                            std::uint64_t{10000}}) {
+        MemoryStore mem;
+        array.kerchunk_refs_parquet(mem, url, "fixture", record_size);
+        CHECK(mem.keys().size() >= 2);
+        const std::string rs = std::to_string(record_size);
+        // A directory that does not exist yet, below a parent that does not exist either.
+        const fs::path fresh = fs::path(scratch("parquet-dir-" + rs)) / "nested" / "set";
+        CHECK(!fs::exists(fresh.parent_path()));
+        array.kerchunk_refs_parquet_dir(fresh, url, "fixture", record_size);
+        if (same_as_store(fresh, mem, "new directory, record size " + rs)) compared++;
+        // An existing empty directory.
+        const fs::path empty = scratch("parquet-dir-empty-" + rs);
+        fs::create_directory(empty);
+        array.kerchunk_refs_parquet_dir(empty, url, "fixture", record_size);
+        if (same_as_store(empty, mem, "empty directory, record size " + rs)) compared++;
+        if (record_size == 5) {
+            // The set run.sh reads back: SCRATCH/refs-parquet-dir (as the tool writes it).
+            array.kerchunk_refs_parquet_dir(scratch("refs-parquet-dir"), url, "fixture", 5);
+            if (same_as_store(scratch("refs-parquet-dir"), mem, "refs-parquet-dir")) compared++;
+        }
+    }
+    // The path's bytes as they are: a directory name with 0xff (not UTF-8) and a space.
+    {
+        MemoryStore mem;
+        array.kerchunk_refs_parquet(mem, url, "fixture", 7);
+        const std::string raw_name = scratch("parquet dir \xff");
+        array.kerchunk_refs_parquet_dir(fs::path(raw_name), url, "fixture", 7);
+        CHECK(file_exists(raw_name + "/.zmetadata"));
+        if (same_as_store(raw_name, mem, "non-UTF-8 name")) compared++;
+    }
+    // A non-empty directory: refused before any shard is read, left as it was.
+    const fs::path full = scratch("parquet-dir-full");
+    fs::create_directory(full);
+    std::ofstream(full / "keep.txt") << "mine";
+    auto e = EXPECT_ERROR(array.kerchunk_refs_parquet_dir(full, url, "fixture", 3), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "not an empty directory") && e->io_code() == 0);
+    CHECK(listing(full) == std::vector<std::string>{"keep.txt"});
+    // A regular file as the directory: refused the same way, unchanged.
+    const fs::path file = full / "keep.txt";
+    e = EXPECT_ERROR(array.kerchunk_refs_parquet_dir(file, url, "fixture", 3), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "not an empty directory"));
+    CHECK(read_text(file.string()) == "mine");
+    // A path below a regular file cannot be created: SHARD_ERR_IO with the OS's ENOTDIR.
+    e = EXPECT_ERROR(array.kerchunk_refs_parquet_dir(file / "sub", url, "fixture", 3), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOTDIR);
+    CHECK(e && e->host_message().empty());
+    CHECK(listing(full) == std::vector<std::string>{"keep.txt"});
+    // Arguments refused before anything is created.
+    const fs::path never = scratch("parquet-dir-never");
+    e = EXPECT_ERROR(array.kerchunk_refs_parquet_dir(never, url, "", 3), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "invalid array name"));
+    e = EXPECT_ERROR(array.kerchunk_refs_parquet_dir(never, url, "fixture", 0), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "record size must be at least 1"));
+    EXPECT_ERROR(array.kerchunk_refs_parquet_dir(never, url, "../up", 3), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(array.kerchunk_refs_parquet_dir(fs::path(), url, "fixture", 3), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(array.kerchunk_refs_parquet_dir(fs::path(never.native() + std::string(1, '\0') + "x"),
+                                                 url, "fixture", 3),
+                 SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(Array().kerchunk_refs_parquet_dir(never, url, "fixture"), SHARD_ERR_NULL_POINTER);
+    CHECK(!fs::exists(never));
+    std::cout << "    parquet refs in a directory: " << compared
+              << " directories equal to the MemoryStore sets file for file; the set of 5 written to "
+              << scratch("refs-parquet-dir") << "\n";
+}
+
 // Regions written through a memory store read back equal to a model of the array kept here;
 // every shard stored is also read chunk by chunk with Shard (the single-shard API), and shards
 // left all fill value are removed.
@@ -1975,6 +2093,7 @@ int main(int argc, char **argv) {
     RUN(test_array_kerchunk_refs_one_read_per_shard);
     RUN(test_array_kerchunk_refs_store_errors);
     RUN(test_array_kerchunk_refs_parquet);
+    RUN(test_array_kerchunk_refs_parquet_dir);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
     RUN(test_empty_smart_pointers);
