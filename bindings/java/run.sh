@@ -12,8 +12,9 @@
 #   6. the JUnit 4 tests
 #   7. the same tests under -Xcheck:jni: must pass and print no JNI warning
 #   8. the kerchunk reference sets the tests wrote (JSON v1 and Parquet, ShardArray's
-#      kerchunkRefs/kerchunkRefsParquet over the fixture) read back through fsspec's
-#      ReferenceFileSystem and zarr-python, equal to fixture.raw
+#      kerchunkRefs, kerchunkRefsParquet through a store and kerchunkRefsParquetDir into a
+#      directory, over the fixture) read back through fsspec's ReferenceFileSystem and
+#      zarr-python, equal to fixture.raw
 #   9. the example (bindings/java/example/Example.java), and zarr-python reading its array
 #
 # Everything it builds goes to target/bindings/java/ (logs in target/bindings/java/logs/).
@@ -205,21 +206,25 @@ got = read(os.path.join(out, "refs.json"), "", 3)
 assert got.dtype == np.uint16 and (got == want).all(), "JSON v1: values differ from fixture.raw"
 print("JSON v1 (Zarr v3): 64x64 values equal to fixture.raw")
 
-pq = os.path.join(out, "refs.parq")
-zmeta = json.load(open(os.path.join(pq, ".zmetadata")))
-assert zmeta["record_size"] == 5, zmeta["record_size"]
-files = sorted(os.listdir(os.path.join(pq, "fx")))
-assert files == [f"refs.{n}.parq" for n in range(4)], files
-rows = 0
-for n in range(4):
-    df = pd.read_parquet(os.path.join(pq, "fx", f"refs.{n}.parq"), engine="fastparquet")
-    assert list(df.columns) == ["path", "offset", "size", "raw"], list(df.columns)
-    assert len(df) == (5 if n < 3 else 1), (n, len(df))
-    rows += len(df)
-assert rows == 16
-got = read(pq, "fx", 2)
-assert got.dtype == np.uint16 and (got == want).all(), "Parquet: values differ from fixture.raw"
-print("Parquet (Zarr v2, 4 files of 5, 5, 5, 1 rows): 64x64 values equal to fixture.raw")
+# refs.parq: kerchunkRefsParquet's objects copied out of a MemoryShardStore; refs-dir.parq:
+# the files kerchunkRefsParquetDir wrote itself.
+for set_name in ("refs.parq", "refs-dir.parq"):
+    pq = os.path.join(out, set_name)
+    assert sorted(os.listdir(pq)) == [".zmetadata", "fx"], (set_name, os.listdir(pq))
+    zmeta = json.load(open(os.path.join(pq, ".zmetadata")))
+    assert zmeta["record_size"] == 5, zmeta["record_size"]
+    files = sorted(os.listdir(os.path.join(pq, "fx")))
+    assert files == [f"refs.{n}.parq" for n in range(4)], (set_name, files)
+    rows = 0
+    for n in range(4):
+        df = pd.read_parquet(os.path.join(pq, "fx", f"refs.{n}.parq"), engine="fastparquet")
+        assert list(df.columns) == ["path", "offset", "size", "raw"], list(df.columns)
+        assert len(df) == (5 if n < 3 else 1), (set_name, n, len(df))
+        rows += len(df)
+    assert rows == 16
+    got = read(pq, "fx", 2)
+    assert got.dtype == np.uint16 and (got == want).all(), f"{set_name}: values differ from fixture.raw"
+    print(f"Parquet {set_name} (Zarr v2, 4 files of 5, 5, 5, 1 rows): 64x64 values equal to fixture.raw")
 PY
 }
 step refs-fsspec check_refs

@@ -1344,6 +1344,37 @@ done:
     free(name_buf);
 }
 
+/* The Parquet reference set written by the library into the local directory `dir`: the bytes
+ * of a path (ShardArray passes the UTF-8 of the absolute path's String; the library refuses
+ * an empty one or one with NUL). The array's own store is read during the call, on this
+ * thread, so a ShardIO's exception is the cause as for every array call; a failure to create
+ * or write `dir` is SHARD_ERR_IO with the OS error number as the I/O code and no cause.
+ * record_size >= 0 (ShardArray checks). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayRefsParquetDir(JNIEnv *env, jclass cls,
+                                                                   jlong array, jbyteArray url,
+                                                                   jbyteArray name,
+                                                                   jlong record_size,
+                                                                   jbyteArray dir) {
+    uint8_t *url_buf = NULL, *name_buf = NULL, *dir_buf = NULL;
+    size_t url_len = 0, name_len = 0, dir_len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return;
+    if ((url_buf = get_bytes(env, url, &url_len)) == NULL) return;
+    if ((name_buf = get_bytes(env, name, &name_len)) == NULL) goto done;
+    if ((dir_buf = get_bytes(env, dir, &dir_len)) == NULL) goto done;
+    scope_begin(&s);
+    st = shard_array_refs_parquet_dir(ARRAY(array), (const char *)url_buf, url_len,
+                                      (const char *)name_buf, name_len, (uint64_t)record_size,
+                                      (const char *)dir_buf, dir_len);
+    finish(env, &s, st);
+done:
+    free(url_buf);
+    free(name_buf);
+    free(dir_buf);
+}
+
 /* threads >= 0 (Threads.set checks); the library refuses more than SHARD_MAX_THREADS. */
 JNIEXPORT void JNICALL Java_io_zarrshard_Native_setThreads(JNIEnv *env, jclass cls,
                                                            jint threads) {

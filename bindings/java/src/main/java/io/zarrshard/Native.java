@@ -102,6 +102,10 @@ final class Native {
     static native void arrayRefsParquet(long array, byte[] urlPrefix, byte[] name,
             long recordSize, ShardStore out);
 
+    /** {@code dir}: the bytes of a path (UTF-8 of the absolute path's String). */
+    static native void arrayRefsParquetDir(long array, byte[] urlPrefix, byte[] name,
+            long recordSize, byte[] dir);
+
     static native void setThreads(int threads);
 
     static native int getThreads();

@@ -4,6 +4,8 @@ import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystems;
+import java.nio.file.Path;
 import java.util.Objects;
 
 /**
@@ -200,6 +202,9 @@ public final class ShardArray implements AutoCloseable {
      * returns. Not atomic: after a failure, the objects written before it stay.
      * Reads each shard's index once through the array's store. Thread-safe, but not while
      * another thread writes the array.
+     * For a local directory use {@link #kerchunkRefsParquetDir} (the library writes the files
+     * itself, each through a temporary and a rename): {@link ShardStore#directory} is
+     * read-only.
      *
      * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
      * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty
@@ -228,6 +233,79 @@ public final class ShardArray implements AutoCloseable {
         long h = ref.acquire();
         try {
             Native.arrayRefsParquet(h, url, n, recordSize, out);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * Write the array's kerchunk reference set in the Parquet layout of fsspec's
+     * {@code LazyReferenceMapper} into the local directory {@code dir} (C
+     * {@code shard_array_refs_parquet_dir}, what {@code zarrshard refs --format parquet -o DIR}
+     * writes): {@code dir/name/refs.<n>.parq}, then {@code dir/.zmetadata}, the same bytes as
+     * {@link #kerchunkRefsParquet(String, String, long, ShardStore)} writes as objects (and the
+     * command line tool as files). {@code dir} must not exist (it is created, with missing
+     * parents) or be an empty directory; anything else is refused before any shard is read.
+     * Each file is written by the library to a temporary sibling and renamed, so a reader never
+     * sees a partial file; {@code .zmetadata} comes last, so after a failure part way the files
+     * written so far stay but there is no {@code .zmetadata}. Reads each shard's index once
+     * through the array's store, on the calling thread. Thread-safe, but not while another
+     * thread writes the array or another call writes {@code dir}.
+     *
+     * <p><b>The path.</b> The library opens {@code dir} itself, so it must be a path of the
+     * default file system ({@link FileSystems#getDefault()}). A relative {@code dir} is first
+     * made absolute with {@link Path#toAbsolutePath()} (against {@code user.dir}, as Java's
+     * own file operations resolve it). The library gets the absolute path's
+     * {@link Path#toString() String} encoded as UTF-8: on Linux these are the file name bytes
+     * of the system calls whenever {@code sun.jnu.encoding} is UTF-8 (a UTF-8 locale, the usual
+     * case); under another encoding a name with non-ASCII characters would name other bytes
+     * than Java's file operations use. On Windows the library takes UTF-8 paths.
+     *
+     * <p><b>Why not an overload of {@code kerchunkRefsParquet}.</b> {@link ShardStore} and
+     * {@link Path} are unrelated interfaces, so a call with a {@code null} literal as the last
+     * argument would match both overloads and no longer compile (as would a class implementing
+     * both); a distinct name, after the C function, keeps every existing call unambiguous.
+     *
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty
+     * @param recordSize rows per file, at least 1 (fsspec's default is 10000)
+     * @param dir the directory to write: missing or empty; on the default file system
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (an empty or invalid name,
+     *     {@code recordSize} 0, {@code dir} naming something other than an empty directory: a
+     *     non-empty directory, a regular file; an array that is not sharded or has a
+     *     bytes-to-bytes codec after sharding, a data type Zarr v2 cannot name),
+     *     {@link Status#UNSUPPORTED_CODEC} (a codec Zarr v2 metadata cannot express),
+     *     {@link Status#IO} (reading the array: what the store or a ShardIO threw is the cause,
+     *     {@link ShardException#ioCode()} {@link ShardException#IO_JAVA_EXCEPTION}; creating or
+     *     writing {@code dir}: no cause, {@link ShardException#ioCode()} the OS error number,
+     *     e.g. 20 {@code ENOTDIR} for a path under a regular file, 13 {@code EACCES}, 28
+     *     {@code ENOSPC}; these come after the indexes are read), {@link Status#CORRUPT},
+     *     {@link Status#CHECKSUM} (an index), {@link Status#UNSUPPORTED} (a ShardIO cannot read
+     *     an index at the end; a library built without Parquet), {@link Status#PANIC}
+     * @throws IllegalArgumentException for a negative {@code recordSize}, or a {@code dir} of
+     *     another file system (e.g. a zip file system)
+     * @throws java.io.IOError when a relative {@code dir} cannot be made absolute
+     */
+    public void kerchunkRefsParquetDir(String urlPrefix, String name, long recordSize,
+            Path dir) {
+        Objects.requireNonNull(urlPrefix, "urlPrefix");
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(dir, "dir");
+        if (recordSize < 0) {
+            throw new IllegalArgumentException("the record size must be at least 1, got "
+                    + recordSize);
+        }
+        if (dir.getFileSystem() != FileSystems.getDefault()) {
+            throw new IllegalArgumentException("the library writes only paths of the default"
+                    + " file system, not " + dir.getFileSystem().provider().getScheme() + ": "
+                    + dir);
+        }
+        byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);
+        byte[] n = name.getBytes(StandardCharsets.UTF_8);
+        byte[] d = dir.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
+        long h = ref.acquire();
+        try {
+            Native.arrayRefsParquetDir(h, url, n, recordSize, d);
         } finally {
             ref.release();
         }

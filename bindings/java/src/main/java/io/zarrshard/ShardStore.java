@@ -54,7 +54,9 @@ public interface ShardStore {
     /**
      * A read-only store over a directory: key {@code c/0/1} is the file {@code root/c/0/1},
      * read with {@link FileShardIO} (a missing file reads as the fill value). Writing through
-     * it fails with {@link Status#IO}. Thread-safe (each call opens its own file).
+     * it fails with {@link Status#IO}: to write the Parquet reference set into a directory,
+     * use {@link ShardArray#kerchunkRefsParquetDir}. Thread-safe (each call opens its own
+     * file).
      *
      * @param root the array's directory (where {@code zarr.json} is)
      * @return the store

@@ -7,11 +7,14 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystem;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -21,11 +24,13 @@ import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
- * {@link ShardArray#kerchunkRefs} and {@link ShardArray#kerchunkRefsParquet} on the zarr-python
+ * {@link ShardArray#kerchunkRefs}, {@link ShardArray#kerchunkRefsParquet} and
+ * {@link ShardArray#kerchunkRefsParquetDir} on the zarr-python
  * fixture (4x4 inner chunks of 16x16 in 2x2 shards; the top-left inner chunk of every shard is
  * not stored). Every JSON entry is checked against the shard's own index, parsed here from the
  * shard's bytes (and against {@link Shard#chunkInfo}); the Parquet objects are compared byte for
- * byte with what {@code zarrshard refs --format parquet} writes ({@code -Dzarrshard.cli}).
+ * byte with what {@code zarrshard refs --format parquet} writes ({@code -Dzarrshard.cli}), and
+ * the files of the directory variant with those objects.
  * With {@code -Dzarrshard.refs.out=DIR} the sets are also written there, for run.sh to read
  * back with fsspec and zarr-python.
  */
@@ -427,10 +432,26 @@ public class RefsTest {
         String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue("zarrshard refs timed out", p.waitFor(60, TimeUnit.SECONDS));
         assertEquals(output, 0, p.exitValue());
+        return tree(out, new TreeSet<>());
+    }
+
+    /**
+     * The regular files under {@code root}: path relative to it ({@code "fx/refs.0.parq"}) to
+     * bytes. Every entry below {@code root} (files, folders, anything else) goes to
+     * {@code entries}.
+     */
+    private static Map<String, byte[]> tree(Path root, Set<String> entries) throws IOException {
         Map<String, byte[]> files = new TreeMap<>();
-        try (Stream<Path> walk = Files.walk(out)) {
-            for (Path f : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
-                files.put(out.relativize(f).toString().replace('\\', '/'), Files.readAllBytes(f));
+        try (Stream<Path> walk = Files.walk(root)) {
+            for (Path f : (Iterable<Path>) walk::iterator) {
+                if (f.equals(root)) {
+                    continue;
+                }
+                String rel = root.relativize(f).toString().replace('\\', '/');
+                entries.add(rel);
+                if (Files.isRegularFile(f)) {
+                    files.put(rel, Files.readAllBytes(f));
+                }
             }
         }
         return files;
@@ -482,6 +503,158 @@ public class RefsTest {
                 }
             }
         }
+    }
+
+    /**
+     * The files {@code d} holds are exactly the objects of {@code want}, byte for byte, plus
+     * their folder {@code fx}: no temporary left behind, nothing else.
+     */
+    private static void assertSameFiles(MemoryShardStore want, Path d) throws IOException {
+        Set<String> entries = new TreeSet<>();
+        Map<String, byte[]> files = tree(d, entries);
+        assertEquals(d.toString(), want.keys(), new ArrayList<>(files.keySet()));
+        Set<String> wantEntries = new TreeSet<>(want.keys());
+        wantEntries.add("fx");
+        assertEquals(d + " holds exactly the set's files", wantEntries, entries);
+        for (String k : want.keys()) {
+            assertArrayEquals(d + ": " + k + " differs from the store's object",
+                    want.open(k).bytes(), files.get(k));
+        }
+    }
+
+    /**
+     * {@link ShardArray#kerchunkRefsParquetDir} writes, for record sizes 5, 1 and 10000, exactly
+     * the files whose bytes {@link ShardArray#kerchunkRefsParquet} writes as objects of a
+     * {@link MemoryShardStore} for the same arguments (which the test above holds equal to the
+     * command line tool's): into a directory that does not exist (below a missing parent), an
+     * empty one, and a relative path. With {@code -Dzarrshard.refs.out} the set with record
+     * size 5 is also written there as {@code refs-dir.parq/}, for run.sh's fsspec check.
+     */
+    @Test
+    public void parquetDirFilesEqualTheStoreObjects() throws Exception {
+        String url = "file://" + dir.toAbsolutePath();
+        Path base = tempDir();
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            for (long recordSize : new long[] {5, 1, 10000}) {
+                MemoryShardStore out = new MemoryShardStore();
+                array.kerchunkRefsParquet(url, "fx", recordSize, out);
+                assertEquals((16 + recordSize - 1) / recordSize + 1, out.keys().size());
+                Path missing = base.resolve("missing-" + recordSize).resolve("refs.parq");
+                Path empty = Files.createDirectory(base.resolve("empty-" + recordSize));
+                // Relative to the working directory: resolved as Java resolves it.
+                Path relative = Path.of("").toAbsolutePath()
+                        .relativize(base.resolve("relative-" + recordSize));
+                assertFalse(relative.isAbsolute());
+                for (Path d : List.of(missing, empty, relative)) {
+                    array.kerchunkRefsParquetDir(url, "fx", recordSize, d);
+                    assertSameFiles(out, d);
+                }
+            }
+            String refsOut = System.getProperty("zarrshard.refs.out");
+            if (refsOut != null) {
+                Path d = Path.of(refsOut).resolve("refs-dir.parq");
+                array.kerchunkRefsParquetDir(url, "fx", 5, d);
+                MemoryShardStore out = new MemoryShardStore();
+                array.kerchunkRefsParquet(url, "fx", 5, out);
+                assertSameFiles(out, d);
+            }
+        }
+    }
+
+    /** The names in a directory, sorted. */
+    private static List<String> listing(Path d) throws IOException {
+        try (Stream<Path> list = Files.list(d)) {
+            return list.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    /**
+     * {@link ShardArray#kerchunkRefsParquetDir}'s errors: a non-empty directory and a regular
+     * file refused (INVALID_ARGUMENT) before any shard is read and left as they were; a path
+     * under a regular file: IO with the OS's ENOTDIR as the I/O code (when the library creates
+     * it, after the indexes are read); the library's argument checks; null arguments, a
+     * negative record size, a path of another file system; a store that throws (its exception
+     * the cause, nothing created); an array without sharding; a closed array.
+     */
+    @Test
+    public void parquetDirErrors() throws Exception {
+        Path base = tempDir();
+        Path full = Files.createDirectory(base.resolve("full"));
+        Files.writeString(full.resolve("keep"), "x");
+        Path file = Files.writeString(base.resolve("file"), "x");
+        Path unused = base.resolve("unused");
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            ShardException e = expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquetDir(URL, "fx", 5, full));
+            assertTrue(e.libraryMessage(), e.libraryMessage().contains("not an empty directory"));
+            assertEquals(List.of("keep"), listing(full));
+            assertEquals("x", Files.readString(full.resolve("keep")));
+            e = expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquetDir(URL, "fx", 5, file));
+            assertTrue(e.libraryMessage(), e.libraryMessage().contains("not an empty directory"));
+            assertEquals("x", Files.readString(file));
+            e = expect(Status.IO, () -> array.kerchunkRefsParquetDir(URL, "fx", 5,
+                    file.resolve("sub")));
+            assertEquals(e.toString(), 20, e.ioCode()); // ENOTDIR
+            assertNull(e.getCause());
+            assertEquals("x", Files.readString(file));
+            // The library's checks, before it creates anything.
+            e = expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquetDir(URL, "fx", 0, unused));
+            e = expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquetDir(URL, "", 5, unused));
+            assertThrows(IllegalArgumentException.class,
+                    () -> array.kerchunkRefsParquetDir(URL, "fx", -1, unused));
+            assertThrows(NullPointerException.class,
+                    () -> array.kerchunkRefsParquetDir(URL, "fx", 5, null));
+            assertThrows(NullPointerException.class,
+                    () -> array.kerchunkRefsParquetDir(URL, null, 5, unused));
+            assertThrows(NullPointerException.class,
+                    () -> array.kerchunkRefsParquetDir(null, "fx", 5, unused));
+            try (FileSystem zip = FileSystems.newFileSystem(base.resolve("refs.zip"),
+                    Map.of("create", "true"))) {
+                IllegalArgumentException iae = assertThrows(IllegalArgumentException.class,
+                        () -> array.kerchunkRefsParquetDir(URL, "fx", 5, zip.getPath("/refs")));
+                assertTrue(iae.getMessage(), iae.getMessage().contains("default file system"));
+            }
+            assertFalse(Files.exists(unused));
+        }
+        // A store whose reads throw: the directory is checked before any shard is read; a
+        // failed read is IO with that exception as the cause, and nothing is created.
+        IOException boom = new IOException("store down");
+        int[] opens = {0};
+        try (ShardArray array = fixture(key -> {
+            opens[0]++;
+            throw boom;
+        })) {
+            expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefsParquetDir(URL, "fx", 5, full));
+            expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefsParquetDir(URL, "fx", 5, file));
+            assertEquals("no shard read for a refused directory", 0, opens[0]);
+            ShardException e = expect(Status.IO,
+                    () -> array.kerchunkRefsParquetDir(URL, "fx", 5, unused));
+            assertSame(boom, e.getCause());
+            assertEquals(ShardException.IO_JAVA_EXCEPTION, e.ioCode());
+            assertTrue(opens[0] > 0);
+            assertFalse(Files.exists(unused));
+            // Creating a path under a regular file fails only after the indexes are read.
+            e = expect(Status.IO, () -> array.kerchunkRefsParquetDir(URL, "fx", 5,
+                    file.resolve("sub")));
+            assertSame(boom, e.getCause());
+        }
+        String plain = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8, 8],"
+                + " \"data_type\": \"uint16\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
+                + " {\"chunk_shape\": [4, 4]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
+                + " \"fill_value\": 3, \"codecs\": [" + BYTES_LE + "]}";
+        try (ShardArray array = ShardArray.open(plain, new MemoryShardStore())) {
+            expect(Status.INVALID_ARGUMENT,
+                    () -> array.kerchunkRefsParquetDir(URL, "p", 5, unused));
+            assertFalse(Files.exists(unused));
+        }
+        ShardArray closed = fixture(ShardStore.directory(dir));
+        closed.close();
+        assertThrows(IllegalStateException.class,
+                () -> closed.kerchunkRefsParquetDir(URL, "fx", 5, unused));
+        assertEquals(List.of("file", "full", "refs.zip"), listing(base));
     }
 
     /** With -Dzarrshard.refs.out=DIR: refs.json (v1) and refs.parq/ for run.sh's fsspec check. */
