@@ -19,7 +19,7 @@
  * Beyond the Julia example it also counts callback invocations, to check the contract the
  * binding relies on (one read_suffix at open, one read per stored chunk, none for an empty
  * one, destroy exactly once per successful open, called from shard_close), and, after the
- * example's kerchunk_refs ([38d]), makes calls the example does not (marked "Not in the
+ * example's kerchunk_refs ([38g]), makes calls the example does not (marked "Not in the
  * example"): the copying shard_array_refs it replaced, for the same text after twice the
  * index reads, and a failing sink, for the status and code its ZarrShardError is built from.
  */
@@ -27,6 +27,7 @@
 
 #include "zarrshard.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -461,6 +462,30 @@ static uint8_t *read_file(const char *path, size_t *len_out) {
     if (buf != NULL) buf[n] = 0;
     *len_out = (size_t)n;
     return buf;
+}
+
+/* The names in directory PATH, "." and ".." left out (the first MAX kept); its number of
+ * entries, or -1 when it cannot be listed. */
+static int list_dir(const char *path, char names[][256], int max) {
+    DIR *d = opendir(path);
+    struct dirent *ent;
+    int n = 0;
+    if (d == NULL) return -1;
+    while ((ent = readdir(d)) != NULL) {
+        if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0) continue;
+        if (n < max) snprintf(names[n], 256, "%s", ent->d_name);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Whether NAME is among the first N of NAMES. */
+static int listed(char names[][256], int n, const char *name) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return 1;
+    return 0;
 }
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -1057,9 +1082,113 @@ int main(int argc, char **argv) {
                       refs.n == 7 && store_destroys == 0,
                   "[38c] an empty name: status %d (want %d), \"%s\"; nothing written",
                   (int)st, (int)SHARD_ERR_INVALID_ARGUMENT, e.message);
+
+            /* julia: pdir = joinpath(mktempdir(), "refs")   (mktempdir: TMPDIR or /tmp, jl_XXXXXX)
+             *        kerchunk_refs_parquet(arr, pdir, url; name = "fixture", record_size = 3)  [38d]
+             * C:     (String(dir): no C call)
+             *        shard_array_refs_parquet_dir(arr, url, sizeof(url), "fixture", 7, 3,
+             *                                     pdir, sizeof(pdir))
+             *        -> the array's store opens the 4 shards (index reads); the library creates
+             *        pdir and writes the files itself (no host write callback)
+             * julia: readdir(pdir) == [".zmetadata", "fixture"] &&
+             *        readdir(joinpath(pdir, "fixture")) == ["refs.$n.parq" for n in 0:5]
+             *        all(k -> read(joinpath(pdir, k)) == contents(refs[k]), keys(refs))
+             *        (the objects [38b] wrote through the borrowed store, byte for byte)
+             * julia: kerchunk_refs_parquet(arr, pdir, url; name = "fixture", record_size = 3)
+             *        -> ZarrShardError                                                        [38e]
+             * C:     the same call -> SHARD_ERR_INVALID_ARGUMENT (pdir is not empty), before any
+             *        shard is read; ZarrShardError(status): shard_last_error (size, copy),
+             *        shard_last_io_code
+             * julia: kerchunk_refs_parquet(arr, joinpath(dir, "fixture.raw", "refs"), url;
+             *                              name = "fixture") -> ZarrShardError           [38f]
+             * C:     shard_array_refs_parquet_dir(arr, url, sizeof(url), "fixture", 7, 10000,
+             *                                     path, sizeof(path))
+             *        -> SHARD_ERR_IO, shard_last_io_code ENOTDIR (fixture.raw is a file): the
+             *        path does not exist, so it passes the emptiness check; creating it, once
+             *        the 4 indexes are read, fails
+             * (Not in the example: the temporary directory is removed here; Julia removes
+             * mktempdir's at exit.)                                                           */
+            {
+                char tmp[4096], pdir[4096 + 16], sub[4096 + 32], file[4096 + 64], bad[4096 + 32];
+                static char top[8][256], inner[16][256];
+                const char *tmpdir = getenv("TMPDIR");
+                int ntop, ninner, same_bytes = 1, cleaned = 1;
+                if (tmpdir == NULL || tmpdir[0] == '\0') tmpdir = "/tmp";
+                snprintf(tmp, sizeof tmp, "%s/jl_XXXXXX", tmpdir);
+                if (mkdtemp(tmp) == NULL) die("mkdtemp");
+                snprintf(pdir, sizeof pdir, "%s/refs", tmp);
+                snprintf(sub, sizeof sub, "%s/fixture", pdir);
+                store_opens = 0;
+                store_destroys = 0;
+                memset(calls_of, 0, sizeof calls_of);
+                CHECK_OK(shard_array_refs_parquet_dir(arr, url, strlen(url), "fixture", 7, 3, pdir, strlen(pdir)),
+                         "[38d] shard_array_refs_parquet_dir");
+                check(store_opens == 4 && calls_of[K_DESTROY] == 4 && calls_of[K_WRITE] == 0 && store_destroys == 0,
+                      "[38d] only the array's 4 shards opened (%lu open_object, %lu destroy), no host write (%lu)",
+                      store_opens, calls_of[K_DESTROY], calls_of[K_WRITE]);
+                /* julia: readdir(pdir), readdir(joinpath(pdir, "fixture")): exactly these */
+                ntop = list_dir(pdir, top, 8);
+                ninner = list_dir(sub, inner, 16);
+                check(ntop == 2 && listed(top, ntop, ".zmetadata") && listed(top, ntop, "fixture"),
+                      "[38d] %s holds exactly .zmetadata and fixture/ (%d entries)", pdir, ntop);
+                {
+                    int all_there = ninner == 6;
+                    for (i = 0; i < 6; i++) {
+                        char want[64];
+                        snprintf(want, sizeof want, "refs.%zu.parq", i);
+                        if (!listed(inner, ninner < 0 ? 0 : ninner > 16 ? 16 : ninner, want)) all_there = 0;
+                    }
+                    check(all_there, "[38d] %s holds exactly refs.0..5.parq (%d entries)", sub, ninner);
+                }
+                /* julia: read(joinpath(pdir, k)) == contents(refs[k]) for every k in keys(refs) */
+                for (i = 0; i < refs.n; i++) {
+                    size_t flen = 0;
+                    uint8_t *bytes;
+                    snprintf(file, sizeof file, "%s/%s", pdir, refs.e[i].key);
+                    bytes = read_file(file, &flen);
+                    if (bytes == NULL || flen != refs.e[i].io.len ||
+                        memcmp(bytes, refs.e[i].io.data, flen) != 0) {
+                        printf("     %s: %s\n", refs.e[i].key, bytes == NULL ? "missing" : "differs");
+                        same_bytes = 0;
+                    }
+                    free(bytes);
+                }
+                check(same_bytes && refs.n == 7,
+                      "[38d] each of the 7 files equals, byte for byte, the object shard_array_refs_parquet wrote ([38b])");
+
+                /* [38e]: the same call into the now non-empty directory */
+                store_opens = 0;
+                st = shard_array_refs_parquet_dir(arr, url, strlen(url), "fixture", 7, 3, pdir, strlen(pdir));
+                e = zarrshard_error(st);
+                check(st == SHARD_ERR_INVALID_ARGUMENT && strstr(e.message, "not an empty directory") != NULL &&
+                          e.io_code == 0 && store_opens == 0,
+                      "[38e] a directory that is not empty: status %d (want %d), io code %d, \"%s\", "
+                      "%lu objects opened (checked before any shard is read)",
+                      (int)st, (int)SHARD_ERR_INVALID_ARGUMENT, (int)e.io_code, e.message, store_opens);
+                check(list_dir(pdir, top, 8) == 2 && list_dir(sub, inner, 16) == 6,
+                      "[38e] the directory is left as it was");
+
+                /* [38f]: a path under a regular file */
+                snprintf(bad, sizeof bad, "%s/fixture.raw/refs", dir);
+                store_opens = 0;
+                st = shard_array_refs_parquet_dir(arr, url, strlen(url), "fixture", 7, 10000, bad, strlen(bad));
+                e = zarrshard_error(st);
+                check(st == SHARD_ERR_IO && e.io_code == ENOTDIR,
+                      "[38f] a path under a regular file: status %d (want %d), io code %d (want ENOTDIR %d), "
+                      "\"%s\", %lu objects opened",
+                      (int)st, (int)SHARD_ERR_IO, (int)e.io_code, (int)ENOTDIR, e.message, store_opens);
+
+                /* Not in the example: remove the temporary directory. */
+                for (i = 0; i < refs.n; i++) {
+                    snprintf(file, sizeof file, "%s/%s", pdir, refs.e[i].key);
+                    if (unlink(file) != 0) cleaned = 0;
+                }
+                if (rmdir(sub) != 0 || rmdir(pdir) != 0 || rmdir(tmp) != 0) cleaned = 0;
+                if (!cleaned) printf("     (could not remove all of %s)\n", tmp);
+            }
             for (i = 0; i < refs.n; i++) free(refs.e[i].io.data);
 
-            /* julia: refs_json = kerchunk_refs(arr, url)                                    [38d]
+            /* julia: refs_json = kerchunk_refs(arr, url)                                    [38g]
              * C:     out = IOBuffer() (no C call)
              *        shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, sizeof(url), "", 0,
              *                               CB_SINK[], pointer_from_objref(out))
@@ -1082,7 +1211,7 @@ int main(int argc, char **argv) {
                 memset(calls_of, 0, sizeof calls_of);
                 CHECK_OK(shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0,
                                                 sink_append, &t),
-                         "[38d] shard_array_refs_write");
+                         "[38g] shard_array_refs_write");
                 write_opens = store_opens;
                 write_reads = reads();
                 /* julia: String(take!(out)), then the example's three tests */
@@ -1090,14 +1219,14 @@ int main(int argc, char **argv) {
                 for (p = t.data; p != NULL && (p = strstr(p, "[\"{{u}}/c/")) != NULL; p++) nrefs++;
                 check(t.data != NULL && strncmp(t.data, "{\"version\":1,", 13) == 0 &&
                           strstr(t.data, tmpl) != NULL && nrefs == 12,
-                      "[38d] kerchunk_refs(arr, url): version 1, the url as template u, %d references "
+                      "[38g] kerchunk_refs(arr, url): version 1, the url as template u, %d references "
                       "[\"{{u}}/c/... (want 12), %zu bytes",
                       nrefs, t.len);
                 check(write_opens == 4 && calls_of[K_DESTROY] == 4 && write_reads == 4,
-                      "[38d] one index read per shard: %lu open_object, %lu read(s), %lu destroy",
+                      "[38g] one index read per shard: %lu open_object, %lu read(s), %lu destroy",
                       write_opens, write_reads, calls_of[K_DESTROY]);
                 check(t.data != NULL && t.pieces >= 1 && t.biggest <= 65536 && memchr(t.data, '\0', t.len) == NULL,
-                      "[38d] %lu piece(s) of at most 64 KiB (largest %zu), no NUL", t.pieces, t.biggest);
+                      "[38g] %lu piece(s) of at most 64 KiB (largest %zu), no NUL", t.pieces, t.biggest);
 
                 /* Not in the example: what kerchunk_refs replaced (shard_array_refs' size query,
                  * then the copy) gives the same text after twice the index reads. */
@@ -1110,9 +1239,9 @@ int main(int argc, char **argv) {
                          "shard_array_refs (copy)");
                 pair_reads = reads();
                 check(n2 == want_n && t.len == want_n && memcmp(t.data, copy, want_n) == 0,
-                      "[38d] shard_array_refs_write's text == shard_array_refs' (%zu bytes)", want_n);
+                      "[38g] shard_array_refs_write's text == shard_array_refs' (%zu bytes)", want_n);
                 check(pair_reads == 2 * write_reads,
-                      "[38d] the size query and the copy read %lu times, shard_array_refs_write %lu: half",
+                      "[38g] the size query and the copy read %lu times, shard_array_refs_write %lu: half",
                       pair_reads, write_reads);
                 free(copy);
 
@@ -1125,7 +1254,7 @@ int main(int argc, char **argv) {
                 st = shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0, sink_append, &u);
                 e = zarrshard_error(st);
                 check(st == SHARD_ERR_IO && e.io_code == 0x4A4C4558 && u.pieces == 1,
-                      "[38d] a failing sink: status %d (want %d), io code %d, %lu call(s), \"%s\"",
+                      "[38g] a failing sink: status %d (want %d), io code %d, %lu call(s), \"%s\"",
                       (int)st, (int)SHARD_ERR_IO, (int)e.io_code, u.pieces, e.message);
                 free(t.data);
                 free(u.data);

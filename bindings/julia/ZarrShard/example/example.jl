@@ -1,8 +1,8 @@
 # ZarrShard.jl example: read the interop fixture zarr-python wrote, check every inner chunk of
 # every shard against fixture.raw, print one chunk; then write a rank-3 shard in memory and
 # read it back; then read regions of the whole array through a store (key -> FileShardIO),
-# write its kerchunk reference set as Parquet files into a store of MemoryShardIOs and as JSON
-# text, and write regions through a store of MemoryShardIOs.
+# write its kerchunk reference set as Parquet files into a store of MemoryShardIOs and into a
+# directory, and as JSON text, and write regions through a store of MemoryShardIOs.
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -159,10 +159,37 @@ function main(dir::AbstractString)
     err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
         error("expected SHARD_ERR_INVALID_ARGUMENT, got $(repr(err))")
     println("kerchunk references: ", length(refs), " objects (Parquet, 3 rows per file)")
+    # The same set written by the library itself into a local directory, as `zarrshard refs
+    # --format parquet -o DIR` writes it: the files are the store's objects, byte for byte.
+    pdir = joinpath(mktempdir(), "refs")            # not there yet: the library creates it
+    kerchunk_refs_parquet(arr, pdir, url; name = "fixture", record_size = 3)          # [38d]
+    readdir(pdir) == [".zmetadata", "fixture"] &&
+        readdir(joinpath(pdir, "fixture")) == ["refs.$n.parq" for n in 0:5] ||
+        error("reference files in $pdir: $(readdir(pdir))")
+    all(k -> read(joinpath(pdir, k)) == contents(refs[k]), keys(refs)) ||
+        error("the files in $pdir differ from the store's objects")
+    err = try                                        # a directory that is not empty      # [38e]
+        kerchunk_refs_parquet(arr, pdir, url; name = "fixture", record_size = 3)
+        nothing
+    catch e
+        e
+    end
+    err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_ARGUMENT) ||
+        error("expected SHARD_ERR_INVALID_ARGUMENT, got $(repr(err))")
+    err = try                                        # a path under a regular file        # [38f]
+        kerchunk_refs_parquet(arr, joinpath(dir, "fixture.raw", "refs"), url; name = "fixture")
+        nothing
+    catch e
+        e
+    end
+    err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_IO) &&
+        (Sys.iswindows() || err.io_code == Libc.ENOTDIR) ||
+        error("expected SHARD_ERR_IO with ENOTDIR, got $(repr(err))")
+    println("kerchunk references: 7 files in ", pdir, " (the objects' bytes)")
     # The same set as kerchunk JSON, version 1 (the url is its template "u"): one C call that
     # reads each shard's index once and hands the text to a sink appending it to an IOBuffer.
     # 12 references: the stored inner chunks (each shard's top-left one is empty, left out).
-    refs_json = kerchunk_refs(arr, url)                                              # [38d]
+    refs_json = kerchunk_refs(arr, url)                                              # [38g]
     startswith(refs_json, "{\"version\":1,") && occursin("\"u\":\"$url\"", refs_json) &&
         count("[\"{{u}}/c/", refs_json) == 12 || error("kerchunk JSON references: $refs_json")
     println("kerchunk references: ", sizeof(refs_json), " bytes of JSON, 12 inner chunks")

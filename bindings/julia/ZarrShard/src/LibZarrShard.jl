@@ -232,6 +232,21 @@ function shard_array_refs_write(array, format, zarr_format, url_prefix, url_pref
 end
 
 """
+`shard_status shard_array_refs_parquet_dir(const shard_array *array, const char *url_prefix,
+size_t url_prefix_len, const char *name, size_t name_len, uint64_t record_size,
+const char *dir, size_t dir_len)`
+
+`dir` is `dir_len` bytes of a local path (no NUL); it must not exist or be an empty directory.
+"""
+function shard_array_refs_parquet_dir(array, url_prefix, url_prefix_len, name, name_len,
+                                      record_size, dir, dir_len)
+    ccall((:shard_array_refs_parquet_dir, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t, UInt64, Ptr{UInt8},
+           Csize_t),
+          array, url_prefix, url_prefix_len, name, name_len, record_size, dir, dir_len)
+end
+
+"""
 `shard_status shard_array_refs_parquet(const shard_array *array, const char *url_prefix,
 size_t url_prefix_len, const char *name, size_t name_len, uint64_t record_size,
 const shard_store_callbacks *out)`

@@ -954,14 +954,14 @@ fsspec reads in this layout). Each reference is `url_prefix/SHARD_KEY`. Reads ea
 index once through the array's own store.
 
 `store` is a store function like [`ShardArray`](@ref)'s, `key::String -> ShardIO`, e.g.
-`key -> get!(MemoryShardIO, objects, key)` (then write `contents(objects[key])` wherever the
-set should live), borrowed for the call: it is called once per object, on this task's thread,
-and the library calls `release!` on each `ShardIO` it returned before the call returns. The
-`ShardIO`s must be writable; each is written with one `write_at` at offset 0 (plus
-`truncate_object!`). A `FileShardIO` must be `mode = :read` as for any store (a writing one
-fills a temporary nothing commits): to write files, return a `ShardIO` of your own that writes
-them directly. `name` must not be empty (nor start with `.z` or contain `..`); `record_size`
-is at least 1 (fsspec's default, 10000).
+`key -> get!(MemoryShardIO, objects, key)` (the set in memory: `contents(objects[key])`),
+borrowed for the call: it is called once per object, on this task's thread, and the library
+calls `release!` on each `ShardIO` it returned before the call returns. The `ShardIO`s must
+be writable; each is written with one `write_at` at offset 0 (plus `truncate_object!`). A
+`FileShardIO` must be `mode = :read` as for any store (a writing one fills a temporary nothing
+commits): to write files, pass a directory instead (the method below). `name` must not be
+empty (nor start with `.z` or contain `..`); `record_size` is at least 1 (fsspec's default,
+10000).
 
 Thread-safe (not while another task writes the array). Throws `ArgumentError` for a negative
 `record_size`, and [`ZarrShardError`](@ref): `SHARD_ERR_INVALID_ARGUMENT` (empty or invalid
@@ -984,6 +984,43 @@ function kerchunk_refs_parquet(a::ShardArray, store, url_prefix::AbstractString;
         table = store_table(pointer_from_objref(sf))
         @check L.shard_array_refs_parquet(a, url, sizeof(url), nm, sizeof(nm), rows, Ref(table))
     end
+    return nothing
+end
+
+"""
+    kerchunk_refs_parquet(a::ShardArray, dir::AbstractString, url_prefix; name, record_size=10000) -> nothing
+
+Write the same Parquet reference set as the store method above into the local directory `dir`
+(`shard_array_refs_parquet_dir`, what `zarrshard refs --format parquet -o DIR` writes):
+`dir/\$name/refs.<n>.parq` and, last, `dir/.zmetadata`. `dir` must not exist (it is created,
+with missing parents, once the set is built) or be an empty directory; that is checked, with
+`name` and `record_size`, before any shard is read. Each file is written to a temporary
+sibling and renamed, so no reader sees a partial file. Reads each shard's index once through
+the array's own store; the library writes the files itself (no `ShardIO` is involved in
+writing them). A `dir` that is not an `AbstractString` (a store function) selects the store
+method: the two never overlap.
+
+Thread-safe (not while another task writes the array, or another call writes `dir`). Throws
+`ArgumentError` for a negative `record_size`, and [`ZarrShardError`](@ref):
+`SHARD_ERR_INVALID_ARGUMENT` (empty or invalid `name`, `record_size` 0, `dir` empty, holding
+NUL, or naming something other than an empty directory; an array that is not sharded, has a
+codec after sharding or a data type Zarr v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (what
+v2 metadata cannot express), `SHARD_ERR_IO` (reading the array: the store's exception is the
+error's `cause`; or creating or writing `dir`: the OS error number is its `io_code`, e.g.
+`ENOTDIR` for a path under a regular file), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
+`SHARD_ERR_UNSUPPORTED` (a library built without the `parquet` feature). After an error some
+files may be written already; `.zmetadata`, written last, then is not.
+"""
+function kerchunk_refs_parquet(a::ShardArray, dir::AbstractString, url_prefix::AbstractString;
+                               name::AbstractString, record_size::Integer=10000)
+    record_size >= 0 ||
+        throw(ArgumentError("record_size is the number of rows per file (at least 1), got $record_size"))
+    url = String(url_prefix)
+    nm = String(name)
+    path = String(dir)
+    rows = record_size > typemax(UInt64) ? typemax(UInt64) : UInt64(record_size)
+    @check L.shard_array_refs_parquet_dir(a, url, sizeof(url), nm, sizeof(nm), rows, path,
+                                          sizeof(path))
     return nothing
 end
 
