@@ -500,9 +500,11 @@ pub fn check_parquet_output(name: &str, record_size: u64) -> Result<()> {
     Ok(())
 }
 
-/// The directory [`write_parquet`] writes into: it must not exist (it is created) or be an
-/// empty directory; [`Error::InvalidArgument`] otherwise, or [`Error::Io`] when it cannot be
-/// listed. Callers check it before building the set, which reads every shard's index.
+/// The directory [`write_parquet`] writes into: it must not exist (it is created, with
+/// missing parents) or be an empty directory; [`Error::InvalidArgument`] otherwise, or
+/// [`Error::Io`] when it cannot be listed or its nearest existing ancestor is not a directory
+/// (`ENOTDIR`, which creating it would meet). Callers check it before building the set, which
+/// reads every shard's index.
 pub fn check_parquet_dir(out: &std::path::Path) -> Result<()> {
     let empty_dir = || -> Result<bool> {
         let mut entries = std::fs::read_dir(out).map_err(|e| Error::io_at(out, e))?;
@@ -513,6 +515,22 @@ pub fn check_parquet_dir(out: &std::path::Path) -> Result<()> {
             "{} exists and is not an empty directory",
             crate::error::shown_text(out.display())
         )));
+    }
+    // Found now rather than after every index was read. (`exists` is false below a file.)
+    let existing = out.ancestors().skip(1).find(|a| a.exists());
+    if let Some(file) = existing.filter(|a| !a.as_os_str().is_empty() && !a.is_dir()) {
+        #[cfg(unix)]
+        let code = libc::ENOTDIR;
+        #[cfg(not(unix))]
+        let code = -1;
+        return Err(Error::Io {
+            code,
+            message: format!(
+                "{}: {} is not a directory",
+                crate::error::shown_text(out.display()),
+                crate::error::shown_text(file.display())
+            ),
+        });
     }
     Ok(())
 }

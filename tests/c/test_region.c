@@ -786,8 +786,8 @@ static int32_t open_fails(void *ud, const char *key, shard_io_callbacks *io) {
 
 /* shard_array_refs_parquet_dir writes the files of `zarrshard refs --format parquet` (argv[2])
  * into a new directory, missing parents too, and nothing else; a non-empty directory, an empty
- * or NUL-holding path are refused before any shard is read (an array whose store fails would
- * say SHARD_ERR_IO otherwise); the store's and the file system's errors keep their codes. */
+ * or NUL-holding path and a path below a regular file (ENOTDIR) are refused before any shard
+ * is read (an array whose store fails would say SHARD_ERR_IO with its code otherwise). */
 static void test_parquet_reference_set_to_a_directory(void) {
     char path[4400], base[] = "/tmp/zarrshard-parquet-XXXXXX", dir[256], sub[512], key[64];
     char *json;
@@ -842,13 +842,13 @@ static void test_parquet_reference_set_to_a_directory(void) {
     snprintf(path, sizeof path, "%s/.zmetadata", dir);
     CHECK(access(path, F_OK) != 0);
 
-    /* Below a regular file: the OS's ENOTDIR. */
+    /* Below a regular file: ENOTDIR, before any shard is read (b's store would say 99). */
     snprintf(path, sizeof path, "%s/file", base);
     f = fopen(path, "w");
     CHECK(f != NULL);
     if (f) fclose(f);
-    snprintf(dir, sizeof dir, "%s/file/refs", base);
-    EXPECT(shard_array_refs_parquet_dir(a, url, strlen(url), "fixture", 7, 3, dir, strlen(dir)),
+    snprintf(dir, sizeof dir, "%s/file/deeper/refs", base);
+    EXPECT(shard_array_refs_parquet_dir(b, url, strlen(url), "fixture", 7, 3, dir, strlen(dir)),
            SHARD_ERR_IO);
     CHECK(shard_last_io_code() == ENOTDIR);
 

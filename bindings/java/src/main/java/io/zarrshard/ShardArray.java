@@ -278,8 +278,8 @@ public final class ShardArray implements AutoCloseable {
      *     {@link Status#IO} (reading the array: what the store or a ShardIO threw is the cause,
      *     {@link ShardException#ioCode()} {@link ShardException#IO_JAVA_EXCEPTION}; creating or
      *     writing {@code dir}: no cause, {@link ShardException#ioCode()} the OS error number,
-     *     e.g. 20 {@code ENOTDIR} for a path under a regular file, 13 {@code EACCES}, 28
-     *     {@code ENOSPC}; these come after the indexes are read), {@link Status#CORRUPT},
+     *     e.g. 20 {@code ENOTDIR} for a path under a regular file (found before any index is
+     *     read), 13 {@code EACCES}, 28 {@code ENOSPC}), {@link Status#CORRUPT},
      *     {@link Status#CHECKSUM} (an index), {@link Status#UNSUPPORTED} (a ShardIO cannot read
      *     an index at the end; a library built without Parquet), {@link Status#PANIC}
      * @throws IllegalArgumentException for a negative {@code recordSize}, or a {@code dir} of
