@@ -636,10 +636,13 @@ public class RefsTest {
             assertEquals(ShardException.IO_JAVA_EXCEPTION, e.ioCode());
             assertTrue(opens[0] > 0);
             assertFalse(Files.exists(unused));
-            // Creating a path under a regular file fails only after the indexes are read.
+            // A path under a regular file: ENOTDIR, found before any shard is read.
+            int before = opens[0];
             e = expect(Status.IO, () -> array.kerchunkRefsParquetDir(URL, "fx", 5,
                     file.resolve("sub")));
-            assertSame(boom, e.getCause());
+            assertNull(e.getCause());
+            assertEquals(20, e.ioCode());
+            assertEquals("no shard read for a path under a file", before, opens[0]);
         }
         String plain = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8, 8],"
                 + " \"data_type\": \"uint16\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\":"
