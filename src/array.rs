@@ -590,25 +590,13 @@ impl<S: Store> Array<S> {
     /// [`Array::verify`], calling `on_shard` on this thread once per position of the chunk
     /// grid, as each batch of positions is done (for a progress display).
     ///
-    /// Shards are fetched and checked several at once on the thread pool, as region reads
-    /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), and
-    /// each shard's chunks decode in parallel too; a batch is a few shards per thread, so
-    /// only those are in memory at once. The result is the same as one thread's.
+    /// Shards are fetched and checked several at once (see [`Array::for_each_stored_shard`]),
+    /// and each shard's chunks decode in parallel too. The result is the same as one thread's.
     pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
-        let grid = self.meta.grid_shape();
-        let mut positions = nd::c_order(&grid).peekable();
-        let batch_len = parallel::threads()
-            .max(1)
-            .saturating_mul(SHARDS_PER_THREAD_CHECKED);
-        while positions.peek().is_some() {
-            let batch: Vec<Vec<u64>> = positions.by_ref().take(batch_len).collect();
-            let found = self.map_io(batch.len(), |k| {
-                let key = self.shard_key(&batch[k]);
-                let object = self.store.get(&key)?;
-                Ok(object.map(|object| (key, self.check_shard_object(&object))))
-            })?;
-            for shard in found {
+        self.for_each_stored_shard(
+            |key, object| Ok((key, self.check_shard_object(&object))),
+            |shard| {
                 on_shard();
                 if let Some((key, errors)) = shard {
                     problems.extend(errors.into_iter().map(|error| Problem {
@@ -616,9 +604,43 @@ impl<S: Store> Array<S> {
                         error,
                     }));
                 }
+                Ok(())
+            },
+        )?;
+        Ok(problems)
+    }
+
+    /// `check(key, object)` for every stored shard object, then `then(result)` on this thread
+    /// once per position of the chunk grid, in C order (`None` where no object is stored).
+    /// The objects are fetched and checked several at once on the thread pool, as region reads
+    /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a
+    /// batch of a few shards per thread at a time, so only those are in memory at once. A
+    /// failure (the store's, `check`'s or `then`'s) stops the walk after `then` has seen every
+    /// position before it, as one thread's loop would.
+    pub(crate) fn for_each_stored_shard<T: Send>(
+        &self,
+        check: impl Fn(String, Vec<u8>) -> Result<T> + Sync + Send,
+        mut then: impl FnMut(Option<T>) -> Result<()>,
+    ) -> Result<()> {
+        let grid = self.meta.grid_shape();
+        let mut positions = nd::c_order(&grid).peekable();
+        let batch_len = parallel::threads()
+            .max(1)
+            .saturating_mul(SHARDS_PER_THREAD_CHECKED);
+        while positions.peek().is_some() {
+            let batch: Vec<Vec<u64>> = positions.by_ref().take(batch_len).collect();
+            // Each position's own outcome, so that the positions before a failure are handed
+            // to `then` before it is returned.
+            let checked = self.map_io(batch.len(), |k| {
+                let key = self.shard_key(&batch[k]);
+                let stored = self.store.get(&key);
+                Ok(stored.and_then(|object| object.map(|o| check(key, o)).transpose()))
+            })?;
+            for shard in checked {
+                then(shard?)?;
             }
         }
-        Ok(problems)
+        Ok(())
     }
 
     /// Every problem in one stored shard object.
@@ -675,7 +697,7 @@ impl<S: Store> Array<S> {
     }
 }
 
-/// Shards per pool thread in one batch of [`Array::verify_with_progress`]: enough that a slow
+/// Shards per pool thread in one batch of [`Array::for_each_stored_shard`]: enough that a slow
 /// shard does not idle the other threads, few enough that progress moves and memory (one
 /// whole object per shard being checked) stays small.
 const SHARDS_PER_THREAD_CHECKED: usize = 4;

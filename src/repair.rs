@@ -17,7 +17,6 @@ use crate::array::Array;
 use crate::codec::BytesToBytes;
 use crate::error::Result;
 use crate::index::ShardIndex;
-use crate::nd;
 use crate::sharding::{IndexLocation, ShardLayout};
 use crate::store::Store;
 
@@ -52,24 +51,36 @@ impl<S: Store> Array<S> {
             .shard_layout()
             .filter(|_| meta.supports_partial_reads());
         let mut out = Vec::new();
-        for coords in nd::c_order(&meta.grid_shape()) {
-            let key = self.shard_key(&coords);
-            let Some(object) = self.store().get(&key)? else {
-                continue;
-            };
-            let damaged = !self.check_shard_object(&object).is_empty();
-            let outcome = match &layout {
-                _ if !damaged => continue,
-                None => ShardRepair::Unrecoverable(
-                    "the shard object is not the sharding codec's own output (not sharded, or a codec follows sharding_indexed)".into(),
-                ),
-                Some(layout) => plan(layout, &object, true),
-            };
-            if let (ShardRepair::Recovered { size, .. }, false) = (&outcome, dry_run) {
-                self.store().set(&key, &object[..*size as usize])?;
-            }
-            out.push((key, outcome));
-        }
+        // Shards are fetched, checked and planned several at once; each repair is written on
+        // this thread in grid order, as the walk reaches it.
+        self.for_each_stored_shard(
+            |key, mut object| {
+                if self.check_shard_object(&object).is_empty() {
+                    return Ok(None);
+                }
+                let outcome = match &layout {
+                    None => ShardRepair::Unrecoverable(
+                        "the shard object is not the sharding codec's own output (not sharded, or a codec follows sharding_indexed)".into(),
+                    ),
+                    Some(layout) => plan(layout, &object, true),
+                };
+                // Only the prefix that is written back is kept until then.
+                match outcome {
+                    ShardRepair::Recovered { size, .. } => object.truncate(size as usize),
+                    _ => object = Vec::new(),
+                }
+                Ok(Some((key, outcome, object)))
+            },
+            |shard| {
+                if let Some((key, outcome, prefix)) = shard.flatten() {
+                    if matches!(outcome, ShardRepair::Recovered { .. }) && !dry_run {
+                        self.store().set(&key, &prefix)?;
+                    }
+                    out.push((key, outcome));
+                }
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 }

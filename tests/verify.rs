@@ -1,6 +1,7 @@
-//! `Array::verify` fetches and checks shards several at once and decodes each shard's chunks
-//! in parallel, yet reports what one thread reports: the same problems in C order of the
-//! chunk grid and of each shard's chunks, one progress call per grid position.
+//! `Array::verify` and `Array::repair` fetch and check shards several at once and decode each
+//! shard's chunks in parallel, yet do what one thread does: the same problems in C order of
+//! the chunk grid and of each shard's chunks, one progress call per grid position, repairs
+//! written in grid order up to the first shard the store fails on.
 
 use serde_json::json;
 use std::collections::HashSet;
@@ -61,6 +62,8 @@ struct Watched {
     inner: MemoryStore,
     caller_only: bool,
     wait: bool,
+    /// A key whose fetch fails (I/O error code 5).
+    fail: Option<&'static str>,
     seen: Arc<Seen>,
 }
 
@@ -78,6 +81,7 @@ impl Watched {
             inner,
             caller_only,
             wait,
+            fail: None,
             seen: Arc::default(),
         }
     }
@@ -110,6 +114,12 @@ impl Store for Watched {
         }
         running.0 -= 1;
         drop(running);
+        if self.fail == Some(key) {
+            return Err(Error::Io {
+                code: 5,
+                message: format!("no {key}"),
+            });
+        }
         self.inner.get(key)
     }
     fn set(&self, key: &str, value: &[u8]) -> zarrshard::Result<()> {
@@ -179,4 +189,75 @@ fn shards_are_fetched_several_at_once_unless_the_store_asks_otherwise() {
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(here.most_at_once(), 1);
     assert_eq!(*here.seen.threads.lock().unwrap(), HashSet::from([me]));
+}
+
+/// Repairs, as (key, outcome), with the given threads and store.
+fn repaired(store: Watched, meta: &ArrayMetadata) -> zarrshard::Result<Vec<(String, ShardRepair)>> {
+    Array::from_metadata(store, meta.clone())
+        .unwrap()
+        .repair(false)
+}
+
+/// Repair over the same walk: the same outcomes in grid order on one thread, on the pool and
+/// on the calling thread; a torn shard before a shard the store fails on is written back
+/// before the error is returned, as a loop over the grid would.
+#[test]
+fn repair_does_what_one_thread_does_up_to_the_first_failing_shard() {
+    let (store, meta) = damaged();
+    // c/0/0 torn: an append-only update of it, cut one byte short (its index's crc32c fails;
+    // the previous shard, complete, is its prefix).
+    let array = Array::from_metadata(store.clone(), meta.clone()).unwrap();
+    let v1 = store.get("c/0/0").unwrap().unwrap();
+    let data: Vec<u8> = (0..256u16).flat_map(|i| (i + 7).to_le_bytes()).collect();
+    array
+        .write_shard_with(
+            &[0, 0],
+            &data,
+            WriteStrategy::Update(UpdateMode::AppendOnly),
+            WriteOptions::default(),
+        )
+        .unwrap();
+    let v2 = store.get("c/0/0").unwrap().unwrap();
+    assert_eq!(v2[..v1.len()], v1[..]);
+    let torn = &v2[..v2.len() - 1];
+    let unrecoverable = |why: &str| ShardRepair::Unrecoverable(why.into());
+    let want = vec![
+        (
+            "c/0/0".to_string(),
+            ShardRepair::Recovered {
+                before: torn.len() as u64,
+                size: v1.len() as u64,
+                chunks: 64,
+            },
+        ),
+        (
+            "c/0/1".to_string(),
+            unrecoverable("no earlier index with a valid crc32c in the object"),
+        ),
+        (
+            "c/1/0".to_string(),
+            unrecoverable(zarrshard::repair::CORRUPT_CHUNK_UNDER_VALID_INDEX),
+        ),
+    ];
+
+    for (threads, caller_only) in [(1, false), (2, false), (2, true)] {
+        set_threads(threads).unwrap();
+        store.set("c/0/0", torn).unwrap();
+        let done = repaired(Watched::new(store.clone(), caller_only, false), &meta);
+        assert_eq!(
+            done.unwrap(),
+            want,
+            "{threads} threads, caller only: {caller_only}"
+        );
+        assert_eq!(store.get("c/0/0").unwrap().unwrap(), v1);
+
+        // The store fails on c/1/0: c/0/0, before it, is repaired all the same.
+        store.set("c/0/0", torn).unwrap();
+        let mut failing = Watched::new(store.clone(), caller_only, false);
+        failing.fail = Some("c/1/0");
+        let err = repaired(failing, &meta).unwrap_err();
+        assert_eq!(err.to_string(), "I/O error (code 5): no c/1/0");
+        assert_eq!(store.get("c/0/0").unwrap().unwrap(), v1);
+    }
+    set_threads(2).unwrap();
 }
