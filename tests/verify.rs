@@ -31,6 +31,14 @@ fn array() -> (MemoryStore, ArrayMetadata) {
 
 const INDEX_LEN: usize = 64 * 16 + 4;
 
+/// The thread setting is process-wide and the tests of this file change it: they run one at a
+/// time, or a test expecting two fetches at once could find one thread set by another.
+static THREAD_SETTING: Mutex<()> = Mutex::new(());
+
+fn threads_to_myself() -> std::sync::MutexGuard<'static, ()> {
+    THREAD_SETTING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Flip one byte of inner chunk `i` of the shard object at `key` (its crc32c then fails).
 fn damage_chunk(store: &MemoryStore, key: &str, i: usize) {
     let mut object = store.get(key).unwrap().unwrap();
@@ -146,6 +154,7 @@ fn verified(store: Watched, meta: &ArrayMetadata) -> (Vec<(String, String)>, usi
 
 #[test]
 fn problems_are_those_of_one_thread_in_grid_and_chunk_order() {
+    let _setting = threads_to_myself();
     let (store, meta) = damaged();
     set_threads(2).unwrap();
     let (pooled, calls) = verified(Watched::new(store.clone(), false, false), &meta);
@@ -175,6 +184,7 @@ fn problems_are_those_of_one_thread_in_grid_and_chunk_order() {
 
 #[test]
 fn shards_are_fetched_several_at_once_unless_the_store_asks_otherwise() {
+    let _setting = threads_to_myself();
     let (store, meta) = array();
     set_threads(2).unwrap();
     let me = std::thread::current().id();
@@ -203,6 +213,7 @@ fn repaired(store: Watched, meta: &ArrayMetadata) -> zarrshard::Result<Vec<(Stri
 /// before the error is returned, as a loop over the grid would.
 #[test]
 fn repair_does_what_one_thread_does_up_to_the_first_failing_shard() {
+    let _setting = threads_to_myself();
     let (store, meta) = damaged();
     // c/0/0 torn: an append-only update of it, cut one byte short (its index's crc32c fails;
     // the previous shard, complete, is its prefix).
