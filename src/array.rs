@@ -590,8 +590,10 @@ impl<S: Store> Array<S> {
     /// [`Array::verify`], calling `on_shard` on this thread once per position of the chunk
     /// grid, as each batch of positions is done (for a progress display).
     ///
-    /// Shards are fetched and checked several at once (see [`Array::for_each_stored_shard`]),
-    /// and each shard's chunks decode in parallel too. The result is the same as one thread's.
+    /// Shards are fetched and checked several at once on the thread pool, as region reads
+    /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a few
+    /// shards per thread at a time, so only those are in memory at once; each shard's chunks
+    /// decode in parallel too. The result is the same as one thread's.
     pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
         self.for_each_stored_shard(

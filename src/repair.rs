@@ -44,7 +44,9 @@ impl<S: Store> Array<S> {
     /// earlier index that proves itself intact (see the module docs), written with
     /// [`Store::set`] (a temporary and a rename for [`crate::FsStore`]). With `dry_run`, nothing
     /// is written. Returns `(shard key, outcome)` for every damaged shard, in grid order;
-    /// intact shards are not listed. `Err` only when the store fails.
+    /// intact shards are not listed. `Err` only when the store fails: the repairs before the
+    /// shard it failed on are written. Shards are fetched and checked several at once, as
+    /// [`Array::verify`] does; the repairs are written on this thread, in grid order.
     pub fn repair(&self, dry_run: bool) -> Result<Vec<(String, ShardRepair)>> {
         let meta = self.metadata();
         let layout = meta
