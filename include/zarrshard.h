@@ -345,6 +345,23 @@ typedef struct {
 typedef int32_t (*shard_sink_fn)(void *userdata, const uint8_t *data, size_t len);
 
 /**
+ * The host's receiver of the problems `shard_array_verify` finds, one call per problem:
+ * `key` (NUL-terminated) is the shard object's key; `chunk` holds the `chunk_rank`
+ * coordinates of the inner chunk within that shard when the problem concerns one (else NULL
+ * and 0); `status` is the status reading it would fail with (`SHARD_ERR_CHECKSUM`,
+ * `SHARD_ERR_CORRUPT`, …) and `message` (NUL-terminated) the error text, as `zarrshard
+ * verify` prints it. Everything is owned by the library and valid only during the call.
+ * Return 0 to go on, or a non-zero error code the library keeps (`shard_last_io_code`) and
+ * reports as `SHARD_ERR_IO`, which stops the check.
+ */
+typedef int32_t (*shard_problem_fn)(void *userdata,
+                                    const char *key,
+                                    const uint64_t *chunk,
+                                    size_t chunk_rank,
+                                    shard_status status,
+                                    const char *message);
+
+/**
  * Where an inner chunk is stored.
  */
 typedef struct {
@@ -616,6 +633,29 @@ shard_status shard_array_refs_parquet_dir(const shard_array *array,
                                           uint64_t record_size,
                                           const char *dir,
                                           size_t dir_len);
+
+/**
+ * Check every stored shard of the array, as `zarrshard verify` does: the index (checksum,
+ * every entry within the object) and that every inner chunk decodes. Each problem goes to
+ * `on_problem(userdata, …)` (see `shard_problem_fn`; NULL to count only), on the calling
+ * thread, in C order of the chunk grid and of each shard's chunks, as each batch of shards
+ * is done; `*problems_out` receives how many there were (0: the array is clean). A damaged
+ * shard is a problem, not an error: the call still returns `SHARD_OK`.
+ *
+ * Shards are fetched and checked several at once on worker threads when the store is
+ * `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise; their
+ * chunks decode in parallel either way. Each whole shard object is read once.
+ *
+ * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER` (`array`, `problems_out`), `SHARD_ERR_IO` (the store failed: the
+ * first such shard in grid order; or `on_problem` returned non-zero, its code in
+ * `shard_last_io_code`), `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory
+ * limit), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_verify(const shard_array *array,
+                                shard_problem_fn on_problem,
+                                void *userdata,
+                                uint64_t *problems_out);
 
 /**
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's

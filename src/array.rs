@@ -596,20 +596,37 @@ impl<S: Store> Array<S> {
     /// decode in parallel too. The result is the same as one thread's.
     pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
+        self.verify_each(on_shard, |problem| {
+            problems.push(problem);
+            Ok(())
+        })?;
+        Ok(problems)
+    }
+
+    /// [`Array::verify_with_progress`], handing each problem to `on_problem` on this thread as
+    /// its batch of shards is done, in the same order, instead of collecting them: memory
+    /// stays bounded by a batch however damaged the array. An error from `on_problem` stops
+    /// the walk and is returned.
+    pub fn verify_each(
+        &self,
+        on_shard: &dyn Fn(),
+        mut on_problem: impl FnMut(Problem) -> Result<()>,
+    ) -> Result<()> {
         self.for_each_stored_shard(
             |key, object| Ok((key, self.check_shard_object(&object))),
             |shard| {
                 on_shard();
                 if let Some((key, errors)) = shard {
-                    problems.extend(errors.into_iter().map(|error| Problem {
-                        key: key.clone(),
-                        error,
-                    }));
+                    for error in errors {
+                        on_problem(Problem {
+                            key: key.clone(),
+                            error,
+                        })?;
+                    }
                 }
                 Ok(())
             },
-        )?;
-        Ok(problems)
+        )
     }
 
     /// `check(key, object)` for every stored shard object, then `then(result)` on this thread

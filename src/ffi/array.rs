@@ -548,6 +548,96 @@ pub unsafe extern "C" fn shard_array_refs_parquet_dir(
     })
 }
 
+/// The host's receiver of the problems `shard_array_verify` finds, one call per problem:
+/// `key` (NUL-terminated) is the shard object's key; `chunk` holds the `chunk_rank`
+/// coordinates of the inner chunk within that shard when the problem concerns one (else NULL
+/// and 0); `status` is the status reading it would fail with (`SHARD_ERR_CHECKSUM`,
+/// `SHARD_ERR_CORRUPT`, …) and `message` (NUL-terminated) the error text, as `zarrshard
+/// verify` prints it. Everything is owned by the library and valid only during the call.
+/// Return 0 to go on, or a non-zero error code the library keeps (`shard_last_io_code`) and
+/// reports as `SHARD_ERR_IO`, which stops the check.
+#[allow(non_camel_case_types)]
+pub type shard_problem_fn = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        key: *const c_char,
+        chunk: *const u64,
+        chunk_rank: usize,
+        status: shard_status,
+        message: *const c_char,
+    ) -> i32,
+>;
+
+/// Check every stored shard of the array, as `zarrshard verify` does: the index (checksum,
+/// every entry within the object) and that every inner chunk decodes. Each problem goes to
+/// `on_problem(userdata, …)` (see `shard_problem_fn`; NULL to count only), on the calling
+/// thread, in C order of the chunk grid and of each shard's chunks, as each batch of shards
+/// is done; `*problems_out` receives how many there were (0: the array is clean). A damaged
+/// shard is a problem, not an error: the call still returns `SHARD_OK`.
+///
+/// Shards are fetched and checked several at once on worker threads when the store is
+/// `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise; their
+/// chunks decode in parallel either way. Each whole shard object is read once.
+///
+/// Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER` (`array`, `problems_out`), `SHARD_ERR_IO` (the store failed: the
+/// first such shard in grid order; or `on_problem` returned non-zero, its code in
+/// `shard_last_io_code`), `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory
+/// limit), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_verify(
+    array: *const shard_array,
+    on_problem: shard_problem_fn,
+    userdata: *mut c_void,
+    problems_out: *mut u64,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let problems_out = unsafe { out(problems_out, "problems_out") }?;
+        let mut problems = 0u64;
+        h.array.verify_each(&|| {}, |problem| {
+            problems += 1;
+            let Some(report) = on_problem else {
+                return Ok(());
+            };
+            let chunk = match &problem.error {
+                Error::Corrupt { chunk, .. } | Error::ChecksumMismatch { chunk, .. } => {
+                    chunk.as_ref().map(|c| c.0.as_slice())
+                }
+                _ => None,
+            };
+            let (chunk, rank) = chunk.map_or((std::ptr::null(), 0), |c| (c.as_ptr(), c.len()));
+            // Keys are ASCII digits and separators; a NUL in the message (a host's text inside
+            // it) would cut it short, so it is dropped.
+            let key = CString::new(problem.key.replace('\0', "")).unwrap_or_default();
+            let message =
+                CString::new(problem.error.to_string().replace('\0', "")).unwrap_or_default();
+            let status = shard_status::from(&problem.error);
+            // SAFETY: the host's callback, called as `shard_problem_fn`'s contract says.
+            let code = unsafe {
+                report(
+                    userdata,
+                    key.as_ptr(),
+                    chunk,
+                    rank,
+                    status,
+                    message.as_ptr(),
+                )
+            };
+            if code != 0 {
+                return Err(Error::Io {
+                    code,
+                    message: "the host's problem callback failed".into(),
+                });
+            }
+            Ok(())
+        })?;
+        *problems_out = problems;
+        Ok(())
+    })
+}
+
 /// The arguments `shard_array_refs` and `shard_array_refs_write` share, checked before any
 /// shard is read.
 struct RefsRequest<'a> {

@@ -564,6 +564,95 @@ static void test_reference_set(void) {
     store_free(&s);
 }
 
+/* Flip one byte of the object at `key`. */
+static void flip_byte(mem_store *s, const char *key, uint64_t offset) {
+    int k;
+    size_t n;
+    uint8_t *data;
+    for (k = 0; k < s->count; k++)
+        if (strcmp(s->keys[k], key) == 0) break;
+    CHECK(k < s->count);
+    if (k == s->count) return;
+    n = mem_io_size(s->objects[k]);
+    data = malloc(n);
+    mem_io_copy(s->objects[k], data, n);
+    data[offset] ^= 0xff;
+    CHECK(mem_io_set(s->objects[k], data, n) == 0);
+    free(data);
+}
+
+/* The problems shard_array_verify reports, as one line each, and how to answer. */
+typedef struct {
+    char lines[8][256];
+    int calls, fail_at;
+} problems_seen;
+
+static int32_t on_problem(void *userdata, const char *key, const uint64_t *chunk, size_t rank,
+                          shard_status status, const char *message) {
+    problems_seen *p = (problems_seen *)userdata;
+    int n = p->calls++;
+    if (n < 8)
+        snprintf(p->lines[n], sizeof p->lines[n], "%s %zu [%llu, %llu] %d %.64s", key, rank,
+                 rank == 2 ? (unsigned long long)chunk[0] : 99ULL,
+                 rank == 2 ? (unsigned long long)chunk[1] : 99ULL, (int)status, message);
+    return p->fail_at == n + 1 ? -9 : 0;
+}
+
+/* shard_array_verify: a clean array has no problem; two damaged chunks (their zstd frames'
+ * first byte flipped) are reported in grid order with their shard key, chunk coordinates,
+ * status and message; NULL counts only; a callback's non-zero return stops the check with
+ * its code; a failing store is SHARD_ERR_IO with the store's code. */
+static void test_verify(void) {
+    mem_store s;
+    shard_array *a;
+    shard_codec *codec = NULL;
+    shard_chunk_location l1, l2;
+    problems_seen p;
+    uint64_t n = 99;
+    store_init(&s);
+    model_reset();
+    a = open_array(&s);
+    write_box(a, 0, 0, 4, 4, 100);   /* inner chunk (0, 0) of shard c/0/0 */
+    write_box(a, 16, 8, 4, 4, 200);  /* inner chunk (0, 0) of shard c/2/1 */
+    EXPECT(shard_array_codec(a, &codec), SHARD_OK);
+    l1 = chunk_at(&s, codec, "c/0/0", 0, 0);
+    l2 = chunk_at(&s, codec, "c/2/1", 0, 0);
+
+    memset(&p, 0, sizeof p);
+    EXPECT(shard_array_verify(a, on_problem, &p, &n), SHARD_OK);
+    CHECK(n == 0 && p.calls == 0);
+
+    flip_byte(&s, "c/2/1", l2.offset);
+    flip_byte(&s, "c/0/0", l1.offset);
+    EXPECT(shard_array_verify(a, on_problem, &p, &n), SHARD_OK);
+    CHECK(n == 2 && p.calls == 2);
+    CHECK(strncmp(p.lines[0], "c/0/0 2 [0, 0] 4 corrupt shard: inner chunk [0, 0]: ", 52) == 0);
+    CHECK(strncmp(p.lines[1], "c/2/1 2 [0, 0] 4 corrupt shard: inner chunk [0, 0]: ", 52) == 0);
+    CHECK(SHARD_ERR_CORRUPT == 4);
+
+    n = 99;
+    EXPECT(shard_array_verify(a, NULL, NULL, &n), SHARD_OK);
+    CHECK(n == 2);
+
+    memset(&p, 0, sizeof p);
+    p.fail_at = 1;
+    n = 99;
+    EXPECT(shard_array_verify(a, on_problem, &p, &n), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == -9 && p.calls == 1 && n == 99);
+
+    mem_io_reset_counters(s.objects[1]);
+    mem_io_fail(s.objects[1], MEM_IO_ANY, 1, 5);
+    EXPECT(shard_array_verify(a, NULL, NULL, &n), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 5);
+    mem_io_fail(s.objects[1], MEM_IO_ANY, 0, 0);
+
+    EXPECT(shard_array_verify(NULL, NULL, NULL, &n), SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_verify(a, NULL, NULL, NULL), SHARD_ERR_NULL_POINTER);
+    shard_codec_free(codec);
+    shard_array_close(a);
+    store_free(&s);
+}
+
 /* A sink that appends to a growing buffer, or fails with `fail` once `fail_after` pieces
  * have arrived. */
 typedef struct {
@@ -867,6 +956,7 @@ int main(int argc, char **argv) {
     RUN(test_second_writer_is_refused);
     RUN(test_reference_set);
     RUN(test_reference_set_to_a_sink);
+    RUN(test_verify);
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);
