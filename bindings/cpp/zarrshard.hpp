@@ -1587,15 +1587,27 @@ struct ArrayDeleter {
     void operator()(shard_array *a) const noexcept { shard_array_close(a); }
 };
 
-/// A `shard_sink_fn` target that appends the library's pieces to a `std::string` (e.g. of
-/// `shard_array_refs_write`). Its trampoline is `noexcept` like the I/O ones: what appending
-/// throws (`std::bad_alloc`, `std::length_error`) is kept in `error` and the sink returns a
-/// non-zero code (`ENOMEM` for `std::bad_alloc`), which stops the call with `SHARD_ERR_IO`;
-/// `call_with_sink` then rethrows the kept exception itself. Used on one thread (the library
-/// calls a sink on the thread of the call).
-struct StringSink {
-    std::string text;
+/// The exception a host receiver's `noexcept` trampoline caught (a `shard_sink_fn`, a
+/// `shard_problem_fn`): the trampoline keeps it with `keep()` and returns a non-zero code
+/// (`ENOMEM` for `std::bad_alloc`, as `current_exception_code`), which stops the C call with
+/// `SHARD_ERR_IO`; `call_with_receiver` then rethrows the kept exception itself. Used on one
+/// thread (the library calls a receiver on the thread of the call).
+struct Receiver {
     std::exception_ptr error;
+
+    /// Keep the exception being handled; returns the code for the trampoline to return. Call
+    /// only inside a `catch` block. Never throws.
+    std::int32_t keep() noexcept {
+        error = std::current_exception();
+        return current_exception_code();
+    }
+};
+
+/// A `shard_sink_fn` target that appends the library's pieces to a `std::string` (e.g. of
+/// `shard_array_refs_write`); what appending throws (`std::bad_alloc`, `std::length_error`)
+/// is kept as a `Receiver`'s.
+struct StringSink : Receiver {
+    std::string text;
 
     static std::int32_t write(void *ud, const std::uint8_t *data, std::size_t len) noexcept {
         auto &self = *static_cast<StringSink *>(ud);
@@ -1603,22 +1615,22 @@ struct StringSink {
             if (len != 0) self.text.append(reinterpret_cast<const char *>(data), len);
             return 0;
         } catch (...) {
-            self.error = std::current_exception();
-            return current_exception_code();
+            return self.keep();
         }
     }
 };
 
-/// `call` for a C call that hands its output to `sink`: when the sink failed (the call then
-/// returns `SHARD_ERR_IO` with the sink's code), the exception the sink caught is rethrown as
-/// it was, not reported as an `Error`; any other failure throws `Error` as `call` does.
+/// `call` for a C call that hands its output to `receiver`: when the receiver failed (the
+/// call then returns `SHARD_ERR_IO` with the receiver's code), the exception it caught is
+/// rethrown as it was, not reported as an `Error`; any other failure throws `Error` as `call`
+/// does.
 template <class F>
-void call_with_sink(StringSink &sink, F &&f) {
+void call_with_receiver(Receiver &receiver, F &&f) {
     clear_host_failures();
     const shard_status status = std::forward<F>(f)();
-    if (status != SHARD_OK && sink.error) {
-        clear_host_failures(); // the sink's record: the exception itself is what surfaces
-        std::rethrow_exception(sink.error);
+    if (status != SHARD_OK && receiver.error) {
+        clear_host_failures(); // the receiver's record: the exception itself is what surfaces
+        std::rethrow_exception(receiver.error);
     }
     check(status);
 }
@@ -1638,6 +1650,50 @@ inline std::size_t region_elements(Coords start, Coords shape) {
     }
     return n;
 }
+
+} // namespace detail
+
+/// One problem `Array::verify` found in a stored shard (a `shard_problem_fn` call's
+/// arguments, copied).
+struct Problem {
+    /// The shard object's key (`"c/0/1"`).
+    std::string key;
+    /// The coordinates of the inner chunk within the shard when the problem concerns one;
+    /// empty when it does not (e.g. a damaged index).
+    std::vector<std::uint64_t> chunk;
+    /// The status reading it would fail with (`SHARD_ERR_CHECKSUM`, `SHARD_ERR_CORRUPT`, ...).
+    shard_status status = SHARD_OK;
+    /// The library's error text, as `zarrshard verify` prints it.
+    std::string message;
+};
+
+namespace detail {
+
+/// A `shard_problem_fn` target that hands each problem, as a `Problem`, to `fn`; what
+/// building it or `fn` throws is kept as a `Receiver`'s.
+template <class F>
+struct ProblemReceiver : Receiver {
+    explicit ProblemReceiver(F &f) noexcept : fn(f) {}
+    F &fn;
+
+    static std::int32_t report(void *ud, const char *key, const std::uint64_t *chunk,
+                               std::size_t chunk_rank, shard_status status,
+                               const char *message) noexcept {
+        auto &self = *static_cast<ProblemReceiver *>(ud);
+        try {
+            Problem p;
+            p.key = key != nullptr ? key : "";
+            if (chunk != nullptr) p.chunk.assign(chunk, chunk + chunk_rank);
+            p.status = status;
+            p.message = message != nullptr ? message : "";
+            const Problem &view = p;
+            self.fn(view);
+            return 0;
+        } catch (...) {
+            return self.keep();
+        }
+    }
+};
 
 } // namespace detail
 
@@ -1751,7 +1807,7 @@ class Array {
                             std::to_string(version) + " (0 or 1)");
         const std::uint32_t format = version == 0 ? SHARD_REFS_JSON_V0 : SHARD_REFS_JSON_V1;
         detail::StringSink sink;
-        detail::call_with_sink(sink, [&] {
+        detail::call_with_receiver(sink, [&] {
             return shard_array_refs_write(get(), format, zarr_format, url_prefix.data(),
                                           url_prefix.size(), name.data(), name.size(),
                                           &detail::StringSink::write, &sink);
@@ -1854,6 +1910,47 @@ class Array {
                                                 name.data(), name.size(), record_size,
                                                 bytes.data(), bytes.size());
         });
+    }
+
+    /// Check every stored shard, as `zarrshard verify` does (`shard_array_verify`): the index
+    /// (checksum, every entry within the object) and that every inner chunk decodes. Returns
+    /// the problems found, in C order of the chunk grid and of each shard's chunks; empty when
+    /// the array is clean. A damaged shard is a problem, not an error. Each whole shard object
+    /// is read once; shards are fetched on worker threads with `StoreFlags::ThreadSafe`, one
+    /// after another on the calling thread otherwise.
+    ///
+    /// Thread-safe (not while another thread writes the array). Throws `Error`:
+    /// `SHARD_ERR_IO` (the store's `open` or I/O object threw, the first such shard in grid
+    /// order: `io_code()` and `host_message()` as for `Array::open`),
+    /// `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory limit),
+    /// `SHARD_ERR_NULL_POINTER` (an empty `Array`); or what growing the vector threw
+    /// (`std::bad_alloc`), rethrown once the C call has returned.
+    [[nodiscard]] std::vector<Problem> verify() const {
+        std::vector<Problem> problems;
+        (void)verify([&](const Problem &p) { problems.push_back(p); });
+        return problems;
+    }
+
+    /// `verify()` streaming: each problem goes to `on_problem(const Problem &)` as it is found
+    /// (in the same order, as each batch of shards is done), always on the calling thread,
+    /// even with `StoreFlags::ThreadSafe`; the `Problem` is valid during the call only.
+    /// Returns how many there were (0: the array is clean). The call must not write the array.
+    ///
+    /// Thread-safe as `verify()`. Throws what `verify()` throws, or what `on_problem` threw:
+    /// the check stops at once (`on_problem` is not called again) and that exception is
+    /// rethrown as it was, once the C call has returned (never across the C boundary).
+    template <class F>
+    std::uint64_t verify(F &&on_problem) const {
+        static_assert(std::is_invocable<F &, const Problem &>::value,
+                      "verify(on_problem): on_problem must be callable as on_problem(const Problem &)");
+        require_open();
+        using Fn = std::remove_reference_t<F>;
+        detail::ProblemReceiver<Fn> receiver(on_problem);
+        std::uint64_t n = 0;
+        detail::call_with_receiver(receiver, [&] {
+            return shard_array_verify(get(), &detail::ProblemReceiver<Fn>::report, &receiver, &n);
+        });
+        return n;
     }
 
     /// Read the region of extent `shape` at `start` (array coordinates) into `out`: exactly

@@ -1830,6 +1830,163 @@ static void test_array_kerchunk_refs_store_errors() {
     EXPECT_ERROR((void)Array().kerchunk_refs(url), SHARD_ERR_NULL_POINTER);
 }
 
+// ZARR_JSON with shards c/0/0 and c/1/1 written whole (every inner chunk stored, values
+// 1.. and 1001..): the store and the array over it.
+static Array verify_fixture(const MemoryStore &store) {
+    Array array = Array::open(ZARR_JSON, store);
+    std::vector<std::uint16_t> a(256), b(256);
+    for (std::size_t i = 0; i < a.size(); i++) {
+        a[i] = static_cast<std::uint16_t>(i + 1);
+        b[i] = static_cast<std::uint16_t>(i + 1001);
+    }
+    array.write_region({0, 0}, {16, 16}, a);
+    array.write_region({16, 16}, {16, 16}, b);
+    return array;
+}
+
+// Flip the first encoded byte of inner chunk `coords` of the shard at `key`, found from the
+// shard's index (Shard::chunk_info).
+static void damage_chunk(MemoryStore &store, const Codec &codec, const std::string &key,
+                         std::vector<std::uint64_t> coords) {
+    MemoryIO io = store.open(key);
+    const zarrshard::ChunkLocation loc = Shard::open(codec, io).chunk_info(coords);
+    CHECK(!loc.empty && loc.nbytes > 0);
+    std::vector<std::uint8_t> bytes = io.bytes();
+    CHECK(loc.offset < bytes.size());
+    if (loc.offset < bytes.size()) bytes[loc.offset] ^= 0xff;
+    io.set(std::move(bytes));
+}
+
+// Array::verify (shard_array_verify): a clean array has no problem; one damaged inner chunk in
+// each of two shards (damaged in the reverse order) gives exactly two problems in grid order
+// with their shard keys, chunk coordinates, SHARD_ERR_CORRUPT (the zstd codec has no checksum)
+// and the library's message; the streaming form sees the same, on the calling thread, also
+// through a StoreFlags::ThreadSafe store (shards fetched on worker threads); a damaged index
+// checksum is a problem without chunk coordinates; an empty Array is SHARD_ERR_NULL_POINTER.
+static void test_array_verify() {
+    MemoryStore store;
+    const Array array = verify_fixture(store);
+    CHECK(store.keys() == (std::vector<std::string>{"c/0/0", "c/1/1"}));
+    CHECK(array.verify().empty());
+    std::uint64_t calls = 0;
+    CHECK(array.verify([&](const zarrshard::Problem &) { calls++; }) == 0 && calls == 0);
+
+    const Codec codec = array.codec();
+    damage_chunk(store, codec, "c/1/1", {1, 3});
+    damage_chunk(store, codec, "c/0/0", {2, 1});
+    const std::vector<zarrshard::Problem> problems = array.verify();
+    CHECK(problems.size() == 2);
+    if (problems.size() == 2) {
+        CHECK(problems[0].key == "c/0/0" && problems[1].key == "c/1/1");
+        CHECK(problems[0].chunk == (std::vector<std::uint64_t>{2, 1}));
+        CHECK(problems[1].chunk == (std::vector<std::uint64_t>{1, 3}));
+        CHECK(problems[0].status == SHARD_ERR_CORRUPT && problems[1].status == SHARD_ERR_CORRUPT);
+        CHECK(problems[0].message.rfind("corrupt shard: inner chunk [2, 1]: ", 0) == 0);
+        CHECK(problems[1].message.rfind("corrupt shard: inner chunk [1, 3]: ", 0) == 0);
+        std::cout << "    problem: " << problems[0].key << " " << problems[0].message << "\n";
+    }
+    // Reading the damaged chunk fails with the status verify reported.
+    EXPECT_ERROR((void)array.read_region<std::uint16_t>({8, 4}, {4, 4}), SHARD_ERR_CORRUPT);
+
+    // Streaming, through a ThreadSafe store: the same problems, each on this thread.
+    const Array threaded = Array::open(ZARR_JSON, store, zarrshard::StoreFlags::ThreadSafe);
+    std::vector<std::string> seen;
+    bool other_thread = false;
+    const std::thread::id me = std::this_thread::get_id();
+    const std::uint64_t n = threaded.verify([&](const zarrshard::Problem &p) {
+        other_thread = other_thread || std::this_thread::get_id() != me;
+        seen.push_back(p.key + " " + std::to_string(p.chunk.size()) + " " + p.message);
+    });
+    CHECK(n == 2 && seen.size() == 2 && !other_thread);
+    if (problems.size() == 2 && seen.size() == 2) {
+        CHECK(seen[0] == "c/0/0 2 " + problems[0].message);
+        CHECK(seen[1] == "c/1/1 2 " + problems[1].message);
+    }
+
+    // The index's crc32c damaged (its last byte, the index being at the end): a problem of
+    // the shard, not of one chunk.
+    MemoryIO last = store.open("c/1/1");
+    std::vector<std::uint8_t> bytes = last.bytes();
+    bytes.back() ^= 0xff;
+    last.set(std::move(bytes));
+    const std::vector<zarrshard::Problem> again = array.verify();
+    CHECK(again.size() == 2);
+    if (again.size() == 2) {
+        CHECK(again[0].key == "c/0/0" && again[0].chunk.size() == 2);
+        CHECK(again[1].key == "c/1/1" && again[1].chunk.empty());
+        CHECK(again[1].status == SHARD_ERR_CHECKSUM);
+        CHECK(!again[1].message.empty());
+        std::cout << "    index problem: " << again[1].key << " " << again[1].message << "\n";
+    }
+    EXPECT_ERROR((void)Array().verify(), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)Array().verify([](const zarrshard::Problem &) {}), SHARD_ERR_NULL_POINTER);
+}
+
+// What stops Array::verify: a streaming callable that throws on the first problem stops the
+// check (called once) and its exception is rethrown as it was, not as an Error (a type of the
+// test's own, std::bad_alloc); the next call works and carries no stale host message; a store
+// throwing during the check is Error(SHARD_ERR_IO) with the store's code and message.
+static void test_array_verify_stops() {
+    MemoryStore store;
+    const Array array = verify_fixture(store);
+    const Codec codec = array.codec();
+    damage_chunk(store, codec, "c/0/0", {0, 0});
+    damage_chunk(store, codec, "c/1/1", {3, 3});
+
+    struct Stop {
+        std::string key;
+    };
+    int calls = 0;
+    bool stopped = false;
+    try {
+        (void)array.verify([&](const zarrshard::Problem &p) {
+            calls++;
+            throw Stop{p.key};
+        });
+    } catch (const Stop &s) {
+        stopped = s.key == "c/0/0";
+    } catch (...) {
+    }
+    CHECK(stopped && calls == 1);
+
+    calls = 0;
+    bool bad_alloc = false;
+    try {
+        (void)array.verify([&](const zarrshard::Problem &) {
+            calls++;
+            throw std::bad_alloc();
+        });
+    } catch (const std::bad_alloc &) {
+        bad_alloc = true;
+    } catch (...) {
+    }
+    CHECK(bad_alloc && calls == 1);
+    CHECK(array.verify().size() == 2);
+
+    // A store whose objects throw during the check: Error(SHARD_ERR_IO), the store's code.
+    CountingStore counting;
+    counting.inner = store;
+    const Array failing = Array::open(ZARR_JSON, std::ref(counting));
+    CHECK(failing.verify().size() == 2);
+    counting.failing = true;
+    counting.fail_key = "c/1/1";
+    counting.fail_kind = Kind::IoErr;
+    auto e = EXPECT_ERROR((void)failing.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && contains(e->host_message(), "host error in"));
+    calls = 0;
+    e = EXPECT_ERROR((void)failing.verify([&](const zarrshard::Problem &) { calls++; }), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242);
+    counting.fail_kind = Kind::Runtime;
+    e = EXPECT_ERROR((void)failing.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "boom in"));
+    ThrowingStore opens;
+    opens.kind = Kind::IoErr;
+    e = EXPECT_ERROR((void)Array::open(ZARR_JSON, std::ref(opens)).verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && e->host_message() == "host error in open");
+    counting.failing = false;
+    CHECK(failing.verify().size() == 2);
+}
+
 // ---- tests: review of the binding (each failed, crashed or was a sanitizer report before) ---
 
 // An empty smart pointer given as the I/O object or the store, or returned by a store's open,
@@ -2094,6 +2251,8 @@ int main(int argc, char **argv) {
     RUN(test_array_kerchunk_refs_store_errors);
     RUN(test_array_kerchunk_refs_parquet);
     RUN(test_array_kerchunk_refs_parquet_dir);
+    RUN(test_array_verify);
+    RUN(test_array_verify_stops);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
     RUN(test_empty_smart_pointers);
