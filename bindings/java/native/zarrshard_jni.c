@@ -1375,6 +1375,126 @@ done:
     free(dir_buf);
 }
 
+/* The problems shard_array_verify reports, gathered natively as they come (the callback makes
+ * no JNI call; Java objects are built after the call): per problem, 4 ints in `meta` (status,
+ * key length, message length, chunk rank), the key's then the message's bytes appended to
+ * `text`, and the rank coordinates appended to `chunks`. Each array stays within a Java
+ * array's length (VERIFY_MAX elements). */
+typedef struct {
+    uint8_t *text;
+    int32_t *meta;
+    int64_t *chunks;
+    size_t text_len, text_cap, meta_len, meta_cap, chunks_len, chunks_cap;
+    int32_t failed; /* 0, or the code the callback returned: VERIFY_OOM or VERIFY_TOO_LARGE */
+} verify_list;
+
+/* The callback's failure codes (the library reports SHARD_ERR_IO with the code; the shim throws
+ * OutOfMemoryError or IllegalArgumentException instead, and no ShardException). */
+#define VERIFY_OOM (-3)
+#define VERIFY_TOO_LARGE (-4)
+#define VERIFY_MAX ((size_t)INT32_MAX - 8)
+
+/* Room for `add` more elements of `elem` bytes after `len` in *p (capacity *cap, doubling from
+ * 64, capped at VERIFY_MAX); 0, VERIFY_TOO_LARGE or VERIFY_OOM. */
+static int32_t verify_grow(void **p, size_t *cap, size_t len, size_t add, size_t elem) {
+    size_t need, c;
+    void *grown;
+    if (add > VERIFY_MAX - len) return VERIFY_TOO_LARGE;
+    need = len + add;
+    if (need <= *cap) return 0;
+    c = *cap > 0 ? *cap : 64;
+    while (c < need) c = c > VERIFY_MAX / 2 ? VERIFY_MAX : c * 2;
+    if ((grown = realloc(*p, c * elem)) == NULL) return VERIFY_OOM;
+    *p = grown;
+    *cap = c;
+    return 0;
+}
+
+/* shard_problem_fn: runs on the thread of arrayVerify, inside the library call; calls no JNI. */
+static int32_t verify_problem(void *ud, const char *key, const uint64_t *chunk, size_t rank,
+                              shard_status status, const char *message) {
+    verify_list *l = (verify_list *)ud;
+    size_t key_len = strlen(key), msg_len = strlen(message);
+    int32_t rc;
+    if (chunk == NULL) rank = 0;
+    if (key_len > VERIFY_MAX || msg_len > VERIFY_MAX - key_len || rank > VERIFY_MAX)
+        rc = VERIFY_TOO_LARGE;
+    else if ((rc = verify_grow((void **)&l->meta, &l->meta_cap, l->meta_len, 4, sizeof *l->meta)) == 0 &&
+             (rc = verify_grow((void **)&l->text, &l->text_cap, l->text_len, key_len + msg_len, 1)) == 0)
+        rc = verify_grow((void **)&l->chunks, &l->chunks_cap, l->chunks_len, rank, sizeof *l->chunks);
+    if (rc != 0) {
+        l->failed = rc;
+        return rc;
+    }
+    l->meta[l->meta_len++] = (int32_t)status;
+    l->meta[l->meta_len++] = (int32_t)key_len;
+    l->meta[l->meta_len++] = (int32_t)msg_len;
+    l->meta[l->meta_len++] = (int32_t)rank;
+    memcpy(l->text + l->text_len, key, key_len);
+    if (msg_len > 0) memcpy(l->text + l->text_len + key_len, message, msg_len);
+    l->text_len += key_len + msg_len;
+    if (rank > 0) memcpy(l->chunks + l->chunks_len, chunk, rank * sizeof *chunk);
+    l->chunks_len += rank;
+    return 0;
+}
+
+/* Every stored shard checked (shard_array_verify, the array's store read on this thread): the
+ * problems as {int[] meta, byte[] text, long[] chunks} (see verify_list), decoded by
+ * ShardArray.verify. A store's exception is the cause of the ShardException, as for every
+ * array call. */
+JNIEXPORT jobjectArray JNICALL Java_io_zarrshard_Native_arrayVerify(JNIEnv *env, jclass cls,
+                                                                    jlong array) {
+    verify_list list;
+    uint64_t count = 0;
+    shard_status st;
+    scope s;
+    jobjectArray result = NULL;
+    jclass object_class;
+    jintArray meta = NULL;
+    jbyteArray text = NULL;
+    jlongArray chunks = NULL;
+    (void)cls;
+    memset(&list, 0, sizeof list);
+    if (!live(env, array)) return NULL;
+    scope_begin(&s);
+    st = shard_array_verify(ARRAY(array), verify_problem, &list, &count);
+    if (list.failed != 0) {
+        /* The callback stopped the call (SHARD_ERR_IO with its code): the shim's own failure,
+         * not the store's; an exception the scope holds is not what the call failed for. */
+        jthrowable cause = scope_end(env, &s);
+        if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
+        if (list.failed == VERIFY_OOM)
+            throw_oom(env);
+        else
+            throw_new(env, g_IllegalArgumentException, "more problems than Java arrays hold");
+        goto out;
+    }
+    if (!finish(env, &s, st)) goto out;
+    if ((meta = (*env)->NewIntArray(env, (jsize)list.meta_len)) == NULL) goto out;
+    if (list.meta_len > 0)
+        (*env)->SetIntArrayRegion(env, meta, 0, (jsize)list.meta_len, (const jint *)list.meta);
+    if ((text = new_bytes(env, list.text, list.text_len)) == NULL) goto out;
+    if ((chunks = (*env)->NewLongArray(env, (jsize)list.chunks_len)) == NULL) goto out;
+    if (list.chunks_len > 0)
+        (*env)->SetLongArrayRegion(env, chunks, 0, (jsize)list.chunks_len,
+                                   (const jlong *)list.chunks);
+    if ((object_class = (*env)->FindClass(env, "java/lang/Object")) == NULL) goto out;
+    result = (*env)->NewObjectArray(env, 3, object_class, NULL);
+    (*env)->DeleteLocalRef(env, object_class);
+    if (result == NULL) goto out;
+    (*env)->SetObjectArrayElement(env, result, 0, meta);
+    (*env)->SetObjectArrayElement(env, result, 1, text);
+    (*env)->SetObjectArrayElement(env, result, 2, chunks);
+out:
+    if (meta != NULL) (*env)->DeleteLocalRef(env, meta);
+    if (text != NULL) (*env)->DeleteLocalRef(env, text);
+    if (chunks != NULL) (*env)->DeleteLocalRef(env, chunks);
+    free(list.meta);
+    free(list.text);
+    free(list.chunks);
+    return result;
+}
+
 /* threads >= 0 (Threads.set checks); the library refuses more than SHARD_MAX_THREADS. */
 JNIEXPORT void JNICALL Java_io_zarrshard_Native_setThreads(JNIEnv *env, jclass cls,
                                                            jint threads) {

@@ -106,6 +106,10 @@ final class Native {
     static native void arrayRefsParquetDir(long array, byte[] urlPrefix, byte[] name,
             long recordSize, byte[] dir);
 
+    /** The problems of every stored shard: {int[] meta (status, key length, message length,
+     * rank per problem), byte[] text (key then message, UTF-8), long[] chunks}. */
+    static native Object[] arrayVerify(long array);
+
     static native void setThreads(int threads);
 
     static native int getThreads();

@@ -6,6 +6,10 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystems;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -309,6 +313,155 @@ public final class ShardArray implements AutoCloseable {
         } finally {
             ref.release();
         }
+    }
+
+    /**
+     * One problem {@link #verify()} found: a shard object that is damaged where reading it
+     * would fail. Immutable; thread-safe.
+     */
+    public static final class Problem {
+        private final String key;
+        private final long[] chunk;
+        private final int statusCode;
+        private final String message;
+
+        Problem(String key, long[] chunk, int statusCode, String message) {
+            this.key = key;
+            this.chunk = chunk;
+            this.statusCode = statusCode;
+            this.message = message;
+        }
+
+        /**
+         * The key of the shard object, e.g. {@code "c/0/1"}.
+         *
+         * @return the shard's key
+         */
+        public String key() {
+            return key;
+        }
+
+        /**
+         * The coordinates of the inner chunk within the shard when the problem concerns one
+         * (a chunk that does not decode), else an empty array (the index, or the object as a
+         * whole).
+         *
+         * @return a new array each call: the chunk's coordinates, or empty
+         */
+        public long[] chunk() {
+            return chunk.clone();
+        }
+
+        /**
+         * The status reading there fails with ({@link Status#CORRUPT}, {@link Status#CHECKSUM},
+         * ...).
+         *
+         * @return the status, {@link Status#UNKNOWN} for a number this binding does not know
+         */
+        public Status status() {
+            return Status.of(statusCode);
+        }
+
+        /**
+         * The raw C {@code shard_status} value of {@link #status()}.
+         *
+         * @return the status number
+         */
+        public int statusCode() {
+            return statusCode;
+        }
+
+        /**
+         * The library's error text, as {@code zarrshard verify} prints it (e.g.
+         * {@code "corrupt shard: inner chunk [0, 0]: ..."}).
+         *
+         * @return the message
+         */
+        public String message() {
+            return message;
+        }
+
+        /**
+         * Equal to another problem with the same key, chunk, status and message.
+         *
+         * @param o the other object
+         * @return whether they are equal
+         */
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Problem p && key.equals(p.key) && Arrays.equals(chunk, p.chunk)
+                    && statusCode == p.statusCode && message.equals(p.message);
+        }
+
+        /**
+         * A hash of key, chunk, status and message.
+         *
+         * @return the hash code
+         */
+        @Override
+        public int hashCode() {
+            return Objects.hash(key, Arrays.hashCode(chunk), statusCode, message);
+        }
+
+        /**
+         * The line {@code zarrshard verify} prints: {@code KEY: MESSAGE}.
+         *
+         * @return the problem as text
+         */
+        @Override
+        public String toString() {
+            return key + ": " + message;
+        }
+    }
+
+    /**
+     * Check every stored shard of the array (C {@code shard_array_verify}, what
+     * {@code zarrshard verify} does): each shard's index (its checksum, every entry within the
+     * object) and that every inner chunk decodes. A damaged shard is a problem in the result,
+     * not an exception; shards not stored (which read as the fill value) are not problems.
+     *
+     * <p>Each stored shard object is read whole once through the array's {@link ShardStore},
+     * one after another on the calling thread (the store is registered without
+     * {@code SHARD_STORE_THREAD_SAFE}); its chunks decode on the library's worker threads.
+     * The library hands each problem to the shim as it finds it; the list is built when the
+     * check is done. Thread-safe, but not while another thread writes the array.
+     *
+     * @return the problems, in C order of the shard grid and, within a shard, of its inner
+     *     chunks; empty when the array is clean. A new unmodifiable list owned by the caller
+     * @throws ShardException {@link Status#IO} (the store or a ShardIO threw: that exception
+     *     is the cause, {@link ShardException#ioCode()} {@link ShardException#IO_JAVA_EXCEPTION};
+     *     the first shard in grid order that failed stops the check, and the problems found
+     *     before it are not returned), {@link Status#INVALID_ARGUMENT} (a shard object larger
+     *     than the {@link MemoryLimit}), {@link Status#PANIC}
+     * @throws IllegalArgumentException when the problems do not fit in Java arrays
+     * @throws OutOfMemoryError when native memory for the problems runs out
+     */
+    public List<Problem> verify() {
+        Object[] r;
+        long h = ref.acquire();
+        try {
+            r = Native.arrayVerify(h);
+        } finally {
+            ref.release();
+        }
+        int[] meta = (int[]) r[0];
+        byte[] text = (byte[]) r[1];
+        long[] chunks = (long[]) r[2];
+        List<Problem> problems = new ArrayList<>(meta.length / 4);
+        int t = 0;
+        int c = 0;
+        for (int i = 0; i < meta.length; i += 4) {
+            int keyLen = meta[i + 1];
+            int msgLen = meta[i + 2];
+            int rank = meta[i + 3];
+            String key = new String(text, t, keyLen, StandardCharsets.UTF_8);
+            String message = new String(text, t + keyLen, msgLen, StandardCharsets.UTF_8);
+            t += keyLen + msgLen;
+            problems.add(new Problem(key, Arrays.copyOfRange(chunks, c, c + rank), meta[i],
+                    message));
+            c += rank;
+        }
+        return Collections.unmodifiableList(problems);
     }
 
     /**
