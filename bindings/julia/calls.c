@@ -21,7 +21,8 @@
  * one, destroy exactly once per successful open, called from shard_close), and, after the
  * example's kerchunk_refs ([38g]), makes calls the example does not (marked "Not in the
  * example"): the copying shard_array_refs it replaced, for the same text after twice the
- * index reads, and a failing sink, for the status and code its ZarrShardError is built from.
+ * index reads, and a failing sink, for the status and code its ZarrShardError is built from;
+ * after verify found the damaged chunk ([43c]), a failing problem callback, likewise.
  */
 #define _XOPEN_SOURCE 700
 
@@ -439,6 +440,44 @@ static int32_t sink_append(void *ud, const uint8_t *data, size_t len) {
     memcpy(t->data + t->len, data, len);
     t->len += len;
     t->data[t->len] = '\0'; /* for strstr below; the text itself has no NUL */
+    return 0;
+}
+
+/* ---- problems: cb_problem pushing onto verify's Vector{Problem}, in C ---------------------
+ * verify passes CB_PROBLEM[] and pointer_from_objref(problems), problems = Problem[];
+ * cb_problem copies the key and message (unsafe_string) and the chunk coordinates, reversed
+ * and 1-based (Julia order: C [i][j] is [j+1, i+1]; NULL and 0, a problem of the whole shard,
+ * an empty vector), pushes Problem(key, chunk, status, message) and returns 0, or, when that
+ * threw, the exception's code. Kept here: the first 8, as the Julian layer would see them. */
+typedef struct {
+    char key[32];
+    uint64_t chunk[4]; /* Julia order, 1-based */
+    size_t rank;
+    shard_status status;
+    char message[512];
+} problem;
+typedef struct {
+    problem p[8];
+    size_t n;   /* problems kept */
+    size_t seen; /* calls */
+    int32_t fail; /* non-zero: return this instead of pushing (push! threw) */
+} problem_list;
+
+static int32_t problem_push(void *ud, const char *key, const uint64_t *chunk, size_t chunk_rank,
+                            shard_status status, const char *message) {
+    problem_list *l = (problem_list *)ud;
+    problem *p;
+    size_t i;
+    l->seen++;
+    if (l->fail != 0) return l->fail;
+    if (l->n == 8 || chunk_rank > 4 || (chunk_rank > 0 && chunk == NULL)) return 0x4A4C4558; /* "JLEX" */
+    p = &l->p[l->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->key, sizeof p->key, "%s", key);
+    for (i = 0; i < chunk_rank; i++) p->chunk[i] = chunk[chunk_rank - 1 - i] + 1;
+    p->rank = chunk_rank;
+    p->status = status;
+    snprintf(p->message, sizeof p->message, "%s", message);
     return 0;
 }
 
@@ -1260,6 +1299,23 @@ int main(int argc, char **argv) {
             }
         }
 
+        /* julia: isempty(verify(arr))                                                      [38h]
+         * C:     problems = Problem[] (no C call)
+         *        shard_array_verify(arr, CB_PROBLEM[], pointer_from_objref(problems), &n)
+         *        -> the store opens the 4 shards, each object read once; no problem          */
+        {
+            static problem_list pl;
+            uint64_t n = 99;
+            memset(&pl, 0, sizeof pl);
+            store_opens = 0;
+            memset(calls_of, 0, sizeof calls_of);
+            CHECK_OK(shard_array_verify(arr, problem_push, &pl, &n), "[38h] shard_array_verify");
+            check(n == 0 && pl.seen == 0, "[38h] verify(arr): the fixture is clean (%lu problems, %zu callback calls)",
+                  (unsigned long)n, pl.seen);
+            check(store_opens == 4 && calls_of[K_DESTROY] == 4,
+                  "[38h] every shard checked: %lu open_object, %lu destroy", store_opens, calls_of[K_DESTROY]);
+        }
+
         /* julia: close(arr)                                                                [39]
          * C:     shard_codec_free(c); shard_array_close(arr) -> destroy(store) once          */
         store_destroys = 0;
@@ -1307,6 +1363,69 @@ int main(int argc, char **argv) {
             check(model_ok, "[43] read_region(marr, (1, 1), (64, 64)) == the model of both writes");
             for (k = 0; k < objects.n; k++) stored += objects.e[k].io.exists ? 1 : 0;
             check(stored == 4, "[43] 4 shard objects stored in memory (%lu)", stored);
+
+            /* julia: isempty(verify(marr))                                                  [43a]
+             * C:     shard_array_verify(marr, CB_PROBLEM[], pointer_from_objref(problems), &n)
+             * julia: info = open(s -> chunk_info(s, (2, 1)), ZarrShard.codec(marr), objects["c/0/0"])  [43b]
+             * C:     shard_open_ex(c, &mem table (read: no write callbacks), SHARD_MODE_READ, 0, &h)
+             *        shard_chunk_info(h, {0, 1}, 2, &info); shard_close(h)
+             * julia: d = contents(objects["c/0/0"]); d[info.offset + 1] xor= 0xff
+             *        objects["c/0/0"] = MemoryShardIO(d)     (the chunk's first byte, in memory)
+             * julia: problems = verify(marr)                                                [43c]
+             *        p = only(problems)  (one problem)
+             *        p.key == "c/0/0" && p.chunk == [2, 1] &&
+             *        p.status == SHARD_ERR_CORRUPT && startswith(p.message, "corrupt shard: inner chunk [0, 1]: ")
+             * C:     shard_array_verify(marr, CB_PROBLEM[], pointer_from_objref(problems), &n) */
+            {
+                static problem_list pl;
+                uint64_t n = 99, c01[2] = {0, 1};
+                mem_io *m00 = NULL;
+                shard_io_callbacks io;
+                shard_handle *h = NULL;
+                shard_chunk_location info;
+                shard_status vst;
+                zs_error ve;
+                memset(&pl, 0, sizeof pl);
+                CHECK_OK(shard_array_verify(marr, problem_push, &pl, &n), "[43a] shard_array_verify");
+                check(n == 0 && pl.seen == 0, "[43a] verify(marr): the written array is clean (%lu problems)",
+                      (unsigned long)n);
+                for (k = 0; k < objects.n; k++)
+                    if (strcmp(objects.e[k].key, "c/0/0") == 0) m00 = &objects.e[k].io;
+                if (m00 == NULL || !m00->exists) die("[43b] no object c/0/0");
+                io = mem_table(m00, 0);
+                CHECK_OK(shard_open_ex(acodec, &io, SHARD_MODE_READ, 0, &h), "[43b] shard_open_ex c/0/0");
+                if (h == NULL) die("[43b] shard_open_ex c/0/0");
+                CHECK_OK(shard_chunk_info(h, c01, 2, &info), "[43b] shard_chunk_info");
+                shard_close(h);
+                check(!info.empty && info.nbytes > 0 && info.offset < m00->len,
+                      "[43b] C inner chunk [0][1] of c/0/0 is stored: offset %lu, %lu bytes",
+                      (unsigned long)info.offset, (unsigned long)info.nbytes);
+                m00->data[info.offset] ^= 0xff;
+                memset(&pl, 0, sizeof pl);
+                n = 99;
+                CHECK_OK(shard_array_verify(marr, problem_push, &pl, &n), "[43c] shard_array_verify");
+                check(n == 1 && pl.n == 1 && pl.seen == 1, "[43c] verify(marr) after the damage: one problem (%lu, %zu calls)",
+                      (unsigned long)n, pl.seen);
+                check(pl.n == 1 && strcmp(pl.p[0].key, "c/0/0") == 0 && pl.p[0].rank == 2 && pl.p[0].chunk[0] == 2 &&
+                          pl.p[0].chunk[1] == 1,
+                      "[43c] the problem is c/0/0, inner chunk [2, 1] (Julia; C [0][1]): %s [%lu, %lu], rank %zu",
+                      pl.n ? pl.p[0].key : "", (unsigned long)pl.p[0].chunk[0], (unsigned long)pl.p[0].chunk[1], pl.p[0].rank);
+                check(pl.n == 1 && pl.p[0].status == SHARD_ERR_CORRUPT &&
+                          strncmp(pl.p[0].message, "corrupt shard: inner chunk [0, 1]: ", 35) == 0,
+                      "[43c] status %d (want SHARD_ERR_CORRUPT %d), message \"%s\"", pl.n ? (int)pl.p[0].status : -1,
+                      (int)SHARD_ERR_CORRUPT, pl.n ? pl.p[0].message : "");
+
+                /* Not in the example: cb_problem returning a code (push! threw) stops the check
+                 * with SHARD_ERR_IO and that code in shard_last_io_code, which ZarrShardError
+                 * reads to find the exception (its cause); verify drops the problems. */
+                memset(&pl, 0, sizeof pl);
+                pl.fail = 0x4A4C4558; /* IO_CODE_EXCEPTION, "JLEX" */
+                vst = shard_array_verify(marr, problem_push, &pl, &n);
+                ve = zarrshard_error(vst);
+                check(vst == SHARD_ERR_IO && ve.io_code == 0x4A4C4558 && pl.seen == 1,
+                      "[43c] a failing problem callback: status %d (want %d), io code %d, %zu call(s), \"%s\"",
+                      (int)vst, (int)SHARD_ERR_IO, (int)ve.io_code, pl.seen, ve.message);
+            }
             store_destroys = 0;
             shard_codec_free(acodec);
             shard_array_close(marr);

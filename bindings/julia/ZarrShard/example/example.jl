@@ -2,7 +2,8 @@
 # every shard against fixture.raw, print one chunk; then write a rank-3 shard in memory and
 # read it back; then read regions of the whole array through a store (key -> FileShardIO),
 # write its kerchunk reference set as Parquet files into a store of MemoryShardIOs and into a
-# directory, and as JSON text, and write regions through a store of MemoryShardIOs.
+# directory, and as JSON text, verify it; and write regions through a store of MemoryShardIOs,
+# verify them, damage one inner chunk and verify again.
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -193,6 +194,8 @@ function main(dir::AbstractString)
     startswith(refs_json, "{\"version\":1,") && occursin("\"u\":\"$url\"", refs_json) &&
         count("[\"{{u}}/c/", refs_json) == 12 || error("kerchunk JSON references: $refs_json")
     println("kerchunk references: ", sizeof(refs_json), " bytes of JSON, 12 inner chunks")
+    # Every stored shard checked as `zarrshard verify` does: what zarr-python wrote is clean.
+    isempty(verify(arr)) || error("verify: the fixture has problems")               # [38h]
     close(arr)                                                                       # [39]
 
     # Regions written through a store of MemoryShardIOs read back as a model of the array.
@@ -204,6 +207,21 @@ function main(dir::AbstractString)
         model[21:50, 11:50] = R
         model[:, 33:64] .= 9
         read_region(marr, (1, 1), (64, 64)) == model || error("written regions differ")  # [43]
+        isempty(verify(marr)) || error("verify: the written array has problems")     # [43a]
+        # Damage C inner chunk [0][1] of shard c/0/0 ((2, 1) here): its first byte, the start
+        # of its zstd frame. verify reports it, in the Julian layer's coordinates.
+        info = open(s -> chunk_info(s, (2, 1)), ZarrShard.codec(marr), objects["c/0/0"])  # [43b]
+        d = contents(objects["c/0/0"])
+        d[info.offset + 1] ⊻= 0xff
+        objects["c/0/0"] = MemoryShardIO(d)          # what the store returns from now on
+        problems = verify(marr)                                                      # [43c]
+        length(problems) == 1 || error("verify after the damage: $problems")
+        p = only(problems)
+        p.key == "c/0/0" && p.chunk == [2, 1] &&
+            p.status == Int32(LibZarrShard.SHARD_ERR_CORRUPT) &&
+            startswith(p.message, "corrupt shard: inner chunk [0, 1]: ") ||
+            error("verify after the damage: $p")
+        println("verify: clean, then ", p.key, " inner chunk ", Tuple(p.chunk), ": ", p.message)
         println("regions: read 30x40 of fixture.raw, wrote and read back ",
                 length(objects), " shards in memory")
     end                                                                              # [44]

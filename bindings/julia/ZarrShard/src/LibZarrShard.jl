@@ -121,6 +121,11 @@ end
 # receiver of the text `shard_array_refs_write` produces: a C function pointer, passed as
 # `Ptr{Cvoid}` (an `@cfunction`).
 
+# `shard_problem_fn`, `int32_t (*)(void *userdata, const char *key, const uint64_t *chunk,
+# size_t chunk_rank, shard_status status, const char *message)`, the host's receiver of the
+# problems `shard_array_verify` finds: a C function pointer, passed as `Ptr{Cvoid}` (an
+# `@cfunction`).
+
 "Where an inner chunk is stored (`shard_chunk_info`)."
 struct shard_chunk_location
     offset::UInt64
@@ -244,6 +249,20 @@ function shard_array_refs_parquet_dir(array, url_prefix, url_prefix_len, name, n
           (Ptr{shard_array}, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t, UInt64, Ptr{UInt8},
            Csize_t),
           array, url_prefix, url_prefix_len, name, name_len, record_size, dir, dir_len)
+end
+
+"""
+`shard_status shard_array_verify(const shard_array *array, shard_problem_fn on_problem,
+void *userdata, uint64_t *problems_out)`
+
+`on_problem` is a `shard_problem_fn` made with `@cfunction` (`Int32`, `(Ptr{Cvoid},
+Ptr{UInt8}, Ptr{UInt64}, Csize_t, Cint, Ptr{UInt8})`), or `C_NULL` to count only; the library
+calls it on the calling thread, once per problem, with `userdata` as given.
+"""
+function shard_array_verify(array, on_problem, userdata, problems_out)
+    ccall((:shard_array_verify, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{Cvoid}, Ptr{Cvoid}, Ref{UInt64}),
+          array, on_problem, userdata, problems_out)
 end
 
 """

@@ -51,6 +51,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
        ShardArray, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
+       verify, Problem,
        set_coalesce_gap!,
        set_threads!, threads, memory_limit, set_memory_limit!
 
@@ -1022,6 +1023,52 @@ function kerchunk_refs_parquet(a::ShardArray, dir::AbstractString, url_prefix::A
     @check L.shard_array_refs_parquet_dir(a, url, sizeof(url), nm, sizeof(nm), rows, path,
                                           sizeof(path))
     return nothing
+end
+
+"""
+    Problem(key::String, chunk::Vector{UInt64}, status::Int32, message::String)
+
+One problem [`verify`](@ref) found: `key` is the shard object's key (`"c/0/1"`); `chunk` the
+coordinates of the inner chunk within that shard, in the Julian layer's order (reversed,
+1-based, as [`read_chunk`](@ref) takes them: C inner chunk `[0][1]` is `[2, 1]`), or empty
+when the problem concerns the shard as a whole (its index, its size); `status` the
+`shard_status` reading it would fail with (`LibZarrShard.SHARD_ERR_CHECKSUM`,
+`SHARD_ERR_CORRUPT`, …) and `message` the error text, as `zarrshard verify` prints it.
+"""
+struct Problem
+    key::String
+    chunk::Vector{UInt64}
+    status::Int32
+    message::String
+end
+
+"""
+    verify(a::ShardArray) -> Vector{Problem}
+
+Check every stored shard of the array as `zarrshard verify` does (`shard_array_verify`): the
+index (its checksum, every entry within the object) and that every inner chunk decodes. The
+problems found, as [`Problem`](@ref)s in C order of the shard grid and of each shard's chunks;
+empty when the array is clean. A damaged shard is a problem, not an error: it does not throw.
+
+One C call: the library reads each whole shard object once (through the array's store, on this
+task's thread: the store is not `SHARD_STORE_THREAD_SAFE`; chunks decode on the library's
+threads) and hands each problem to a `@cfunction` (`cb_problem`, made as a
+`shard_problem_fn`) that copies it into a `Vector{Problem}`, whose address is the call's
+`userdata` (rooted by `GC.@preserve` for the call).
+
+Thread-safe (not while another task writes the array). Throws [`ZarrShardError`](@ref):
+`SHARD_ERR_IO` (the store or its `ShardIO` threw, e.g. for the first such shard in grid order,
+or copying a problem did: the exception is the error's `cause`), `SHARD_ERR_INVALID_ARGUMENT`
+(a shard object larger than the library's [`memory_limit`](@ref)). The problems found before an
+error are dropped.
+"""
+function verify(a::ShardArray)
+    problems = Problem[]   # the callback's userdata: cb_problem pushes each problem here
+    n = Ref{UInt64}(0)
+    GC.@preserve problems begin
+        @check L.shard_array_verify(a, CB_PROBLEM[], pointer_from_objref(problems), n)
+    end
+    return problems
 end
 
 end # module ZarrShard

@@ -242,6 +242,7 @@ const CB_READ_VECTORED = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_OPEN_OBJECT = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_SINK = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_PROBLEM = Ref{Ptr{Cvoid}}(C_NULL)
 
 function __init__()
     CB_READ[] = @cfunction(cb_read, Int32,
@@ -260,6 +261,8 @@ function __init__()
                                         (Ptr{Cvoid}, Ptr{UInt8}, Ptr{L.shard_io_callbacks}))
     CB_STORE_DESTROY[] = @cfunction(cb_store_destroy, Cvoid, (Ptr{Cvoid},))
     CB_SINK[] = @cfunction(cb_sink, Int32, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t))
+    CB_PROBLEM[] = @cfunction(cb_problem, Int32,
+                              (Ptr{Cvoid}, Ptr{UInt8}, Ptr{UInt64}, Csize_t, Cint, Ptr{UInt8}))
     return nothing
 end
 
@@ -401,6 +404,31 @@ function cb_sink(ud::Ptr{Cvoid}, data::Ptr{UInt8}, len::Csize_t)::Int32
         out = unsafe_pointer_to_objref(ud)::Base.GenericIOBuffer
         unsafe_write(out, data, len) == len ||
             throw(EOFError())   # an IOBuffer takes all of it unless it cannot grow
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# ---------------------------------------------------------------------------------------------
+# Problems: what shard_array_verify finds, one call each (for verify)
+
+# int32_t (*shard_problem_fn)(void *userdata, const char *key, const uint64_t *chunk,
+#                             size_t chunk_rank, shard_status status, const char *message)
+# userdata is the address of the Vector{Problem} verify collects them in (rooted there by
+# GC.@preserve for the call); `key`, `chunk` and `message` are the library's, valid only during
+# the call: copied into a Problem, never kept. The chunk coordinates become the Julian layer's
+# (reversed, 1-based); NULL and 0 (a problem of the whole shard) an empty vector. Runs on the
+# calling task's thread; push! does not yield. An exception (say OutOfMemoryError) becomes a
+# non-zero code, which stops the check with SHARD_ERR_IO; verify's @check then throws the
+# ZarrShardError carrying it as `cause`.
+function cb_problem(ud::Ptr{Cvoid}, key::Ptr{UInt8}, chunk::Ptr{UInt64}, chunk_rank::Csize_t,
+                    status::Cint, message::Ptr{UInt8})::Int32
+    try
+        out = unsafe_pointer_to_objref(ud)::Vector{Problem}
+        n = Int(chunk_rank)
+        coords = UInt64[unsafe_load(chunk, n - i + 1) + 1 for i in 1:n]
+        push!(out, Problem(unsafe_string(key), coords, Int32(status), unsafe_string(message)))
         return Int32(0)
     catch e
         return _callback_failed(e)

@@ -284,5 +284,10 @@ mod tests {
         assert!(!ok(ct("shard_sink_fn", 0), "Ref{Cvoid}", Pos::Arg));
         assert!(!ok(ct("shard_sink_fn", 0), "Ptr{UInt8}", Pos::Arg));
         assert!(!ok(ct("shard_sink_fn", 0), "Csize_t", Pos::Arg));
+        // An enum argument of a callback (shard_problem_fn's status): 32 bits or its @enum.
+        assert!(ok(ct("shard_status", 0), "Cint", Pos::CbArg));
+        assert!(ok(ct("shard_status", 0), "shard_status", Pos::CbArg));
+        assert!(!ok(ct("shard_status", 0), "UInt64", Pos::CbArg));
+        assert!(!ok(ct("shard_status", 0), "Csize_t", Pos::CbArg));
     }
 }

@@ -169,7 +169,12 @@ pub fn parse_int(s: &str) -> Option<i64> {
 
 pub fn parse(path: &str) -> Result<Header> {
     let raw = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
-    let src = strip_cplusplus(&raw);
+    parse_source(&raw, path)
+}
+
+/// [`parse`] of header text (`path` names it in messages).
+pub fn parse_source(raw: &str, path: &str) -> Result<Header> {
+    let src = strip_cplusplus(raw);
     let mut parser = Parser::new();
     parser.set_language(&tree_sitter_c::LANGUAGE.into())?;
     let tree = parser.parse(&src, None).context("tree-sitter-c returned no tree")?;
@@ -373,4 +378,50 @@ fn typedef(node: Node, src: &str, h: &mut Header) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A function pointer typedef over several lines, with an enum argument by value, `const`
+    /// pointers and a `size_t` between them (`shard_problem_fn`): every parameter, in order.
+    #[test]
+    fn multi_argument_fn_typedef_with_enum() {
+        let src = "typedef enum { SHARD_OK = 0, SHARD_ERR_CORRUPT = 5 } shard_status;\n\
+                   typedef int32_t (*shard_problem_fn)(void *userdata,\n\
+                                                       const char *key,\n\
+                                                       const uint64_t *chunk,\n\
+                                                       size_t chunk_rank,\n\
+                                                       shard_status status,\n\
+                                                       const char *message);\n\
+                   typedef struct shard_array shard_array;\n\
+                   shard_status shard_array_verify(const shard_array *array, shard_problem_fn on_problem,\n\
+                                                   void *userdata, uint64_t *problems_out);\n";
+        let h = parse_source(src, "test.h").unwrap();
+        let t = h.fn_type("shard_problem_fn").expect("typedef parsed");
+        assert_eq!(t.line, 2);
+        assert_eq!((t.ret.base.as_str(), t.ret.ptr), ("int32_t", 0));
+        let got: Vec<(&str, &str, usize, bool)> =
+            t.params.iter().map(|p| (p.name.as_str(), p.ty.base.as_str(), p.ty.ptr, p.ty.is_const)).collect();
+        assert_eq!(
+            got,
+            [
+                ("userdata", "void", 1, false),
+                ("key", "char", 1, true),
+                ("chunk", "uint64_t", 1, true),
+                ("chunk_rank", "size_t", 0, false),
+                ("status", "shard_status", 0, false),
+                ("message", "char", 1, true),
+            ]
+        );
+        assert!(h.is_enum("shard_status"), "the enum argument's type is known as an enum");
+        assert_eq!(
+            t.to_string(),
+            "int32_t (*shard_problem_fn)(void *, const char *, const uint64_t *, size_t, shard_status, const char *)"
+        );
+        // The function taking it: the typedef by value, not a pointer.
+        let f = h.function("shard_array_verify").expect("function parsed");
+        assert_eq!((f.params[1].ty.base.as_str(), f.params[1].ty.ptr), ("shard_problem_fn", 0));
+    }
 }
