@@ -1222,41 +1222,61 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_arraySetCoalesceGap(JNIEnv *env,
     (void)finish(env, &s, st);
 }
 
+/* The shim's own receivers of library output (shard_sink_fn for arrayRefs, shard_problem_fn
+ * for arrayVerify) gather it natively, calling no JNI, and stop the call with one of these
+ * codes (the library then reports SHARD_ERR_IO with it; the shim throws OutOfMemoryError or
+ * IllegalArgumentException instead, and no ShardException). What they gather stays within a
+ * Java array's length, RECEIVED_MAX elements. */
+#define RECEIVER_OOM (-3)
+#define RECEIVER_TOO_LARGE (-4)
+#define RECEIVED_MAX ((size_t)INT32_MAX - 8)
+
+/* Room for `add` more elements of `elem` bytes after `len` in *p (capacity *cap, doubling from
+ * `first`, capped at RECEIVED_MAX); 0, RECEIVER_TOO_LARGE or RECEIVER_OOM. */
+static int32_t receiver_grow(void **p, size_t *cap, size_t len, size_t add, size_t elem,
+                             size_t first) {
+    size_t need, c;
+    void *grown;
+    if (add > RECEIVED_MAX - len) return RECEIVER_TOO_LARGE;
+    need = len + add;
+    if (need <= *cap) return 0;
+    c = *cap > 0 ? *cap : first;
+    while (c < need) c = c > RECEIVED_MAX / 2 ? RECEIVED_MAX : c * 2;
+    if ((grown = realloc(*p, c * elem)) == NULL) return RECEIVER_OOM;
+    *p = grown;
+    *cap = c;
+    return 0;
+}
+
+/* After a library call a receiver stopped with `failed` (not 0): the shim's own failure, not
+ * the store's, so an exception the scope holds is not what the call failed for and is dropped;
+ * throws OutOfMemoryError, or IllegalArgumentException(too_large). */
+static void receiver_failed(JNIEnv *env, scope *s, int32_t failed, const char *too_large) {
+    jthrowable cause = scope_end(env, s);
+    if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
+    if (failed == RECEIVER_OOM)
+        throw_oom(env);
+    else
+        throw_new(env, g_IllegalArgumentException, too_large);
+}
+
 /* The kerchunk reference set as shard_array_refs_write hands it over: the pieces appended to
  * a malloc'd buffer that grows as they come (the library builds the whole set, one index read
- * per shard, before the first piece). A set of more than INT32_MAX - 1 bytes is refused as
- * larger than a Java array, so the buffer never grows past that. */
+ * per shard, before the first piece). */
 typedef struct {
     char *data;
     size_t len, cap;
-    int32_t failed; /* 0, or the code the sink returned: REFS_SINK_OOM or REFS_SINK_TOO_LARGE */
+    int32_t failed; /* 0, or the code the sink returned: RECEIVER_OOM or RECEIVER_TOO_LARGE */
 } refs_text;
-
-/* The sink's failure codes (the library reports SHARD_ERR_IO with the code; the shim throws
- * OutOfMemoryError or IllegalArgumentException instead, and no ShardException). */
-#define REFS_SINK_OOM (-3)
-#define REFS_SINK_TOO_LARGE (-4)
-#define REFS_MAX ((size_t)INT32_MAX - 1)
 
 /* shard_sink_fn: runs on the thread of arrayRefs, inside the library call; calls no JNI. */
 static int32_t refs_sink(void *ud, const uint8_t *data, size_t len) {
     refs_text *t = (refs_text *)ud;
-    if (len > REFS_MAX - t->len) {
-        t->failed = REFS_SINK_TOO_LARGE;
-        return t->failed;
-    }
-    if (t->len + len > t->cap) {
-        /* Doubling from one 64 KiB piece, capped at REFS_MAX (>= the length needed). */
-        size_t need = t->len + len;
-        size_t cap = t->cap > 0 ? t->cap : 65536;
-        char *grown;
-        while (cap < need) cap = cap > REFS_MAX / 2 ? REFS_MAX : cap * 2;
-        if ((grown = (char *)realloc(t->data, cap)) == NULL) {
-            t->failed = REFS_SINK_OOM;
-            return t->failed;
-        }
-        t->data = grown;
-        t->cap = cap;
+    /* Doubling from one 64 KiB piece. */
+    int32_t rc = receiver_grow((void **)&t->data, &t->cap, t->len, len, 1, 65536);
+    if (rc != 0) {
+        t->failed = rc;
+        return rc;
     }
     if (len > 0) memcpy(t->data + t->len, data, len);
     t->len += len;
@@ -1286,15 +1306,8 @@ JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_arrayRefs(JNIEnv *env, jcl
                                 (const char *)url_buf, url_len, (const char *)name_buf, name_len,
                                 refs_sink, &text);
     if (text.failed != 0) {
-        /* The sink stopped the call (SHARD_ERR_IO with its code): the shim's own failure, not
-         * the store's. No ShardIO failed (the set was whole before the first piece), so the
-         * scope holds at most an exception the call did not fail for; it is dropped. */
-        jthrowable cause = scope_end(env, &s);
-        if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
-        if (text.failed == REFS_SINK_OOM)
-            throw_oom(env);
-        else
-            throw_new(env, g_IllegalArgumentException, "reference set larger than a Java array");
+        /* No ShardIO failed: the set was whole before the first piece. */
+        receiver_failed(env, &s, text.failed, "reference set larger than a Java array");
         goto out;
     }
     if (finish(env, &s, st)) result = new_bytes(env, text.data, text.len);
@@ -1378,37 +1391,14 @@ done:
 /* The problems shard_array_verify reports, gathered natively as they come (the callback makes
  * no JNI call; Java objects are built after the call): per problem, 4 ints in `meta` (status,
  * key length, message length, chunk rank), the key's then the message's bytes appended to
- * `text`, and the rank coordinates appended to `chunks`. Each array stays within a Java
- * array's length (VERIFY_MAX elements). */
+ * `text`, and the rank coordinates appended to `chunks`. */
 typedef struct {
     uint8_t *text;
     int32_t *meta;
     int64_t *chunks;
     size_t text_len, text_cap, meta_len, meta_cap, chunks_len, chunks_cap;
-    int32_t failed; /* 0, or the code the callback returned: VERIFY_OOM or VERIFY_TOO_LARGE */
+    int32_t failed; /* 0, or the code the callback returned: RECEIVER_OOM or RECEIVER_TOO_LARGE */
 } verify_list;
-
-/* The callback's failure codes (the library reports SHARD_ERR_IO with the code; the shim throws
- * OutOfMemoryError or IllegalArgumentException instead, and no ShardException). */
-#define VERIFY_OOM (-3)
-#define VERIFY_TOO_LARGE (-4)
-#define VERIFY_MAX ((size_t)INT32_MAX - 8)
-
-/* Room for `add` more elements of `elem` bytes after `len` in *p (capacity *cap, doubling from
- * 64, capped at VERIFY_MAX); 0, VERIFY_TOO_LARGE or VERIFY_OOM. */
-static int32_t verify_grow(void **p, size_t *cap, size_t len, size_t add, size_t elem) {
-    size_t need, c;
-    void *grown;
-    if (add > VERIFY_MAX - len) return VERIFY_TOO_LARGE;
-    need = len + add;
-    if (need <= *cap) return 0;
-    c = *cap > 0 ? *cap : 64;
-    while (c < need) c = c > VERIFY_MAX / 2 ? VERIFY_MAX : c * 2;
-    if ((grown = realloc(*p, c * elem)) == NULL) return VERIFY_OOM;
-    *p = grown;
-    *cap = c;
-    return 0;
-}
 
 /* shard_problem_fn: runs on the thread of arrayVerify, inside the library call; calls no JNI. */
 static int32_t verify_problem(void *ud, const char *key, const uint64_t *chunk, size_t rank,
@@ -1417,11 +1407,14 @@ static int32_t verify_problem(void *ud, const char *key, const uint64_t *chunk, 
     size_t key_len = strlen(key), msg_len = strlen(message);
     int32_t rc;
     if (chunk == NULL) rank = 0;
-    if (key_len > VERIFY_MAX || msg_len > VERIFY_MAX - key_len || rank > VERIFY_MAX)
-        rc = VERIFY_TOO_LARGE;
-    else if ((rc = verify_grow((void **)&l->meta, &l->meta_cap, l->meta_len, 4, sizeof *l->meta)) == 0 &&
-             (rc = verify_grow((void **)&l->text, &l->text_cap, l->text_len, key_len + msg_len, 1)) == 0)
-        rc = verify_grow((void **)&l->chunks, &l->chunks_cap, l->chunks_len, rank, sizeof *l->chunks);
+    if (key_len > RECEIVED_MAX || msg_len > RECEIVED_MAX - key_len)
+        rc = RECEIVER_TOO_LARGE;
+    else if ((rc = receiver_grow((void **)&l->meta, &l->meta_cap, l->meta_len, 4,
+                                 sizeof *l->meta, 64)) == 0 &&
+             (rc = receiver_grow((void **)&l->text, &l->text_cap, l->text_len, key_len + msg_len,
+                                 1, 64)) == 0)
+        rc = receiver_grow((void **)&l->chunks, &l->chunks_cap, l->chunks_len, rank,
+                           sizeof *l->chunks, 64);
     if (rc != 0) {
         l->failed = rc;
         return rc;
@@ -1459,14 +1452,7 @@ JNIEXPORT jobjectArray JNICALL Java_io_zarrshard_Native_arrayVerify(JNIEnv *env,
     scope_begin(&s);
     st = shard_array_verify(ARRAY(array), verify_problem, &list, &count);
     if (list.failed != 0) {
-        /* The callback stopped the call (SHARD_ERR_IO with its code): the shim's own failure,
-         * not the store's; an exception the scope holds is not what the call failed for. */
-        jthrowable cause = scope_end(env, &s);
-        if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
-        if (list.failed == VERIFY_OOM)
-            throw_oom(env);
-        else
-            throw_new(env, g_IllegalArgumentException, "more problems than Java arrays hold");
+        receiver_failed(env, &s, list.failed, "more problems than Java arrays hold");
         goto out;
     }
     if (!finish(env, &s, st)) goto out;
