@@ -188,6 +188,16 @@ public final class ShardArray implements AutoCloseable {
         return new String(json, StandardCharsets.UTF_8);
     }
 
+    /** The arguments both Parquet outputs check before the library does. */
+    private static void checkParquetArgs(String urlPrefix, String name, long recordSize) {
+        Objects.requireNonNull(urlPrefix, "urlPrefix");
+        Objects.requireNonNull(name, "name");
+        if (recordSize < 0) {
+            throw new IllegalArgumentException("the record size must be at least 1, got "
+                    + recordSize);
+        }
+    }
+
     /**
      * Write the array's kerchunk reference set in the Parquet layout of fsspec's
      * {@code LazyReferenceMapper} (C {@code shard_array_refs_parquet}, what
@@ -225,13 +235,8 @@ public final class ShardArray implements AutoCloseable {
      */
     public void kerchunkRefsParquet(String urlPrefix, String name, long recordSize,
             ShardStore out) {
-        Objects.requireNonNull(urlPrefix, "urlPrefix");
-        Objects.requireNonNull(name, "name");
+        checkParquetArgs(urlPrefix, name, recordSize);
         Objects.requireNonNull(out, "out");
-        if (recordSize < 0) {
-            throw new IllegalArgumentException("the record size must be at least 1, got "
-                    + recordSize);
-        }
         byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         long h = ref.acquire();
@@ -292,13 +297,8 @@ public final class ShardArray implements AutoCloseable {
      */
     public void kerchunkRefsParquetDir(String urlPrefix, String name, long recordSize,
             Path dir) {
-        Objects.requireNonNull(urlPrefix, "urlPrefix");
-        Objects.requireNonNull(name, "name");
+        checkParquetArgs(urlPrefix, name, recordSize);
         Objects.requireNonNull(dir, "dir");
-        if (recordSize < 0) {
-            throw new IllegalArgumentException("the record size must be at least 1, got "
-                    + recordSize);
-        }
         if (dir.getFileSystem() != FileSystems.getDefault()) {
             throw new IllegalArgumentException("the library writes only paths of the default"
                     + " file system, not " + dir.getFileSystem().provider().getScheme() + ": "
