@@ -22,9 +22,17 @@
 #define SHARD_MAX_THREADS 1024
 
 /**
- * The store callback table version this header defines.
+ * The store callback table version this header defines. Version 1: `version` … `destroy`;
+ * version 2 appends `list`.
  */
-#define SHARD_STORE_VERSION 1
+#define SHARD_STORE_VERSION 2
+
+/**
+ * Return this from `shard_store_callbacks.list` when the store cannot list after all (a
+ * server without listing, say): the library then asks every position of the chunk grid, as
+ * when `list` is NULL.
+ */
+#define SHARD_STORE_CANNOT_LIST 2147483645
 
 /**
  * `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
@@ -292,12 +300,23 @@ typedef struct {
 } shard_io_callbacks;
 
 /**
+ * The library's receiver of listed keys, passed to the host's `shard_store_callbacks.list`:
+ * the host calls it once per key, on the thread running `list` and before `list` returns,
+ * with the `list_state` it was given and the key's `key_len` bytes (UTF-8, no NUL needed;
+ * read during the call only). Keys that are not UTF-8, or not the array's shard keys, are
+ * ignored.
+ */
+typedef void (*shard_key_fn)(void *list_state, const char *key, size_t key_len);
+
+/**
  * The host's storage for a whole array: it maps a key (`c/0/1`, per the array's
  * `chunk_key_encoding`) to the callback table of that object, as a file system or an object
  * store maps a path to an open file.
  *
  * **Contract.**
- * * `version` is `SHARD_STORE_VERSION`; later versions only append fields.
+ * * `version` is the table's version (`SHARD_STORE_VERSION`, or 1 for a table from an older
+ *   header, which then ends after `destroy`); the library reads only the fields that version
+ *   has. Later versions only append fields.
  * * `userdata` is passed to `open_object`. It stays the host's until `shard_array_open`
  *   succeeds; from then on the array handle owns it and calls `destroy(userdata)` once, from
  *   `shard_array_close` (not at all when the open fails).
@@ -308,9 +327,13 @@ typedef struct {
  *   returns 0 the library owns `io_out->userdata` and calls `io_out->destroy` on it once, when
  *   done with the object (at the latest before the `shard_array_*` call returns). Object tables
  *   follow the rules of `shard_io_callbacks`.
+ * * `list` (version 2, optional) makes walks over the stored shards (`shard_array_verify`,
+ *   `shard_array_refs*`) visit only the shards it lists: on a sparse grid over a remote store
+ *   that is one listing instead of a request per grid position.
  * * Threads: without `SHARD_STORE_THREAD_SAFE` in `flags`, every callback runs on the thread
  *   of the `shard_array_*` call that needs it, one at a time per call (concurrent
- *   `shard_array_read_region` calls on several threads still call back concurrently).
+ *   `shard_array_read_region` calls on several threads still call back concurrently). `list`
+ *   always runs on the thread of the call.
  */
 typedef struct {
   /**
@@ -333,6 +356,17 @@ typedef struct {
    * Optional. Release `userdata`; called once, from `shard_array_close`.
    */
   void (*destroy)(void *userdata);
+  /**
+   * Version 2, optional. List the stored objects whose keys start with `prefix` (a
+   * NUL-terminated UTF-8 string, e.g. `c/`; it may be empty): call `on_key(list_state, key,
+   * key_len)` once per object, in any order, before returning. Listing more keys is
+   * harmless (they are ignored); listing fewer is not: a stored shard left out is treated
+   * as missing (not checked by `shard_array_verify`, not referenced by `shard_array_refs*`).
+   * Return 0, `SHARD_STORE_CANNOT_LIST` (the library then asks every grid position, as
+   * without `list`; the keys passed so far are ignored), or an error code the library keeps
+   * (`shard_last_io_code`) and reports as `SHARD_ERR_IO`.
+   */
+  int32_t (*list)(void *userdata, const char *prefix, shard_key_fn on_key, void *list_state);
 } shard_store_callbacks;
 
 /**

@@ -173,6 +173,85 @@ impl<S: Store> Array<S> {
         }
     }
 
+    /// What every shard key starts with (the key up to its first coordinate: `c/`,
+    /// `data/root/image/c`, nothing for `0.0`-style keys), and the separator between its
+    /// coordinates.
+    fn key_pattern(&self) -> (String, char) {
+        match &self.format {
+            Format::V3 | Format::V2Prototype => self
+                .meta
+                .chunk_key_encoding
+                .key_pattern(self.meta.shape.len()),
+            Format::V3Draft {
+                data_prefix,
+                separator,
+                ..
+            } => (format!("{data_prefix}c"), *separator),
+        }
+    }
+
+    /// The grid coordinates of the shard stored at `key`, or `None` when `key` is not one of
+    /// this array's shard keys: another object (`zarr.json`, a temporary file), a position
+    /// outside the chunk grid, or a spelling [`Array::shard_key`] never produces (`c/01/0`,
+    /// `c/+1/0`), which no implementation would read.
+    pub fn shard_coords(&self, key: &str) -> Option<Vec<u64>> {
+        let grid = self.meta.grid_shape();
+        let (prefix, separator) = self.key_pattern();
+        let rest = key.strip_prefix(prefix.as_str())?;
+        let coords: Vec<u64> = match grid.len() {
+            0 => Vec::new(),
+            _ => rest
+                .split(separator)
+                .map(|c| c.parse().ok())
+                .collect::<Option<_>>()?,
+        };
+        // The key this array would write for them must be `key` itself.
+        let inside = coords.len() == grid.len() && coords.iter().zip(&grid).all(|(c, n)| c < n);
+        (inside && self.shard_key(&coords) == key).then_some(coords)
+    }
+
+    /// The grid coordinates of the shards that are stored, in C order. When the store lists
+    /// ([`Store::list_prefix`]) this is one listing and nothing is read; otherwise every
+    /// position of the chunk grid is asked for its size (one store call each).
+    pub fn stored_shards(&self) -> Result<Vec<Vec<u64>>> {
+        let walk = self.shard_walk()?;
+        if let Some(listed) = walk.listed {
+            return Ok(listed
+                .into_iter()
+                .map(|i| nd::unravel(i, &walk.grid))
+                .collect());
+        }
+        let mut stored = Vec::new();
+        for coords in nd::c_order(&walk.grid) {
+            if self
+                .store
+                .shard_io(&self.shard_key(&coords))?
+                .size()?
+                .is_some()
+            {
+                stored.push(coords);
+            }
+        }
+        Ok(stored)
+    }
+
+    /// What a walk over the stored shards visits: the listed shards when the store lists,
+    /// else every position of the grid.
+    pub(crate) fn shard_walk(&self) -> Result<ShardWalk> {
+        let grid = self.meta.grid_shape();
+        let listed = self.store.list_prefix(&self.key_pattern().0)?.map(|keys| {
+            let mut listed: Vec<u64> = keys
+                .iter()
+                .filter_map(|key| self.shard_coords(key))
+                .map(|coords| nd::ravel(&coords, &grid))
+                .collect();
+            listed.sort_unstable();
+            listed.dedup();
+            listed
+        });
+        Ok(ShardWalk { grid, listed })
+    }
+
     /// Decode the whole shard (chunk of the grid) at `coords` through the full codec chain,
     /// in one read of its object; `None` when it is not stored.
     pub fn read_shard(&self, coords: &[u64]) -> Result<Option<Vec<u8>>> {
@@ -487,15 +566,17 @@ impl<S: Store> Array<S> {
     /// Rewrite every shard that has dead bytes (left by updates) without them. Returns
     /// `(shard key, bytes before, bytes after)` for each shard rewritten.
     pub fn compact(&self, order: ChunkOrder) -> Result<Vec<(String, u64, u64)>> {
-        self.compact_with_progress(order, &|| {})
+        self.compact_with_progress(order, &|_| {})
     }
 
-    /// [`Array::compact`], calling `on_shard` after each position of the chunk grid is done
-    /// (for a progress display; not called for an unsharded array).
+    /// [`Array::compact`], calling `on_progress(n)` as positions of the chunk grid are done,
+    /// `n` the number done since the last call (for a progress display: the calls add up to
+    /// the number of grid positions; not called for an unsharded array). Only stored shards
+    /// are visited when the store lists ([`Store::list_prefix`]).
     pub fn compact_with_progress(
         &self,
         order: ChunkOrder,
-        on_shard: &dyn Fn(),
+        on_progress: &dyn Fn(u64),
     ) -> Result<Vec<(String, u64, u64)>> {
         let Some(layout) = self
             .meta
@@ -505,8 +586,9 @@ impl<S: Store> Array<S> {
             return Ok(vec![]); // whole-shard encodings never have dead bytes
         };
         let mut done = Vec::new();
-        for coords in nd::c_order(&self.meta.grid_shape()) {
-            on_shard();
+        for (covered, coords) in self.shard_walk()?.positions() {
+            on_progress(covered);
+            let Some(coords) = coords else { continue };
             let key = self.shard_key(&coords);
             let io = self.store.shard_io(&key)?;
             let Some((index, size)) = crate::reader::load_index(&layout, &io)? else {
@@ -528,7 +610,8 @@ impl<S: Store> Array<S> {
 
     /// The draft storage transformer's `list_prefix`: the keys of the chunks that exist (index
     /// entry not empty), by their original chunk key, sorted, that start with `prefix`. Only
-    /// for [`Format::V3Draft`] arrays. Reads every shard's index (one read each).
+    /// for [`Format::V3Draft`] arrays. Reads every stored shard's index (one read each; every
+    /// position of the grid is asked when the store cannot list, [`Store::list_prefix`]).
     pub fn list_chunk_keys(&self, prefix: &str) -> Result<Vec<String>> {
         let Format::V3Draft {
             data_prefix,
@@ -543,20 +626,14 @@ impl<S: Store> Array<S> {
         let mut keys = Vec::new();
         match self.meta.shard_layout() {
             None => {
-                for coords in nd::c_order(&self.meta.grid_shape()) {
-                    if self
-                        .store
-                        .shard_io(&self.shard_key(&coords))?
-                        .size()?
-                        .is_some()
-                    {
-                        keys.push(crate::legacy::draft_key(data_prefix, *separator, &coords));
-                    }
+                for coords in self.stored_shards()? {
+                    keys.push(crate::legacy::draft_key(data_prefix, *separator, &coords));
                 }
             }
             Some(layout) => {
                 let per_shard = layout.chunks_per_shard();
-                for coords in nd::c_order(&self.meta.grid_shape()) {
+                for (_, coords) in self.shard_walk()?.positions() {
+                    let Some(coords) = coords else { continue };
                     let io = self.store.shard_io(&self.shard_key(&coords))?;
                     let Some((index, _)) = crate::reader::load_index(&layout, &io)? else {
                         continue;
@@ -584,19 +661,24 @@ impl<S: Store> Array<S> {
     /// order of the chunk grid and of each shard's chunks; `Err` only when the store itself
     /// fails (the first failing shard in C order).
     pub fn verify(&self) -> Result<Vec<Problem>> {
-        self.verify_with_progress(&|| {})
+        self.verify_with_progress(&|_| {})
     }
 
-    /// [`Array::verify`], calling `on_shard` on this thread once per position of the chunk
-    /// grid, as each batch of positions is done (for a progress display).
+    /// [`Array::verify`], calling `on_progress(n)` on this thread as each batch of positions of
+    /// the chunk grid is done, `n` the number done since the last call (for a progress
+    /// display: the calls add up to the number of grid positions).
+    ///
+    /// When the store lists ([`Store::list_prefix`]) only the listed shards are fetched, so a
+    /// sparse grid costs one listing and a read per stored shard; otherwise every position is
+    /// asked (one read each, missing or not).
     ///
     /// Shards are fetched and checked several at once on the thread pool, as region reads
     /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a few
     /// shards per thread at a time, so only those are in memory at once; each shard's chunks
     /// decode in parallel too. The result is the same as one thread's.
-    pub fn verify_with_progress(&self, on_shard: &dyn Fn()) -> Result<Vec<Problem>> {
+    pub fn verify_with_progress(&self, on_progress: &dyn Fn(u64)) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
-        self.verify_each(on_shard, |problem| {
+        self.verify_each(on_progress, |problem| {
             problems.push(problem);
             Ok(())
         })?;
@@ -609,13 +691,13 @@ impl<S: Store> Array<S> {
     /// the walk and is returned.
     pub fn verify_each(
         &self,
-        on_shard: &dyn Fn(),
+        on_progress: &dyn Fn(u64),
         mut on_problem: impl FnMut(Problem) -> Result<()>,
     ) -> Result<()> {
         self.for_each_stored_shard(
             |key, object| Ok((key, self.check_shard_object(&object))),
-            |shard| {
-                on_shard();
+            |covered, shard| {
+                on_progress(covered);
                 if let Some((key, errors)) = shard {
                     for error in errors {
                         on_problem(Problem {
@@ -629,9 +711,10 @@ impl<S: Store> Array<S> {
         )
     }
 
-    /// `check(key, object)` for every stored shard object, then `then(result)` on this thread
-    /// once per position of the chunk grid, in C order (`None` where no object is stored).
-    /// The objects are fetched and checked several at once on the thread pool, as region reads
+    /// `check(key, object)` for every stored shard object, then `then(covered, result)` on this
+    /// thread in C order: once per stored shard, `covered` counting it and the empty positions
+    /// since the one before, and `None` for empty positions (each, or those after the last
+    /// listed shard at once when the store lists, [`Array::shard_walk`]). The objects are fetched and checked several at once on the thread pool, as region reads
     /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a
     /// batch of a few shards per thread at a time, so only those are in memory at once. A
     /// failure (the store's, `check`'s or `then`'s) stops the walk after `then` has seen every
@@ -639,24 +722,27 @@ impl<S: Store> Array<S> {
     pub(crate) fn for_each_stored_shard<T: Send>(
         &self,
         check: impl Fn(String, Vec<u8>) -> Result<T> + Sync + Send,
-        mut then: impl FnMut(Option<T>) -> Result<()>,
+        mut then: impl FnMut(u64, Option<T>) -> Result<()>,
     ) -> Result<()> {
-        let grid = self.meta.grid_shape();
-        let mut positions = nd::c_order(&grid).peekable();
+        let walk = self.shard_walk()?;
+        let mut positions = walk.positions().peekable();
         let batch_len = parallel::threads()
             .max(1)
             .saturating_mul(SHARDS_PER_THREAD_CHECKED);
         while positions.peek().is_some() {
-            let batch: Vec<Vec<u64>> = positions.by_ref().take(batch_len).collect();
+            let batch: Vec<(u64, Option<Vec<u64>>)> = positions.by_ref().take(batch_len).collect();
             // Each position's own outcome, so that the positions before a failure are handed
             // to `then` before it is returned.
             let checked = self.map_io(batch.len(), |k| {
-                let key = self.shard_key(&batch[k]);
+                let Some(coords) = &batch[k].1 else {
+                    return Ok(Ok(None));
+                };
+                let key = self.shard_key(coords);
                 let stored = self.store.get(&key);
                 Ok(stored.and_then(|object| object.map(|o| check(key, o)).transpose()))
             })?;
-            for shard in checked {
-                then(shard?)?;
+            for ((covered, _), shard) in batch.iter().zip(checked) {
+                then(*covered, shard?)?;
             }
         }
         Ok(())
@@ -713,6 +799,35 @@ impl<S: Store> Array<S> {
             Err(e) => errors.push(e),
         }
         errors
+    }
+}
+
+/// The positions a walk over an array's stored shards visits ([`Array::shard_walk`]).
+pub(crate) struct ShardWalk {
+    /// The chunk grid's shape.
+    pub(crate) grid: Vec<u64>,
+    /// The stored shards' C-order positions, sorted, when the store listed them.
+    pub(crate) listed: Option<Vec<u64>>,
+}
+
+impl ShardWalk {
+    /// The positions to visit, in C order, each with how many grid positions it accounts for
+    /// (for progress; the counts add up to the grid's size): every position with 1 when the
+    /// store did not list; else each listed shard, counting the empty positions before it,
+    /// and `(rest, None)` for the empty positions after the last.
+    pub(crate) fn positions(&self) -> Box<dyn Iterator<Item = (u64, Option<Vec<u64>>)> + '_> {
+        let Some(listed) = &self.listed else {
+            return Box::new(nd::c_order(&self.grid).map(|c| (1, Some(c))));
+        };
+        let total: u64 = self.grid.iter().product();
+        let mut done = 0;
+        let stored = listed.iter().map(move |&i| {
+            let covered = i + 1 - done;
+            done = i + 1;
+            (covered, Some(nd::unravel(i, &self.grid)))
+        });
+        let rest = total - listed.last().map_or(0, |&i| i + 1);
+        Box::new(stored.chain((rest > 0).then_some((rest, None))))
     }
 }
 

@@ -39,6 +39,18 @@ impl ChunkKeyEncoding {
         }
     }
 
+    /// What every key of a rank-`ndim` array starts with, and the separator between its
+    /// coordinates: `("c/", '/')` for `c/1/2`, `("", '.')` for `1.2`.
+    pub(crate) fn key_pattern(&self, ndim: usize) -> (String, char) {
+        match *self {
+            ChunkKeyEncoding::Default { separator } if ndim > 0 => {
+                (format!("c{separator}"), separator)
+            }
+            ChunkKeyEncoding::Default { separator } => ("c".into(), separator),
+            ChunkKeyEncoding::V2 { separator } => (String::new(), separator),
+        }
+    }
+
     fn from_json(v: &Value) -> Result<Self> {
         let bad = || Error::metadata(format!("invalid chunk_key_encoding {}", shown_text(v)));
         let (name, config) = match v {

@@ -328,8 +328,9 @@ impl References {
         // fetch (on this thread when the store asks): through a remote store each read costs
         // latency rather than bandwidth, so reading them one after another, as this did,
         // waited once per shard. The error is the first failing shard's in C order, as before.
-        let grid = array.metadata().grid_shape();
-        let mut shards = nd::c_order(&grid).peekable();
+        // Only the stored shards when the store lists them (`Store::list_prefix`).
+        let walk = array.shard_walk()?;
+        let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
         while shards.peek().is_some() {
             let batch: Vec<Vec<u64>> = shards.by_ref().take(INDEX_READS_PER_BATCH).collect();
             let refs = array.map_io(batch.len(), |k| {

@@ -73,7 +73,7 @@ impl<S: Store> Array<S> {
                 }
                 Ok(Some((key, outcome, object)))
             },
-            |shard| {
+            |_, shard| {
                 if let Some((key, outcome, prefix)) = shard.flatten() {
                     if matches!(outcome, ShardRepair::Recovered { .. }) && !dry_run {
                         self.store().set(&key, &prefix)?;

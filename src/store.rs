@@ -28,6 +28,21 @@ pub trait Store: Send + Sync {
         self.shard_io(key)?.delete()
     }
 
+    /// The keys of the stored objects whose keys start with `prefix`, in any order, or `None`
+    /// when this store cannot list (the default).
+    ///
+    /// The walks over an array's stored shards ([`Array::verify`](crate::Array::verify),
+    /// `repair`, `compact`, reference sets, [`Array::stored_shards`](crate::Array::stored_shards))
+    /// list once and then read only the shards listed, instead of asking every position of the
+    /// chunk grid; on a sparse grid over a remote store that is one listing instead of a
+    /// request per position. A store that lists must list every stored object: one it leaves
+    /// out is treated as missing (not checked, not referenced). Keys that are not the array's
+    /// shard keys are ignored.
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+        let _ = prefix;
+        Ok(None)
+    }
+
     /// True when the store's I/O must run on the thread that called the library (a host's
     /// callbacks that are not thread-safe, or that need the caller's thread, as a JVM's do).
     /// Region reads and writes then do their I/O shard by shard on the calling thread and
@@ -77,6 +92,53 @@ impl Store for FsStore {
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         // Temporary sibling + rename: readers never see a half-written object.
         FileIo::new(self.path(key)?).put(value)
+    }
+
+    /// The files below the directory part of `prefix` (symbolic links followed, each
+    /// directory walked once, so a link loop ends), as `/`-separated keys. A missing directory
+    /// lists nothing; names that are not UTF-8 are skipped (no key names them).
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+        let dir = match prefix.rfind('/') {
+            Some(end) => &prefix[..=end],
+            None => "",
+        };
+        let start = match dir.strip_suffix('/') {
+            Some(d) => self.path(d)?,
+            None => self.root.clone(),
+        };
+        let mut keys = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut pending = vec![(start, dir.to_string())];
+        while let Some((path, key_prefix)) = pending.pop() {
+            let entries = match std::fs::read_dir(&path) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io_at(&path, e)),
+            };
+            // Each directory once, by its resolved path: a link to an ancestor ends here.
+            if !seen.insert(std::fs::canonicalize(&path).map_err(|e| Error::io_at(&path, e))?) {
+                continue;
+            }
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io_at(&path, e))?;
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                let key = format!("{key_prefix}{name}");
+                // `metadata` follows a symbolic link; a dangling one is no object.
+                let Ok(kind) = std::fs::metadata(entry.path()) else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    if key.starts_with(prefix) || prefix.starts_with(&format!("{key}/")) {
+                        pending.push((entry.path(), format!("{key}/")));
+                    }
+                } else if key.starts_with(prefix) {
+                    keys.push(key);
+                }
+            }
+        }
+        Ok(Some(keys))
     }
 }
 
@@ -130,5 +192,11 @@ impl Store for MemoryStore {
 
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         self.object(key).put(value)
+    }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+        let mut keys = self.keys();
+        keys.retain(|k| k.starts_with(prefix));
+        Ok(Some(keys))
     }
 }

@@ -162,6 +162,7 @@ fn open_array(json: &str, userdata: *mut c_void, open: OpenObject) -> *mut shard
         userdata,
         open_object: Some(open),
         destroy: None,
+        list: None,
     };
     let mut a = null_mut();
     let st = unsafe { shard_array_open(json.as_ptr().cast(), json.len(), &store, &mut a) };
@@ -1020,6 +1021,7 @@ fn parquet_refs_arguments_are_checked_before_any_shard_is_read() {
         userdata: null_mut(),
         open_object: Some(counted_open),
         destroy: None,
+        list: None,
     };
     let refs = |name: &str, record_size: u64| unsafe {
         shard_array_refs_parquet(

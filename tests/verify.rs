@@ -1,6 +1,6 @@
 //! `Array::verify` and `Array::repair` fetch and check shards several at once and decode each
 //! shard's chunks in parallel, yet do what one thread does: the same problems in C order of
-//! the chunk grid and of each shard's chunks, one progress call per grid position, repairs
+//! the chunk grid and of each shard's chunks, progress counting every grid position, repairs
 //! written in grid order up to the first shard the store fails on.
 
 use serde_json::json;
@@ -138,12 +138,12 @@ impl Store for Watched {
     }
 }
 
-/// Each problem as (key, message), and the number of progress calls.
-fn verified(store: Watched, meta: &ArrayMetadata) -> (Vec<(String, String)>, usize) {
+/// Each problem as (key, message), and the grid positions the progress calls counted.
+fn verified(store: Watched, meta: &ArrayMetadata) -> (Vec<(String, String)>, u64) {
     let array = Array::from_metadata(store, meta.clone()).unwrap();
     let calls = Mutex::new(0);
     let problems = array
-        .verify_with_progress(&|| *calls.lock().unwrap() += 1)
+        .verify_with_progress(&|n| *calls.lock().unwrap() += n)
         .unwrap();
     let listed = problems
         .into_iter()
@@ -166,7 +166,7 @@ fn problems_are_those_of_one_thread_in_grid_and_chunk_order() {
     assert_eq!(
         (calls, here_calls),
         (4, 4),
-        "one progress call per grid position"
+        "progress counts every grid position"
     );
     let keys: Vec<&str> = pooled.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, ["c/0/1", "c/1/0", "c/1/0", "c/1/0"], "{pooled:#?}");

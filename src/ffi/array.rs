@@ -16,8 +16,23 @@ use std::ffi::{c_char, c_void, CString};
 use std::io::Write;
 use std::sync::{Arc, Mutex, TryLockError};
 
-/// The store callback table version this header defines.
-pub const SHARD_STORE_VERSION: u32 = 1;
+/// The store callback table version this header defines. Version 1: `version` … `destroy`;
+/// version 2 appends `list`.
+pub const SHARD_STORE_VERSION: u32 = 2;
+
+/// Return this from `shard_store_callbacks.list` when the store cannot list after all (a
+/// server without listing, say): the library then asks every position of the chunk grid, as
+/// when `list` is NULL.
+pub const SHARD_STORE_CANNOT_LIST: i32 = 2147483645;
+
+/// The library's receiver of listed keys, passed to the host's `shard_store_callbacks.list`:
+/// the host calls it once per key, on the thread running `list` and before `list` returns,
+/// with the `list_state` it was given and the key's `key_len` bytes (UTF-8, no NUL needed;
+/// read during the call only). Keys that are not UTF-8, or not the array's shard keys, are
+/// ignored.
+#[allow(non_camel_case_types)]
+pub type shard_key_fn =
+    Option<unsafe extern "C" fn(list_state: *mut c_void, key: *const c_char, key_len: usize)>;
 
 /// `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
 /// hands out, are thread-safe, so the library may call them from its worker threads to fetch
@@ -30,7 +45,9 @@ pub const SHARD_STORE_THREAD_SAFE: u32 = 1;
 /// store maps a path to an open file.
 ///
 /// **Contract.**
-/// * `version` is `SHARD_STORE_VERSION`; later versions only append fields.
+/// * `version` is the table's version (`SHARD_STORE_VERSION`, or 1 for a table from an older
+///   header, which then ends after `destroy`); the library reads only the fields that version
+///   has. Later versions only append fields.
 /// * `userdata` is passed to `open_object`. It stays the host's until `shard_array_open`
 ///   succeeds; from then on the array handle owns it and calls `destroy(userdata)` once, from
 ///   `shard_array_close` (not at all when the open fails).
@@ -41,9 +58,13 @@ pub const SHARD_STORE_THREAD_SAFE: u32 = 1;
 ///   returns 0 the library owns `io_out->userdata` and calls `io_out->destroy` on it once, when
 ///   done with the object (at the latest before the `shard_array_*` call returns). Object tables
 ///   follow the rules of `shard_io_callbacks`.
+/// * `list` (version 2, optional) makes walks over the stored shards (`shard_array_verify`,
+///   `shard_array_refs*`) visit only the shards it lists: on a sparse grid over a remote store
+///   that is one listing instead of a request per grid position.
 /// * Threads: without `SHARD_STORE_THREAD_SAFE` in `flags`, every callback runs on the thread
 ///   of the `shard_array_*` call that needs it, one at a time per call (concurrent
-///   `shard_array_read_region` calls on several threads still call back concurrently).
+///   `shard_array_read_region` calls on several threads still call back concurrently). `list`
+///   always runs on the thread of the call.
 #[repr(C)]
 #[derive(Clone, Copy)]
 #[allow(non_camel_case_types)]
@@ -64,6 +85,58 @@ pub struct shard_store_callbacks {
     >,
     /// Optional. Release `userdata`; called once, from `shard_array_close`.
     pub destroy: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    /// Version 2, optional. List the stored objects whose keys start with `prefix` (a
+    /// NUL-terminated UTF-8 string, e.g. `c/`; it may be empty): call `on_key(list_state, key,
+    /// key_len)` once per object, in any order, before returning. Listing more keys is
+    /// harmless (they are ignored); listing fewer is not: a stored shard left out is treated
+    /// as missing (not checked by `shard_array_verify`, not referenced by `shard_array_refs*`).
+    /// Return 0, `SHARD_STORE_CANNOT_LIST` (the library then asks every grid position, as
+    /// without `list`; the keys passed so far are ignored), or an error code the library keeps
+    /// (`shard_last_io_code`) and reports as `SHARD_ERR_IO`.
+    pub list: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            prefix: *const c_char,
+            on_key: shard_key_fn,
+            list_state: *mut c_void,
+        ) -> i32,
+    >,
+}
+
+/// The fields of a version-1 store table, as laid out at the start of every later version.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct StoreCallbacksV1 {
+    version: u32,
+    flags: u32,
+    userdata: *mut c_void,
+    open_object:
+        Option<unsafe extern "C" fn(*mut c_void, *const c_char, *mut shard_io_callbacks) -> i32>,
+    destroy: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+/// Copy a host's store table, reading only the fields its version has; `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points at a table of at least the size its `version` field implies.
+unsafe fn read_store_table(p: *const shard_store_callbacks) -> Option<shard_store_callbacks> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: every version starts with the version-1 fields.
+    let v1 = unsafe { std::ptr::read(p.cast::<StoreCallbacksV1>()) };
+    if v1.version >= 2 {
+        // SAFETY: a version-2 (or later) table holds at least the version-2 fields.
+        return Some(unsafe { std::ptr::read(p) });
+    }
+    Some(shard_store_callbacks {
+        version: v1.version,
+        flags: v1.flags,
+        userdata: v1.userdata,
+        open_object: v1.open_object,
+        destroy: v1.destroy,
+        list: None,
+    })
 }
 
 /// The host's store as a [`Store`].
@@ -134,6 +207,52 @@ impl Store for CallbackStore {
     fn io_on_caller_thread(&self) -> bool {
         self.cb.flags & SHARD_STORE_THREAD_SAFE == 0
     }
+
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+        let Some(list) = self.cb.list else {
+            return Ok(None);
+        };
+        let c_prefix = CString::new(prefix)
+            .map_err(|_| Error::InvalidArgument(format!("prefix `{prefix}` contains NUL")))?;
+        let mut keys: Vec<String> = Vec::new();
+        let state: *mut Vec<String> = &mut keys;
+        // SAFETY: `c_prefix` and `keys` outlive the call; the host calls `receive_key` only
+        // during it, with `state`.
+        let code = unsafe {
+            list(
+                self.cb.userdata,
+                c_prefix.as_ptr(),
+                Some(receive_key),
+                state.cast(),
+            )
+        };
+        match code {
+            0 => Ok(Some(keys)),
+            SHARD_STORE_CANNOT_LIST => Ok(None),
+            code => Err(Error::Io {
+                code,
+                message: format!("the host's list callback failed for prefix `{prefix}`"),
+            }),
+        }
+    }
+}
+
+/// The `shard_key_fn` the library passes to the host's `list`: keeps each UTF-8 key.
+unsafe extern "C" fn receive_key(state: *mut c_void, key: *const c_char, key_len: usize) {
+    if state.is_null() || key.is_null() {
+        return;
+    }
+    // SAFETY: `state` is the `Vec<String>` `list_prefix` passed, alive during `list`; the host
+    // passes `key_len` readable bytes.
+    let (keys, key) = unsafe {
+        (
+            &mut *state.cast::<Vec<String>>(),
+            std::slice::from_raw_parts(key.cast::<u8>(), key_len),
+        )
+    };
+    if let Ok(key) = std::str::from_utf8(key) {
+        keys.push(key.to_string());
+    }
 }
 
 /// An array open over a host store.
@@ -173,7 +292,7 @@ pub unsafe extern "C" fn shard_array_open(
     guard(|| {
         // SAFETY: per the documented contract.
         let json = unsafe { text(json, json_len, "json") }?;
-        let store = *unsafe { store.as_ref() }.ok_or(Failure::Null("store"))?;
+        let store = unsafe { read_store_table(store) }.ok_or(Failure::Null("store"))?;
         let array_out = unsafe { out(array_out, "array_out") }?;
         let store = CallbackStore::new(store)?;
         let meta = ArrayMetadata::parse(json)?;
@@ -596,7 +715,7 @@ pub unsafe extern "C" fn shard_array_verify(
         let h = unsafe { shard_array::borrow(array, "array") }?;
         let problems_out = unsafe { out(problems_out, "problems_out") }?;
         let mut problems = 0u64;
-        h.array.verify_each(&|| {}, |problem| {
+        h.array.verify_each(&|_| {}, |problem| {
             problems += 1;
             let Some(report) = on_problem else {
                 return Ok(());
@@ -730,7 +849,8 @@ pub unsafe extern "C" fn shard_array_refs_parquet(
         let h = unsafe { shard_array::borrow(array, "array") }?;
         let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
         let name = unsafe { text(name, name_len, "name") }?;
-        let out = CallbackStore::new(*unsafe { out.as_ref() }.ok_or(Failure::Null("out"))?)?;
+        let out =
+            CallbackStore::new(unsafe { read_store_table(out) }.ok_or(Failure::Null("out"))?)?;
         // Before the set is built: that reads every shard's index.
         crate::refs::check_parquet_output(name, record_size)?;
         let refs = References::from_array(&h.array, MetadataFormat::V2 { separator: '.' })?;

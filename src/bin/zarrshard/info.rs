@@ -58,9 +58,9 @@ fn gather(array: &Array<FsStore>) -> zarrshard::Result<Info> {
             partial_reads: m.supports_partial_reads(),
         }
     });
-    let (mut stored_shards, mut stored_bytes, mut total_shards) = (0u64, 0u64, 0u64);
-    for coords in zarrshard::nd::c_order(&m.grid_shape()) {
-        total_shards += 1;
+    let (mut stored_shards, mut stored_bytes) = (0u64, 0u64);
+    let total_shards = crate::saturating_product(&m.grid_shape());
+    for coords in array.stored_shards()? {
         if let Some(size) = array.store().shard_io(&array.shard_key(&coords))?.size()? {
             stored_shards += 1;
             stored_bytes += size;

@@ -399,7 +399,7 @@ fn run(cli: Cli) -> zarrshard::Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             let shards = saturating_product(&array.metadata().grid_shape());
             let progress = bar("compact", shards, Unit::Shards);
-            let done = array.compact_with_progress(order.into(), &|| progress.inc(1))?;
+            let done = array.compact_with_progress(order.into(), &|n| progress.inc(n))?;
             progress.finish_and_clear();
             for (key, before, after) in &done {
                 writeln!(out, "{key}: {before} -> {after} bytes")?;

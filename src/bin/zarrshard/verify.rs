@@ -25,7 +25,7 @@ struct Problem {
 pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
     let shards = crate::saturating_product(&array.metadata().grid_shape());
     let progress = bar("verify", shards, Unit::Shards);
-    let problems = array.verify_with_progress(&|| progress.inc(1))?;
+    let problems = array.verify_with_progress(&|n| progress.inc(n))?;
     progress.finish_and_clear();
     let mut out = std::io::stdout().lock();
     if json {
