@@ -94,52 +94,62 @@ impl Store for FsStore {
         FileIo::new(self.path(key)?).put(value)
     }
 
-    /// The files below the directory part of `prefix` (symbolic links followed, each
-    /// directory walked once, so a link loop ends), as `/`-separated keys. A missing directory
-    /// lists nothing; names that are not UTF-8 are skipped (no key names them).
+    /// The files below the directory part of `prefix`, as `/`-separated keys. Symbolic links
+    /// are followed (a linked directory's files are keys under the link's name, as reading
+    /// them by key would find them), except a link back to a directory the walk is inside, so
+    /// a loop ends. A missing directory lists nothing; names that are not UTF-8 are skipped
+    /// (no key names them), and so are dangling links.
     fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
-        let dir = match prefix.rfind('/') {
-            Some(end) => &prefix[..=end],
-            None => "",
-        };
+        let dir = prefix.rfind('/').map_or("", |end| &prefix[..=end]);
         let start = match dir.strip_suffix('/') {
             Some(d) => self.path(d)?,
             None => self.root.clone(),
         };
         let mut keys = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut pending = vec![(start, dir.to_string())];
-        while let Some((path, key_prefix)) = pending.pop() {
-            let entries = match std::fs::read_dir(&path) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io_at(&path, e)),
-            };
-            // Each directory once, by its resolved path: a link to an ancestor ends here.
-            if !seen.insert(std::fs::canonicalize(&path).map_err(|e| Error::io_at(&path, e))?) {
-                continue;
-            }
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io_at(&path, e))?;
-                let Ok(name) = entry.file_name().into_string() else {
-                    continue;
-                };
-                let key = format!("{key_prefix}{name}");
-                // `metadata` follows a symbolic link; a dangling one is no object.
-                let Ok(kind) = std::fs::metadata(entry.path()) else {
-                    continue;
-                };
-                if kind.is_dir() {
-                    if key.starts_with(prefix) || prefix.starts_with(&format!("{key}/")) {
-                        pending.push((entry.path(), format!("{key}/")));
-                    }
-                } else if key.starts_with(prefix) {
-                    keys.push(key);
-                }
-            }
-        }
+        list_files(&start, dir, prefix, &mut Vec::new(), &mut keys)?;
         Ok(Some(keys))
     }
+}
+
+/// The files below `dir` (keyed `key_prefix` + their path below it) whose keys start with
+/// `prefix`, into `keys`; `inside` holds the resolved directories the walk is in.
+fn list_files(
+    dir: &Path,
+    key_prefix: &str,
+    prefix: &str,
+    inside: &mut Vec<PathBuf>,
+    keys: &mut Vec<String>,
+) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io_at(dir, e)),
+    };
+    let resolved = std::fs::canonicalize(dir).map_err(|e| Error::io_at(dir, e))?;
+    if inside.contains(&resolved) {
+        return Ok(()); // a link back up the walk: its files are listed already
+    }
+    inside.push(resolved);
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io_at(dir, e))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let key = format!("{key_prefix}{name}");
+        // `metadata` follows a symbolic link; a dangling one is no object.
+        let Ok(kind) = std::fs::metadata(entry.path()) else {
+            continue;
+        };
+        if kind.is_dir() {
+            if key.starts_with(prefix) {
+                list_files(&entry.path(), &format!("{key}/"), prefix, inside, keys)?;
+            }
+        } else if key.starts_with(prefix) {
+            keys.push(key);
+        }
+    }
+    inside.pop();
+    Ok(())
 }
 
 /// Objects in memory, each a [`MemoryIo`] wrapped in a [`CountingIo`] so tests and

@@ -74,6 +74,11 @@ typedef struct {
     pthread_cond_t cond;
     int hold, holding;
     int vectored; /* non-zero: object tables get store_read_vectored */
+    int opens;    /* open_object calls */
+    /* Listing test: list calls, the last prefix, and what list returns after its keys. */
+    int list_calls;
+    char list_prefix[32];
+    int32_t list_code;
 } mem_store;
 
 /* read_vectored over the objects' own read (every object's table has the same one). */
@@ -99,6 +104,7 @@ static int32_t store_open(void *ud, const char *key, shard_io_callbacks *io) {
         pthread_cond_broadcast(&s->cond);
         while (s->hold) pthread_cond_wait(&s->cond, &s->lock);
     }
+    s->opens++;
     pthread_mutex_unlock(&s->lock);
     if (s->fail_open) return s->fail_open;
     for (i = 0; i < s->count; i++)
@@ -118,6 +124,21 @@ static int32_t store_open(void *ud, const char *key, shard_io_callbacks *io) {
 }
 
 static void store_destroy(void *ud) { ((mem_store *)ud)->destroyed++; }
+
+/* `list`: every object that exists under `prefix`, plus keys that are no shard's (a metadata
+ * document, a key that is not UTF-8, one outside the grid); then returns `list_code`. */
+static int32_t store_list(void *ud, const char *prefix, shard_key_fn on_key, void *state) {
+    static const char *junk[] = {"zarr.json", "c/\xff/0", "c/3/0", "c/0/0/0"};
+    mem_store *s = ud;
+    int i;
+    s->list_calls++;
+    snprintf(s->list_prefix, sizeof s->list_prefix, "%s", prefix);
+    for (i = 0; i < s->count; i++)
+        if (mem_io_exists(s->objects[i]) && strncmp(s->keys[i], prefix, strlen(prefix)) == 0)
+            on_key(state, s->keys[i], strlen(s->keys[i]));
+    for (i = 0; i < 4; i++) on_key(state, junk[i], strlen(junk[i]));
+    return s->list_code;
+}
 
 static void store_init(mem_store *s) {
     memset(s, 0, sizeof *s);
@@ -774,6 +795,83 @@ static void test_reference_set_to_a_sink(void) {
  * files `zarrshard refs --format parquet` wrote for the same array (which tests/refs checks
  * with fsspec and zarr-python): argv[2], made by tests/c/run.sh with --name fixture
  * --record-size 3 --url-prefix http://example/fixture.zarr. */
+/* A `list` a version-1 table carries past its end: the library must not call it. */
+static int g_stray_list_calls;
+static int32_t stray_list(void *ud, const char *prefix, shard_key_fn on_key, void *state) {
+    (void)ud, (void)prefix, (void)on_key, (void)state;
+    g_stray_list_calls++;
+    return 0;
+}
+
+/* A store with `list` (version 2): verify and the reference set open only the two stored
+ * shards of the 3x2 grid (without `list`, all six positions); junk keys are ignored;
+ * SHARD_STORE_CANNOT_LIST falls back to the six; another code fails the call with it before
+ * any object is opened; a version-1 table's bytes past `destroy` are never read as `list`. */
+static void test_listing_store(void) {
+    mem_store s;
+    shard_array *a, *b;
+    shard_store_callbacks t;
+    text_sink listed, asked;
+    uint64_t n = 99;
+    store_init(&s);
+    model_reset();
+    a = open_array(&s); /* no list */
+    write_box(a, 0, 0, 4, 4, 100);  /* shard c/0/0 */
+    write_box(a, 16, 8, 4, 4, 200); /* shard c/2/1 */
+    s.opens = 0;
+    EXPECT(shard_array_verify(a, NULL, NULL, &n), SHARD_OK);
+    CHECK(n == 0 && s.opens == 6 && s.list_calls == 0);
+
+    t = store_table(&s);
+    t.destroy = NULL;
+    t.list = store_list;
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &b), SHARD_OK);
+    s.opens = 0;
+    n = 99;
+    EXPECT(shard_array_verify(b, NULL, NULL, &n), SHARD_OK);
+    CHECK(n == 0 && s.opens == 2 && s.list_calls == 1);
+    CHECK(strcmp(s.list_prefix, "c/") == 0);
+
+    memset(&listed, 0, sizeof listed);
+    memset(&asked, 0, sizeof asked);
+    s.opens = 0;
+    EXPECT(shard_array_refs_write(b, SHARD_REFS_JSON_V1, 3, "u", 1, NULL, 0, sink_append,
+                                  &listed),
+           SHARD_OK);
+    CHECK(s.opens == 2 && s.list_calls == 2);
+    s.opens = 0;
+    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V1, 3, "u", 1, NULL, 0, sink_append, &asked),
+           SHARD_OK);
+    CHECK(s.opens == 6);
+    CHECK(listed.len > 0 && listed.len == asked.len &&
+          memcmp(listed.data, asked.data, listed.len) == 0);
+    free(listed.data);
+    free(asked.data);
+
+    s.list_code = SHARD_STORE_CANNOT_LIST;
+    s.opens = 0;
+    EXPECT(shard_array_verify(b, NULL, NULL, &n), SHARD_OK);
+    CHECK(n == 0 && s.opens == 6 && s.list_calls == 3);
+
+    s.list_code = 77;
+    s.opens = 0;
+    n = 99;
+    EXPECT(shard_array_verify(b, NULL, NULL, &n), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 77 && s.opens == 0 && n == 99);
+    shard_array_close(b);
+
+    /* Version 1 ends after `destroy`; what follows is not a field. */
+    t.version = 1;
+    t.list = stray_list;
+    EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &b), SHARD_OK);
+    s.opens = 0;
+    EXPECT(shard_array_verify(b, NULL, NULL, &n), SHARD_OK);
+    CHECK(n == 0 && s.opens == 6 && g_stray_list_calls == 0);
+    shard_array_close(b);
+    shard_array_close(a);
+    store_free(&s);
+}
+
 static const char *g_parquet_expected;
 
 static int same_as_file(mem_store *s, const char *key) {
@@ -957,6 +1055,7 @@ int main(int argc, char **argv) {
     RUN(test_reference_set);
     RUN(test_reference_set_to_a_sink);
     RUN(test_verify);
+    RUN(test_listing_store);
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);
