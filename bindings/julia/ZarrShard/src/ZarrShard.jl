@@ -50,7 +50,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
+       ShardArray, MemoryStore, list_keys, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
        verify, Problem,
        set_coalesce_gap!,
        set_threads!, threads, memory_limit, set_memory_limit!
