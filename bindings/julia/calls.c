@@ -22,7 +22,10 @@
  * example's kerchunk_refs ([38g]), makes calls the example does not (marked "Not in the
  * example"): the copying shard_array_refs it replaced, for the same text after twice the
  * index reads, and a failing sink, for the status and code its ZarrShardError is built from;
- * after verify found the damaged chunk ([43c]), a failing problem callback, likewise.
+ * after verify found the damaged chunk ([43c]), a failing problem callback, likewise; and
+ * with the listing store ([45]-[49]), listings with extra keys and leaving the shard out.
+ * Every store table is version 2 and its list does what cb_store_list does for the store's
+ * list_keys method (counted: list calls and the prefix).
  */
 #define _XOPEN_SOURCE 700
 
