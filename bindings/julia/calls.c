@@ -22,7 +22,10 @@
  * example's kerchunk_refs ([38g]), makes calls the example does not (marked "Not in the
  * example"): the copying shard_array_refs it replaced, for the same text after twice the
  * index reads, and a failing sink, for the status and code its ZarrShardError is built from;
- * after verify found the damaged chunk ([43c]), a failing problem callback, likewise.
+ * after verify found the damaged chunk ([43c]), a failing problem callback, likewise; and
+ * with the listing store ([45]-[49]), listings with extra keys and leaving the shard out.
+ * Every store table is version 2 and its list does what cb_store_list does for the store's
+ * list_keys method (counted: list calls and the prefix).
  */
 #define _XOPEN_SOURCE 700
 
@@ -379,16 +382,86 @@ static int32_t mem_store_open_object(void *ud, const char *key, shard_io_callbac
     return 0;
 }
 
-/* store_table(pointer_from_objref(StoreFunction(f))) */
+/* cb_store_list: list_keys(store.open, unsafe_string(prefix)); `nothing` returns
+ * SHARD_STORE_CANNOT_LIST, else on_key(list_state, key, sizeof(key)) per key, then 0; an
+ * exception returns its code. One C function per list_keys method; all count their calls and
+ * keep the last prefix. */
+static unsigned long store_lists;
+static char list_prefix[64];
+
+static void list_called(const char *prefix) {
+    store_lists++;
+    snprintf(list_prefix, sizeof list_prefix, "%s", prefix);
+}
+
+/* list_keys(store, prefix) = nothing: the default, for a plain function (key -> FileShardIO,
+ * key -> get!(MemoryShardIO, objects, key), key -> sparse(key)). */
+static int32_t plain_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
+    (void)ud;
+    (void)on_key;
+    (void)list_state;
+    list_called(prefix);
+    return SHARD_STORE_CANNOT_LIST;
+}
+
+/* store_table(pointer_from_objref(StoreFunction(f))): version 2, list always cb_store_list. */
 static shard_store_callbacks store_table(void *userdata,
-                                         int32_t (*open_object)(void *, const char *, shard_io_callbacks *)) {
+                                         int32_t (*open_object)(void *, const char *, shard_io_callbacks *),
+                                         int32_t (*list)(void *, const char *, shard_key_fn, void *)) {
     shard_store_callbacks t;
     t.version = SHARD_STORE_VERSION;
     t.flags = 0;
     t.userdata = userdata;
     t.open_object = open_object;
     t.destroy = store_destroy;
+    t.list = list;
     return t;
+}
+
+/* MemoryStore: the mem_store's open_object (get!), and list_keys(s::MemoryStore, prefix): the
+ * keys under prefix whose object exists (sorted in Julia; order does not matter to C). */
+static int32_t memory_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
+    mem_store *s = (mem_store *)ud;
+    size_t i;
+    list_called(prefix);
+    for (i = 0; i < s->n; i++)
+        if (s->e[i].io.exists && strncmp(s->e[i].key, prefix, strlen(prefix)) == 0)
+            on_key(list_state, s->e[i].key, strlen(s->e[i].key));
+    return 0;
+}
+
+/* RefusingListing: list_keys throws (error("listing refused")): _callback_failed returns
+ * IO_CODE_EXCEPTION. */
+static int32_t refusing_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
+    (void)ud;
+    (void)on_key;
+    (void)list_state;
+    list_called(prefix);
+    return 0x4A4C4558; /* IO_CODE_EXCEPTION, "JLEX" */
+}
+
+/* Not in the example: a list_keys that lists more than the stored shards (other objects, a
+ * position outside the 2x2 grid, a spelling no array writes, bytes that are not UTF-8, the
+ * shard twice): all ignored but the shard. */
+static int32_t extra_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
+    static const char bad_utf8[] = {'c', '/', (char)0xff, '/', '1'};
+    int32_t rc = memory_store_list(ud, prefix, on_key, list_state);
+    on_key(list_state, "zarr.json", 9);
+    on_key(list_state, "c/5/5", 5);
+    on_key(list_state, "c/00/1", 6);
+    on_key(list_state, bad_utf8, sizeof bad_utf8);
+    on_key(list_state, "c/0/1", 5);
+    return rc;
+}
+
+/* Not in the example: a list_keys that lists nothing: the stored shard is left out, so it is
+ * treated as missing (not checked, not referenced). */
+static int32_t empty_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
+    (void)ud;
+    (void)on_key;
+    (void)list_state;
+    list_called(prefix);
+    return 0;
 }
 
 /* ShardArray(json, store): shard_array_open, then shard_array_codec and the Codec(ptr)
@@ -977,7 +1050,7 @@ int main(int argc, char **argv) {
     shard_codec_free(codec);
 
     /* julia: arr = ShardArray(json, key -> FileShardIO(joinpath(array, key)))           [36]
-     * C:     shard_array_open(json, sizeof(json), &{1, 0, store, open_object, destroy}, &arr)
+     * C:     shard_array_open(json, sizeof(json), &{2, 0, store, open_object, destroy, list}, &arr)
      *        shard_array_codec(arr, &c), then Codec(c): rank, data type (twice), inner chunk
      *        shape, inner chunk bytes                                                         */
     {
@@ -991,7 +1064,7 @@ int main(int argc, char **argv) {
         size_t x, y, k;
         int same = 1, zero = 1;
         snprintf(root, sizeof root, "%s/fixture.zarr", dir);
-        table = store_table(root, file_store_open_object);
+        table = store_table(root, file_store_open_object, plain_store_list);
         arr = array_open(json, json_len, &table, &acodec, "[36] ShardArray(json, key -> FileShardIO)");
 
         /* julia: R = read_region(arr, (21, 11), (30, 40))                                  [37]
@@ -1052,7 +1125,7 @@ int main(int argc, char **argv) {
          *                              name = "fixture", record_size = 3)
          * C:     (StoreFunction + store_table: no C call)
          *        shard_array_refs_parquet(arr, url, sizeof(url), "fixture", 7, 3,
-         *                                 &{1, 0, sf, open_object, destroy})
+         *                                 &{2, 0, sf, open_object, destroy, list})
          *        -> the array's store opens the 4 shards (index reads); the borrowed store's
          *        open_object once per object, each filled by callback_table(io, ..., true)
          *        (a MemoryShardIO: every callback) and destroyed (release!) within the call;
@@ -1078,7 +1151,7 @@ int main(int argc, char **argv) {
             if (root[0] == '/') snprintf(url, sizeof url, "file://%s", root);
             else if (getcwd(cwd, sizeof cwd) != NULL) snprintf(url, sizeof url, "file://%s/%s", cwd, root);
             else die("getcwd");
-            out = store_table(&refs, mem_store_open_object);
+            out = store_table(&refs, mem_store_open_object, plain_store_list);
             store_opens = 0;
             store_destroys = 0;
             memset(calls_of, 0, sizeof calls_of);
@@ -1308,8 +1381,13 @@ int main(int argc, char **argv) {
             uint64_t n = 99;
             memset(&pl, 0, sizeof pl);
             store_opens = 0;
+            store_lists = 0;
+            list_prefix[0] = '\0';
             memset(calls_of, 0, sizeof calls_of);
             CHECK_OK(shard_array_verify(arr, problem_push, &pl, &n), "[38h] shard_array_verify");
+            check(store_lists == 1 && strcmp(list_prefix, "c/") == 0,
+                  "[38h] the store's list called once, prefix \"%s\" (key -> FileShardIO cannot list: "
+                  "SHARD_STORE_CANNOT_LIST, every grid position asked)", list_prefix);
             check(n == 0 && pl.seen == 0, "[38h] verify(arr): the fixture is clean (%lu problems, %zu callback calls)",
                   (unsigned long)n, pl.seen);
             check(store_opens == 4 && calls_of[K_DESTROY] == 4,
@@ -1341,7 +1419,7 @@ int main(int argc, char **argv) {
             size_t row, col;
             int model_ok = 1;
             unsigned long stored = 0;
-            table = store_table(&objects, mem_store_open_object);
+            table = store_table(&objects, mem_store_open_object, plain_store_list);
             arr = NULL;
             acodec = NULL;
             marr = array_open(json, json_len, &table, &acodec, "[40] ShardArray(json, key -> get!(MemoryShardIO, objects, key))");
@@ -1431,6 +1509,162 @@ int main(int argc, char **argv) {
             shard_array_close(marr);
             check(store_destroys == 1, "[44] shard_array_close called the store's destroy once");
             for (k = 0; k < objects.n; k++) free(objects.e[k].io.data);
+        }
+
+        /* julia: sparse = MemoryStore()   (no C call)
+         *        open(ShardArray, json, sparse) do sarr                                    [45]
+         * C:     shard_array_open(json, sizeof(json), &{2, 0, sf, open_object, destroy, list}, &sarr),
+         *        then Codec(c) as in [36]; list is cb_store_list, calling list_keys(::MemoryStore)
+         * julia: write_region(sarr, (49, 1), fill(UInt16(5), 16, 16))                      [46]
+         * C:     shard_array_write_region(sarr, {0, 48}, {16, 16}, 2, fives, 512)
+         *        -> C rows 0..15, columns 48..63: inner chunk [0][1] of c/0/1, 1 open_object
+         * julia: list_keys(sparse, "c/") == ["c/0/1"]   (no C call)
+         * julia: isempty(verify(sarr))                                                     [47]
+         * C:     shard_array_verify(sarr, CB_PROBLEM[], pointer_from_objref(problems), &n)
+         *        -> list("c/") once, on_key("c/0/1"); 1 open_object (not 4), no problem
+         * julia: count("[\"{{u}}/c/", kerchunk_refs(sarr, url)) == 1                        [48]
+         * C:     shard_array_refs_write(sarr, V1, 3, url, sizeof(url), "", 0, CB_SINK[], out)
+         *        -> list once, 1 open_object, 1 reference
+         * julia: end                                                                       [49]
+         * C:     shard_codec_free(c); shard_array_close(sarr) -> destroy(store) once
+         * julia: open(ShardArray, json, key -> sparse(key)) do parr                        [50]
+         * C:     shard_array_open with the same objects; list_keys(::Function) is nothing
+         * julia: isempty(verify(parr))                                                     [51]
+         * C:     shard_array_verify(parr, ...) -> list returns SHARD_STORE_CANNOT_LIST;
+         *        4 open_object (every grid position), no problem
+         * julia: end                                                                       [52]
+         * julia: open(ShardArray, json, RefusingListing(sparse)) do rarr                   [53]
+         * julia: verify(rarr) throws                                                       [54]
+         * C:     shard_array_verify(rarr, ...) -> list returns IO_CODE_EXCEPTION: SHARD_ERR_IO,
+         *        then ZarrShardError(status): shard_last_error (size, copy), shard_last_io_code
+         *        == IO_CODE_EXCEPTION; no open_object
+         * julia: end                                                                       [55] */
+        {
+            static mem_store sparse;
+            static uint16_t fives[16 * 16];
+            static problem_list pl;
+            uint64_t s5[2] = {0, 48}, sh5[2] = {16, 16}, n = 99;
+            char url[2 * 4096 + 16], cwd[4096];
+            shard_array *sarr;
+            text_sink t;
+            const char *p;
+            int nrefs = 0;
+            unsigned long stored = 0;
+            shard_status st;
+            zs_error e;
+            if (root[0] == '/') snprintf(url, sizeof url, "file://%s", root);
+            else if (getcwd(cwd, sizeof cwd) != NULL) snprintf(url, sizeof url, "file://%s/%s", cwd, root);
+            else die("getcwd");
+
+            table = store_table(&sparse, mem_store_open_object, memory_store_list);
+            acodec = NULL;
+            store_opens = 0;
+            store_lists = 0;
+            sarr = array_open(json, json_len, &table, &acodec, "[45] ShardArray(json, MemoryStore())");
+            for (k = 0; k < 16 * 16; k++) fives[k] = 5;
+            CHECK_OK(shard_array_write_region(sarr, s5, sh5, 2, (const uint8_t *)fives, sizeof fives),
+                     "[46] shard_array_write_region");
+            for (k = 0; k < sparse.n; k++) stored += sparse.e[k].io.exists ? 1 : 0;
+            check(store_opens == 1 && sparse.n == 1 && stored == 1 && strcmp(sparse.e[0].key, "c/0/1") == 0 &&
+                      store_lists == 0,
+                  "[46] the write opened only c/0/1 (%lu open_object, %zu object(s), %lu stored, %lu list call(s))",
+                  store_opens, sparse.n, stored, store_lists);
+
+            memset(&pl, 0, sizeof pl);
+            store_opens = 0;
+            store_lists = 0;
+            list_prefix[0] = '\0';
+            memset(calls_of, 0, sizeof calls_of);
+            CHECK_OK(shard_array_verify(sarr, problem_push, &pl, &n), "[47] shard_array_verify");
+            check(n == 0 && pl.seen == 0, "[47] verify(sarr): clean (%lu problems)", (unsigned long)n);
+            check(store_lists == 1 && strcmp(list_prefix, "c/") == 0 && store_opens == 1 && calls_of[K_DESTROY] == 1,
+                  "[47] one listing (prefix \"%s\", %lu call(s)), then only the listed shard: %lu open_object "
+                  "(4 without listing), %lu destroy",
+                  list_prefix, store_lists, store_opens, calls_of[K_DESTROY]);
+
+            memset(&t, 0, sizeof t);
+            store_opens = 0;
+            store_lists = 0;
+            CHECK_OK(shard_array_refs_write(sarr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0, sink_append, &t),
+                     "[48] shard_array_refs_write");
+            for (p = t.data; p != NULL && (p = strstr(p, "[\"{{u}}/c/")) != NULL; p++) nrefs++;
+            check(nrefs == 1 && t.data != NULL && strstr(t.data, "[\"{{u}}/c/0/1\",") != NULL,
+                  "[48] kerchunk_refs(sarr, url): %d reference(s) (want 1, into c/0/1)", nrefs);
+            check(store_lists == 1 && store_opens == 1,
+                  "[48] one listing, %lu open_object (want 1; %lu list call(s))", store_opens, store_lists);
+            free(t.data);
+
+            /* Not in the example: list_keys listing more than the shard (other objects, c/5/5
+             * outside the grid, c/00/1, bytes that are not UTF-8, c/0/1 twice): ignored. */
+            table = store_table(&sparse, mem_store_open_object, extra_store_list);
+            {
+                shard_codec *c2 = NULL;
+                shard_array *xarr = array_open(json, json_len, &table, &c2, "ShardArray over a listing with extra keys");
+                memset(&pl, 0, sizeof pl);
+                store_opens = 0;
+                store_lists = 0;
+                CHECK_OK(shard_array_verify(xarr, problem_push, &pl, &n), "shard_array_verify (extra keys)");
+                check(n == 0 && store_lists == 1 && store_opens == 1,
+                      "extra listed keys are ignored: %lu open_object (want 1), %lu problems",
+                      store_opens, (unsigned long)n);
+                shard_codec_free(c2);
+                shard_array_close(xarr);
+            }
+            /* Not in the example: list_keys leaving the stored shard out: it is treated as
+             * missing, neither checked nor referenced (the contract the docstring states). */
+            table = store_table(&sparse, mem_store_open_object, empty_store_list);
+            {
+                shard_codec *c2 = NULL;
+                shard_array *earr = array_open(json, json_len, &table, &c2, "ShardArray over a listing leaving c/0/1 out");
+                memset(&pl, 0, sizeof pl);
+                memset(&t, 0, sizeof t);
+                store_opens = 0;
+                store_lists = 0;
+                CHECK_OK(shard_array_verify(earr, problem_push, &pl, &n), "shard_array_verify (c/0/1 left out)");
+                CHECK_OK(shard_array_refs_write(earr, SHARD_REFS_JSON_V1, 3, url, strlen(url), "", 0, sink_append, &t),
+                         "shard_array_refs_write (c/0/1 left out)");
+                check(store_lists == 2 && store_opens == 0 && t.data != NULL && strstr(t.data, "[\"{{u}}/c/") == NULL,
+                      "a shard left out of the listing is missing: %lu open_object, no reference (%lu list calls)",
+                      store_opens, store_lists);
+                free(t.data);
+                shard_codec_free(c2);
+                shard_array_close(earr);
+            }
+
+            store_destroys = 0;
+            shard_codec_free(acodec);
+            shard_array_close(sarr);                                                       /* [49] */
+            check(store_destroys == 1, "[49] shard_array_close called the store's destroy once");
+
+            table = store_table(&sparse, mem_store_open_object, plain_store_list);
+            acodec = NULL;
+            sarr = array_open(json, json_len, &table, &acodec, "[50] ShardArray(json, key -> sparse(key))");
+            memset(&pl, 0, sizeof pl);
+            store_opens = 0;
+            store_lists = 0;
+            memset(calls_of, 0, sizeof calls_of);
+            CHECK_OK(shard_array_verify(sarr, problem_push, &pl, &n), "[51] shard_array_verify");
+            check(n == 0 && store_lists == 1 && store_opens == 4 && calls_of[K_DESTROY] == 4,
+                  "[51] cannot list (SHARD_STORE_CANNOT_LIST): every grid position asked, %lu open_object "
+                  "(want 4), %lu destroy, %lu problems",
+                  store_opens, calls_of[K_DESTROY], (unsigned long)n);
+            shard_codec_free(acodec);
+            shard_array_close(sarr);                                                       /* [52] */
+
+            table = store_table(&sparse, mem_store_open_object, refusing_store_list);
+            acodec = NULL;
+            sarr = array_open(json, json_len, &table, &acodec, "[53] ShardArray(json, RefusingListing(sparse))");
+            memset(&pl, 0, sizeof pl);
+            store_opens = 0;
+            store_lists = 0;
+            st = shard_array_verify(sarr, problem_push, &pl, &n);                          /* [54] */
+            e = zarrshard_error(st);
+            check(st == SHARD_ERR_IO && e.io_code == 0x4A4C4558 && store_lists == 1 && store_opens == 0 && pl.seen == 0,
+                  "[54] a failing listing: status %d (want %d), io code %d (IO_CODE_EXCEPTION), %lu open_object, \"%s\"",
+                  (int)st, (int)SHARD_ERR_IO, (int)e.io_code, store_opens, e.message);
+            shard_codec_free(acodec);
+            shard_array_close(sarr);                                                       /* [55] */
+            for (k = 0; k < sparse.n; k++) free(sparse.e[k].io.data);
         }
     }
 

@@ -3,7 +3,8 @@
 # read it back; then read regions of the whole array through a store (key -> FileShardIO),
 # write its kerchunk reference set as Parquet files into a store of MemoryShardIOs and into a
 # directory, and as JSON text, verify it; and write regions through a store of MemoryShardIOs,
-# verify them, damage one inner chunk and verify again.
+# verify them, damage one inner chunk and verify again; then walk a sparse array over a store
+# that lists (MemoryStore), over one that cannot, and over one whose listing fails.
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -22,6 +23,14 @@ using ZarrShard: LibZarrShard
 # A bare sharding_indexed configuration (Zarr JSON: C order), one line so that calls.c can
 # pass byte for byte the same text.
 const CONFIG3 = """{"chunk_shape":[2,3,5],"codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd","configuration":{"level":1,"checksum":false}}],"index_codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"crc32c"}],"index_location":"end"}"""
+
+# A store whose listing fails (say the server refused it): walks over the stored shards throw
+# a ZarrShardError (SHARD_ERR_IO) whose cause is the exception. Its objects are a MemoryStore's.
+struct RefusingListing
+    objects::MemoryStore
+end
+(s::RefusingListing)(key::String) = s.objects(key)
+ZarrShard.list_keys(::RefusingListing, prefix::String) = error("listing refused")
 
 function main(dir::AbstractString)
     array = joinpath(dir, "fixture.zarr")
@@ -225,6 +234,37 @@ function main(dir::AbstractString)
         println("regions: read 30x40 of fixture.raw, wrote and read back ",
                 length(objects), " shards in memory")
     end                                                                              # [44]
+
+    # A store that lists (MemoryStore has a list_keys method): walks over the stored shards
+    # (verify, kerchunk_refs, kerchunk_refs_parquet) list once and open only the listed
+    # shards, not every position of the 2x2 grid. One inner chunk written: C rows 0..15,
+    # columns 48..63, inner chunk [0][1] of c/0/1, the only shard stored.
+    sparse = MemoryStore()
+    open(ShardArray, json, sparse) do sarr                                           # [45]
+        write_region(sarr, (49, 1), fill(UInt16(5), 16, 16))                         # [46]
+        list_keys(sparse, "c/") == ["c/0/1"] || error("listed: $(list_keys(sparse, "c/"))")
+        isempty(verify(sarr)) || error("verify: the sparse array has problems")      # [47]
+        count("[\"{{u}}/c/", kerchunk_refs(sarr, url)) == 1 ||                        # [48]
+            error("kerchunk references of the sparse array")
+    end                                                                              # [49]
+    # The same objects through a plain function: it cannot list (list_keys' default returns
+    # nothing, SHARD_STORE_CANNOT_LIST), so the library asks all 4 grid positions.
+    open(ShardArray, json, key -> sparse(key)) do parr                               # [50]
+        isempty(verify(parr)) || error("verify without listing")                     # [51]
+    end                                                                              # [52]
+    # A listing that fails fails the walk: SHARD_ERR_IO, the exception as cause.
+    open(ShardArray, json, RefusingListing(sparse)) do rarr                          # [53]
+        err = try                                                                    # [54]
+            verify(rarr)
+            nothing
+        catch e
+            e
+        end
+        err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_IO) &&
+            err.io_code == ZarrShard.IO_CODE_EXCEPTION && err.cause isa ErrorException ||
+            error("expected SHARD_ERR_IO caused by the listing, got $(repr(err))")
+    end                                                                              # [55]
+    println("listing store: ", join(list_keys(sparse, "c/"), ", "), " stored of 4 grid positions")
     println("ok")
 end
 

@@ -21,8 +21,17 @@ const libzarrshard = get(ENV, "ZARRSHARD_LIBRARY", "libzarrshard")
 # ---------------------------------------------------------------------------------------------
 # Constants (#define)
 
-"The store callback table version this header defines (`shard_store_callbacks.version`)."
-const SHARD_STORE_VERSION = UInt32(1)
+"""
+The store callback table version this header defines (`shard_store_callbacks.version`):
+version 2 appends `list` to version 1's fields; the library reads only the fields of the
+version a table declares.
+"""
+const SHARD_STORE_VERSION = UInt32(2)
+"""
+Returned by `shard_store_callbacks.list` when the store cannot list after all: the library
+then asks every position of the chunk grid, as when `list` is NULL.
+"""
+const SHARD_STORE_CANNOT_LIST = Int32(2147483645)
 "`shard_store_callbacks.flags`: the store's and its objects' callbacks are thread-safe."
 const SHARD_STORE_THREAD_SAFE = UInt32(1)
 "The callback table version this header defines (`shard_io_callbacks.version`)."
@@ -106,8 +115,10 @@ end
 mutable struct shard_array end
 
 """
-The host's storage for a whole array: the C struct, field for field. `open_object` fills a
-`shard_io_callbacks` for a key; see the header for the whole contract.
+The host's storage for a whole array: the C struct (version 2), field for field.
+`open_object` fills a `shard_io_callbacks` for a key; `list` (optional, version 2) lists the
+stored objects under a prefix by calling the library's `shard_key_fn` once per key; see the
+header for the whole contract.
 """
 struct shard_store_callbacks
     version::UInt32
@@ -115,7 +126,12 @@ struct shard_store_callbacks
     userdata::Ptr{Cvoid}
     open_object::Ptr{Cvoid} # int32_t (*)(void *, const char *, shard_io_callbacks *)
     destroy::Ptr{Cvoid}     # void (*)(void *)
+    list::Ptr{Cvoid}        # int32_t (*)(void *, const char *, shard_key_fn, void *)
 end
+
+# `shard_key_fn`, `void (*)(void *list_state, const char *key, size_t key_len)`, the library's
+# receiver of the keys a store's `list` callback lists: a C function pointer the library
+# passes to `list` (as `Ptr{Cvoid}`), which the host calls with `ccall(on_key, Cvoid, ...)`.
 
 # `shard_sink_fn`, `int32_t (*)(void *userdata, const uint8_t *data, size_t len)`, the host's
 # receiver of the text `shard_array_refs_write` produces: a C function pointer, passed as

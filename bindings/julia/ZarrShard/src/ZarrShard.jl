@@ -50,7 +50,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
+       ShardArray, MemoryStore, list_keys, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
        verify, Problem,
        set_coalesce_gap!,
        set_threads!, threads, memory_limit, set_memory_limit!
@@ -716,6 +716,14 @@ tasks at once; one writer at a time (`SHARD_ERR_BUSY` otherwise). A `FileShardIO
 store must be `mode = :read`: one that writes does so into a temporary that only
 `finalize_shard!` commits, which a store's objects never get, so it is refused (the call
 throws `SHARD_ERR_IO`) rather than reporting success and losing the data.
+
+A store may also list: when [`list_keys`](@ref)`(store, prefix)` has a method for the store's
+type (as for [`MemoryStore`](@ref)), the walks over the stored shards ([`verify`](@ref),
+[`kerchunk_refs`](@ref), [`kerchunk_refs_parquet`](@ref)) list once and open only the listed
+shards, instead of calling `store(key)` for every position of the chunk grid (on a sparse
+grid over a remote store, one listing instead of a request per position). A stored shard the
+listing leaves out is then treated as missing; `nothing` (the default) means "cannot list".
+Region reads and writes never list.
 """
 mutable struct ShardArray
     ptr::Ptr{L.shard_array}
@@ -914,8 +922,9 @@ unsharded with Zarr v3 (`zarr.json`) or v2 (`.zarray`) metadata, each stored inn
 `[url_prefix/SHARD_KEY, offset, nbytes]` (empty ones are left out: they read as the fill
 value), keys under `name/` when `name` is not empty.
 
-One C call, `shard_array_refs_write`: the library reads each shard's index once (through the
-array's store, on this task's thread), builds the whole set, then hands its text in pieces of
+One C call, `shard_array_refs_write`: the library reads each stored shard's index once
+(through the array's store, on this task's thread; only the listed shards when the store lists,
+see [`list_keys`](@ref)), builds the whole set, then hands its text in pieces of
 at most 64 KiB to a `@cfunction` sink (`cb_sink`) that appends them to an `IOBuffer`, whose
 address is the call's `userdata` (rooted by `GC.@preserve` for the call). (The copying
 `shard_array_refs` needs a size query and then the copy, which read every index twice.)
@@ -952,7 +961,8 @@ writes) as objects of `store`: `"\$name/refs.<n>.parq"`, file `n` holding the ch
 `n * record_size ..` of the unsharded chunk grid in C order, one row each (an empty chunk's row
 carries the encoded fill chunk), then, last, `".zmetadata"` (Zarr v2 metadata, the only kind
 fsspec reads in this layout). Each reference is `url_prefix/SHARD_KEY`. Reads each shard's
-index once through the array's own store.
+index once through the array's own store (only the listed shards when it lists, see
+[`list_keys`](@ref)).
 
 `store` is a store function like [`ShardArray`](@ref)'s, `key::String -> ShardIO`, e.g.
 `key -> get!(MemoryShardIO, objects, key)` (the set in memory: `contents(objects[key])`),
@@ -1052,13 +1062,15 @@ empty when the array is clean. A damaged shard is a problem, not an error: it do
 
 One C call: the library reads each whole shard object once (through the array's store, on this
 task's thread: the store is not `SHARD_STORE_THREAD_SAFE`; chunks decode on the library's
-threads) and hands each problem to a `@cfunction` (`cb_problem`, made as a
+threads). A store that lists ([`list_keys`](@ref), e.g. [`MemoryStore`](@ref)) is listed once
+and only the listed shards are opened (a stored shard the listing leaves out is not checked);
+otherwise every position of the chunk grid is asked (`store(key)` once each, stored or not) and hands each problem to a `@cfunction` (`cb_problem`, made as a
 `shard_problem_fn`) that copies it into a `Vector{Problem}`, whose address is the call's
 `userdata` (rooted by `GC.@preserve` for the call).
 
 Thread-safe (not while another task writes the array). Throws [`ZarrShardError`](@ref):
-`SHARD_ERR_IO` (the store or its `ShardIO` threw, e.g. for the first such shard in grid order,
-or copying a problem did: the exception is the error's `cause`), `SHARD_ERR_INVALID_ARGUMENT`
+`SHARD_ERR_IO` (the store, its `ShardIO` or its `list_keys` threw, e.g. for the first such
+shard in grid order, or copying a problem did: the exception is the error's `cause`), `SHARD_ERR_INVALID_ARGUMENT`
 (a shard object larger than the library's [`memory_limit`](@ref)). The problems found before an
 error are dropped.
 """

@@ -241,6 +241,7 @@ const CB_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_READ_VECTORED = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_OPEN_OBJECT = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_STORE_LIST = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_SINK = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_PROBLEM = Ref{Ptr{Cvoid}}(C_NULL)
 
@@ -260,6 +261,8 @@ function __init__()
     CB_STORE_OPEN_OBJECT[] = @cfunction(cb_store_open_object, Int32,
                                         (Ptr{Cvoid}, Ptr{UInt8}, Ptr{L.shard_io_callbacks}))
     CB_STORE_DESTROY[] = @cfunction(cb_store_destroy, Cvoid, (Ptr{Cvoid},))
+    CB_STORE_LIST[] = @cfunction(cb_store_list, Int32,
+                                 (Ptr{Cvoid}, Ptr{UInt8}, Ptr{Cvoid}, Ptr{Cvoid}))
     CB_SINK[] = @cfunction(cb_sink, Int32, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t))
     CB_PROBLEM[] = @cfunction(cb_problem, Int32,
                               (Ptr{Cvoid}, Ptr{UInt8}, Ptr{UInt64}, Csize_t, Cint, Ptr{UInt8}))
@@ -374,11 +377,64 @@ function cb_store_destroy(ud::Ptr{Cvoid})::Cvoid
 end
 
 """
+    list_keys(store, prefix::String) -> collection of `String`s, or `nothing`
+
+The optional listing hook of the store protocol: the keys of the objects `store` holds whose
+keys start with `prefix` (the library asks for the array's shard key prefix, `"c/"`), in any
+order, or `nothing` when `store` cannot list. The default method returns `nothing`; define a
+method for your store's type to make walks over the stored shards ([`verify`](@ref),
+[`kerchunk_refs`](@ref), [`kerchunk_refs_parquet`](@ref)) cost one listing plus one object per
+*stored* shard instead of one `store(key)` per position of the chunk grid. [`MemoryStore`](@ref)
+implements it.
+
+Contract (the library's, `shard_store_callbacks.list`): list **every** stored object under
+`prefix`. Extra keys (other objects, keys outside the grid) are ignored, but a stored shard
+left out is treated as missing: `verify` does not check it, the reference sets do not
+reference it. Return `nothing` rather than a partial listing when you cannot list completely
+(a server without listing): the library then asks every grid position, as without the hook.
+Runs on the calling task's thread, in the middle of the C call: do not yield (see
+[`ShardIO`](@ref)). An exception becomes the `cause` of the call's [`ZarrShardError`](@ref)
+(`SHARD_ERR_IO`; `io_code` per [`ShardIO`](@ref)'s rules, [`IO_CODE_EXCEPTION`](@ref) for
+most).
+"""
+list_keys(store, prefix::String) = nothing
+
+# int32_t (*list)(void *userdata, const char *prefix, shard_key_fn on_key, void *list_state)
+# userdata is the StoreFunction's address, as for open_object. Calls list_keys on the store
+# function: `nothing` is SHARD_STORE_CANNOT_LIST; else the library's on_key (a
+# `void (*)(void *list_state, const char *key, size_t key_len)`) once per key, with the key's
+# UTF-8 bytes (rooted by GC.@preserve; the library copies them during the call). Runs on the
+# calling task's thread (the library calls `list` there always); an exception becomes a
+# non-zero code, which fails the call with SHARD_ERR_IO, the exception as its cause.
+function cb_store_list(ud::Ptr{Cvoid}, prefix::Ptr{UInt8}, on_key::Ptr{Cvoid},
+                       list_state::Ptr{Cvoid})::Int32
+    try
+        store = unsafe_pointer_to_objref(ud)::StoreFunction
+        listed = list_keys(store.open, unsafe_string(prefix))
+        listed === nothing && return L.SHARD_STORE_CANNOT_LIST
+        for k in listed
+            k isa AbstractString ||
+                throw(ArgumentError("list_keys must return strings, got a $(typeof(k))"))
+            key = String(k)
+            GC.@preserve key begin
+                ccall(on_key, Cvoid, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), list_state, pointer(key),
+                      sizeof(key))
+            end
+        end
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+"""
     store_table(userdata) -> LibZarrShard.shard_store_callbacks
 
-The C store table (version 1) whose `userdata` is a `StoreFunction`'s address. No
-`SHARD_STORE_THREAD_SAFE`: every callback runs on the task and thread of the `ShardArray`
-call, so a callback's exception reaches that call's `ZarrShardError`.
+The C store table (version 2) whose `userdata` is a `StoreFunction`'s address. `list` is
+always `cb_store_list`: whether the store lists is decided by [`list_keys`](@ref) at each
+call (`nothing`, the default, is `SHARD_STORE_CANNOT_LIST`). No `SHARD_STORE_THREAD_SAFE`:
+every callback runs on the task and thread of the `ShardArray` call, so a callback's
+exception reaches that call's `ZarrShardError`.
 """
 function store_table(userdata::Ptr{Cvoid})
     return L.shard_store_callbacks(
@@ -387,6 +443,7 @@ function store_table(userdata::Ptr{Cvoid})
         userdata,
         CB_STORE_OPEN_OBJECT[],
         CB_STORE_DESTROY[],
+        CB_STORE_LIST[],
     )
 end
 
@@ -641,6 +698,16 @@ end
 MemoryShardIO() = MemoryShardIO(nothing, ReentrantLock())
 MemoryShardIO(bytes::AbstractVector{UInt8}) = MemoryShardIO(Vector{UInt8}(bytes), ReentrantLock())
 
+# Whether the object exists (holds bytes, maybe none), without copying them.
+function _exists(m::MemoryShardIO)
+    lock(m.lock)
+    try
+        return m.data !== nothing
+    finally
+        unlock(m.lock)
+    end
+end
+
 "A copy of the object's bytes, or `nothing` when it does not exist."
 function contents(m::MemoryShardIO)
     lock(m.lock)
@@ -715,4 +782,79 @@ function remove_object!(m::MemoryShardIO)
         unlock(m.lock)
     end
     return nothing
+end
+
+# ---------------------------------------------------------------------------------------------
+# MemoryStore: a store of MemoryShardIOs that lists
+
+"""
+    MemoryStore()
+
+A store of [`MemoryShardIO`](@ref)s by key that lists: `store(key)` returns the object at
+`key` (`get!(MemoryShardIO, …)`: a new, empty one the first time), and
+[`list_keys`](@ref)`(store, prefix)` the keys under `prefix` whose object exists (holds
+bytes), so [`verify`](@ref) and the reference sets open only the stored shards. `store[key]`,
+`store[key] = io`, `haskey(store, key)` and `keys(store)` (a sorted copy; with keys of
+objects that were asked for but never written) reach the objects. Thread-safe (one lock).
+"""
+struct MemoryStore
+    objects::Dict{String,MemoryShardIO}
+    lock::ReentrantLock
+end
+
+MemoryStore() = MemoryStore(Dict{String,MemoryShardIO}(), ReentrantLock())
+
+function (s::MemoryStore)(key::AbstractString)
+    lock(s.lock)
+    try
+        return get!(MemoryShardIO, s.objects, String(key))
+    finally
+        unlock(s.lock)
+    end
+end
+
+function Base.getindex(s::MemoryStore, key::AbstractString)
+    lock(s.lock)
+    try
+        return s.objects[String(key)]
+    finally
+        unlock(s.lock)
+    end
+end
+
+function Base.setindex!(s::MemoryStore, io::MemoryShardIO, key::AbstractString)
+    lock(s.lock)
+    try
+        s.objects[String(key)] = io
+    finally
+        unlock(s.lock)
+    end
+    return s
+end
+
+function Base.haskey(s::MemoryStore, key::AbstractString)
+    lock(s.lock)
+    try
+        return haskey(s.objects, String(key))
+    finally
+        unlock(s.lock)
+    end
+end
+
+function Base.keys(s::MemoryStore)
+    lock(s.lock)
+    try
+        return sort!(collect(keys(s.objects)))
+    finally
+        unlock(s.lock)
+    end
+end
+
+function list_keys(s::MemoryStore, prefix::String)
+    lock(s.lock)
+    try
+        return sort!([k for (k, m) in s.objects if startswith(k, prefix) && _exists(m)])
+    finally
+        unlock(s.lock)
+    end
 end

@@ -69,8 +69,18 @@ pub fn run(h: &Header, header_name: &str, sources: &[Source]) -> Result<Vec<Find
     }
     let lib_defined = facts.consts.iter().any(|c| c.name == LIB);
 
+    // Function pointer types some ccall calls through (the library's `shard_key_fn`).
+    let mut called_through: Vec<String> = Vec::new();
     for cc in &facts.ccalls {
-        out.push(finding("ccall", &cc.loc, check_ccall(cc, h, &jt, lib_defined)));
+        let r = if cc.fnptr.is_some() {
+            check_fnptr_ccall(cc, h, &jt, &facts).map(|(t, msg)| {
+                called_through.push(t);
+                msg
+            })
+        } else {
+            check_ccall(cc, h, &jt, lib_defined)
+        };
+        out.push(finding("ccall", &cc.loc, r));
     }
     for f in &h.functions {
         let sites: Vec<String> =
@@ -121,7 +131,7 @@ pub fn run(h: &Header, header_name: &str, sources: &[Source]) -> Result<Vec<Find
         };
         out.push(finding("preserve", &p.loc, r));
     }
-    check_callbacks(h, &jt, &facts, header_name, &mut out);
+    check_callbacks(h, &jt, &facts, header_name, &called_through, &mut out);
     for rc in &facts.raw_calls {
         out.push(finding("raw-call", &rc.loc, check_raw_call(rc, h, &facts)));
     }
@@ -214,6 +224,105 @@ fn check_ccall(cc: &Ccall, h: &Header, jt: &JuliaTypes, lib_defined: bool) -> Re
         Ok(format!("{} {sym}({}) -> {}", cc.form, cc.arg_types.join(", "), cc.ret))
     } else {
         Err(format!("{sym}: {}", errs.join("; ")))
+    }
+}
+
+/// The callback tables of the header: its structs with a function pointer field.
+fn callback_tables(h: &Header) -> Vec<&Struct> {
+    h.structs.iter().filter(|s| s.fields.iter().any(|f| matches!(f.ty, FieldType::FnPtr { .. }))).collect()
+}
+
+/// Function pointer types the library hands to the host (a parameter of a callback field or of
+/// another function pointer type, as `shard_key_fn on_key` of `shard_store_callbacks.list`):
+/// the host calls them (`ccall` through the pointer) instead of making an `@cfunction`.
+fn library_made(h: &Header, name: &str) -> bool {
+    let in_params = |ps: &[Param]| ps.iter().any(|p| p.ty.ptr == 0 && p.ty.base == name);
+    h.structs.iter().any(|s| s.fields.iter().any(|f| matches!(&f.ty, FieldType::FnPtr { params, .. } if in_params(params))))
+        || h.fn_types.iter().any(|t| in_params(&t.params))
+}
+
+/// `ccall(on_key, Cvoid, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), ...)` inside a callback: `on_key`
+/// must be a parameter of the enclosing method, which an `@cfunction` makes as a callback
+/// whose C parameter at that position is a function pointer type; the ccall's return and
+/// argument types are checked against that type as a header function's would be. Returns
+/// the type's name (for coverage) and the message.
+fn check_fnptr_ccall(cc: &Ccall, h: &Header, jt: &JuliaTypes, facts: &Facts) -> Result<(String, String), String> {
+    if let Some(p) = &cc.problem {
+        return Err(p.clone());
+    }
+    let var = cc.fnptr.as_deref().unwrap_or("?");
+    let Some((func, at)) = &cc.enclosing else {
+        return Err(format!("ccall through `{var}` outside a function: cannot tell its C type"));
+    };
+    let Some(i) = *at else {
+        return Err(format!(
+            "ccall through `{var}`, which is not a parameter of {func}: call only a function pointer the library passed to a callback"
+        ));
+    };
+    let tables = callback_tables(h);
+    let slots: Vec<Slot> = facts
+        .cfunctions
+        .iter()
+        .filter(|cf| cf.callee.as_deref() == Some(func.as_str()))
+        .filter_map(|cf| cfunction_field(cf).ok().and_then(|n| resolve_slot(h, &tables, &n).ok()))
+        .collect();
+    let Some(slot) = slots.first() else {
+        return Err(format!(
+            "ccall through `{var}` (parameter {} of {func}): {func} is made into no @cfunction of a callback field or function pointer type, so the C type of `{var}` is unknown",
+            i + 1
+        ));
+    };
+    let Some(param) = slot.params.get(i) else {
+        return Err(format!("ccall through `{var}`: {} has no parameter {}", slot.label, i + 1));
+    };
+    let Some(t) = (param.ty.ptr == 0).then(|| h.fn_type(&param.ty.base)).flatten() else {
+        return Err(format!(
+            "ccall through `{var}`: parameter {} ({}) of {} is `{}`, not a function pointer type",
+            i + 1,
+            param.name,
+            slot.label,
+            param.ty
+        ));
+    };
+    let mut errs = Vec::new();
+    if cc.arg_types.len() != t.params.len() {
+        errs.push(format!("{} argument types, {} takes {}", cc.arg_types.len(), t.name, t.params.len()));
+    } else if cc.n_values != cc.arg_types.len() {
+        errs.push(format!("{} argument types but {} values", cc.arg_types.len(), cc.n_values));
+    }
+    match jtype(&cc.ret) {
+        Ok(j) => {
+            if let Err(e) = compat(&t.ret, &j, Pos::Ret, h, jt) {
+                errs.push(format!("return type: {e}"));
+            }
+        }
+        Err(e) => errs.push(e),
+    }
+    for (k, (ty, p)) in cc.arg_types.iter().zip(&t.params).enumerate() {
+        match jtype(ty) {
+            Ok(j) => {
+                if let Err(e) = compat(&p.ty, &j, Pos::Arg, h, jt) {
+                    errs.push(format!("argument {} ({}): {e}", k + 1, p.name));
+                }
+            }
+            Err(e) => errs.push(e),
+        }
+    }
+    if errs.is_empty() {
+        Ok((
+            t.name.clone(),
+            format!(
+                "ccall through {var} ({func}'s parameter {}, {}'s `{}`: {}) ({}) -> {}",
+                i + 1,
+                slot.label,
+                param.name,
+                t,
+                cc.arg_types.join(", "),
+                cc.ret
+            ),
+        ))
+    } else {
+        Err(format!("ccall through {var} (a {}): {}", t.name, errs.join("; ")))
     }
 }
 
@@ -407,9 +516,15 @@ fn resolve_slot<'a>(h: &'a Header, tables: &[&'a Struct], name: &str) -> Result<
     Err(format!("{} has no field `{name}` and the header no function pointer type `{typedef}`", names.join(" / ")))
 }
 
-fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str, out: &mut Vec<Finding>) {
-    let tables: Vec<&Struct> =
-        h.structs.iter().filter(|s| s.fields.iter().any(|f| matches!(f.ty, FieldType::FnPtr { .. }))).collect();
+fn check_callbacks(
+    h: &Header,
+    jt: &JuliaTypes,
+    facts: &Facts,
+    header_name: &str,
+    called_through: &[String],
+    out: &mut Vec<Finding>,
+) {
+    let tables = callback_tables(h);
     if tables.is_empty() && h.fn_types.is_empty() {
         return;
     }
@@ -504,7 +619,15 @@ fn check_callbacks(h: &Header, jt: &JuliaTypes, facts: &Facts, header_name: &str
         }
     }
     for t in &h.fn_types {
-        let r = if covered.contains(&t.name) {
+        // The library makes `shard_key_fn` and the host calls it: some ccall must call through
+        // one (checked against its type above). The host makes the others (`@cfunction`).
+        let r = if library_made(h, &t.name) {
+            if called_through.contains(&t.name) {
+                Ok(format!("{} (the library's, passed to a callback) is called through by a checked ccall", t.name))
+            } else {
+                Err(format!("{} (the library's, passed to a callback) is called by no ccall through the pointer", t.name))
+            }
+        } else if covered.contains(&t.name) {
             Ok(format!("{} has a matching @cfunction", t.name))
         } else {
             Err(format!("{} has no matching @cfunction", t.name))

@@ -424,4 +424,28 @@ mod tests {
         let f = h.function("shard_array_verify").expect("function parsed");
         assert_eq!((f.params[1].ty.base.as_str(), f.params[1].ty.ptr), ("shard_problem_fn", 0));
     }
+
+    /// A `void` function pointer typedef (`shard_key_fn`) taken by value by a callback field of
+    /// a struct (`shard_store_callbacks.list`), the field appended after `destroy`.
+    #[test]
+    fn fn_typedef_as_a_callback_field_parameter() {
+        let src = "typedef void (*shard_key_fn)(void *list_state, const char *key, size_t key_len);\n\
+                   typedef struct {\n\
+                     uint32_t version;\n\
+                     void (*destroy)(void *userdata);\n\
+                     int32_t (*list)(void *userdata, const char *prefix, shard_key_fn on_key, void *list_state);\n\
+                   } shard_store_callbacks;\n\
+                   int shard_version(void);\n";
+        let h = parse_source(src, "test.h").unwrap();
+        let t = h.fn_type("shard_key_fn").expect("typedef parsed");
+        assert_eq!((t.ret.base.as_str(), t.ret.ptr), ("void", 0));
+        assert_eq!(t.to_string(), "void (*shard_key_fn)(void *, const char *, size_t)");
+        let s = h.structs.iter().find(|s| s.name == "shard_store_callbacks").expect("struct parsed");
+        let names: Vec<&str> = s.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["version", "destroy", "list"]);
+        let FieldType::FnPtr { ret, params } = &s.fields[2].ty else { panic!("list is a function pointer") };
+        assert_eq!(ret.base, "int32_t");
+        let got: Vec<(&str, &str, usize)> = params.iter().map(|p| (p.name.as_str(), p.ty.base.as_str(), p.ty.ptr)).collect();
+        assert_eq!(got, [("userdata", "void", 1), ("prefix", "char", 1), ("on_key", "shard_key_fn", 0), ("list_state", "void", 1)]);
+    }
 }

@@ -35,6 +35,11 @@ pub struct Ccall {
     pub n_values: usize,
     /// Something that makes the site uncheckable (reported as a failure).
     pub problem: Option<String>,
+    /// A call through a function pointer (`ccall(on_key, Cvoid, (...), ...)`): the variable.
+    pub fnptr: Option<String>,
+    /// The function definition the call is in (its name), and the position of `fnptr` among
+    /// its positional parameters, when it is one of them.
+    pub enclosing: Option<(String, Option<usize>)>,
 }
 
 #[derive(Debug)]
@@ -326,6 +331,8 @@ fn ccall(n: Node, file: &str, src: &str) -> Ccall {
         arg_types: vec![],
         n_values: 0,
         problem: None,
+        fnptr: None,
+        enclosing: None,
     };
     if args.len() < 3 {
         cc.problem = Some(format!("ccall needs (symbol, library), return type, argument types; got {} arguments", args.len()));
@@ -347,9 +354,19 @@ fn ccall(n: Node, file: &str, src: &str) -> Ccall {
                 cc.lib = Some(text(parts[1], src).to_string());
             }
         }
+        // A function pointer held by a variable: checked against the C type of the callback
+        // parameter it is (e.g. the `shard_key_fn on_key` a store's `list` receives).
+        "identifier" => {
+            let name = text(target, src).to_string();
+            cc.enclosing = enclosing_function(n, src).map(|(f, params)| {
+                let at = params.iter().position(|p| p.as_deref() == Some(name.as_str()));
+                (f, at)
+            });
+            cc.fnptr = Some(name);
+        }
         _ => cc.symbol = sym_of(target),
     }
-    if cc.symbol.is_none() {
+    if cc.symbol.is_none() && cc.fnptr.is_none() {
         cc.problem = Some(format!("cannot read the target {:?}: use (:symbol, libzarrshard)", text(target, src)));
     }
     cc.ret = text(args[1], src).to_string();
@@ -376,6 +393,8 @@ fn at_ccall(n: Node, file: &str, src: &str) -> Ccall {
         arg_types: vec![],
         n_values: 0,
         problem: None,
+        fnptr: None,
+        enclosing: None,
     };
     let args = macro_args(n);
     let Some(typed) = args.first().filter(|a| a.kind() == "typed_expression") else {
@@ -609,6 +628,54 @@ fn signature(sig: Node, src: &str) -> Option<(String, Vec<Option<String>>, Optio
         }
     }
     Some((name, params, ret))
+}
+
+/// The names of a signature's positional parameters (`None` where it has none: `::T`).
+fn param_names(sig: Node, src: &str) -> Vec<Option<String>> {
+    let mut s = sig;
+    loop {
+        match s.kind() {
+            "signature" | "where_expression" | "typed_expression" => match s.named_child(0) {
+                Some(c) => s = c,
+                None => return vec![],
+            },
+            _ => break,
+        }
+    }
+    if s.kind() != "call_expression" {
+        return vec![];
+    }
+    let mut c = s.walk();
+    let Some(list) = s.children(&mut c).find(|k| k.kind() == "argument_list") else { return vec![] };
+    let mut out = Vec::new();
+    let mut c2 = list.walk();
+    for k in list.children(&mut c2) {
+        match k.kind() {
+            ";" => break,
+            "identifier" => out.push(Some(text(k, src).to_string())),
+            "typed_expression" => {
+                let p = named_children(k);
+                out.push((p.len() == 2 && p[0].kind() == "identifier").then(|| text(p[0], src).to_string()));
+            }
+            "(" | ")" | "," | "line_comment" | "block_comment" => {}
+            _ => out.push(None),
+        }
+    }
+    out
+}
+
+/// The innermost `function name(...) ... end` around `n`: its name and parameter names.
+fn enclosing_function(n: Node, src: &str) -> Option<(String, Vec<Option<String>>)> {
+    let mut cur = n.parent();
+    while let Some(a) = cur {
+        if a.kind() == "function_definition" {
+            let sig = *named_children(a).first().filter(|k| k.kind() == "signature")?;
+            let (name, _, _) = signature(sig, src)?;
+            return Some((name, param_names(sig, src)));
+        }
+        cur = a.parent();
+    }
+    None
 }
 
 fn long_function(n: Node, file: &str, src: &str) -> Option<FuncDef> {

@@ -11,8 +11,11 @@
 //! `pointer(...)`/`pointer_from_objref(...)` is inside a `GC.@preserve` of its object; every
 //! `@cfunction` matches its callback table field (or function pointer type, `shard_sink_fn`)
 //! and the Julia method it is made from; every callback catches all exceptions; every
-//! callback field and function pointer type has one; each table constructor puts each
-//! callback in its own field; and a raw call passes `CB_<NAME>[]` for a `shard_<name>_fn`.
+//! callback field and function pointer type the host makes has one; each table constructor
+//! puts each callback in its own field; a raw call passes `CB_<NAME>[]` for a
+//! `shard_<name>_fn`; and a `ccall` through a function pointer a callback received
+//! (`ccall(on_key, ...)`, a `shard_key_fn`) matches that parameter's type, which such a
+//! ccall must cover.
 //!
 //! Failures are printed always, passes with --verbose; the last line is `N passed, M failed`.
 //! Exit status 1 when anything failed.

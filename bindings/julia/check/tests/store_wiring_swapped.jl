@@ -8,5 +8,6 @@ function store_table(userdata::Ptr{Cvoid})
         userdata,
         CB_STORE_DESTROY[],
         CB_STORE_OPEN_OBJECT[],
+        CB_STORE_LIST[],
     )
 end
