@@ -90,9 +90,12 @@ pub struct shard_store_callbacks {
     /// key_len)` once per object, in any order, before returning. Listing more keys is
     /// harmless (they are ignored); listing fewer is not: a stored shard left out is treated
     /// as missing (not checked by `shard_array_verify`, not referenced by `shard_array_refs*`).
-    /// Return 0, `SHARD_STORE_CANNOT_LIST` (the library then asks every grid position, as
-    /// without `list`; the keys passed so far are ignored), or an error code the library keeps
-    /// (`shard_last_io_code`) and reports as `SHARD_ERR_IO`.
+    /// Return 0 (also when nothing is stored under `prefix`, e.g. its directory does not exist
+    /// yet), `SHARD_STORE_CANNOT_LIST` (the library then asks every grid position, as without
+    /// `list`; the keys passed so far are ignored), or an error code the library keeps
+    /// (`shard_last_io_code`) and reports as `SHARD_ERR_IO`. Any other code is an error,
+    /// `SHARD_IO_NOT_FOUND` included: a listing that failed must not pass for an empty one,
+    /// or `shard_array_verify` would call a store it could not see clean.
     pub list: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,

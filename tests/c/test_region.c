@@ -858,6 +858,10 @@ static void test_listing_store(void) {
     n = 99;
     EXPECT(shard_array_verify(b, NULL, NULL, &n), SHARD_ERR_IO);
     CHECK(shard_last_io_code() == 77 && s.opens == 0 && n == 99);
+    /* Not found is an error too, not an empty listing: a clean verify must mean checked. */
+    s.list_code = SHARD_IO_NOT_FOUND;
+    EXPECT(shard_array_verify(b, NULL, NULL, &n), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == SHARD_IO_NOT_FOUND && s.opens == 0 && n == 99);
     shard_array_close(b);
 
     /* Version 1 ends after `destroy`; what follows is not a field. */
