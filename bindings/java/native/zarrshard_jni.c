@@ -675,8 +675,8 @@ static void store_destroy(void *ud) {
     cb_leave(attached);
 }
 
-/* The C table over `store`, without SHARD_STORE_THREAD_SAFE (every callback on the calling
- * Java thread). `owned`: the library owns `store` (store_destroy at shard_array_close);
+/* The C table over `store` (version 2, with list: store_list), without
+ * SHARD_STORE_THREAD_SAFE (every callback on the calling Java thread). `owned`: the library owns `store` (store_destroy at shard_array_close);
  * otherwise it is borrowed for one call and the library calls no destroy. */
 static shard_store_callbacks store_table(jni_store *store, int owned) {
     shard_store_callbacks cb;
