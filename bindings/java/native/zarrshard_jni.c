@@ -46,8 +46,8 @@ static JavaVM *g_vm;
 
 static jclass g_ShardException, g_NotFound, g_NullPointerException, g_IllegalArgumentException,
     g_IllegalStateException, g_OutOfMemoryError, g_ByteBuffer;
-static jclass g_Capabilities;
-static jmethodID g_store_open, g_store_release, g_Capabilities_of;
+static jclass g_Capabilities, g_Listing;
+static jmethodID g_store_open, g_store_release, g_Capabilities_of, g_Listing_of;
 static jmethodID g_ShardException_fromNative, g_io_read, g_io_readSuffix, g_io_size, g_io_write,
     g_io_truncate, g_io_remove, g_ByteBuffer_asReadOnlyBuffer, g_ByteBuffer_position;
 
@@ -585,6 +585,86 @@ static int32_t store_open_object(void *ud, const char *key, shard_io_callbacks *
     return rc;
 }
 
+/* shard_store_callbacks.list: ShardStore.list(prefix) through Listing.of, which decodes the
+ * prefix from UTF-8 and returns null (the store cannot list) or the keys as
+ * {byte[] UTF-8 of every key concatenated, int[] byte length of each}: encoded by Java's own
+ * UTF-8 encoder (JNI's modified UTF-8 is not UTF-8 for supplementary characters), and two
+ * local references however many keys there are. Runs on the thread of the ShardArray call
+ * (the library always lists there); an exception from list becomes IO_JAVA_EXCEPTION and the
+ * call's cause, exactly as from ShardStore.open. on_key is the library's and makes no JNI call,
+ * so the arrays' elements are held across it. */
+static int32_t store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
+    jni_store *store = (jni_store *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc = 0;
+    size_t prefix_len = strlen(prefix);
+    jbyteArray jprefix;
+    jobjectArray result = NULL;
+    jbyteArray keys = NULL;
+    jintArray lens = NULL;
+    jbyte *key_bytes = NULL;
+    jint *key_lens = NULL;
+    jsize count = 0, total = 0, i;
+    size_t at = 0;
+    if (env == NULL) return IO_NO_JVM;
+    if ((*env)->PushLocalFrame(env, 8) != 0) {
+        rc = cb_exception(env, 0);
+        cb_leave(attached);
+        return rc != 0 ? rc : IO_JAVA_EXCEPTION;
+    }
+    if (prefix_len > (size_t)INT32_MAX) {
+        (*env)->ThrowNew(env, g_IllegalArgumentException, "zarrshard_jni: list prefix too long");
+        rc = cb_exception(env, 0);
+        goto out;
+    }
+    if ((jprefix = (*env)->NewByteArray(env, (jsize)prefix_len)) == NULL) {
+        rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+        goto out;
+    }
+    if (prefix_len > 0)
+        (*env)->SetByteArrayRegion(env, jprefix, 0, (jsize)prefix_len, (const jbyte *)prefix);
+    result = (jobjectArray)(*env)->CallStaticObjectMethod(env, g_Listing, g_Listing_of,
+                                                          store->store, jprefix);
+    if ((rc = cb_exception(env, 0)) != 0) goto out;
+    if (result == NULL) {
+        rc = SHARD_STORE_CANNOT_LIST;
+        goto out;
+    }
+    keys = (jbyteArray)(*env)->GetObjectArrayElement(env, result, 0);
+    if ((rc = cb_exception(env, 0)) != 0) goto out;
+    lens = (jintArray)(*env)->GetObjectArrayElement(env, result, 1);
+    if ((rc = cb_exception(env, 0)) != 0) goto out;
+    if (keys == NULL || lens == NULL) { /* Listing.of never does this */
+        rc = IO_JAVA_EXCEPTION;
+        goto out;
+    }
+    count = (*env)->GetArrayLength(env, lens);
+    total = (*env)->GetArrayLength(env, keys);
+    /* Get<Type>ArrayElements, not the critical variants: copies at worst. JNI_ABORT below:
+     * nothing is written back. */
+    if (count > 0 && (key_lens = (*env)->GetIntArrayElements(env, lens, NULL)) == NULL) {
+        rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+        goto out;
+    }
+    if (total > 0 && (key_bytes = (*env)->GetByteArrayElements(env, keys, NULL)) == NULL) {
+        rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
+        goto out;
+    }
+    for (i = 0; i < count; i++) {
+        size_t len = (size_t)key_lens[i];
+        if (key_lens[i] < 0 || len > (size_t)total - at) break; /* Listing.of never does this */
+        on_key(list_state, key_bytes != NULL ? (const char *)key_bytes + at : "", len);
+        at += len;
+    }
+out:
+    if (key_bytes != NULL) (*env)->ReleaseByteArrayElements(env, keys, key_bytes, JNI_ABORT);
+    if (key_lens != NULL) (*env)->ReleaseIntArrayElements(env, lens, key_lens, JNI_ABORT);
+    (*env)->PopLocalFrame(env, NULL);
+    cb_leave(attached);
+    return rc;
+}
+
 /* shard_store_callbacks.destroy, from shard_array_close. */
 static void store_destroy(void *ud) {
     jni_store *store = (jni_store *)ud;
@@ -595,8 +675,8 @@ static void store_destroy(void *ud) {
     cb_leave(attached);
 }
 
-/* The C table over `store`, without SHARD_STORE_THREAD_SAFE (every callback on the calling
- * Java thread). `owned`: the library owns `store` (store_destroy at shard_array_close);
+/* The C table over `store` (version 2, with list: store_list), without
+ * SHARD_STORE_THREAD_SAFE (every callback on the calling Java thread). `owned`: the library owns `store` (store_destroy at shard_array_close);
  * otherwise it is borrowed for one call and the library calls no destroy. */
 static shard_store_callbacks store_table(jni_store *store, int owned) {
     shard_store_callbacks cb;
@@ -606,6 +686,7 @@ static shard_store_callbacks store_table(jni_store *store, int owned) {
     cb.userdata = store;
     cb.open_object = store_open_object;
     cb.destroy = owned ? store_destroy : NULL;
+    cb.list = store_list;
     return cb;
 }
 
@@ -665,7 +746,11 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     if (g_store_open != NULL)
         g_store_release = (*env)->GetMethodID(env, io, "release", "(Lio/zarrshard/ShardIO;)V");
     (*env)->DeleteLocalRef(env, io);
-    return g_store_release != NULL ? JNI_VERSION_1_8 : JNI_ERR;
+    if (g_store_release == NULL) return JNI_ERR;
+    if ((g_Listing = global_class(env, "io/zarrshard/Listing")) == NULL) return JNI_ERR;
+    g_Listing_of = (*env)->GetStaticMethodID(env, g_Listing, "of",
+                                             "(Lio/zarrshard/ShardStore;[B)[Ljava/lang/Object;");
+    return g_Listing_of != NULL ? JNI_VERSION_1_8 : JNI_ERR;
 }
 
 JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_version(JNIEnv *env, jclass cls) {

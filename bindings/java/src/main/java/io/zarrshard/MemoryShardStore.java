@@ -35,6 +35,18 @@ public final class MemoryShardStore implements ShardStore {
     }
 
     /**
+     * The keys of the objects that exist and start with {@code prefix}, sorted (objects
+     * {@link #open} created but nothing wrote are not listed). Thread-safe.
+     *
+     * @param prefix the start of the keys, e.g. {@code "c/"}; may be empty
+     * @return a new, unmodifiable list
+     */
+    @Override
+    public List<String> list(String prefix) {
+        return keys().stream().filter(k -> k.startsWith(prefix)).toList();
+    }
+
+    /**
      * How many times {@link #open} was called (once per shard an array call touches).
      *
      * @return the count so far

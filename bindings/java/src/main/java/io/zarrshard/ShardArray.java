@@ -45,6 +45,13 @@ import java.util.Objects;
  * throws {@link IllegalStateException} once the array is closed and
  * {@link NullPointerException} for a null argument.
  *
+ * <p><b>Stored shards.</b> {@link #verify} and the {@code kerchunkRefs*} methods visit the
+ * stored shards only: they first call {@link ShardStore#list} once (prefix {@code "c/"} under
+ * the default chunk key encoding) and open just the shards listed, so over a sparse grid in a
+ * remote store one listing replaces a request per grid position. A store that cannot list
+ * ({@code list} returns {@code null}, the default) has every grid position opened instead. A
+ * stored shard the listing leaves out is treated as missing.
+ *
  * <p><b>Ownership.</b> The array owns its native handle (free it with {@link #close()}; a
  * {@link Cleaner} frees a forgotten one) and keeps its {@link ShardStore} reachable until then.
  */
@@ -153,8 +160,8 @@ public final class ShardArray implements AutoCloseable {
      * empty ones are left out (they read as the fill value). One trailing {@code /} of
      * {@code urlPrefix} is dropped.
      *
-     * <p>Reads each shard's index once through the array's {@link ShardStore}, on the calling
-     * thread (C {@code shard_array_refs_write}: the library builds the whole set, then hands
+     * <p>Reads each stored shard's index once through the array's {@link ShardStore} (only
+     * the shards {@link ShardStore#list} lists when it lists), on the calling thread (C {@code shard_array_refs_write}: the library builds the whole set, then hands
      * its text over). The result is a new String owned by the caller. Thread-safe, but not
      * while another thread writes the array.
      *
@@ -214,7 +221,8 @@ public final class ShardArray implements AutoCloseable {
      * {@link ShardIO#size} first, and a longer existing object is refused before any byte is
      * written), then {@link ShardStore#release}, all on the calling thread and before this
      * returns. Not atomic: after a failure, the objects written before it stay.
-     * Reads each shard's index once through the array's store. Thread-safe, but not while
+     * Reads each stored shard's index once through the array's store (only the shards
+     * {@link ShardStore#list} lists when it lists). Thread-safe, but not while
      * another thread writes the array.
      * For a local directory use {@link #kerchunkRefsParquetDir} (the library writes the files
      * itself, each through a temporary and a rename): {@link ShardStore#directory} is
@@ -257,8 +265,9 @@ public final class ShardArray implements AutoCloseable {
      * parents) or be an empty directory; anything else is refused before any shard is read.
      * Each file is written by the library to a temporary sibling and renamed, so a reader never
      * sees a partial file; {@code .zmetadata} comes last, so after a failure part way the files
-     * written so far stay but there is no {@code .zmetadata}. Reads each shard's index once
-     * through the array's store, on the calling thread. Thread-safe, but not while another
+     * written so far stay but there is no {@code .zmetadata}. Reads each stored shard's index
+     * once through the array's store (only the shards {@link ShardStore#list} lists when it
+     * lists), on the calling thread. Thread-safe, but not while another
      * thread writes the array or another call writes {@code dir}.
      *
      * <p><b>The path.</b> The library opens {@code dir} itself, so it must be a path of the
@@ -420,7 +429,9 @@ public final class ShardArray implements AutoCloseable {
      * object) and that every inner chunk decodes. A damaged shard is a problem in the result,
      * not an exception; shards not stored (which read as the fill value) are not problems.
      *
-     * <p>Each stored shard object is read whole once through the array's {@link ShardStore},
+     * <p>Each stored shard object (each shard {@link ShardStore#list} lists when the store
+     * lists; else every grid position is opened to find them) is read whole once through the
+     * array's {@link ShardStore},
      * one after another on the calling thread (the store is registered without
      * {@code SHARD_STORE_THREAD_SAFE}); its chunks decode on the library's worker threads.
      * The library hands each problem to the shim as it finds it; the list is built when the

@@ -3,6 +3,7 @@ package io.zarrshard;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -21,7 +22,15 @@ import java.util.Objects;
  * {@link ShardIO}'s does; {@code open} returning {@code null} fails it the same way (cause a
  * {@link NullPointerException}). An exception from {@link #release} cannot fail the call any
  * more (the data is read or written by then): it is dropped, or chained as the cause when the
- * call fails for another reason.
+ * call fails for another reason. {@link #list} fails the call as {@link #open} does.
+ *
+ * <p><b>Listing.</b> Walks over the stored shards ({@link ShardArray#verify},
+ * {@link ShardArray#kerchunkRefs}, {@link ShardArray#kerchunkRefsParquet},
+ * {@link ShardArray#kerchunkRefsParquetDir}) first ask {@link #list} for the stored keys. A
+ * store that lists (e.g. an object store's list-objects call) is then asked to {@link #open}
+ * only the shards it listed: on a sparse grid over a remote store that is one listing instead
+ * of a request per grid position. A store that cannot list ({@code list} returns
+ * {@code null}, the default) has every grid position opened, as before.
  */
 @FunctionalInterface
 public interface ShardStore {
@@ -49,6 +58,30 @@ public interface ShardStore {
         if (io instanceof Closeable c) {
             c.close();
         }
+    }
+
+    /**
+     * The keys of the stored objects whose keys start with {@code prefix}, in any order, or
+     * {@code null} when this store cannot list (the default): the array then opens every
+     * position of the shard grid instead. Called once per walk over the stored shards
+     * ({@link ShardArray#verify}, the {@code kerchunkRefs*} methods), on the thread of that
+     * call, before any {@link #open}.
+     *
+     * <p><b>Contract.</b> Listing more keys is harmless: keys that are not this array's shard
+     * keys ({@code zarr.json}, {@code c/01/0}, a position outside the grid) are ignored, and a
+     * listed key whose object does not exist reads as missing. Listing fewer is not: a stored
+     * shard left out is treated as missing (not checked by {@code verify}, not referenced by
+     * {@code kerchunkRefs*}). Keys are passed to the library as UTF-8.
+     *
+     * @param prefix the start of the keys asked for, e.g. {@code "c/"} (the array's chunk key
+     *     encoding); may be empty
+     * @return the keys (none of them null), or {@code null} when this store cannot list
+     * @throws IOException (or any other exception) to fail the array call with
+     *     {@link Status#IO} and this exception as cause, as from {@link #open}; a null key in
+     *     the result fails it the same way (cause a {@link NullPointerException})
+     */
+    default List<String> list(String prefix) throws IOException {
+        return null;
     }
 
     /**
