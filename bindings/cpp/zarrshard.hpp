@@ -21,8 +21,10 @@
 // * host storage is any C++ object with `read(offset, span<uint8_t>)` (see "The I/O concept"
 //   below); it is adapted into a `shard_io_callbacks` table whose trampolines are `noexcept`
 //   and turn every exception into an error code, so nothing thrown ever crosses into C.
-// * a whole array's store is any object with `open(key)` returning such an I/O object; its
-//   `open_object` trampoline is `noexcept` too. `Array::kerchunk_refs_parquet` writes
+// * a whole array's store is any object with `open(key)` returning such an I/O object, and
+//   optionally `list(prefix)` returning its keys (so walks over the stored shards open only
+//   those); its `open_object` and `list` trampolines are `noexcept` too.
+//   `Array::kerchunk_refs_parquet` writes
 //   through such a store, borrowed for the call; `Array::kerchunk_refs_parquet_dir` writes
 //   the same files into a local directory.
 //
@@ -45,6 +47,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -61,6 +64,7 @@
 #include <vector>
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -1510,7 +1514,8 @@ enum class StoreFlags : std::uint32_t {
     /// Every store and I/O callback runs on the thread of the `Array` call that needs it.
     None = 0,
     /// The store's `open` and the I/O objects it returns are thread-safe: the library may call
-    /// them from its worker threads to fetch several shards at once. Host messages of
+    /// them from its worker threads to fetch several shards at once (a store's `list` still
+    /// runs on the calling thread). Host messages of
     /// exceptions thrown on a worker thread are then not reported (`host_message()` is empty;
     /// the code is).
     ThreadSafe = SHARD_STORE_THREAD_SAFE,
@@ -1520,6 +1525,36 @@ namespace detail {
 
 template <class S>
 using store_open_op = decltype(std::declval<S &>().open(std::string_view{}));
+template <class S>
+using store_list_op = decltype(std::declval<S &>().list(std::string_view{}));
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+/// What a store's `list` returns, looked through: `Keys` is the iterable of keys (the
+/// optional's value type when `list` returns a `std::optional`, which may be `nullopt`).
+template <class R, bool = is_optional<std::decay_t<R>>::value>
+struct listing {
+    using Keys = std::remove_reference_t<R>;
+};
+template <class R>
+struct listing<R, true> {
+    using Keys = std::remove_reference_t<decltype(*std::declval<R &>())>;
+};
+template <class C>
+using listing_key = decltype(*std::begin(std::declval<C &>()));
+template <class C, class = void>
+struct is_key_listing : std::false_type {};
+template <class C>
+struct is_key_listing<C, std::void_t<decltype(std::end(std::declval<C &>())), listing_key<C>>>
+    : std::is_convertible<listing_key<C>, std::string_view> {};
+/// Whether `S` has no `list`, or one returning what `StoreAdapter::list` can hand over.
+template <class S, bool = detect<S, store_list_op>::value>
+struct store_list_ok : std::true_type {};
+template <class S>
+struct store_list_ok<S, true> : is_key_listing<typename listing<store_list_op<S>>::Keys> {};
 
 /// The heap object an `Array` owns as its store callbacks' `userdata`.
 template <class Store>
@@ -1530,6 +1565,9 @@ struct StoreAdapter {
     using IO = std::decay_t<store_open_op<Object>>;
     static_assert(is_io_object_v<IO>, "a store's open(key) must return an I/O object "
                                       "(read(uint64_t offset, zarrshard::span<uint8_t>))");
+    static_assert(store_list_ok<Object>::value, "a store's list(std::string_view prefix) must return an iterable of "
+                           "keys convertible to std::string_view (e.g. std::vector<std::string>), "
+                           "or a std::optional of one (std::nullopt: cannot list)");
 
     template <class... A>
     explicit StoreAdapter(A &&...args) : store(std::forward<A>(args)...) {}
@@ -1567,6 +1605,37 @@ struct StoreAdapter {
         }
     }
 
+    // The store's `list(prefix)`, when it has one: each key goes to `on_key`; `nullopt`
+    // (a `std::optional` result) is SHARD_STORE_CANNOT_LIST; an exception (also from iterating
+    // the result) is the code `open_object` would return for it, its message kept for
+    // `host_message()` (`list` always runs on the thread of the call).
+    static std::int32_t list(void *ud, const char *prefix, shard_key_fn on_key,
+                             void *list_state) noexcept {
+        try {
+            auto &self = *static_cast<StoreAdapter *>(ud);
+            auto &&result = pointee<Store>::get(self.store).list(
+                std::string_view(prefix != nullptr ? prefix : ""));
+            using R = store_list_op<Object>;
+            if constexpr (is_optional<std::decay_t<R>>::value) {
+                if (!result) return SHARD_STORE_CANNOT_LIST;
+                emit_keys(*result, on_key, list_state);
+            } else {
+                emit_keys(result, on_key, list_state);
+            }
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    template <class Keys>
+    static void emit_keys(Keys &keys, shard_key_fn on_key, void *list_state) {
+        for (auto &&key : keys) {
+            const std::string_view k(key);
+            if (on_key != nullptr) on_key(list_state, k.data(), k.size());
+        }
+    }
+
     static void destroy(void *ud) noexcept { delete static_cast<StoreAdapter *>(ud); }
 
     // The C table over this adapter. `owned`: the library owns the adapter (its `destroy`
@@ -1579,6 +1648,7 @@ struct StoreAdapter {
         t.userdata = this;
         t.open_object = &StoreAdapter::open_object;
         t.destroy = owned ? &StoreAdapter::destroy : nullptr;
+        if constexpr (detect<Object, store_list_op>::value) t.list = &StoreAdapter::list;
         return t;
     }
 };
@@ -1710,6 +1780,24 @@ struct ProblemReceiver : Receiver {
 /// from the I/O object are caught at the C boundary (as in `Shard::open`) and surface as
 /// `Error` with `SHARD_ERR_IO`, `io_code()` and `host_message()`.
 ///
+/// Listing. The store may also have `list(std::string_view prefix)` returning the keys of the
+/// stored objects that start with `prefix` (`"c/"`), as anything iterable whose elements
+/// convert to `std::string_view` (e.g. `std::vector<std::string>`), or a `std::optional` of
+/// one. Found at compile time (like the I/O object's optional members), it becomes the C
+/// table's `list` (`SHARD_STORE_VERSION` 2; NULL without it). The walks over the stored
+/// shards (`verify`, `kerchunk_refs`, `kerchunk_refs_parquet`, `kerchunk_refs_parquet_dir`)
+/// then call it once and open only the shards it lists, instead of every position of the
+/// chunk grid: on a sparse grid over a remote store, one listing instead of a request per
+/// position. Listing more keys is harmless (anything that is not one of the array's shard
+/// keys, e.g. `zarr.json`, is ignored); listing fewer is not: **a stored shard left out is
+/// treated as missing** (not checked by `verify`, not referenced). Returning `std::nullopt`
+/// means "cannot list after all" (`SHARD_STORE_CANNOT_LIST`): the library asks every grid
+/// position, as without `list`. An exception from `list` (or from iterating its result) is
+/// caught at the C boundary as one from `open` is, and fails the call with `SHARD_ERR_IO`,
+/// `io_code()` and `host_message()` (`list` always runs on the thread of the call, also
+/// with `StoreFlags::ThreadSafe`, so its message is always reported). `MemoryStore` and
+/// `DirectoryStore` list.
+///
 /// Owns a `shard_array` (closed by the destructor) and, through it, the store (destroyed when
 /// the array closes). Move-only; a moved-from `Array` is empty (`!array`), safe to destroy,
 /// and its calls throw `Error` (`SHARD_ERR_NULL_POINTER`).
@@ -1788,13 +1876,14 @@ class Array {
     /// (the array described unsharded by a `zarr.json`, chunk keys `c/i/j`) or 2 (`.zarray`,
     /// keys `i.j`); each stored inner chunk is `[url_prefix/SHARD_KEY, offset, nbytes]`, under
     /// `name/` when `name` is not empty. Reads each shard's index once (`shard_array_refs_write`,
-    /// whose pieces are appended to the returned string by a `noexcept` sink).
+    /// whose pieces are appended to the returned string by a `noexcept` sink); only the listed
+    /// shards when the store lists (see `Array`), else every grid position is asked.
     /// Thread-safe (not while another thread writes the array). Throws `Error`
     /// (`SHARD_ERR_INVALID_ARGUMENT` for a version other than 0 or 1, another `zarr_format`,
     /// an array that is not sharded or has a codec after sharding;
     /// `SHARD_ERR_UNSUPPORTED_CODEC` for what v2 metadata cannot express; `SHARD_ERR_IO`
-    /// (the store's `open` or I/O object threw: `io_code()` and `host_message()` as for
-    /// `Array::open`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM` reading an index;
+    /// (the store's `list`, `open` or I/O object threw: `io_code()` and `host_message()` as
+    /// for `Array::open`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM` reading an index;
     /// `SHARD_ERR_NULL_POINTER` when empty), or what growing the string threw
     /// (`std::bad_alloc`, `std::length_error`), rethrown once the C call has returned.
     [[nodiscard]] std::string kerchunk_refs(std::string_view url_prefix, int version = 1,
@@ -1916,12 +2005,13 @@ class Array {
     /// (checksum, every entry within the object) and that every inner chunk decodes. Returns
     /// the problems found, in C order of the chunk grid and of each shard's chunks; empty when
     /// the array is clean. A damaged shard is a problem, not an error. Each whole shard object
-    /// is read once; shards are fetched on worker threads with `StoreFlags::ThreadSafe`, one
+    /// is read once; a store that lists (see `Array`) is listed once and only the listed
+    /// shards are opened, else every grid position is asked; shards are fetched on worker threads with `StoreFlags::ThreadSafe`, one
     /// after another on the calling thread otherwise.
     ///
     /// Thread-safe (not while another thread writes the array). Throws `Error`:
-    /// `SHARD_ERR_IO` (the store's `open` or I/O object threw, the first such shard in grid
-    /// order: `io_code()` and `host_message()` as for `Array::open`),
+    /// `SHARD_ERR_IO` (the store's `list` threw; or its `open` or I/O object threw, the first
+    /// such shard in grid order: `io_code()` and `host_message()` as for `Array::open`),
     /// `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory limit),
     /// `SHARD_ERR_NULL_POINTER` (an empty `Array`); or what growing the vector threw
     /// (`std::bad_alloc`), rethrown once the C call has returned.
@@ -2059,6 +2149,19 @@ class MemoryStore {
             if (o.second.exists()) k.push_back(o.first);
         return k;
     }
+    /// The keys of the objects that exist and start with `prefix`, sorted: the store's
+    /// listing, with which walks over the stored shards (`Array::verify`, the
+    /// `kerchunk_refs*` calls) open only those instead of every grid position. Not counted by
+    /// `opens()`. Throws `Error` (`SHARD_ERR_NULL_POINTER` when moved from).
+    [[nodiscard]] std::vector<std::string> list(std::string_view prefix) const {
+        std::lock_guard<std::mutex> l(state().mutex);
+        std::vector<std::string> k;
+        for (auto it = s_->objects.lower_bound(prefix); it != s_->objects.end(); ++it) {
+            if (it->first.compare(0, prefix.size(), prefix) != 0) break; // past the prefix
+            if (it->second.exists()) k.push_back(it->first);
+        }
+        return k;
+    }
     /// How many times `open` was called (one per shard a call touches). Throws `Error`
     /// (`SHARD_ERR_NULL_POINTER` when moved from).
     [[nodiscard]] std::uint64_t opens() const {
@@ -2069,7 +2172,7 @@ class MemoryStore {
   private:
     struct State {
         mutable std::mutex mutex;
-        std::map<std::string, MemoryIO> objects;
+        std::map<std::string, MemoryIO, std::less<>> objects; // less<>: lower_bound(string_view)
         std::uint64_t opens = 0;
     };
     State &state() const {
@@ -2084,7 +2187,8 @@ class MemoryStore {
 #ifdef ZARRSHARD_HPP_HAVE_POSIX
 /// A read-only store over a directory: key `c/0/1` is the file `ROOT/c/0/1`, read with
 /// `FileIO` (a missing file reads as the fill value). Writing through it fails with
-/// `SHARD_ERR_IO` (`EBADF`). Thread-safe.
+/// `SHARD_ERR_IO` (`EBADF`). It lists (`list`), so walks over the stored shards read one
+/// directory tree instead of trying every grid position. Thread-safe.
 class DirectoryStore {
   public:
     /// A store over the directory `root` (not opened yet). Throws `std::bad_alloc` only.
@@ -2093,6 +2197,69 @@ class DirectoryStore {
     /// but cannot be opened.
     [[nodiscard]] FileIO open(std::string_view key) const {
         return FileIO(root_ + "/" + std::string(key), FileIO::Read);
+    }
+
+    /// The keys (`/`-separated paths below ROOT) of the regular files whose keys start with
+    /// `prefix`, sorted: the directory part of `prefix` (up to its last `/`) is walked
+    /// recursively, following symbolic links; each directory is walked once (by device and
+    /// inode), so a link loop ends; a dangling link and anything that is neither a regular
+    /// file nor a directory is skipped. A missing directory (or one that is a file) lists
+    /// nothing. Throws `std::system_error` (the OS error, e.g. `EACCES`, and the path) when a
+    /// directory cannot be read; through an `Array` call, `Error(SHARD_ERR_IO)` with that
+    /// `io_code()` and `host_message()`.
+    [[nodiscard]] std::vector<std::string> list(std::string_view prefix) const {
+        const std::string pre(prefix);
+        const std::size_t slash = pre.rfind('/');
+        const std::string top = slash == std::string::npos ? std::string() : pre.substr(0, slash + 1);
+        std::vector<std::string> keys;
+        std::vector<std::pair<dev_t, ino_t>> seen;
+        std::vector<std::string> pending{top}; // key prefixes of directories, each ending in '/'
+        while (!pending.empty()) {
+            const std::string dir_key = std::move(pending.back());
+            pending.pop_back();
+            const std::string dir_path = root_ + "/" + dir_key;
+            struct stat st;
+            if (::stat(dir_path.c_str(), &st) != 0) {
+                if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue; // no objects
+                throw std::system_error(errno, std::generic_category(),
+                                        "cannot list directory " + dir_path);
+            }
+            if (!S_ISDIR(st.st_mode)) continue;
+            const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
+            if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue; // a link loop
+            seen.push_back(id);
+            std::unique_ptr<DIR, int (*)(DIR *)> d(::opendir(dir_path.c_str()), &::closedir);
+            if (!d) {
+                if (errno == ENOENT || errno == ENOTDIR) continue; // gone meanwhile
+                throw std::system_error(errno, std::generic_category(),
+                                        "cannot list directory " + dir_path);
+            }
+            for (;;) {
+                errno = 0;
+                const struct dirent *e = ::readdir(d.get());
+                if (e == nullptr) {
+                    if (errno != 0)
+                        throw std::system_error(errno, std::generic_category(),
+                                                "cannot list directory " + dir_path);
+                    break;
+                }
+                const std::string name = e->d_name;
+                if (name == "." || name == "..") continue;
+                const std::string key = dir_key + name;
+                struct stat entry;
+                if (::stat((dir_path + name).c_str(), &entry) != 0) continue; // dangling link
+                if (S_ISDIR(entry.st_mode)) {
+                    const std::string sub = key + "/";
+                    // Only directories that can hold keys with the prefix.
+                    if (sub.compare(0, pre.size(), pre) == 0 || pre.compare(0, sub.size(), sub) == 0)
+                        pending.push_back(sub);
+                } else if (S_ISREG(entry.st_mode) && key.compare(0, pre.size(), pre) == 0) {
+                    keys.push_back(key);
+                }
+            }
+        }
+        std::sort(keys.begin(), keys.end());
+        return keys;
     }
 
   private:

@@ -1987,6 +1987,361 @@ static void test_array_verify_stops() {
     CHECK(failing.verify().size() == 2);
 }
 
+// ---- tests: stores that list (shard_store_callbacks.list) ------------------------------------
+
+// A 128x128 uint16 array of 2x2 shards (a 64x64 grid: 4096 positions) of 1x1 inner chunks
+// (bytes + crc32c: 6 bytes each), the crc32c index at the end.
+static constexpr const char SPARSE_JSON[] =
+    R"({"zarr_format": 3, "node_type": "array", "shape": [128, 128], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 1],
+            "codecs": [)" ZS_BYTES_LE ", " ZS_CRC R"(],
+            "index_codecs": [)" ZS_BYTES_LE ", " ZS_CRC R"(],
+            "index_location": "end"}}]})";
+
+// Three elements written into `store`: 7 at (0, 0), 8 at (10, 127), 9 at (127, 2), so exactly
+// shards c/0/0, c/5/63 and c/63/1 are stored (inner chunks [0, 0], [0, 1], [1, 0]).
+static void write_sparse(const MemoryStore &store) {
+    Array array = Array::open(SPARSE_JSON, store);
+    array.write_region({0, 0}, {1, 1}, std::vector<std::uint16_t>{7});
+    array.write_region({10, 127}, {1, 1}, std::vector<std::uint16_t>{8});
+    array.write_region({127, 2}, {1, 1}, std::vector<std::uint16_t>{9});
+}
+
+// The kerchunk JSON v0 text of the sparse array under URL prefix `mem://s`, hand-derived: one
+// reference per stored inner chunk (its unsharded key is its element's coordinates), each the
+// only chunk of its shard, so at offset 0, 6 bytes (2 of data + 4 of crc32c).
+static bool sparse_refs_ok(const std::string &v0) {
+    std::size_t refs = 0;
+    for (std::size_t at = v0.find(",0,6]"); at != std::string::npos; at = v0.find(",0,6]", at + 1)) refs++;
+    std::size_t urls = 0;
+    for (std::size_t at = v0.find("\"mem://s/"); at != std::string::npos; at = v0.find("\"mem://s/", at + 1)) urls++;
+    return v0.rfind("{\"zarr.json\":", 0) == 0 && refs == 3 && urls == 3 &&
+           contains(v0, "\"c/0/0\":[\"mem://s/c/0/0\",0,6]") &&
+           contains(v0, "\"c/10/127\":[\"mem://s/c/5/63\",0,6]") &&
+           contains(v0, "\"c/127/2\":[\"mem://s/c/63/1\",0,6]");
+}
+
+// Damage two shards of the sparse array: the first byte of c/63/1 (its only inner chunk's data,
+// at offset 0: the chunk's crc32c no longer matches) and the last byte of c/5/63 (the index's
+// crc32c). verify then finds, in grid order, c/5/63 (index, no chunk) and c/63/1 chunk [1, 0],
+// both SHARD_ERR_CHECKSUM.
+static void damage_sparse(MemoryStore &store) {
+    MemoryIO chunk = store.open("c/63/1");
+    std::vector<std::uint8_t> bytes = chunk.bytes();
+    bytes.front() ^= 0xff;
+    chunk.set(std::move(bytes));
+    MemoryIO index = store.open("c/5/63");
+    bytes = index.bytes();
+    bytes.back() ^= 0xff;
+    index.set(std::move(bytes));
+}
+
+static bool damaged_sparse_problems_ok(const std::vector<zarrshard::Problem> &p) {
+    return p.size() == 2 && p[0].key == "c/5/63" && p[0].chunk.empty() &&
+           p[0].status == SHARD_ERR_CHECKSUM && p[1].key == "c/63/1" &&
+           p[1].chunk == (std::vector<std::uint64_t>{1, 0}) && p[1].status == SHARD_ERR_CHECKSUM &&
+           !p[0].message.empty() && !p[1].message.empty();
+}
+
+static bool same_problems(const std::vector<zarrshard::Problem> &a, const std::vector<zarrshard::Problem> &b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); i++)
+        if (a[i].key != b[i].key || a[i].chunk != b[i].chunk || a[i].status != b[i].status ||
+            a[i].message != b[i].message)
+            return false;
+    return true;
+}
+
+// A store over a MemoryStore without `list`: every walk asks each grid position (opens are
+// counted by the MemoryStore).
+struct UnlistedStore {
+    MemoryStore inner;
+    MemoryIO open(std::string_view key) { return inner.open(key); }
+};
+
+// A store whose `list` returns std::optional: the MemoryStore's keys plus `junk` (Lists),
+// std::nullopt (CannotList), or throws `kind` (Throws); it records each prefix asked and the
+// thread. Borrow it (std::ref) to read what it recorded.
+struct ListingStore {
+    enum class Mode { Lists, CannotList, Throws };
+    MemoryStore inner;
+    Mode mode = Mode::Lists;
+    Kind kind = Kind::Runtime;
+    std::vector<std::string> junk;
+    std::vector<std::string> prefixes;
+    std::vector<std::thread::id> threads;
+
+    MemoryIO open(std::string_view key) { return inner.open(key); }
+    std::optional<std::vector<std::string>> list(std::string_view prefix) {
+        prefixes.emplace_back(prefix);
+        threads.push_back(std::this_thread::get_id());
+        if (mode == Mode::Throws) ThrowingIO{MemoryIO(), "list", kind}.maybe_throw("list");
+        if (mode == Mode::CannotList) return std::nullopt;
+        std::vector<std::string> keys = inner.list(prefix);
+        keys.insert(keys.end(), junk.begin(), junk.end());
+        return keys;
+    }
+};
+
+// A key type whose conversion to std::string_view throws for the key "bad": an exception
+// while the listing is handed over, after some keys went to the library.
+struct TrickyKey {
+    std::string s;
+    operator std::string_view() const {
+        if (s == "bad") throw zarrshard::IoError(77, "cannot spell key bad");
+        return s;
+    }
+};
+struct TrickyListingStore {
+    MemoryStore inner;
+    MemoryIO open(std::string_view key) { return inner.open(key); }
+    std::vector<TrickyKey> list(std::string_view) const { return {{"c/0/0"}, {"bad"}, {"c/5/63"}}; }
+};
+
+template <class S>
+static shard_store_callbacks table_of(S &store) {
+    zarrshard::detail::StoreAdapter<std::reference_wrapper<S>> adapter(std::ref(store));
+    return adapter.table(0, /*owned=*/false);
+}
+
+// The sparse array (4096 grid positions, 3 shards stored) through a store that lists
+// (MemoryStore's own list: a std::vector; ListingStore: a std::optional) and one that does
+// not: verify() and kerchunk_refs open exactly the 3 stored shards when the store lists, all
+// 4096 positions when it does not, with the same results (identical problems, identical
+// text, also for v1 with v2 metadata, and through a ThreadSafe store, whose listing still runs
+// on the calling thread); the listing is asked once per walk, for prefix "c/". The C table
+// has `list` exactly for the stores with a `list` member.
+static void test_store_list_sparse_opens() {
+    MemoryStore store;
+    write_sparse(store);
+    CHECK(store.keys() == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1"}));
+    CHECK(store.list("c/") == store.keys() && store.list("") == store.keys());
+    CHECK(store.list("c/6") == (std::vector<std::string>{"c/63/1"}) && store.list("d/").empty());
+    UnlistedStore unlisted{store};
+    ListingStore listing;
+    listing.inner = store;
+    CHECK(table_of(store).list != nullptr && table_of(listing).list != nullptr);
+    CHECK(table_of(unlisted).list == nullptr && table_of(unlisted).version == SHARD_STORE_VERSION);
+
+    const Array listed = Array::open(SPARSE_JSON, store);
+    const Array unlisted_array = Array::open(SPARSE_JSON, std::ref(unlisted));
+    const Array optional_array = Array::open(SPARSE_JSON, std::ref(listing));
+
+    std::uint64_t before = store.opens();
+    const std::vector<zarrshard::Problem> clean = listed.verify();
+    CHECK(clean.empty() && store.opens() - before == 3);
+    before = store.opens();
+    CHECK(unlisted_array.verify().empty() && store.opens() - before == 4096);
+    before = store.opens();
+    CHECK(optional_array.verify().empty() && store.opens() - before == 3);
+    CHECK(listing.prefixes == (std::vector<std::string>{"c/"}));
+
+    before = store.opens();
+    const std::string v0 = listed.kerchunk_refs("mem://s", 0);
+    CHECK(store.opens() - before == 3 && sparse_refs_ok(v0));
+    before = store.opens();
+    CHECK(unlisted_array.kerchunk_refs("mem://s", 0) == v0 && store.opens() - before == 4096);
+    before = store.opens();
+    CHECK(optional_array.kerchunk_refs("mem://s", 0) == v0 && store.opens() - before == 3);
+    before = store.opens();
+    const std::string v1 = listed.kerchunk_refs("mem://s", 1, 2, "img");
+    // kerchunk v1: the URL prefix as template `u`, the key in v2 spelling under `img/`.
+    CHECK(store.opens() - before == 3 && contains(v1, "\"templates\":{\"u\":\"mem://s\"}") &&
+          contains(v1, "\"img/10.127\":[\"{{u}}/c/5/63\",0,6]"));
+    before = store.opens();
+    CHECK(unlisted_array.kerchunk_refs("mem://s", 1, 2, "img") == v1 && store.opens() - before == 4096);
+    CHECK(listing.prefixes.size() == 2);
+
+    // ThreadSafe: shards on worker threads, the listing on this one.
+    listing.threads.clear();
+    const Array threaded = Array::open(SPARSE_JSON, std::ref(listing), zarrshard::StoreFlags::ThreadSafe);
+    before = store.opens();
+    CHECK(threaded.kerchunk_refs("mem://s", 0) == v0 && threaded.verify().empty());
+    CHECK(store.opens() - before == 6);
+    CHECK(listing.threads.size() == 2 &&
+          std::all_of(listing.threads.begin(), listing.threads.end(),
+                      [](std::thread::id t) { return t == std::this_thread::get_id(); }));
+
+    // Damaged: the same two problems whether listed or not.
+    damage_sparse(store);
+    before = store.opens();
+    const std::vector<zarrshard::Problem> damaged = listed.verify();
+    CHECK(store.opens() - before == 3);
+    CHECK(damaged_sparse_problems_ok(damaged));
+    before = store.opens();
+    const std::vector<zarrshard::Problem> damaged_unlisted = unlisted_array.verify();
+    CHECK(store.opens() - before == 4096 && same_problems(damaged, damaged_unlisted));
+    CHECK(same_problems(damaged, optional_array.verify()));
+    std::cout << "    sparse 64x64 grid, 3 stored: verify and kerchunk_refs open 3 shards listed, 4096 not\n";
+}
+
+// A `list` returning std::nullopt (SHARD_STORE_CANNOT_LIST): the library asks every grid
+// position, as without `list`, with the same results; it asked the listing once per walk.
+static void test_store_list_cannot_list() {
+    ListingStore store;
+    write_sparse(store.inner);
+    store.mode = ListingStore::Mode::CannotList;
+    const Array array = Array::open(SPARSE_JSON, std::ref(store));
+    std::uint64_t before = store.inner.opens();
+    CHECK(array.verify().empty() && store.inner.opens() - before == 4096);
+    before = store.inner.opens();
+    const std::string v0 = array.kerchunk_refs("mem://s", 0);
+    CHECK(store.inner.opens() - before == 4096 && sparse_refs_ok(v0));
+    CHECK(store.prefixes == (std::vector<std::string>{"c/", "c/"}));
+    damage_sparse(store.inner);
+    before = store.inner.opens();
+    CHECK(damaged_sparse_problems_ok(array.verify()) && store.inner.opens() - before == 4096);
+    // Listing again: the same problems from the 3 listed shards.
+    store.mode = ListingStore::Mode::Lists;
+    before = store.inner.opens();
+    CHECK(damaged_sparse_problems_ok(array.verify()) && store.inner.opens() - before == 3);
+}
+
+// A `list` that throws fails the walk with Error(SHARD_ERR_IO), the code and host_message()
+// of the exception as for a throwing `open` (IoError: its code; std::runtime_error:
+// io_code_exception; int: io_code_unknown_exception; std::system_error: its value;
+// std::bad_alloc: ENOMEM), and the library's message naming the list callback and the prefix;
+// no shard is opened and a streaming verify's callable is never called. An exception while
+// the keys are handed over (a key's conversion) is the same. The next call works and a later
+// error carries no stale host message.
+static void test_store_list_throws() {
+    ListingStore store;
+    write_sparse(store.inner);
+    store.mode = ListingStore::Mode::Throws;
+    store.kind = Kind::IoErr;
+    const Array array = Array::open(SPARSE_JSON, std::ref(store));
+    const std::uint64_t before = store.inner.opens();
+    auto e = EXPECT_ERROR((void)array.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && e->host_message() == "host error in list");
+    CHECK(e && contains(e->message(), "list") && contains(e->message(), "c/"));
+    e = EXPECT_ERROR((void)array.kerchunk_refs("mem://s", 0), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && e->host_message() == "host error in list");
+    int calls = 0;
+    e = EXPECT_ERROR((void)array.verify([&](const zarrshard::Problem &) { calls++; }), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 4242 && calls == 0);
+    store.kind = Kind::Runtime;
+    e = EXPECT_ERROR((void)array.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception && e->host_message() == "boom in list");
+    store.kind = Kind::Int;
+    e = EXPECT_ERROR((void)array.kerchunk_refs("mem://s"), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_unknown_exception && !e->host_message().empty());
+    store.kind = Kind::System;
+    e = EXPECT_ERROR((void)array.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOSPC && contains(e->host_message(), "disk full"));
+    store.kind = Kind::BadAlloc;
+    e = EXPECT_ERROR((void)array.kerchunk_refs("mem://s"), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOMEM && !e->host_message().empty());
+    CHECK(store.inner.opens() == before); // no walk started
+    CHECK(store.prefixes.size() == 7);
+
+    // Thrown while the keys are handed over.
+    TrickyListingStore tricky{store.inner};
+    const Array tricky_array = Array::open(SPARSE_JSON, std::ref(tricky));
+    e = EXPECT_ERROR((void)tricky_array.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == 77 && e->host_message() == "cannot spell key bad");
+    CHECK(store.inner.opens() == before);
+
+    store.mode = ListingStore::Mode::Lists;
+    CHECK(array.verify().empty() && store.inner.opens() - before == 3);
+    e = EXPECT_ERROR((void)array.kerchunk_refs("mem://s", 2), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->host_message().empty() && e->io_code() == 0);
+}
+
+// A listing with keys that are not the array's shard keys (zarr.json; c/01/0, a spelling the
+// array never writes; c/99/0, outside the 64x64 grid; c/0, of the wrong rank; a stored key
+// twice) is harmless: still exactly the 3 stored shards opened, the same text and problems.
+static void test_store_list_junk_keys() {
+    ListingStore store;
+    write_sparse(store.inner);
+    store.junk = {"zarr.json", "c/01/0", "c/99/0", "c/0", "c/63/1"};
+    const Array array = Array::open(SPARSE_JSON, std::ref(store));
+    std::uint64_t before = store.inner.opens();
+    CHECK(array.verify().empty() && store.inner.opens() - before == 3);
+    before = store.inner.opens();
+    CHECK(sparse_refs_ok(array.kerchunk_refs("mem://s", 0)) && store.inner.opens() - before == 3);
+    damage_sparse(store.inner);
+    before = store.inner.opens();
+    CHECK(damaged_sparse_problems_ok(array.verify()) && store.inner.opens() - before == 3);
+}
+
+// DirectoryStore::list walks the directory part of the prefix recursively: symbolic links to
+// files and directories followed, a link loop walked once, a dangling link and a FIFO skipped,
+// keys outside the prefix left out, sorted; a missing directory or a file lists nothing. An
+// Array over it (a store wrapping it, counting opens) verifies and references the sparse
+// array's shards, one reached through a symbolic link, opening only those 3, with the text a
+// MemoryStore gives.
+static void test_directory_store_list() {
+    MemoryStore mem;
+    write_sparse(mem);
+    const std::string root = scratch("list-dir");
+    const std::string outside = scratch("list-outside");
+    std::filesystem::remove_all(root);
+    std::filesystem::remove_all(outside);
+    std::filesystem::create_directories(root + "/c/0");
+    std::filesystem::create_directories(root + "/c/5");
+    std::filesystem::create_directories(root + "/c/63");
+    std::filesystem::create_directories(root + "/other");
+    std::filesystem::create_directories(outside + "/seven");
+    auto put = [](const std::string &path, const std::vector<std::uint8_t> &bytes) {
+        std::ofstream f(path, std::ios::binary);
+        f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    };
+    put(root + "/c/0/0", mem.open("c/0/0").bytes());
+    put(root + "/c/5/63", mem.open("c/5/63").bytes());
+    put(outside + "/shard", mem.open("c/63/1").bytes());
+    put(outside + "/seven/x", {1, 2, 3});
+    put(root + "/zarr.json", {'{', '}'});
+    put(root + "/c0", {0});
+    put(root + "/other/x", {0});
+    CHECK(::symlink((outside + "/shard").c_str(), (root + "/c/63/1").c_str()) == 0);
+    CHECK(::symlink((outside + "/seven").c_str(), (root + "/c/7").c_str()) == 0);
+    CHECK(::symlink(".", (root + "/c/loop").c_str()) == 0);
+    CHECK(::symlink("nowhere", (root + "/c/dangling").c_str()) == 0);
+    CHECK(::mkfifo((root + "/c/fifo").c_str(), 0600) == 0);
+
+    const DirectoryStore dir(root);
+    CHECK(dir.list("c/") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x"}));
+    CHECK(dir.list("") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x", "c0",
+                                                    "other/x", "zarr.json"}));
+    CHECK(dir.list("c") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x", "c0"}));
+    CHECK(dir.list("c/6") == (std::vector<std::string>{"c/63/1"}));
+    CHECK(dir.list("missing/").empty() && dir.list("zarr.json/").empty());
+    CHECK(DirectoryStore(scratch("no-such-dir")).list("c/").empty());
+    if (::geteuid() != 0) { // root reads any directory
+        CHECK(::chmod((root + "/other").c_str(), 0) == 0);
+        bool denied = false;
+        try {
+            (void)dir.list("other/");
+        } catch (const std::system_error &e) {
+            denied = e.code().value() == EACCES;
+        }
+        CHECK(denied);
+        CHECK(::chmod((root + "/other").c_str(), 0755) == 0);
+    }
+
+    struct CountingDir {
+        DirectoryStore dir;
+        int opens = 0;
+        FileIO open(std::string_view key) {
+            opens++;
+            return dir.open(key);
+        }
+        std::vector<std::string> list(std::string_view prefix) const { return dir.list(prefix); }
+    };
+    CountingDir counting{dir};
+    CHECK(table_of(counting).list != nullptr);
+    const Array array = Array::open(SPARSE_JSON, std::ref(counting));
+    CHECK(array.verify().empty() && counting.opens == 3);
+    counting.opens = 0;
+    CHECK(array.kerchunk_refs("mem://s", 0) == Array::open(SPARSE_JSON, mem).kerchunk_refs("mem://s", 0));
+    CHECK(counting.opens == 3);
+    std::filesystem::remove_all(root);
+    std::filesystem::remove_all(outside);
+}
+
 // ---- tests: review of the binding (each failed, crashed or was a sanitizer report before) ---
 
 // An empty smart pointer given as the I/O object or the store, or returned by a store's open,
@@ -2253,6 +2608,11 @@ int main(int argc, char **argv) {
     RUN(test_array_kerchunk_refs_parquet_dir);
     RUN(test_array_verify);
     RUN(test_array_verify_stops);
+    RUN(test_store_list_sparse_opens);
+    RUN(test_store_list_cannot_list);
+    RUN(test_store_list_throws);
+    RUN(test_store_list_junk_keys);
+    RUN(test_directory_store_list);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
     RUN(test_empty_smart_pointers);
