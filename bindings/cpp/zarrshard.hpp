@@ -2201,65 +2201,71 @@ class DirectoryStore {
 
     /// The keys (`/`-separated paths below ROOT) of the regular files whose keys start with
     /// `prefix`, sorted: the directory part of `prefix` (up to its last `/`) is walked
-    /// recursively, following symbolic links; each directory is walked once (by device and
-    /// inode), so a link loop ends; a dangling link and anything that is neither a regular
-    /// file nor a directory is skipped. A missing directory (or one that is a file) lists
-    /// nothing. Throws `std::system_error` (the OS error, e.g. `EACCES`, and the path) when a
-    /// directory cannot be read; through an `Array` call, `Error(SHARD_ERR_IO)` with that
-    /// `io_code()` and `host_message()`.
+    /// recursively, following symbolic links (a linked directory's files are keys under the
+    /// link's name, as `open` finds them), except a link back to a directory the walk is
+    /// inside (by device and inode), so a loop ends; a dangling link and anything that is
+    /// neither a regular file nor a directory is skipped. A missing directory (or one that is
+    /// a file) lists nothing. Throws `std::system_error` (the OS error, e.g. `EACCES`, and the
+    /// path) when a directory cannot be read; through an `Array` call, `Error(SHARD_ERR_IO)`
+    /// with that `io_code()` and `host_message()`.
     [[nodiscard]] std::vector<std::string> list(std::string_view prefix) const {
         const std::string pre(prefix);
         const std::size_t slash = pre.rfind('/');
         const std::string top = slash == std::string::npos ? std::string() : pre.substr(0, slash + 1);
         std::vector<std::string> keys;
-        std::vector<std::pair<dev_t, ino_t>> seen;
-        std::vector<std::string> pending{top}; // key prefixes of directories, each ending in '/'
-        while (!pending.empty()) {
-            const std::string dir_key = std::move(pending.back());
-            pending.pop_back();
-            const std::string dir_path = root_ + "/" + dir_key;
-            struct stat st;
-            if (::stat(dir_path.c_str(), &st) != 0) {
-                if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue; // no objects
-                throw std::system_error(errno, std::generic_category(),
-                                        "cannot list directory " + dir_path);
-            }
-            if (!S_ISDIR(st.st_mode)) continue;
-            const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
-            if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue; // a link loop
-            seen.push_back(id);
-            std::unique_ptr<DIR, int (*)(DIR *)> d(::opendir(dir_path.c_str()), &::closedir);
-            if (!d) {
-                if (errno == ENOENT || errno == ENOTDIR) continue; // gone meanwhile
-                throw std::system_error(errno, std::generic_category(),
-                                        "cannot list directory " + dir_path);
-            }
-            for (;;) {
-                errno = 0;
-                const struct dirent *e = ::readdir(d.get());
-                if (e == nullptr) {
-                    if (errno != 0)
-                        throw std::system_error(errno, std::generic_category(),
-                                                "cannot list directory " + dir_path);
-                    break;
-                }
-                const std::string name = e->d_name;
-                if (name == "." || name == "..") continue;
-                const std::string key = dir_key + name;
-                struct stat entry;
-                if (::stat((dir_path + name).c_str(), &entry) != 0) continue; // dangling link
-                if (S_ISDIR(entry.st_mode)) {
-                    const std::string sub = key + "/";
-                    // Only directories that can hold keys with the prefix.
-                    if (sub.compare(0, pre.size(), pre) == 0 || pre.compare(0, sub.size(), sub) == 0)
-                        pending.push_back(sub);
-                } else if (S_ISREG(entry.st_mode) && key.compare(0, pre.size(), pre) == 0) {
-                    keys.push_back(key);
-                }
-            }
-        }
+        std::vector<std::pair<dev_t, ino_t>> inside;
+        list_below(top, pre, inside, keys);
         std::sort(keys.begin(), keys.end());
         return keys;
+    }
+
+  private:
+    // The files below the directory keyed `dir_key` (ending in '/', or empty for ROOT) whose
+    // keys start with `pre`, into `keys`; `inside` holds the directories the walk is in.
+    void list_below(const std::string &dir_key, const std::string &pre,
+                    std::vector<std::pair<dev_t, ino_t>> &inside,
+                    std::vector<std::string> &keys) const {
+        const std::string dir_path = root_ + "/" + dir_key;
+        struct stat st;
+        if (::stat(dir_path.c_str(), &st) != 0) {
+            if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return; // no objects
+            throw std::system_error(errno, std::generic_category(),
+                                    "cannot list directory " + dir_path);
+        }
+        if (!S_ISDIR(st.st_mode)) return;
+        const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
+        if (std::find(inside.begin(), inside.end(), id) != inside.end()) return; // a link loop
+        std::unique_ptr<DIR, int (*)(DIR *)> d(::opendir(dir_path.c_str()), &::closedir);
+        if (!d) {
+            if (errno == ENOENT || errno == ENOTDIR) return; // gone meanwhile
+            throw std::system_error(errno, std::generic_category(),
+                                    "cannot list directory " + dir_path);
+        }
+        inside.push_back(id);
+        for (;;) {
+            errno = 0;
+            const struct dirent *e = ::readdir(d.get());
+            if (e == nullptr) {
+                if (errno != 0)
+                    throw std::system_error(errno, std::generic_category(),
+                                            "cannot list directory " + dir_path);
+                break;
+            }
+            const std::string name = e->d_name;
+            if (name == "." || name == "..") continue;
+            const std::string key = dir_key + name;
+            struct stat entry;
+            if (::stat((dir_path + name).c_str(), &entry) != 0) continue; // dangling link
+            if (S_ISDIR(entry.st_mode)) {
+                const std::string sub = key + "/";
+                // Only directories that can hold keys with the prefix.
+                if (sub.compare(0, pre.size(), pre) == 0 || pre.compare(0, sub.size(), sub) == 0)
+                    list_below(sub, pre, inside, keys);
+            } else if (S_ISREG(entry.st_mode) && key.compare(0, pre.size(), pre) == 0) {
+                keys.push_back(key);
+            }
+        }
+        inside.pop_back();
     }
 
   private:

@@ -2300,12 +2300,15 @@ static void test_directory_store_list() {
     CHECK(::symlink((outside + "/seven").c_str(), (root + "/c/7").c_str()) == 0);
     CHECK(::symlink(".", (root + "/c/loop").c_str()) == 0);
     CHECK(::symlink("nowhere", (root + "/c/dangling").c_str()) == 0);
+    // Another name for a directory (not a loop): its files are keys under both names.
+    CHECK(::symlink("other", (root + "/other2").c_str()) == 0);
     CHECK(::mkfifo((root + "/c/fifo").c_str(), 0600) == 0);
 
     const DirectoryStore dir(root);
     CHECK(dir.list("c/") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x"}));
     CHECK(dir.list("") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x", "c0",
-                                                    "other/x", "zarr.json"}));
+                                                    "other/x", "other2/x", "zarr.json"}));
+    CHECK(dir.list("other") == (std::vector<std::string>{"other/x", "other2/x"}));
     CHECK(dir.list("c") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x", "c0"}));
     CHECK(dir.list("c/6") == (std::vector<std::string>{"c/63/1"}));
     CHECK(dir.list("missing/").empty() && dir.list("zarr.json/").empty());
