@@ -239,6 +239,8 @@ impl<S: Store> Array<S> {
     /// else every position of the grid.
     pub(crate) fn shard_walk(&self) -> Result<ShardWalk> {
         let grid = self.meta.grid_shape();
+        // Parsed metadata never overflows here; checked so positions always fit in a u64.
+        let total = crate::codec::checked_product(&grid)?;
         let listed = self.store.list_prefix(&self.key_pattern().0)?.map(|keys| {
             let mut listed: Vec<u64> = keys
                 .iter()
@@ -249,7 +251,11 @@ impl<S: Store> Array<S> {
             listed.dedup();
             listed
         });
-        Ok(ShardWalk { grid, listed })
+        Ok(ShardWalk {
+            grid,
+            total,
+            listed,
+        })
     }
 
     /// Decode the whole shard (chunk of the grid) at `coords` through the full codec chain,
@@ -714,8 +720,8 @@ impl<S: Store> Array<S> {
     /// `check(key, object)` for every stored shard object, then `then(covered, result)` on this
     /// thread in C order: once per stored shard, `covered` counting it and the empty positions
     /// since the one before, and `None` for empty positions (each, or those after the last
-    /// listed shard at once when the store lists, [`Array::shard_walk`]). The objects are fetched and checked several at once on the thread pool, as region reads
-    /// fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a
+    /// listed shard at once when the store lists, [`Array::shard_walk`]). The objects are
+    /// fetched and checked several at once on the thread pool, as region reads fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a
     /// batch of a few shards per thread at a time, so only those are in memory at once. A
     /// failure (the store's, `check`'s or `then`'s) stops the walk after `then` has seen every
     /// position before it, as one thread's loop would.
@@ -806,6 +812,8 @@ impl<S: Store> Array<S> {
 pub(crate) struct ShardWalk {
     /// The chunk grid's shape.
     pub(crate) grid: Vec<u64>,
+    /// Its number of positions.
+    total: u64,
     /// The stored shards' C-order positions, sorted, when the store listed them.
     pub(crate) listed: Option<Vec<u64>>,
 }
@@ -819,14 +827,13 @@ impl ShardWalk {
         let Some(listed) = &self.listed else {
             return Box::new(nd::c_order(&self.grid).map(|c| (1, Some(c))));
         };
-        let total: u64 = self.grid.iter().product();
         let mut done = 0;
         let stored = listed.iter().map(move |&i| {
             let covered = i + 1 - done;
             done = i + 1;
             (covered, Some(nd::unravel(i, &self.grid)))
         });
-        let rest = total - listed.last().map_or(0, |&i| i + 1);
+        let rest = self.total - listed.last().map_or(0, |&i| i + 1);
         Box::new(stored.chain((rest > 0).then_some((rest, None))))
     }
 }

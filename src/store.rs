@@ -98,7 +98,8 @@ impl Store for FsStore {
     /// are followed (a linked directory's files are keys under the link's name, as reading
     /// them by key would find them), except a link back to a directory the walk is inside, so
     /// a loop ends. A missing directory lists nothing; names that are not UTF-8 are skipped
-    /// (no key names them), and so are dangling links.
+    /// (no key names them), and so are dangling links. Other failures (a directory that cannot
+    /// be read) are errors.
     fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
         let dir = prefix.rfind('/').map_or("", |end| &prefix[..=end]);
         let start = match dir.strip_suffix('/') {
@@ -122,7 +123,8 @@ fn list_files(
 ) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // No directory (or a file where it would be): no object below it.
+        Err(e) if is_no_object(&e) => return Ok(()),
         Err(e) => return Err(Error::io_at(dir, e)),
     };
     let resolved = std::fs::canonicalize(dir).map_err(|e| Error::io_at(dir, e))?;
@@ -136,9 +138,12 @@ fn list_files(
             continue;
         };
         let key = format!("{key_prefix}{name}");
-        // `metadata` follows a symbolic link; a dangling one is no object.
-        let Ok(kind) = std::fs::metadata(entry.path()) else {
-            continue;
+        // `metadata` follows a symbolic link; a dangling one (or a loop of links) is no
+        // object. Any other failure is an error: skipping it would pass a stored shard over.
+        let kind = match std::fs::metadata(entry.path()) {
+            Ok(kind) => kind,
+            Err(e) if is_no_object(&e) => continue,
+            Err(e) => return Err(Error::io_at(&entry.path(), e)),
         };
         if kind.is_dir() {
             if key.starts_with(prefix) {
@@ -150,6 +155,17 @@ fn list_files(
     }
     inside.pop();
     Ok(())
+}
+
+/// Whether a file system error means that no object is there: nothing at the path, a file
+/// where a directory would be, or links that never reach a file.
+fn is_no_object(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{NotADirectory, NotFound};
+    #[cfg(unix)]
+    let looped = e.raw_os_error() == Some(libc::ELOOP);
+    #[cfg(not(unix))]
+    let looped = false;
+    matches!(e.kind(), NotFound | NotADirectory) || looped
 }
 
 /// Objects in memory, each a [`MemoryIo`] wrapped in a [`CountingIo`] so tests and

@@ -320,6 +320,7 @@ fn a_directory_store_lists_files_below_the_prefix_following_links_but_not_loops(
     symlink(root.join("c"), root.join("c/0/up")).unwrap(); // a loop
     symlink(root.join("c/1/0"), root.join("c/1/1")).unwrap(); // a file link
     symlink(root.join("nowhere"), root.join("c/9")).unwrap(); // dangling
+    symlink(root.join("c/8"), root.join("c/8")).unwrap(); // never reaches a file (ELOOP)
     let fs = FsStore::new(root);
     let listed = |prefix: &str| {
         let mut keys = fs.list_prefix(prefix).unwrap().unwrap();
@@ -346,4 +347,24 @@ fn a_directory_store_lists_files_below_the_prefix_following_links_but_not_loops(
     assert_eq!(listed("").len(), 9, "{:?}", listed(""));
     assert!(listed("d/").is_empty(), "a missing directory lists nothing");
     assert!(listed("c/7/").is_empty());
+    assert!(listed("cx/").is_empty(), "below a file: nothing");
+    assert!(listed("c/8/").is_empty(), "below a link loop: nothing");
+    // A directory that cannot be read is an error, not an empty listing (root reads any).
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let locked = root.join("c/1");
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0)).unwrap();
+        let e = fs.list_prefix("c/").unwrap_err();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(
+            matches!(
+                e,
+                Error::Io {
+                    code: libc::EACCES,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
 }
