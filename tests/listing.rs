@@ -353,7 +353,7 @@ fn a_directory_store_lists_files_below_the_prefix_following_links_but_not_loops(
     if unsafe { libc::geteuid() } != 0 {
         use std::os::unix::fs::PermissionsExt;
         let locked = root.join("c/1");
-        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0)).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
         let e = fs.list_prefix("c/").unwrap_err();
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(
