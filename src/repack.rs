@@ -10,7 +10,9 @@
 //! fill value are not stored.
 //!
 //! The work goes one row of new shards (along the first dimension) at a time, in parallel
-//! within the row; memory is bounded by the source shards that row overlaps. The target's
+//! within the row; memory is bounded by the source shards that row overlaps. When the stores
+//! list their keys, only the stored source shards are read and only the rows and shards they
+//! reach are written (see [`repack`]). The target's
 //! `zarr.json` is written last, so a repack that fails part way never leaves a store that
 //! opens as a complete array.
 
@@ -26,7 +28,7 @@ use crate::sharding::{IndexLocation, ShardLayout, ShardingCodec};
 use crate::store::Store;
 use crate::writer::{ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// What to change; `None` keeps the source's setting.
@@ -130,8 +132,14 @@ fn source_chunks_per_shard(m: &ArrayMetadata) -> Vec<u64> {
 /// Rewrite every shard of `src` into `dst` (which should be empty) with the layout of
 /// `target` (see [`repacked_metadata`]; shape, data type and fill value must match the
 /// source), then write `dst`'s `zarr.json`; returns the new array and what was done.
-/// `on_shard` is called once per position of the target's chunk grid as it is done (for a
-/// progress display; called from worker threads). `src` is only read; it may be shared with
+/// `on_progress(n)` is called as positions of the target's chunk grid are done, `n` the
+/// number done since the last call (for a progress display: the calls add up to the number of
+/// target positions; called from worker threads).
+///
+/// When the source's store lists ([`Store::list_prefix`]) only the listed source shards are
+/// read; when the target's store lists too, only the target shards they overlap, and those it
+/// lists (so a stale object there is still replaced), are written: a sparse array costs its
+/// stored shards, not its grid. Otherwise every position of either grid is visited. `src` is only read; it may be shared with
 /// other readers meanwhile, not with writers.
 ///
 /// Copied chunks are not decoded, so a corrupt inner chunk is copied as it is (with its
@@ -148,7 +156,7 @@ pub fn repack<S: Store, D: Store>(
     dst: D,
     target: ArrayMetadata,
     order: ChunkOrder,
-    on_shard: &(dyn Fn() + Sync),
+    on_progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Array<D>, RepackReport)> {
     target.validate()?;
     let sm = src.metadata();
@@ -184,10 +192,16 @@ pub fn repack<S: Store, D: Store>(
         let dst_grid = tm.grid_shape();
         let rank = tm.shape.len();
         let rows = if rank == 0 { 1 } else { dst_grid[0] };
+        let plan = job.plan()?;
+        let row_numbers: Box<dyn Iterator<Item = u64>> = match &plan.targets {
+            Some(targets) => Box::new(targets.keys().copied().collect::<Vec<_>>().into_iter()),
+            None => Box::new(0..rows),
+        };
+        let mut visited = 0u64;
         let mut loaded: HashMap<Vec<u64>, Arc<Loaded>> = HashMap::new();
-        for row in 0..rows {
+        for row in row_numbers {
             // The source shards this row of target shards overlaps, loaded once each.
-            let needed = job.source_shards_of_row(row);
+            let needed = job.source_shards_of_row(row, &plan);
             loaded.retain(|k, _| needed.contains(k));
             let missing: Vec<&Vec<u64>> =
                 needed.iter().filter(|k| !loaded.contains_key(*k)).collect();
@@ -195,20 +209,21 @@ pub fn repack<S: Store, D: Store>(
             for (k, v) in missing.into_iter().zip(fresh) {
                 loaded.insert(k.clone(), Arc::new(v));
             }
-            let targets: Vec<Vec<u64>> = if rank == 0 {
-                vec![vec![]]
-            } else {
-                nd::c_order(&dst_grid[1..])
+            let targets: Vec<Vec<u64>> = match &plan.targets {
+                Some(targets) => targets[&row].clone(),
+                None if rank == 0 => vec![vec![]],
+                None => nd::c_order(&dst_grid[1..])
                     .map(|tail| std::iter::once(row).chain(tail).collect())
-                    .collect()
+                    .collect(),
             };
+            visited += targets.len() as u64;
             let done = parallel::map_on_pool(targets.len(), |k| {
                 let result = if copy {
                     job.copy_shard(&targets[k], &loaded)
                 } else {
                     job.reencode_shard(&targets[k], &loaded)
                 };
-                on_shard();
+                on_progress(1);
                 result
             })?;
             for (finalized, chunks) in done {
@@ -222,6 +237,11 @@ pub fn repack<S: Store, D: Store>(
                     report.chunks_reencoded += chunks;
                 }
             }
+        }
+        // The positions the listings showed have nothing to read or replace.
+        let total = crate::codec::checked_product(&dst_grid)?;
+        if total > visited {
+            on_progress(total - visited);
         }
     }
     let text = serde_json::to_vec_pretty(&tm.to_json()).expect("JSON values serialise");
@@ -238,6 +258,15 @@ enum Loaded {
     Decoded(Vec<u8>),
 }
 
+/// What a repack reads and writes when the stores list ([`Job::plan`]); `None` where every
+/// position is visited.
+struct Plan {
+    /// The stored source shards, by their first grid coordinate.
+    sources: Option<BTreeMap<u64, Vec<Vec<u64>>>>,
+    /// The target shards to write, by row (first grid coordinate), each row in C order.
+    targets: Option<BTreeMap<u64, Vec<Vec<u64>>>>,
+}
+
 struct Job<'a, S: Store, D: Store> {
     src: &'a Array<S>,
     dst: &'a Array<D>,
@@ -245,8 +274,67 @@ struct Job<'a, S: Store, D: Store> {
 }
 
 impl<S: Store, D: Store> Job<'_, S, D> {
-    /// Grid coordinates of the source shards that row `row` of the target grid overlaps.
-    fn source_shards_of_row(&self, row: u64) -> Vec<Vec<u64>> {
+    /// What to visit. When the source's store lists: only its stored shards are read; when
+    /// the target's store lists too, only the target shards those overlap and the ones it
+    /// already holds (each replaced, as a full walk would) are written. Rank 0 has one
+    /// position anyway.
+    fn plan(&self) -> Result<Plan> {
+        let (sm, tm) = (self.src.metadata(), self.dst.metadata());
+        let source_walk = self.src.shard_walk()?;
+        let (Some(listed), false) = (source_walk.listed, sm.shape.is_empty()) else {
+            return Ok(Plan {
+                sources: None,
+                targets: None,
+            });
+        };
+        let mut sources: BTreeMap<u64, Vec<Vec<u64>>> = BTreeMap::new();
+        for i in listed {
+            let coords = nd::unravel(i, &source_walk.grid);
+            sources.entry(coords[0]).or_default().push(coords);
+        }
+        let Some(held) = self.dst.shard_walk()?.listed else {
+            return Ok(Plan {
+                sources: Some(sources),
+                targets: None,
+            });
+        };
+        let dst_grid = tm.grid_shape();
+        let mut targets: BTreeSet<Vec<u64>> = held
+            .into_iter()
+            .map(|i| nd::unravel(i, &dst_grid))
+            .collect();
+        for source in sources.values().flatten() {
+            // The target shards this source shard's elements fall in: a box of them.
+            let first: Vec<u64> = (0..source.len())
+                .map(|d| source[d] * sm.chunk_shape[d] / tm.chunk_shape[d])
+                .collect();
+            let count: Vec<u64> = (0..source.len())
+                .map(|d| {
+                    let lo = source[d] * sm.chunk_shape[d];
+                    let hi = lo.saturating_add(sm.chunk_shape[d]).min(sm.shape[d]);
+                    (hi - 1) / tm.chunk_shape[d] + 1 - first[d]
+                })
+                .collect();
+            targets.extend(nd::c_order(&count).map(|c| {
+                c.iter()
+                    .zip(&first)
+                    .map(|(c, f)| c + f)
+                    .collect::<Vec<u64>>()
+            }));
+        }
+        let mut by_row: BTreeMap<u64, Vec<Vec<u64>>> = BTreeMap::new();
+        for target in targets {
+            by_row.entry(target[0]).or_default().push(target);
+        }
+        Ok(Plan {
+            sources: Some(sources),
+            targets: Some(by_row),
+        })
+    }
+
+    /// Grid coordinates of the source shards that row `row` of the target grid overlaps
+    /// (only the stored ones when the plan lists them).
+    fn source_shards_of_row(&self, row: u64, plan: &Plan) -> Vec<Vec<u64>> {
         let (sm, tm) = (self.src.metadata(), self.dst.metadata());
         let mut grid = sm.grid_shape();
         if grid.is_empty() {
@@ -256,6 +344,12 @@ impl<S: Store, D: Store> Job<'_, S, D> {
         let hi = lo.saturating_add(tm.chunk_shape[0]).min(tm.shape[0]);
         let first = lo / sm.chunk_shape[0];
         grid[0] = hi.div_ceil(sm.chunk_shape[0]) - first;
+        if let Some(sources) = &plan.sources {
+            return sources
+                .range(first..first + grid[0])
+                .flat_map(|(_, shards)| shards.iter().cloned())
+                .collect();
+        }
         nd::c_order(&grid)
             .map(|mut c| {
                 c[0] += first;
@@ -472,7 +566,13 @@ mod tests {
         };
         let last_row = u64::MAX / 4; // target grid: ceil((2^64 - 1) / 4) = 2^62 rows
         assert_eq!(
-            job.source_shards_of_row(last_row),
+            job.source_shards_of_row(
+                last_row,
+                &Plan {
+                    sources: None,
+                    targets: None
+                }
+            ),
             vec![vec![(1u64 << 63) - 2], vec![(1u64 << 63) - 1]]
         );
     }

@@ -145,7 +145,7 @@ fn edited_metadata_is_validated_where_it_enters() {
             dst.clone(),
             not_dividing,
             ChunkOrder::C,
-            &|| {}
+            &|_| {}
         )),
         "sharding_indexed: chunk_shape [2, 2] does not divide the shard shape [3, 3]"
     );

@@ -122,7 +122,7 @@ fn nan_payload_fill_value_survives_create_and_repack() {
     };
     let target = repacked_metadata(&meta, &options).unwrap();
     assert_eq!(target.fill_value, meta.fill_value);
-    let (dst, _) = repack(&src, MemoryStore::new(), target, ChunkOrder::C, &|| {}).unwrap();
+    let (dst, _) = repack(&src, MemoryStore::new(), target, ChunkOrder::C, &|_| {}).unwrap();
     let mut expected = data.clone();
     expected.extend(0xffc0_0000u32.to_ne_bytes().repeat(2));
     assert_eq!(dst.read_region_vec(&[0], &[4]).unwrap(), expected);

@@ -368,3 +368,67 @@ fn a_directory_store_lists_files_below_the_prefix_following_links_but_not_loops(
         );
     }
 }
+
+/// A repack of the sparse array into 4×4 shards (a 32×32 grid): with listing stores only the
+/// 3 stored source shards are read and only the 3 target shards they fall in are written (each
+/// 2×2 source shard lies in one target: (0, 5) in (0, 2), (17, 3) in (8, 1), (63, 63) in
+/// (31, 31)); a stale object the target store holds is still replaced; the objects are those a
+/// walk over every position writes. Both the copying and the re-encoding path.
+#[test]
+fn repack_reads_and_writes_only_what_the_listings_name() {
+    let (store, meta) = sparse();
+    for inner in [None, Some(vec![2, 2])] {
+        let options = RepackOptions {
+            shard_shape: Some(vec![4, 4]),
+            inner_chunk_shape: inner.clone(),
+            ..Default::default()
+        };
+        let target = repacked_metadata(&meta, &options).unwrap();
+        let stale = || {
+            let dst = MemoryStore::new();
+            dst.set("c/5/5", b"an object of an earlier array").unwrap();
+            dst
+        };
+        let run = |lists_src: bool, lists_dst: bool| {
+            let src = Array::from_metadata(Counted::new(&store, lists_src), meta.clone()).unwrap();
+            let dst = Counted::new(&stale(), lists_dst);
+            let progress = std::sync::atomic::AtomicU64::new(0);
+            let (out, _) = repack(&src, dst, target.clone(), ChunkOrder::C, &|n| {
+                progress.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            })
+            .unwrap();
+            assert_eq!(progress.into_inner(), 32 * 32, "{inner:?}");
+            let objects: Vec<(String, Vec<u8>)> = out
+                .store()
+                .inner
+                .keys()
+                .into_iter()
+                .map(|k| (k.clone(), out.store().inner.get(&k).unwrap().unwrap()))
+                .collect();
+            (
+                src.store().take_opened(),
+                out.store().take_opened(),
+                objects,
+            )
+        };
+        let (read, written, listed) = run(true, true);
+        assert_eq!(read, STORED, "{inner:?}");
+        assert_eq!(written, ["c/0/2", "c/31/31", "c/5/5", "c/8/1"], "{inner:?}");
+        let (read, written, walked) = run(false, false);
+        assert_eq!((read.len(), written.len()), (64 * 64, 32 * 32), "{inner:?}");
+        assert_eq!(listed, walked, "{inner:?}");
+        let keys: Vec<&str> = listed.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["c/0/2", "c/31/31", "c/8/1", "zarr.json"],
+            "{inner:?}"
+        );
+        // A source that lists into a target that cannot: every target position, 3 reads.
+        let (read, written, objects) = run(true, false);
+        assert_eq!(
+            (read, written.len()),
+            (STORED.map(String::from).to_vec(), 32 * 32)
+        );
+        assert_eq!(objects, walked, "{inner:?}");
+    }
+}

@@ -138,8 +138,8 @@ fn repack_reports_and_calls_back_once_per_target_shard() {
         FsStore::new(tmp.path().join("dst")),
         target,
         options.order,
-        &|| {
-            calls.fetch_add(1, Ordering::Relaxed);
+        &|n| {
+            calls.fetch_add(n, Ordering::Relaxed);
         },
     )
     .unwrap();
@@ -170,7 +170,7 @@ fn repack_reports_and_calls_back_once_per_target_shard() {
             FsStore::new(tmp.path().join("x")),
             other,
             ChunkOrder::C,
-            &|| {},
+            &|_| {},
         )
         .err()
         .unwrap();

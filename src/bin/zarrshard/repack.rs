@@ -99,8 +99,8 @@ pub fn run(args: RepackArgs) -> zarrshard::Result<ExitCode> {
     let created = prepare_empty_dir(&dst)?;
     let shards = crate::saturating_product(&target.grid_shape());
     let progress = bar("repack", shards, Unit::Shards);
-    let result = zarrshard::repack(&src, FsStore::new(&dst), target, options.order, &|| {
-        progress.inc(1)
+    let result = zarrshard::repack(&src, FsStore::new(&dst), target, options.order, &|n| {
+        progress.inc(n)
     });
     progress.finish_and_clear();
     let report = match result {
