@@ -653,7 +653,12 @@ static int32_t store_list(void *ud, const char *prefix, shard_key_fn on_key, voi
     }
     for (i = 0; i < count; i++) {
         size_t len = (size_t)key_lens[i];
-        if (key_lens[i] < 0 || len > (size_t)total - at) break; /* Listing.of never does this */
+        /* Listing.of never does this; were it to, a listing cut short would pass stored shards
+         * over as missing, so the call fails instead. */
+        if (key_lens[i] < 0 || len > (size_t)total - at) {
+            rc = IO_JAVA_EXCEPTION;
+            break;
+        }
         on_key(list_state, key_bytes != NULL ? (const char *)key_bytes + at : "", len);
         at += len;
     }
@@ -676,8 +681,9 @@ static void store_destroy(void *ud) {
 }
 
 /* The C table over `store` (version 2, with list: store_list), without
- * SHARD_STORE_THREAD_SAFE (every callback on the calling Java thread). `owned`: the library owns `store` (store_destroy at shard_array_close);
- * otherwise it is borrowed for one call and the library calls no destroy. */
+ * SHARD_STORE_THREAD_SAFE (every callback on the calling Java thread). `owned`: the library
+ * owns `store` (store_destroy at shard_array_close); otherwise it is borrowed for one call and
+ * the library calls no destroy. */
 static shard_store_callbacks store_table(jni_store *store, int owned) {
     shard_store_callbacks cb;
     memset(&cb, 0, sizeof cb);
