@@ -721,9 +721,9 @@ impl<S: Store> Array<S> {
     /// thread in C order: once per stored shard, `covered` counting it and the empty positions
     /// since the one before, and `None` for empty positions (each, or those after the last
     /// listed shard at once when the store lists, [`Array::shard_walk`]). The objects are
-    /// fetched and checked several at once on the thread pool, as region reads fetch them (on this thread when the store asks, [`Store::io_on_caller_thread`]), a
-    /// batch of a few shards per thread at a time, so only those are in memory at once. A
-    /// failure (the store's, `check`'s or `then`'s) stops the walk after `then` has seen every
+    /// fetched and checked several at once on the thread pool, as region reads fetch them (on
+    /// this thread when the store asks, [`Store::io_on_caller_thread`]), a batch of a few
+    /// shards per thread at a time, so only those are in memory at once. A failure (the store's, `check`'s or `then`'s) stops the walk after `then` has seen every
     /// position before it, as one thread's loop would.
     pub(crate) fn for_each_stored_shard<T: Send>(
         &self,

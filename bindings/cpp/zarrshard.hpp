@@ -1565,9 +1565,10 @@ struct StoreAdapter {
     using IO = std::decay_t<store_open_op<Object>>;
     static_assert(is_io_object_v<IO>, "a store's open(key) must return an I/O object "
                                       "(read(uint64_t offset, zarrshard::span<uint8_t>))");
-    static_assert(store_list_ok<Object>::value, "a store's list(std::string_view prefix) must return an iterable of "
-                           "keys convertible to std::string_view (e.g. std::vector<std::string>), "
-                           "or a std::optional of one (std::nullopt: cannot list)");
+    static_assert(store_list_ok<Object>::value,
+                  "a store's list(std::string_view prefix) must return an iterable of keys "
+                  "convertible to std::string_view (e.g. std::vector<std::string>), or a "
+                  "std::optional of one (std::nullopt: cannot list)");
 
     template <class... A>
     explicit StoreAdapter(A &&...args) : store(std::forward<A>(args)...) {}
@@ -2006,8 +2007,9 @@ class Array {
     /// the problems found, in C order of the chunk grid and of each shard's chunks; empty when
     /// the array is clean. A damaged shard is a problem, not an error. Each whole shard object
     /// is read once; a store that lists (see `Array`) is listed once and only the listed
-    /// shards are opened, else every grid position is asked; shards are fetched on worker threads with `StoreFlags::ThreadSafe`, one
-    /// after another on the calling thread otherwise.
+    /// shards are opened, else every grid position is asked; shards are fetched on worker
+    /// threads with `StoreFlags::ThreadSafe`, one after another on the calling thread
+    /// otherwise.
     ///
     /// Thread-safe (not while another thread writes the array). Throws `Error`:
     /// `SHARD_ERR_IO` (the store's `list` threw; or its `open` or I/O object threw, the first
