@@ -598,7 +598,9 @@ shard_status shard_array_write_region(const shard_array *array,
  * fill value). `url_prefix` (`url_prefix_len` bytes of UTF-8) is where readers find the
  * array; `name` (`name_len` bytes, or `(NULL, 0)` for the root) puts the keys under `NAME/`.
  * The indexes are read several at once on worker threads when the store is
- * `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise.
+ * `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise. A store with
+ * `list` is listed once (on each call) and only the listed shards are opened; otherwise every
+ * position of the chunk grid is. The other `shard_array_refs*` calls walk the same way.
  *
  * Thread-safe (not while another thread writes the array: the set may then differ between
  * the size query and the copy, which `SHARD_ERR_BUFFER_SIZE` reports).
@@ -681,12 +683,14 @@ shard_status shard_array_refs_parquet_dir(const shard_array *array,
  *
  * Shards are fetched and checked several at once on worker threads when the store is
  * `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise; their
- * chunks decode in parallel either way. Each whole shard object is read once.
+ * chunks decode in parallel either way. Each whole shard object is read once. A store with
+ * `list` is listed once and only the listed shards are opened; otherwise every position of
+ * the chunk grid is.
  *
  * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
- * `SHARD_ERR_NULL_POINTER` (`array`, `problems_out`), `SHARD_ERR_IO` (the store failed: the
- * first such shard in grid order; or `on_problem` returned non-zero, its code in
- * `shard_last_io_code`), `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory
+ * `SHARD_ERR_NULL_POINTER` (`array`, `problems_out`), `SHARD_ERR_IO` (the store's `list`
+ * failed; or the store failed on a shard: the first such shard in grid order; or
+ * `on_problem` returned non-zero, its code in `shard_last_io_code`), `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory
  * limit), `SHARD_ERR_PANIC`.
  */
 shard_status shard_array_verify(const shard_array *array,
