@@ -150,6 +150,8 @@ fn repair_compact_and_reference_sets_open_only_the_listed_shards() {
     let asked = References::from_array(&asking, v2).unwrap();
     assert_eq!(asking.store().take_opened(), every_position());
     assert_eq!(refs.to_json_v1("s", None), asked.to_json_v1("s", None));
+    // 3 shards of 4 inner chunks, none of them the fill value.
+    assert_eq!(refs.chunks().len(), 12);
 
     assert!(listing.repair(true).unwrap().is_empty());
     assert_eq!(listing.store().take_opened(), STORED);
