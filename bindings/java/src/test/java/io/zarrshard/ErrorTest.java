@@ -5,6 +5,7 @@ import static org.junit.Assert.*;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import org.junit.Test;
 
 public class ErrorTest {
@@ -239,5 +240,24 @@ public class ErrorTest {
             assertEquals(ShardException.IO_CONTRACT_VIOLATION, e.ioCode());
             assertTrue(e.getCause().getMessage(), e.getCause().getMessage().contains("readSuffix"));
         }
+    }
+
+    /** The Status enum names every status the library has, and no other: the library describes
+     * each of its codes (`shard_status_str`) and calls the next one unknown. A status added to
+     * the C API without its enum constant fails here. */
+    @Test
+    public void statusEnumMatchesTheLibrarysStatuses() {
+        int next = 0;
+        for (Status s : Status.values()) {
+            if (s == Status.UNKNOWN) continue;
+            String d = new String(Native.statusString(s.code()), StandardCharsets.UTF_8);
+            assertNotEquals(s.name(), "unknown status", d);
+            next = Math.max(next, s.code() + 1);
+        }
+        assertEquals("unknown status",
+                new String(Native.statusString(next), StandardCharsets.UTF_8));
+        // test_region.c's expected verify line carries the same words for status 4.
+        assertEquals("corrupt shard",
+                new String(Native.statusString(Status.CORRUPT.code()), StandardCharsets.UTF_8));
     }
 }
