@@ -195,9 +195,20 @@ impl<S: Store> Array<S> {
     /// outside the chunk grid, or a spelling [`Array::shard_key`] never produces (`c/01/0`,
     /// `c/+1/0`), which no implementation would read.
     pub fn shard_coords(&self, key: &str) -> Option<Vec<u64>> {
-        let grid = self.meta.grid_shape();
         let (prefix, separator) = self.key_pattern();
-        let rest = key.strip_prefix(prefix.as_str())?;
+        self.coords_of(key, &self.meta.grid_shape(), &prefix, separator)
+    }
+
+    /// [`Array::shard_coords`] with the grid and key pattern worked out once by the caller
+    /// (a listing parses every key with the same ones).
+    fn coords_of(
+        &self,
+        key: &str,
+        grid: &[u64],
+        prefix: &str,
+        separator: char,
+    ) -> Option<Vec<u64>> {
+        let rest = key.strip_prefix(prefix)?;
         let coords: Vec<u64> = match grid.len() {
             0 => Vec::new(),
             _ => rest
@@ -206,7 +217,7 @@ impl<S: Store> Array<S> {
                 .collect::<Option<_>>()?,
         };
         // The key this array would write for them must be `key` itself.
-        let inside = coords.len() == grid.len() && coords.iter().zip(&grid).all(|(c, n)| c < n);
+        let inside = coords.len() == grid.len() && coords.iter().zip(grid).all(|(c, n)| c < n);
         (inside && self.shard_key(&coords) == key).then_some(coords)
     }
 
@@ -215,11 +226,8 @@ impl<S: Store> Array<S> {
     /// position of the chunk grid is asked for its size (one store call each).
     pub fn stored_shards(&self) -> Result<Vec<Vec<u64>>> {
         let walk = self.shard_walk()?;
-        if let Some(listed) = walk.listed {
-            return Ok(listed
-                .into_iter()
-                .map(|i| nd::unravel(i, &walk.grid))
-                .collect());
+        if walk.listed.is_some() {
+            return Ok(walk.positions().filter_map(|(_, c)| c).collect());
         }
         let mut stored = Vec::new();
         for coords in nd::c_order(&walk.grid) {
@@ -241,10 +249,11 @@ impl<S: Store> Array<S> {
         let grid = self.meta.grid_shape();
         // Parsed metadata never overflows here; checked so positions always fit in a u64.
         let total = crate::codec::checked_product(&grid)?;
-        let listed = self.store.list_prefix(&self.key_pattern().0)?.map(|keys| {
+        let (prefix, separator) = self.key_pattern();
+        let listed = self.store.list_prefix(&prefix)?.map(|keys| {
             let mut listed: Vec<u64> = keys
                 .iter()
-                .filter_map(|key| self.shard_coords(key))
+                .filter_map(|key| self.coords_of(key, &grid, &prefix, separator))
                 .map(|coords| nd::ravel(&coords, &grid))
                 .collect();
             listed.sort_unstable();

@@ -194,7 +194,7 @@ pub fn repack<S: Store, D: Store>(
         let rows = if rank == 0 { 1 } else { dst_grid[0] };
         let plan = job.plan()?;
         let row_numbers: Box<dyn Iterator<Item = u64>> = match &plan.targets {
-            Some(targets) => Box::new(targets.keys().copied().collect::<Vec<_>>().into_iter()),
+            Some(targets) => Box::new(targets.keys().copied()),
             None => Box::new(0..rows),
         };
         let mut visited = 0u64;
