@@ -19,7 +19,7 @@ set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO/fuzz"
 SECS="${1:-600}"
-TARGETS=(index_parse shard_decode_raw shard_decode_codecs metadata_parse capi_sequence)
+TARGETS=(index_parse shard_decode_raw shard_decode_codecs metadata_parse capi_sequence store_listing)
 WORK="$REPO/target/fuzz"
 mkdir -p "$WORK/logs" "$WORK/artifacts"
 rm -f "$WORK/logs"/*.result

@@ -448,7 +448,9 @@ pub fn draft_key(data_prefix: &str, separator: char, coords: &[u64]) -> String {
 
 /// The storage transformer's key translation: the shard key holding the chunk `chunk_key`
 /// (spec example: `data/root/foo/baz/c96/18` with `chunks_per_shard [32, 2]` is
-/// `data/root/foo/baz/c3/9`).
+/// `data/root/foo/baz/c3/9`). Only keys [`draft_key`] writes are chunk keys: `c96/018` or
+/// `c+96/18` would alias chunk `[96, 18]` under a key no writer stores, so they are refused;
+/// a zero-dimensional array's one chunk is `c`.
 pub fn draft_shard_key(
     chunk_key: &str,
     data_prefix: &str,
@@ -460,14 +462,21 @@ pub fn draft_shard_key(
             "`{chunk_key}` is not a chunk key under `{data_prefix}`"
         ))
     };
-    let coords: Vec<u64> = chunk_key
+    let rest = chunk_key
         .strip_prefix(data_prefix)
         .and_then(|k| k.strip_prefix('c'))
-        .ok_or_else(bad)?
-        .split(separator)
-        .map(|c| c.parse::<u64>().map_err(|_| bad()))
-        .collect::<Result<_>>()?;
-    if coords.len() != chunks_per_shard.len() || chunks_per_shard.contains(&0) {
+        .ok_or_else(bad)?;
+    let coords: Vec<u64> = match rest {
+        "" => Vec::new(),
+        _ => rest
+            .split(separator)
+            .map(|c| c.parse::<u64>().map_err(|_| bad()))
+            .collect::<Result<_>>()?,
+    };
+    if coords.len() != chunks_per_shard.len()
+        || chunks_per_shard.contains(&0)
+        || draft_key(data_prefix, separator, &coords) != chunk_key
+    {
         return Err(bad());
     }
     let shard: Vec<u64> = coords
@@ -504,6 +513,40 @@ mod tests {
             "data/root/foo/baz/c3.9"
         );
         assert!(draft_shard_key("data/root/other/c1/1", p, '/', &[2, 2]).is_err());
+    }
+
+    #[test]
+    fn only_keys_the_draft_writes_translate() {
+        // Found by the store_listing fuzz target: `c01/01` translated to the shard of chunk
+        // [1, 1], so a key no writer stores read as that chunk.
+        let p = "data/root/a/";
+        let err = |key: &str, per_shard: &[u64]| {
+            draft_shard_key(key, p, '/', per_shard)
+                .unwrap_err()
+                .to_string()
+        };
+        for key in [
+            "c01/01", "c1/01", "c+1/1", "c1/1/", "c/1/1", "c1//1", "c 1/1", "c1",
+        ] {
+            assert_eq!(
+                err(&format!("{p}{key}"), &[2, 2]),
+                format!("invalid argument: `{p}{key}` is not a chunk key under `{p}`")
+            );
+        }
+        assert_eq!(
+            draft_shard_key("data/root/a/c0/0", p, '/', &[2, 2]).unwrap(),
+            "data/root/a/c0/0"
+        );
+        // Rank 0: the one chunk is `c`, in the one shard `c`.
+        assert_eq!(draft_key(p, '/', &[]), "data/root/a/c");
+        assert_eq!(
+            draft_shard_key("data/root/a/c", p, '/', &[]).unwrap(),
+            "data/root/a/c"
+        );
+        assert_eq!(
+            err("data/root/a/c0", &[]),
+            "invalid argument: `data/root/a/c0` is not a chunk key under `data/root/a/`"
+        );
     }
 
     #[test]

@@ -15,16 +15,21 @@ mod capi;
 pub use capi::capi_sequence;
 use capi::CONFIG_COUNT;
 
+#[path = "listing.rs"]
+mod listing;
+pub use listing::{listing_seeds, store_listing};
+
 /// A fuzz target's body: arbitrary bytes in, a panic only on a bug.
 pub type Target = fn(&[u8]);
 
 /// The targets, by name: what `fuzz/corpus/<name>/` and `fuzz/regressions/<name>/` feed.
-pub const TARGETS: [(&str, Target); 5] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("index_parse", index_parse),
     ("shard_decode_raw", shard_decode_raw),
     ("shard_decode_codecs", shard_decode_codecs),
     ("metadata_parse", metadata_parse),
     ("capi_sequence", capi_sequence),
+    ("store_listing", store_listing),
 ];
 
 /// A `bytes` codec.
@@ -451,6 +456,10 @@ impl<'a> Cursor<'a> {
     fn u64(&mut self) -> u64 {
         u64::from_le_bytes(std::array::from_fn(|_| self.u8()))
     }
+    /// A number below `n` (> 0).
+    pub(crate) fn u64_below(&mut self, n: u64) -> u64 {
+        self.u64() % n
+    }
     pub(crate) fn take(&mut self, n: usize) -> &'a [u8] {
         let (head, rest) = self.0.split_at(n.min(self.0.len()));
         self.0 = rest;
@@ -558,6 +567,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ));
     }
     out.extend(capi_seeds());
+    out.extend(listing_seeds());
     out
 }
 
