@@ -274,6 +274,14 @@ inline std::int32_t record_host_failure(std::int32_t code, const char *what) noe
     return code;
 }
 
+/// Give the last recorded failure, when its code is `from`, the code `to` instead; returns
+/// `to`. Never throws.
+inline std::int32_t relabel_last_host_failure(std::int32_t from, std::int32_t to) noexcept {
+    auto &v = host_failures();
+    if (!v.empty() && v.back().code == from) v.back().code = to;
+    return to;
+}
+
 /// The message of the first failure whose callback returned `code` (the library reports the
 /// first failing callback's code; later failures, e.g. of a rollback, are secondary), or
 /// empty; the failures are then forgotten. Never throws.
@@ -1609,7 +1617,9 @@ struct StoreAdapter {
     // The store's `list(prefix)`, when it has one: each key goes to `on_key`; `nullopt`
     // (a `std::optional` result) is SHARD_STORE_CANNOT_LIST; an exception (also from iterating
     // the result) is the code `open_object` would return for it, its message kept for
-    // `host_message()` (`list` always runs on the thread of the call).
+    // `host_message()` (`list` always runs on the thread of the call). An exception whose code
+    // is SHARD_STORE_CANNOT_LIST itself would read as "cannot list" and turn a failure into a
+    // walk over every grid position, so it is io_code_exception instead.
     static std::int32_t list(void *ud, const char *prefix, shard_key_fn on_key,
                              void *list_state) noexcept {
         try {
@@ -1625,7 +1635,9 @@ struct StoreAdapter {
             }
             return 0;
         } catch (...) {
-            return current_exception_code();
+            const std::int32_t code = current_exception_code();
+            return code == SHARD_STORE_CANNOT_LIST ? relabel_last_host_failure(code, io_code_exception)
+                                                   : code;
         }
     }
 
@@ -1796,7 +1808,9 @@ struct ProblemReceiver : Receiver {
 /// position, as without `list`. An exception from `list` (or from iterating its result) is
 /// caught at the C boundary as one from `open` is, and fails the call with `SHARD_ERR_IO`,
 /// `io_code()` and `host_message()` (`list` always runs on the thread of the call, also
-/// with `StoreFlags::ThreadSafe`, so its message is always reported). `MemoryStore` and
+/// with `StoreFlags::ThreadSafe`, so its message is always reported); an exception whose code
+/// would be `SHARD_STORE_CANNOT_LIST` reports `io_code_exception`, so that a failed listing
+/// never passes for "cannot list". `MemoryStore` and
 /// `DirectoryStore` list.
 ///
 /// Owns a `shard_array` (closed by the destructor) and, through it, the store (destroyed when

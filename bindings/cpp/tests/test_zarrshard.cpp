@@ -2101,6 +2101,15 @@ struct TrickyListingStore {
     std::vector<TrickyKey> list(std::string_view) const { return {{"c/0/0"}, {"bad"}, {"c/5/63"}}; }
 };
 
+// A store whose `list` throws an IoError carrying SHARD_STORE_CANNOT_LIST as its code.
+struct CannotListCodeStore {
+    MemoryStore inner;
+    MemoryIO open(std::string_view key) { return inner.open(key); }
+    std::vector<std::string> list(std::string_view) const {
+        throw zarrshard::IoError(SHARD_STORE_CANNOT_LIST, "code collides with cannot-list");
+    }
+};
+
 template <class S>
 static shard_store_callbacks table_of(S &store) {
     zarrshard::detail::StoreAdapter<std::reference_wrapper<S>> adapter(std::ref(store));
@@ -2205,8 +2214,9 @@ static void test_store_list_cannot_list() {
 // io_code_exception; int: io_code_unknown_exception; std::system_error: its value;
 // std::bad_alloc: ENOMEM), and the library's message naming the list callback and the prefix;
 // no shard is opened and a streaming verify's callable is never called. An exception while
-// the keys are handed over (a key's conversion) is the same. The next call works and a later
-// error carries no stale host message.
+// the keys are handed over (a key's conversion) is the same; one whose code is
+// SHARD_STORE_CANNOT_LIST gives io_code_exception, never a fallback to every position. The
+// next call works and a later error carries no stale host message.
 static void test_store_list_throws() {
     ListingStore store;
     write_sparse(store.inner);
@@ -2236,6 +2246,15 @@ static void test_store_list_throws() {
     CHECK(e && e->io_code() == ENOMEM && !e->host_message().empty());
     CHECK(store.inner.opens() == before); // no walk started
     CHECK(store.prefixes.size() == 7);
+
+    // An IoError whose code is SHARD_STORE_CANNOT_LIST is still a failure, not "cannot list"
+    // (which would walk every grid position): io_code_exception, its message kept.
+    CannotListCodeStore collides{store.inner};
+    const Array collides_array = Array::open(SPARSE_JSON, std::ref(collides));
+    e = EXPECT_ERROR((void)collides_array.verify(), SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception &&
+          e->host_message() == "code collides with cannot-list");
+    CHECK(store.inner.opens() == before);
 
     // Thrown while the keys are handed over.
     TrickyListingStore tricky{store.inner};
