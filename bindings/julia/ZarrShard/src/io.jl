@@ -87,12 +87,16 @@ end
 # Remember the exception on the current task, for the ZarrShardError the failing call throws
 # on that same task: every failure of the call, in order (the first 8), since the library may
 # go on after one (a failed append `write`, then a failed `truncate` rolling it back) and
-# reports the first. Never throws.
-function _callback_failed(e)::Int32
+# reports the first. `ObjectNotFound` is not a failure of an object (it reads as fill value)
+# and is not kept, except from a `list` callback (`listing`), where every code fails the
+# call; there a code equal to SHARD_STORE_CANNOT_LIST, which would turn the failure into a
+# walk over every grid position, becomes IO_CODE_EXCEPTION. Never throws.
+function _callback_failed(e; listing::Bool=false)::Int32
     code = IO_CODE_EXCEPTION
     try
         code = io_code(e)
-        if code != L.SHARD_IO_NOT_FOUND
+        listing && code == L.SHARD_STORE_CANNOT_LIST && (code = IO_CODE_EXCEPTION)
+        if code != L.SHARD_IO_NOT_FOUND || listing
             list = get!(() -> Tuple{Int32,Any}[], task_local_storage(),
                         CALLBACK_EXCEPTION)::Vector{Tuple{Int32,Any}}
             length(list) < 8 && push!(list, (code, e))
@@ -395,7 +399,9 @@ reference it. Return `nothing` rather than a partial listing when you cannot lis
 Runs on the calling task's thread, in the middle of the C call: do not yield (see
 [`ShardIO`](@ref)). An exception becomes the `cause` of the call's [`ZarrShardError`](@ref)
 (`SHARD_ERR_IO`; `io_code` per [`ShardIO`](@ref)'s rules, [`IO_CODE_EXCEPTION`](@ref) for
-most).
+most; an [`ObjectNotFound`](@ref) gives `SHARD_IO_NOT_FOUND` and is the cause too, since a
+listing that failed must not pass for an empty one; a code that would equal
+`SHARD_STORE_CANNOT_LIST` is `IO_CODE_EXCEPTION`).
 """
 list_keys(store, prefix::String) = nothing
 
@@ -423,7 +429,7 @@ function cb_store_list(ud::Ptr{Cvoid}, prefix::Ptr{UInt8}, on_key::Ptr{Cvoid},
         end
         return Int32(0)
     catch e
-        return _callback_failed(e)
+        return _callback_failed(e; listing=true)
     end
 end
 
