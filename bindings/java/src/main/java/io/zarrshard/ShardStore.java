@@ -91,12 +91,20 @@ public interface ShardStore {
      * use {@link ShardArray#kerchunkRefsParquetDir}. Thread-safe (each call opens its own
      * file).
      *
+     * <p>It lists, as the library's own file store does: {@link #list} walks the directory
+     * part of the prefix ({@code root/c/} for {@code "c/"}) and returns every regular file
+     * below it whose key starts with the prefix, keys joined with {@code /}. Symbolic links
+     * are followed, so a directory reached under a second name lists its files under that name
+     * too (they open under it); only a link back into a directory the walk is inside is not
+     * entered. A missing directory, a file where a directory would be, a dangling link or a
+     * link loop is no object; any other failure (a directory that cannot be read) is an
+     * {@link IOException}, which fails the call: skipping it would pass a stored shard over.
+     *
      * @param root the array's directory (where {@code zarr.json} is)
      * @return the store
      * @throws NullPointerException when {@code root} is null
      */
     static ShardStore directory(Path root) {
-        Objects.requireNonNull(root, "root");
-        return key -> FileShardIO.open(root.resolve(key), FileShardIO.Mode.READ);
+        return new DirectoryShardStore(Objects.requireNonNull(root, "root"));
     }
 }
