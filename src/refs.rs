@@ -29,6 +29,7 @@ use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::store::Store;
 use serde_json::{json, Map, Value};
+use std::io::Write;
 
 /// How the reference set describes the unsharded array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,23 +325,11 @@ impl References {
     pub fn from_array<S: Store>(array: &Array<S>, format: MetadataFormat) -> Result<Self> {
         let unsharded = Unsharded::new(array.metadata(), format)?;
         let mut chunks = Vec::new();
-        // One index read per shard, a batch of shards at a time on the pool as region reads
-        // fetch (on this thread when the store asks): through a remote store each read costs
-        // latency rather than bandwidth, so reading them one after another, as this did,
-        // waited once per shard. The error is the first failing shard's in C order, as before.
-        // Only the stored shards when the store lists them (`Store::list_prefix`).
         let walk = array.shard_walk()?;
         let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
         while shards.peek().is_some() {
             let batch: Vec<Vec<u64>> = shards.by_ref().take(INDEX_READS_PER_BATCH).collect();
-            let refs = array.map_io(batch.len(), |k| {
-                let coords = &batch[k];
-                let reader = array.shard_reader(coords)?;
-                Ok(reader.index().map_or_else(Vec::new, |index| {
-                    unsharded.shard_refs(coords, &array.shard_key(coords), index)
-                }))
-            })?;
-            chunks.extend(refs.into_iter().flatten());
+            chunks.extend(read_refs(array, &unsharded, &batch)?);
         }
         Self::from_parts(unsharded, chunks)
     }
@@ -381,70 +370,45 @@ impl References {
     }
 
     /// Version 0 JSON: `{KEY: "metadata text", KEY: [URL, offset, nbytes], …}`. Keys are
-    /// `NAME/…` when `name` is given, at the root otherwise.
+    /// `NAME/…` when `name` is given, at the root otherwise. The value of the text
+    /// [`References::write_json`] writes (for a large set write the text instead: this tree
+    /// takes some ten times its size).
     pub fn to_json_v0(&self, url_prefix: &str, name: Option<&str>) -> Value {
-        let prefix = url_base(url_prefix);
-        let mut out = self.metadata_map(name);
-        for c in &self.chunks {
-            out.insert(
-                self.key(name, &c.coords),
-                json!([format!("{prefix}/{}", c.shard_key), c.offset, c.nbytes]),
-            );
-        }
-        Value::Object(out)
+        self.to_json(JsonVersion::V0, url_prefix, name)
     }
 
-    /// Version 1 JSON: `{"version": 1, "templates": {"u": URL}, "refs": {…}}`, each chunk
-    /// `["{{u}}/SHARD_KEY", offset, nbytes]`. One template for the URL prefix: fsspec expands
-    /// every template in every reference, so one per shard would cost shards × chunks. No
-    /// `gen`: fsspec ignores it unless `simple_templates=False`.
-    ///
-    /// A shard key with a brace (`{`, `}`) would break the template: fsspec turns `{{`/`}}`
-    /// into `{`/`}` and calls Python's `str.format`. Such a reference is written as the whole
-    /// URL without the template when that contains no `{{` (fsspec then takes it verbatim, in
-    /// either template mode); otherwise with its braces escaped for `str.format` (each `{`
-    /// written `{{{{`, which fsspec's default simple templates turn back into `{`).
+    /// Version 1 JSON: `{"version": 1, "templates": {"u": URL}, "refs": {…}}`: the value of
+    /// the text [`References::write_json`] writes (see [`JsonVersion::V1`]).
     pub fn to_json_v1(&self, url_prefix: &str, name: Option<&str>) -> Value {
-        let prefix = url_base(url_prefix);
-        let mut refs = self.metadata_map(name);
+        self.to_json(JsonVersion::V1, url_prefix, name)
+    }
+
+    fn to_json(&self, version: JsonVersion, url_prefix: &str, name: Option<&str>) -> Value {
+        let mut text = Vec::new();
+        self.write_json(&mut text, version, url_prefix, name)
+            .expect("writing to memory does not fail");
+        serde_json::from_slice(&text).expect("the text written is JSON")
+    }
+
+    /// Write the set as JSON text of `version` (compact, one line, no newline at the end): the
+    /// metadata documents first, then each stored chunk in C order of the unsharded grid,
+    /// entry by entry, without building a JSON tree (which took some ten times the text's
+    /// size: 580 MB for the 60 MB set of a million chunks). Errors are `out`'s.
+    pub fn write_json(
+        &self,
+        out: &mut dyn Write,
+        version: JsonVersion,
+        url_prefix: &str,
+        name: Option<&str>,
+    ) -> std::io::Result<()> {
+        let text = JsonText::new(&self.unsharded, version, url_prefix, name);
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+        text.begin(&mut out)?;
         for c in &self.chunks {
-            let url = if !c.shard_key.contains(['{', '}']) {
-                format!("{{{{u}}}}/{}", c.shard_key)
-            } else if !format!("{prefix}/{}", c.shard_key).contains("{{") {
-                format!("{prefix}/{}", c.shard_key)
-            } else {
-                let escaped = c.shard_key.replace('{', "{{{{").replace('}', "}}}}");
-                format!("{{{{u}}}}/{escaped}")
-            };
-            refs.insert(self.key(name, &c.coords), json!([url, c.offset, c.nbytes]));
+            text.chunk(&mut out, c)?;
         }
-        json!({
-            "version": 1,
-            "templates": {"u": prefix},
-            "refs": refs,
-        })
-    }
-
-    fn key(&self, name: Option<&str>, coords: &[u64]) -> String {
-        let key = self.unsharded.chunk_key(coords);
-        match name {
-            Some(n) => format!("{n}/{key}"),
-            None => key,
-        }
-    }
-
-    /// The metadata documents as JSON text values (kerchunk stores them as text).
-    fn metadata_map(&self, name: Option<&str>) -> Map<String, Value> {
-        let mut out = Map::new();
-        for (key, doc) in &self.unsharded.documents {
-            let key = match name {
-                Some(n) => format!("{n}/{key}"),
-                None => key.clone(),
-            };
-            let text = serde_json::to_string_pretty(doc).expect("JSON values serialise");
-            out.insert(key, Value::String(text));
-        }
-        out
+        text.end(&mut out)?;
+        out.flush()
     }
 
     /// The `.zmetadata` of the Parquet layout: every document under `NAME/`, a root `.zgroup`,
@@ -456,6 +420,181 @@ impl References {
             metadata.insert(format!("{name}/{key}"), doc.clone());
         }
         json!({"metadata": metadata, "record_size": record_size})
+    }
+}
+
+/// The references to the stored chunks of `shards` (one index read each), in their order.
+/// The reads run a batch at a time on the pool as region reads fetch (on this thread when the
+/// store asks): through a remote store each read costs latency rather than bandwidth. The
+/// error is the first failing shard's, in their order. Only the stored shards are asked for
+/// when the store lists them (`Store::list_prefix`, through `Array::shard_walk`).
+fn read_refs<S: Store>(
+    array: &Array<S>,
+    unsharded: &Unsharded,
+    shards: &[Vec<u64>],
+) -> Result<Vec<ChunkRef>> {
+    let refs = array.map_io(shards.len(), |k| {
+        let coords = &shards[k];
+        let reader = array.shard_reader(coords)?;
+        Ok(reader.index().map_or_else(Vec::new, |index| {
+            unsharded.shard_refs(coords, &array.shard_key(coords), index)
+        }))
+    })?;
+    Ok(refs.into_iter().flatten().collect())
+}
+
+/// The kind of JSON text a reference set is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonVersion {
+    /// `{KEY: "metadata text", KEY: [URL, offset, nbytes], …}`.
+    V0,
+    /// `{"version": 1, "templates": {"u": URL}, "refs": {…}}`, each chunk
+    /// `["{{u}}/SHARD_KEY", offset, nbytes]`. One template for the URL prefix: fsspec expands
+    /// every template in every reference, so one per shard would cost shards × chunks. No
+    /// `gen`: fsspec ignores it unless `simple_templates=False`.
+    ///
+    /// A shard key with a brace (`{`, `}`) would break the template: fsspec turns `{{`/`}}`
+    /// into `{`/`}` and calls Python's `str.format`. Such a reference is written as the whole
+    /// URL without the template when that contains no `{{` (fsspec then takes it verbatim, in
+    /// either template mode); otherwise with its braces escaped for `str.format` (each `{`
+    /// written `{{{{`, which fsspec's default simple templates turn back into `{`).
+    V1,
+}
+
+/// Write the JSON reference set of `array` to `out`: the text [`References::write_json`]
+/// writes for [`References::from_array`]'s set, byte for byte, holding one slab of shards'
+/// references at a time (the shards that share their first grid coordinate: only their
+/// chunks interleave in C order of the unsharded grid) instead of the whole set. Reads as
+/// `from_array` does; a failure part way leaves part of the text in `out` (write to a
+/// temporary, as `zarrshard refs` does). Errors as `from_array`, and `out`'s as
+/// [`Error::Io`] (its OS error number as the code).
+pub fn write_json_from_array<S: Store>(
+    array: &Array<S>,
+    format: MetadataFormat,
+    version: JsonVersion,
+    url_prefix: &str,
+    name: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let unsharded = Unsharded::new(array.metadata(), format)?;
+    let text = JsonText::new(&unsharded, version, url_prefix, name);
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+    let failed = |e: std::io::Error| Error::Io {
+        code: e.raw_os_error().unwrap_or(0),
+        message: format!("writing the reference set: {e}"),
+    };
+    text.begin(&mut out).map_err(failed)?;
+    let walk = array.shard_walk()?;
+    let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
+    while let Some(first) = shards.peek() {
+        let slab = first.first().copied();
+        let mut refs = Vec::new();
+        while shards.peek().is_some() {
+            let mut batch = Vec::new();
+            while batch.len() < INDEX_READS_PER_BATCH {
+                match shards.next_if(|c| c.first().copied() == slab) {
+                    Some(c) => batch.push(c),
+                    None => break,
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            refs.extend(read_refs(array, &unsharded, &batch)?);
+        }
+        refs.sort_by_key(|c| nd::ravel(&c.coords, &unsharded.grid_shape));
+        for c in &refs {
+            text.chunk(&mut out, c).map_err(failed)?;
+        }
+    }
+    text.end(&mut out).map_err(failed)?;
+    out.flush().map_err(failed)
+}
+
+/// The text of a JSON reference set, piece by piece: [`JsonText::begin`], one
+/// [`JsonText::chunk`] per stored chunk in C order of the unsharded grid, [`JsonText::end`].
+struct JsonText<'a> {
+    unsharded: &'a Unsharded,
+    version: JsonVersion,
+    /// The URL prefix without a trailing `/`.
+    prefix: &'a str,
+    name: Option<&'a str>,
+}
+
+impl<'a> JsonText<'a> {
+    fn new(
+        unsharded: &'a Unsharded,
+        version: JsonVersion,
+        url_prefix: &'a str,
+        name: Option<&'a str>,
+    ) -> Self {
+        JsonText {
+            unsharded,
+            version,
+            prefix: url_base(url_prefix),
+            name,
+        }
+    }
+
+    /// `KEY` or `NAME/KEY`.
+    fn named(&self, key: &str) -> String {
+        match self.name {
+            Some(n) => format!("{n}/{key}"),
+            None => key.to_string(),
+        }
+    }
+
+    /// Up to and with the metadata documents, as `"KEY":"JSON text"` members (kerchunk
+    /// stores them as text, pretty-printed).
+    fn begin(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.version == JsonVersion::V1 {
+            out.write_all(br#"{"version":1,"templates":{"u":"#)?;
+            serde_json::to_writer(&mut *out, self.prefix)?;
+            out.write_all(br#"},"refs":"#)?;
+        }
+        out.write_all(b"{")?;
+        for (k, (key, doc)) in self.unsharded.documents.iter().enumerate() {
+            if k > 0 {
+                out.write_all(b",")?;
+            }
+            let text = serde_json::to_string_pretty(doc).expect("JSON values serialise");
+            serde_json::to_writer(&mut *out, &self.named(key))?;
+            out.write_all(b":")?;
+            serde_json::to_writer(&mut *out, &text)?;
+        }
+        Ok(())
+    }
+
+    /// One chunk's member, `,"KEY":["URL",offset,nbytes]` (a set always has a metadata
+    /// document before its first chunk).
+    fn chunk(&self, out: &mut dyn Write, c: &ChunkRef) -> std::io::Result<()> {
+        let prefix = self.prefix;
+        let url = match self.version {
+            JsonVersion::V0 => format!("{prefix}/{}", c.shard_key),
+            JsonVersion::V1 if !c.shard_key.contains(['{', '}']) => {
+                format!("{{{{u}}}}/{}", c.shard_key)
+            }
+            JsonVersion::V1 if !format!("{prefix}/{}", c.shard_key).contains("{{") => {
+                format!("{prefix}/{}", c.shard_key)
+            }
+            JsonVersion::V1 => {
+                let escaped = c.shard_key.replace('{', "{{{{").replace('}', "}}}}");
+                format!("{{{{u}}}}/{escaped}")
+            }
+        };
+        out.write_all(b",")?;
+        let key = self.named(&self.unsharded.chunk_key(&c.coords));
+        serde_json::to_writer(&mut *out, &key)?;
+        out.write_all(b":[")?;
+        serde_json::to_writer(&mut *out, &url)?;
+        write!(out, ",{},{}]", c.offset, c.nbytes)
+    }
+
+    fn end(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(match self.version {
+            JsonVersion::V0 => b"}",
+            JsonVersion::V1 => b"}}",
+        })
     }
 }
 

@@ -880,3 +880,131 @@ fn index_reads_run_on_the_pool_unless_the_store_asks_otherwise() {
         );
     }
 }
+
+/// 3-D uint8 6×8×6 with a transpose [2, 1, 0] (F order) before sharding, shards 2×4×3 (a
+/// 3×2×2 grid) of inner chunks that are 1×1×2 to the codec, 2×1×1 in the array (a 3×8×6
+/// unsharded grid): a row of chunks (i, j, 0..6) spans two shards of one slab (same first
+/// grid coordinate), so C order interleaves their chunks. Elements are 1 + their index mod
+/// 250, except the first 2×8×6 block, all fill (0): the first slab of shards is empty.
+fn slab_array(dir: &Path) {
+    let m = meta(
+        &[6, 8, 6],
+        &[2, 4, 3],
+        "uint8",
+        json!(0),
+        json!([{"name": "transpose", "configuration": {"order": [2, 1, 0]}},
+               sharding(&[1, 1, 2], json!([{"name": "bytes"}]))]),
+    );
+    let data: Vec<u8> = (0..6 * 8 * 6)
+        .map(|i| if i < 96 { 0 } else { (i % 250 + 1) as u8 })
+        .collect();
+    common::write_array(dir, &m, &data);
+}
+
+/// Every key of a JSON set's references after the metadata, in the text's order.
+fn chunk_keys_in_order(text: &[u8], v1: bool) -> Vec<String> {
+    let set: serde_json::Map<String, Value> = serde_json::from_slice(text).unwrap();
+    let refs = if v1 {
+        set["refs"].as_object().unwrap().clone()
+    } else {
+        set
+    };
+    refs.iter()
+        .filter(|(_, v)| v.is_array())
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+#[test]
+fn json_streamed_from_the_array_is_the_whole_sets_text() {
+    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    let dir = tempfile::tempdir().unwrap();
+    slab_array(dir.path());
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let v2_slash = MetadataFormat::V2 { separator: '/' };
+    for format in [MetadataFormat::V3, V2, v2_slash] {
+        let whole = References::from_array(&array, format).unwrap();
+        // The last 2 of 3 slabs stored: 2×8×6 chunks.
+        assert_eq!(whole.chunks().len(), 96);
+        for version in [JsonVersion::V0, JsonVersion::V1] {
+            for name in [None, Some("img")] {
+                let mut streamed = Vec::new();
+                write_json_from_array(&array, format, version, "s3://b/a/", name, &mut streamed)
+                    .unwrap();
+                let mut text = Vec::new();
+                whole
+                    .write_json(&mut text, version, "s3://b/a/", name)
+                    .unwrap();
+                assert!(streamed == text, "{format:?} {version:?} {name:?}");
+                // The chunks in C order of the unsharded 3×8×6 grid, whatever the shards.
+                let keys = chunk_keys_in_order(&streamed, version == JsonVersion::V1);
+                let sep = if format == v2_slash { "/" } else { "." };
+                let mut want = Vec::new();
+                for i in 1..3 {
+                    for j in 0..8 {
+                        for k in 0..6 {
+                            let key = match format {
+                                MetadataFormat::V3 => format!("c/{i}/{j}/{k}"),
+                                _ => format!("{i}{sep}{j}{sep}{k}"),
+                            };
+                            want.push(name.map_or(key.clone(), |n| format!("{n}/{key}")));
+                        }
+                    }
+                }
+                assert_eq!(keys, want);
+            }
+        }
+    }
+}
+
+#[test]
+fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
+    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    let dir = tempfile::tempdir().unwrap();
+    slab_array(dir.path());
+    // A torn shard in the last slab: its index is gone.
+    std::fs::write(dir.path().join("c/2/1/1"), [1, 2, 3]).unwrap();
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let whole = References::from_array(&array, MetadataFormat::V3).unwrap_err();
+    let mut streamed = Vec::new();
+    let err = write_json_from_array(
+        &array,
+        MetadataFormat::V3,
+        JsonVersion::V0,
+        "u",
+        None,
+        &mut streamed,
+    )
+    .unwrap_err();
+    assert_eq!(err.to_string(), whole.to_string());
+    assert_eq!(
+        err.to_string(),
+        "corrupt shard: object of 3 bytes is shorter than its 192-byte index"
+    );
+
+    // A failing writer: its error, with its OS error number.
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    std::fs::remove_file(dir.path().join("c/2/1/1")).unwrap();
+    let err = write_json_from_array(
+        &array,
+        MetadataFormat::V3,
+        JsonVersion::V1,
+        "u",
+        None,
+        &mut Full,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, zarrshard::Error::Io { code: 28, message }
+            if message.starts_with("writing the reference set: No space left on device")),
+        "{err}"
+    );
+}

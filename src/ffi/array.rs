@@ -10,7 +10,7 @@ use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
-use crate::refs::{MetadataFormat, References};
+use crate::refs::{JsonVersion, MetadataFormat, References};
 use crate::store::Store;
 use std::ffi::{c_char, c_void, CString};
 use std::io::Write;
@@ -517,7 +517,12 @@ pub unsafe extern "C" fn shard_array_refs(
         }?;
         let buf = unsafe { bytes_mut(buf.cast::<u8>(), len, "buf") }?;
         let written_out = unsafe { out(written_out, "written_out") }?;
-        *written_out = copy_string(&request.build(&h.array)?.to_string(), buf)?;
+        let mut text = Vec::new();
+        request
+            .write(&request.build(&h.array)?, &mut text)
+            .expect("writing to memory does not fail");
+        let text = String::from_utf8(text).expect("JSON text is UTF-8");
+        *written_out = copy_string(&text, buf)?;
         Ok(())
     })
 }
@@ -574,8 +579,8 @@ pub unsafe extern "C" fn shard_array_refs_write(
         }?;
         let sink = sink.ok_or(Failure::Null("sink"))?;
         let set = request.build(&h.array)?;
-        // Serialized straight into the pieces: a set of a million chunks is some 80 MB of text,
-        // which is not held a second time.
+        // Written straight into the pieces: a set of a million chunks is some 60 MB of text,
+        // which is not held at all.
         let mut host = SinkWriter {
             sink,
             userdata,
@@ -583,13 +588,13 @@ pub unsafe extern "C" fn shard_array_refs_write(
         };
         let written = {
             let mut pieces = std::io::BufWriter::with_capacity(SINK_PIECE, &mut host);
-            serde_json::to_writer(&mut pieces, &set)
-                .map_err(std::io::Error::from)
+            request
+                .write(&set, &mut pieces)
                 .and_then(|()| pieces.flush())
         };
         match written {
             Ok(()) => Ok(()),
-            // Serializing a `Value` fails only when the writer does, and only the sink fails it.
+            // Writing the text fails only when the writer does, and only the sink fails it.
             Err(_) => Err(Error::Io {
                 code: host.failed.expect("only the sink fails the writer"),
                 message: "the host's sink callback failed".into(),
@@ -811,13 +816,17 @@ impl<'a> RefsRequest<'a> {
     }
 
     /// Read every shard's index and build the set.
-    fn build(&self, array: &Array<CallbackStore>) -> Result<serde_json::Value> {
-        let refs = References::from_array(array, self.metadata)?;
-        Ok(if self.json_v1 {
-            refs.to_json_v1(self.url_prefix, self.name)
-        } else {
-            refs.to_json_v0(self.url_prefix, self.name)
-        })
+    fn build(&self, array: &Array<CallbackStore>) -> Result<References> {
+        References::from_array(array, self.metadata)
+    }
+
+    /// Write the set's JSON text, in the version asked for, to `out` (only `out` fails).
+    fn write(&self, refs: &References, out: &mut dyn Write) -> std::io::Result<()> {
+        let version = match self.json_v1 {
+            false => JsonVersion::V0,
+            true => JsonVersion::V1,
+        };
+        refs.write_json(out, version, self.url_prefix, self.name)
     }
 }
 

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use zarrshard::refs::{MetadataFormat, References};
+use zarrshard::refs::{JsonVersion, MetadataFormat, References};
 use zarrshard::{Error, Result};
 
 #[derive(clap::Args)]
@@ -80,22 +80,21 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
         zarrshard::refs::check_parquet_dir(&args.out)?;
     }
     let array = super::open(&args.array_dir)?;
-    let refs = References::from_array(&array, format)?;
-    match args.format {
-        RefsFormat::JsonV0 | RefsFormat::JsonV1 => {
-            let name = args.name.as_deref();
-            let set = if args.format == RefsFormat::JsonV0 {
-                refs.to_json_v0(&args.url_prefix, name)
-            } else {
-                refs.to_json_v1(&args.url_prefix, name)
-            };
-            write_json(&set, &args.out)?;
-        }
+    let version = match args.format {
+        RefsFormat::JsonV0 => JsonVersion::V0,
+        RefsFormat::JsonV1 => JsonVersion::V1,
         RefsFormat::Parquet => {
+            let refs = References::from_array(&array, format)?;
             let name = parquet_name.expect("set for the Parquet format above");
             write_parquet(&refs, &args, &name)?;
+            return Ok(ExitCode::SUCCESS);
         }
-    }
+    };
+    // Written as the shards are read, a slab of shards at a time: the set is never held.
+    write_json(&args.out, |w| {
+        let name = args.name.as_deref();
+        zarrshard::refs::write_json_from_array(&array, format, version, &args.url_prefix, name, w)
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -134,13 +133,52 @@ fn folder_name(array_dir: &Path) -> Result<String> {
 
 /// Write the set as one line of JSON into OUT (see `output`: a temporary sibling renamed into
 /// place for a regular file, so a failure never leaves a truncated set).
-fn write_json(set: &serde_json::Value, out: &Path) -> Result<()> {
+fn write_json(out: &Path, text: impl Fn(&mut dyn Write) -> Result<()>) -> Result<()> {
     crate::output::write_output(out, |file| {
         let mut w = std::io::BufWriter::new(file);
         let named = |e| zarrshard::Error::io_at(out, e);
-        serde_json::to_writer(&mut w, set).map_err(|e| named(e.into()))?;
+        let mut file_side = Named {
+            inner: &mut w,
+            path: out,
+            failed: None,
+        };
+        // A failure of OUT is reported naming OUT, not as the library's.
+        if let Err(e) = text(&mut file_side) {
+            return Err(file_side.failed.take().unwrap_or(e));
+        }
         w.write_all(b"\n").map_err(named)?;
         w.flush().map_err(named)?;
         Ok(())
     })
+}
+
+/// A writer that keeps its first failure as an error naming `path`.
+struct Named<'a, W: Write> {
+    inner: W,
+    path: &'a Path,
+    failed: Option<Error>,
+}
+
+impl<W: Write> Named<'_, W> {
+    fn kept<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        result.inspect_err(|e| {
+            let copy = match e.raw_os_error() {
+                Some(code) => std::io::Error::from_raw_os_error(code),
+                None => std::io::Error::new(e.kind(), e.to_string()),
+            };
+            self.failed
+                .get_or_insert_with(|| Error::io_at(self.path, copy));
+        })
+    }
+}
+
+impl<W: Write> Write for Named<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.inner.write(buf);
+        self.kept(result)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.inner.flush();
+        self.kept(result)
+    }
 }
