@@ -467,7 +467,7 @@ pub enum JsonVersion {
 /// chunks interleave in C order of the unsharded grid) instead of the whole set. Reads as
 /// `from_array` does; a failure part way leaves part of the text in `out` (write to a
 /// temporary, as `zarrshard refs` does). Errors as `from_array`, and `out`'s as
-/// [`Error::Io`] (its OS error number as the code).
+/// [`Error::Io`] (its OS error number as the code, or -1, as [`Error::io_at`] gives).
 pub fn write_json_from_array<S: Store>(
     array: &Array<S>,
     format: MetadataFormat,
@@ -480,7 +480,7 @@ pub fn write_json_from_array<S: Store>(
     let text = JsonText::new(&unsharded, version, url_prefix, name);
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     let failed = |e: std::io::Error| Error::Io {
-        code: e.raw_os_error().unwrap_or(0),
+        code: e.raw_os_error().unwrap_or(-1),
         message: format!("writing the reference set: {e}"),
     };
     text.begin(&mut out).map_err(failed)?;
