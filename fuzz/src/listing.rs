@@ -246,7 +246,8 @@ fn canonical(key: &str, prefix: &str, separator: char, rank: usize) -> Option<Ve
 }
 
 /// First byte: the configuration; second: flags (bit 0: also through the C ABI; bit 1: its
-/// `list` answers `SHARD_STORE_CANNOT_LIST`; bit 2: its `list` fails); third: how many grid
+/// `list` answers `SHARD_STORE_CANNOT_LIST`, on grids small enough to walk whole; bit 2,
+/// which wins over bit 1: its `list` fails); third: how many grid
 /// positions to store (up to 8, each as one little-endian u64 per dimension, taken modulo the
 /// grid); the rest: keys, one per line, any bytes. Every other key's object is a valid shard,
 /// the others' hold junk.
