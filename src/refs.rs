@@ -304,9 +304,14 @@ fn v2_documents(
     Ok(docs)
 }
 
-/// How many shards' indexes [`References::from_array`] reads at once (a bound on the memory
-/// for their coordinates and references, not on parallelism, which is the pool's).
+/// At most how many shards' indexes [`References::from_array`] reads at once (a bound on the
+/// memory for their coordinates and references, not on parallelism, which is the pool's).
 const INDEX_READS_PER_BATCH: usize = 1024;
+
+/// At most how many chunk references a batch of index reads may hold (some 150 bytes each),
+/// so that shards of many chunks are read fewer at a time: 16 shards of 4096 chunks. Never
+/// fewer than one shard.
+const REFS_PER_BATCH: u64 = 65_536;
 
 /// A whole reference set: the unsharded description and every stored inner chunk, in C order
 /// of the unsharded chunk grid.
@@ -325,12 +330,10 @@ impl References {
     pub fn from_array<S: Store>(array: &Array<S>, format: MetadataFormat) -> Result<Self> {
         let unsharded = Unsharded::new(array.metadata(), format)?;
         let mut chunks = Vec::new();
-        let walk = array.shard_walk()?;
-        let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
-        while shards.peek().is_some() {
-            let batch: Vec<Vec<u64>> = shards.by_ref().take(INDEX_READS_PER_BATCH).collect();
-            chunks.extend(read_refs(array, &unsharded, &batch)?);
-        }
+        walk_refs(array, &unsharded, |refs| {
+            chunks.extend(refs);
+            Ok(())
+        })?;
         Self::from_parts(unsharded, chunks)
     }
 
@@ -443,6 +446,44 @@ fn read_refs<S: Store>(
     Ok(refs.into_iter().flatten().collect())
 }
 
+/// Read the references of the array's stored shards (only those when the store lists) a
+/// batch of shards at a time ([`read_refs`]) and hand them to `emit` in C order of the
+/// unsharded grid, whole slabs at a time: a slab is the shards sharing their first grid
+/// coordinate, the only ones whose chunks interleave in that order. A batch is at most
+/// [`INDEX_READS_PER_BATCH`] shards and [`REFS_PER_BATCH`] references; its last slab may go
+/// on in the next batch, so it waits for it: what is held is at most a batch and a slab.
+/// Errors: the first failing shard's in C order, or `emit`'s.
+fn walk_refs<S: Store>(
+    array: &Array<S>,
+    unsharded: &Unsharded,
+    mut emit: impl FnMut(Vec<ChunkRef>) -> Result<()>,
+) -> Result<()> {
+    // A chunk's slab is its shard's first coordinate (none at rank 0: one shard).
+    let slab = |c: &ChunkRef| c.coords.first().map(|i| i / unsharded.per_shard[0]);
+    let in_order = |mut refs: Vec<ChunkRef>| {
+        refs.sort_by_key(|c| nd::ravel(&c.coords, &unsharded.grid_shape));
+        refs
+    };
+    let refs_per_shard = (unsharded.codec_per_shard.iter())
+        .fold(1u64, |n, &k| n.saturating_mul(k))
+        .max(1);
+    let batch_len = (REFS_PER_BATCH / refs_per_shard).clamp(1, INDEX_READS_PER_BATCH as u64);
+    let walk = array.shard_walk()?;
+    let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
+    let mut pending: Vec<ChunkRef> = Vec::new();
+    while shards.peek().is_some() {
+        let batch: Vec<Vec<u64>> = shards.by_ref().take(batch_len as usize).collect();
+        pending.extend(read_refs(array, unsharded, &batch)?);
+        // `pending` is in shard order, so the slabs before the batch's last are a prefix.
+        let last = batch.last().and_then(|c| c.first().copied());
+        let done = pending.partition_point(|c| slab(c) < last);
+        if done > 0 {
+            emit(in_order(pending.drain(..done).collect()))?;
+        }
+    }
+    emit(in_order(pending))
+}
+
 /// The kind of JSON text a reference set is written as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JsonVersion {
@@ -462,10 +503,10 @@ pub enum JsonVersion {
 }
 
 /// Write the JSON reference set of `array` to `out`: the text [`References::write_json`]
-/// writes for [`References::from_array`]'s set, byte for byte, holding one slab of shards'
-/// references at a time (the shards that share their first grid coordinate: only their
-/// chunks interleave in C order of the unsharded grid) instead of the whole set. Reads as
-/// `from_array` does; a failure part way leaves part of the text in `out` (write to a
+/// writes for [`References::from_array`]'s set, byte for byte, holding the references of at
+/// most a batch of index reads (1024 shards or 65 536 references, whichever is fewer) and one
+/// slab (the shards that share their first grid coordinate: only their chunks interleave in C
+/// order of the unsharded grid) instead of the whole set. Reads as `from_array` does; a failure part way leaves part of the text in `out` (write to a
 /// temporary, as `zarrshard refs` does). Errors as `from_array`, and `out`'s as
 /// [`Error::Io`] (its OS error number as the code, or -1, as [`Error::io_at`] gives).
 pub fn write_json_from_array<S: Store>(
@@ -484,29 +525,11 @@ pub fn write_json_from_array<S: Store>(
         message: format!("writing the reference set: {e}"),
     };
     text.begin(&mut out).map_err(failed)?;
-    let walk = array.shard_walk()?;
-    let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
-    while let Some(first) = shards.peek() {
-        let slab = first.first().copied();
-        let mut refs = Vec::new();
-        while shards.peek().is_some() {
-            let mut batch = Vec::new();
-            while batch.len() < INDEX_READS_PER_BATCH {
-                match shards.next_if(|c| c.first().copied() == slab) {
-                    Some(c) => batch.push(c),
-                    None => break,
-                }
-            }
-            if batch.is_empty() {
-                break;
-            }
-            refs.extend(read_refs(array, &unsharded, &batch)?);
-        }
-        refs.sort_by_key(|c| nd::ravel(&c.coords, &unsharded.grid_shape));
-        for c in &refs {
-            text.chunk(&mut out, c).map_err(failed)?;
-        }
-    }
+    walk_refs(array, &unsharded, |refs| {
+        refs.iter()
+            .try_for_each(|c| text.chunk(&mut out, c))
+            .map_err(failed)
+    })?;
     text.end(&mut out).map_err(failed)?;
     out.flush().map_err(failed)
 }

@@ -957,6 +957,59 @@ fn json_streamed_from_the_array_is_the_whole_sets_text() {
     }
 }
 
+/// Shards of 16384 inner chunks are read 4 at a time (65 536 references a batch), so over a
+/// grid of 3×5 shards every batch but the first ends inside a slab of 5: the text must still
+/// hold each slab's chunks in C order, and the slab that goes on in the next batch whole.
+#[test]
+fn json_streamed_in_batches_that_end_inside_slabs_is_the_whole_sets_text() {
+    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    let dir = tempfile::tempdir().unwrap();
+    let (rows, cols) = (3 * 128, 5 * 128);
+    let m = meta(
+        &[rows, cols],
+        &[128, 128],
+        "uint8",
+        json!(0),
+        json!([sharding(&[1, 1], bytes_le())]),
+    );
+    // A few stored chunks per shard on diagonals; shard [1, 2] all fill, so not stored.
+    let stored = |r: u64, c: u64| (r + 3 * c) % 101 == 0 && !(r / 128 == 1 && c / 128 == 2);
+    let mut data = vec![0u8; (rows * cols) as usize];
+    let mut want = Vec::new();
+    for r in 0..rows {
+        for c in 0..cols {
+            if stored(r, c) {
+                data[(r * cols + c) as usize] = 1 + (r % 200) as u8;
+                want.push(format!("c/{r}/{c}"));
+            }
+        }
+    }
+    common::write_array(dir.path(), &m, &data);
+    assert!(!dir.path().join("c/1/2").exists());
+    let array = Array::open(FsStore::new(dir.path())).unwrap();
+    let whole = References::from_array(&array, MetadataFormat::V3).unwrap();
+    assert_eq!(whole.chunks().len(), want.len());
+    for version in [JsonVersion::V0, JsonVersion::V1] {
+        let mut streamed = Vec::new();
+        write_json_from_array(
+            &array,
+            MetadataFormat::V3,
+            version,
+            "u",
+            None,
+            &mut streamed,
+        )
+        .unwrap();
+        let mut text = Vec::new();
+        whole.write_json(&mut text, version, "u", None).unwrap();
+        assert!(streamed == text, "{version:?}");
+        assert_eq!(
+            chunk_keys_in_order(&streamed, version == JsonVersion::V1),
+            want
+        );
+    }
+}
+
 #[test]
 fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
     use zarrshard::refs::{write_json_from_array, JsonVersion};

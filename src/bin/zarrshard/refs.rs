@@ -90,7 +90,7 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     };
-    // Written as the shards are read, a slab of shards at a time: the set is never held.
+    // Written as the shards are read, a batch and a slab at a time: the set is never held.
     write_json(&args.out, |w| {
         let name = args.name.as_deref();
         zarrshard::refs::write_json_from_array(&array, format, version, &args.url_prefix, name, w)
