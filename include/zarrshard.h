@@ -649,11 +649,13 @@ shard_status shard_array_refs_write(const shard_array *array,
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's
  * `LazyReferenceMapper`, as `shard_array_refs_parquet` does, into the local directory `dir`
  * (`dir_len` bytes of a path: any bytes but NUL on Unix, UTF-8 elsewhere), which must not exist
- * (it is created, with missing parents) or be empty: `dir/NAME/refs.<n>.parq` and, last,
- * `dir/.zmetadata`, the files `zarrshard refs --format parquet -o DIR` writes. Each file is
- * written to a temporary sibling and renamed, so a reader never sees a partial file; a failure
- * part way leaves the files written so far but no `.zmetadata`. `name`, `record_size` and
- * `dir` are checked before any shard is read.
+ * (it is created, with missing parents, when the first file is written) or be empty:
+ * `dir/NAME/refs.<n>.parq` and, last, `dir/.zmetadata`, the files
+ * `zarrshard refs --format parquet -o DIR` writes. The files are written as the shards are
+ * read (the set is never held: a batch of shards' references, one slab of shards and one
+ * file's rows are). Each file is written to a temporary sibling and renamed, so a reader never
+ * sees a partial file; a failure part way leaves the files written so far but no
+ * `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read.
  *
  * Thread-safe (not while another thread writes the array, or another call writes `dir`).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
@@ -709,7 +711,9 @@ shard_status shard_array_verify(const shard_array *array,
  * (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
  * 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
  * whether its callbacks may run on worker threads (they are called on this thread here).
- * `name` and `record_size` are checked before any shard is read.
+ * `name` and `record_size` are checked before any shard is read. The objects are written as
+ * the shards are read, never holding the set (as `shard_array_refs_parquet_dir`); a failure
+ * part way leaves the objects written so far but no `.zmetadata`.
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an

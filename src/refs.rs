@@ -417,13 +417,18 @@ impl References {
     /// The `.zmetadata` of the Parquet layout: every document under `NAME/`, a root `.zgroup`,
     /// and `record_size`.
     pub fn parquet_zmetadata(&self, name: &str, record_size: u64) -> Value {
-        let mut metadata = Map::new();
-        metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
-        for (key, doc) in &self.unsharded.documents {
-            metadata.insert(format!("{name}/{key}"), doc.clone());
-        }
-        json!({"metadata": metadata, "record_size": record_size})
+        parquet_zmetadata(&self.unsharded, name, record_size)
     }
+}
+
+/// [`References::parquet_zmetadata`], from the unsharded description alone.
+fn parquet_zmetadata(unsharded: &Unsharded, name: &str, record_size: u64) -> Value {
+    let mut metadata = Map::new();
+    metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
+    for (key, doc) in &unsharded.documents {
+        metadata.insert(format!("{name}/{key}"), doc.clone());
+    }
+    json!({"metadata": metadata, "record_size": record_size})
 }
 
 /// The references to the stored chunks of `shards` (one index read each), in their order.
@@ -642,7 +647,9 @@ fn inline_raw(bytes: Vec<u8>) -> Vec<u8> {
 }
 
 #[cfg(feature = "parquet")]
-pub use parquet_out::{write_parquet, write_parquet_to};
+pub use parquet_out::{
+    write_parquet, write_parquet_from_array, write_parquet_from_array_to, write_parquet_to,
+};
 
 /// The arguments of the Parquet layout that need no reference set: `name` not empty, not
 /// starting with `.z` and without `..` (it names the folder of the record files next to
@@ -698,6 +705,12 @@ pub fn check_parquet_dir(out: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// What the Parquet writers return in a build without the `parquet` feature.
+#[cfg(not(feature = "parquet"))]
+fn no_parquet() -> Error {
+    Error::Unsupported("Parquet output (zarrshard was built without the `parquet` feature)".into())
+}
+
 /// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
 #[cfg(not(feature = "parquet"))]
 pub fn write_parquet(
@@ -707,9 +720,7 @@ pub fn write_parquet(
     _record_size: u64,
     _out: &std::path::Path,
 ) -> Result<()> {
-    Err(Error::Unsupported(
-        "Parquet output (zarrshard was built without the `parquet` feature)".into(),
-    ))
+    Err(no_parquet())
 }
 
 /// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
@@ -721,20 +732,45 @@ pub fn write_parquet_to(
     _record_size: u64,
     _out: &dyn crate::store::Store,
 ) -> Result<()> {
-    Err(Error::Unsupported(
-        "Parquet output (zarrshard was built without the `parquet` feature)".into(),
-    ))
+    Err(no_parquet())
+}
+
+/// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
+#[cfg(not(feature = "parquet"))]
+pub fn write_parquet_from_array<S: Store>(
+    _array: &Array<S>,
+    _url_prefix: &str,
+    _name: &str,
+    _record_size: u64,
+    _out: &std::path::Path,
+) -> Result<()> {
+    Err(no_parquet())
+}
+
+/// Without the `parquet` feature: [`Error::Unsupported`] (the C API keeps its entry point).
+#[cfg(not(feature = "parquet"))]
+pub fn write_parquet_from_array_to<S: Store>(
+    _array: &Array<S>,
+    _url_prefix: &str,
+    _name: &str,
+    _record_size: u64,
+    _out: &dyn crate::store::Store,
+) -> Result<()> {
+    Err(no_parquet())
 }
 
 #[cfg(feature = "parquet")]
 mod parquet_out {
-    use super::References;
+    use super::{ChunkRef, References, Unsharded};
+    use crate::array::Array;
     use crate::error::{Error, Result};
+    use crate::store::{FsStore, Store};
     use parquet::basic::{Compression, ZstdLevel};
     use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
     use parquet::file::properties::WriterProperties;
     use parquet::file::writer::SerializedFileWriter;
     use parquet::schema::parser::parse_message_type;
+    use parquet::schema::types::TypePtr;
     use std::path::Path;
     use std::sync::Arc;
 
@@ -754,10 +790,11 @@ mod parquet_out {
     }
 
     /// Write the reference set in the Parquet layout of fsspec's `LazyReferenceMapper` into
-    /// the directory `out` (created; it must not exist or be empty): `out/.zmetadata` and
-    /// `out/NAME/refs.<n>.parq`, file `n` holding chunk numbers `n*record_size ..` (C order of
-    /// the chunk grid), one row each. The set must use Zarr v2 metadata with `.` as separator
-    /// (LazyReferenceMapper parses keys as `NAME/i.j` and reads only `.zarray`).
+    /// the directory `out` (created when the first file is written; it must not exist or be
+    /// empty): `out/.zmetadata` and `out/NAME/refs.<n>.parq`, file `n` holding chunk numbers
+    /// `n*record_size ..` (C order of the chunk grid), one row each. The set must use Zarr v2
+    /// metadata with `.` as separator (LazyReferenceMapper parses keys as `NAME/i.j` and reads
+    /// only `.zarray`).
     pub fn write_parquet(
         refs: &References,
         url_prefix: &str,
@@ -765,19 +802,12 @@ mod parquet_out {
         record_size: u64,
         out: &Path,
     ) -> Result<()> {
-        check_parquet_args(refs, name, record_size)?;
+        check_layout(&refs.unsharded, name, record_size)?;
         super::check_parquet_dir(out)?;
-        std::fs::create_dir_all(out).map_err(|e| Error::io_at(out, e))?;
-        write_files(
-            refs,
-            url_prefix,
-            name,
-            record_size,
-            &crate::store::FsStore::new(out),
-        )
+        write_parquet_to(refs, url_prefix, name, record_size, &FsStore::new(out))
     }
 
-    /// [`write_parquet`] into any [`Store`](crate::store::Store): the objects `.zmetadata` and
+    /// [`write_parquet`] into any [`Store`]: the objects `.zmetadata` and
     /// `NAME/refs.<n>.parq` (each file built in memory, then one `set`), `.zmetadata` last so
     /// a reader never finds it before the files it names.
     pub fn write_parquet_to(
@@ -785,16 +815,51 @@ mod parquet_out {
         url_prefix: &str,
         name: &str,
         record_size: u64,
-        out: &dyn crate::store::Store,
+        out: &dyn Store,
     ) -> Result<()> {
-        check_parquet_args(refs, name, record_size)?;
-        write_files(refs, url_prefix, name, record_size, out)
+        let mut files = Files::new(&refs.unsharded, url_prefix, name, record_size, out)?;
+        files.rows(&refs.chunks)?;
+        files.finish()
     }
 
-    /// What the Parquet layout needs, checked before anything is written.
-    fn check_parquet_args(refs: &References, name: &str, record_size: u64) -> Result<()> {
-        let u = &refs.unsharded;
-        if u.format != (super::MetadataFormat::V2 { separator: '.' }) {
+    /// [`write_parquet`] of [`References::from_array`]'s set (Zarr v2 metadata, `.` as
+    /// separator), written as the shards are read: it holds the references of a batch of
+    /// index reads and one slab of shards (as
+    /// [`write_json_from_array`](super::write_json_from_array)) and one file's rows, never the
+    /// set. `name`, `record_size` and `out` are checked before
+    /// any shard is read; a failure part way leaves the files written so far but no
+    /// `.zmetadata` (the directory is created with the first file).
+    pub fn write_parquet_from_array<S: Store>(
+        array: &Array<S>,
+        url_prefix: &str,
+        name: &str,
+        record_size: u64,
+        out: &Path,
+    ) -> Result<()> {
+        super::check_parquet_output(name, record_size)?;
+        super::check_parquet_dir(out)?;
+        write_parquet_from_array_to(array, url_prefix, name, record_size, &FsStore::new(out))
+    }
+
+    /// [`write_parquet_from_array`] into any [`Store`], with [`write_parquet_to`]'s objects.
+    pub fn write_parquet_from_array_to<S: Store>(
+        array: &Array<S>,
+        url_prefix: &str,
+        name: &str,
+        record_size: u64,
+        out: &dyn Store,
+    ) -> Result<()> {
+        super::check_parquet_output(name, record_size)?;
+        let format = super::MetadataFormat::V2 { separator: '.' };
+        let unsharded = Unsharded::new(array.metadata(), format)?;
+        let mut files = Files::new(&unsharded, url_prefix, name, record_size, out)?;
+        super::walk_refs(array, &unsharded, |refs| files.rows(&refs))?;
+        files.finish()
+    }
+
+    /// What the Parquet layout needs, checked before anything is read or written.
+    fn check_layout(unsharded: &Unsharded, name: &str, record_size: u64) -> Result<()> {
+        if unsharded.format != (super::MetadataFormat::V2 { separator: '.' }) {
             return Err(Error::InvalidArgument(
                 "the Parquet layout needs Zarr v2 metadata with `.` as dimension separator (fsspec reads nothing else)".into(),
             ));
@@ -802,74 +867,135 @@ mod parquet_out {
         super::check_parquet_output(name, record_size)
     }
 
-    fn write_files(
-        refs: &References,
-        url_prefix: &str,
-        name: &str,
+    /// The record files being written: rows are added in chunk number order, and each file
+    /// is written once its last row is in.
+    struct Files<'a> {
+        unsharded: &'a Unsharded,
+        /// The URL prefix without a trailing `/`.
+        prefix: &'a str,
+        name: &'a str,
         record_size: u64,
-        out: &dyn crate::store::Store,
-    ) -> Result<()> {
-        let u = &refs.unsharded;
-        // One encoded fill chunk shared by every empty row (a `ByteArray` clone shares its
-        // bytes), written so that fsspec reads it back as these bytes.
-        let fill = ByteArray::from(super::inline_raw(u.encoded_fill_chunk()?));
-        let prefix = super::url_base(url_prefix);
-        let total = crate::codec::checked_product(&u.grid_shape)?;
-        let schema = Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?);
-        // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
-        // dictionary page for a column whose values are all null. zstd, as fsspec writes.
-        // Rows go to the page in batches of `write_batch_size` before its size is checked:
-        // small enough batches that a page of fill chunks stays near the page size limit.
-        let batch = (1usize << 20) / fill.len().max(1);
-        let props = Arc::new(
-            WriterProperties::builder()
+        out: &'a dyn Store,
+        /// Chunks in the grid: the number of rows over all files.
+        total: u64,
+        /// The chunk number of the next row.
+        next: u64,
+        /// One encoded fill chunk shared by every empty row (a `ByteArray` clone shares its
+        /// bytes), written so that fsspec reads it back as these bytes.
+        fill: ByteArray,
+        schema: TypePtr,
+        props: Arc<WriterProperties>,
+        file: Columns,
+    }
+
+    /// The columns of one file, with their definition levels (1: a value, 0: null).
+    #[derive(Default)]
+    struct Columns {
+        paths: Vec<ByteArray>,
+        path_def: Vec<i16>,
+        offsets: Vec<i64>,
+        sizes: Vec<i64>,
+        raws: Vec<ByteArray>,
+        raw_def: Vec<i16>,
+    }
+
+    impl<'a> Files<'a> {
+        /// Errors as [`check_layout`], or when the fill chunk cannot be encoded.
+        fn new(
+            unsharded: &'a Unsharded,
+            url_prefix: &'a str,
+            name: &'a str,
+            record_size: u64,
+            out: &'a dyn Store,
+        ) -> Result<Self> {
+            check_layout(unsharded, name, record_size)?;
+            let fill = ByteArray::from(super::inline_raw(unsharded.encoded_fill_chunk()?));
+            // Plain encoding: fastparquet (fsspec's default engine) fails on parquet-rs's
+            // dictionary page for a column whose values are all null. zstd, as fsspec writes.
+            // Rows go to the page in batches of `write_batch_size` before its size is
+            // checked: small enough batches that a page of fill chunks stays near the page
+            // size limit.
+            let batch = (1usize << 20) / fill.len().max(1);
+            let props = WriterProperties::builder()
                 .set_dictionary_enabled(false)
                 .set_write_batch_size(batch.clamp(1, 1024))
                 .set_compression(Compression::ZSTD(ZstdLevel::default()))
-                .build(),
-        );
-        let mut chunks = refs.chunks.iter().peekable();
-        let grid = &u.grid_shape;
-        for file_no in 0..total.div_ceil(record_size) {
-            let first = file_no * record_size;
-            let rows = record_size.min(total - first);
-            let (mut paths, mut path_def) = (Vec::new(), Vec::new());
-            let (mut offsets, mut sizes) = (Vec::new(), Vec::new());
-            let (mut raws, mut raw_def) = (Vec::new(), Vec::new());
-            for n in first..first + rows {
-                match chunks.next_if(|c| crate::nd::ravel(&c.coords, grid) == n) {
-                    Some(c) => {
-                        paths.push(ByteArray::from(
-                            format!("{prefix}/{}", c.shard_key).as_str(),
-                        ));
-                        path_def.push(1);
-                        offsets.push(c.offset as i64);
-                        sizes.push(c.nbytes as i64);
-                        raw_def.push(0);
-                    }
-                    None => {
-                        path_def.push(0);
-                        offsets.push(0);
-                        sizes.push(0);
-                        raws.push(fill.clone());
-                        raw_def.push(1);
-                    }
-                }
+                .build();
+            Ok(Files {
+                unsharded,
+                prefix: super::url_base(url_prefix),
+                name,
+                record_size,
+                out,
+                total: crate::codec::checked_product(&unsharded.grid_shape)?,
+                next: 0,
+                fill,
+                schema: Arc::new(parse_message_type(SCHEMA).map_err(parquet_error)?),
+                props: Arc::new(props),
+                file: Columns::default(),
+            })
+        }
+
+        /// Add `chunks` (in C order of the grid, after those added before) and the empty rows
+        /// before each, writing every file that is complete.
+        fn rows(&mut self, chunks: &[ChunkRef]) -> Result<()> {
+            for c in chunks {
+                let n = crate::nd::ravel(&c.coords, &self.unsharded.grid_shape);
+                debug_assert!(n >= self.next, "references in C order, one per chunk");
+                self.empty_rows_to(n)?;
+                let f = &mut self.file;
+                f.paths.push(ByteArray::from(
+                    format!("{}/{}", self.prefix, c.shard_key).as_str(),
+                ));
+                f.path_def.push(1);
+                f.offsets.push(c.offset as i64);
+                f.sizes.push(c.nbytes as i64);
+                f.raw_def.push(0);
+                self.row_added()?;
             }
-            let mut writer = SerializedFileWriter::new(Vec::new(), schema.clone(), props.clone())
-                .map_err(parquet_error)?;
+            Ok(())
+        }
+
+        /// Empty rows (the fill chunk inline) up to chunk number `end`.
+        fn empty_rows_to(&mut self, end: u64) -> Result<()> {
+            while self.next < end {
+                let f = &mut self.file;
+                f.path_def.push(0);
+                f.offsets.push(0);
+                f.sizes.push(0);
+                f.raws.push(self.fill.clone());
+                f.raw_def.push(1);
+                self.row_added()?;
+            }
+            Ok(())
+        }
+
+        fn row_added(&mut self) -> Result<()> {
+            self.next += 1;
+            if self.next % self.record_size == 0 || self.next == self.total {
+                self.write_file((self.next - 1) / self.record_size)?;
+            }
+            Ok(())
+        }
+
+        fn write_file(&mut self, file_no: u64) -> Result<()> {
+            let f = std::mem::take(&mut self.file);
+            let mut writer =
+                SerializedFileWriter::new(Vec::new(), self.schema.clone(), self.props.clone())
+                    .map_err(parquet_error)?;
             let mut group = writer.next_row_group().map_err(parquet_error)?;
             let mut column = 0;
             while let Some(mut col) = group.next_column().map_err(parquet_error)? {
                 let written = match column {
-                    0 => col
-                        .typed::<ByteArrayType>()
-                        .write_batch(&paths, Some(&path_def), None),
-                    1 => col.typed::<Int64Type>().write_batch(&offsets, None, None),
-                    2 => col.typed::<Int64Type>().write_batch(&sizes, None, None),
+                    0 => {
+                        col.typed::<ByteArrayType>()
+                            .write_batch(&f.paths, Some(&f.path_def), None)
+                    }
+                    1 => col.typed::<Int64Type>().write_batch(&f.offsets, None, None),
+                    2 => col.typed::<Int64Type>().write_batch(&f.sizes, None, None),
                     _ => col
                         .typed::<ByteArrayType>()
-                        .write_batch(&raws, Some(&raw_def), None),
+                        .write_batch(&f.raws, Some(&f.raw_def), None),
                 };
                 written.map_err(parquet_error)?;
                 col.close().map_err(parquet_error)?;
@@ -877,11 +1003,16 @@ mod parquet_out {
             }
             group.close().map_err(parquet_error)?;
             let file = writer.into_inner().map_err(parquet_error)?;
-            out.set(&format!("{name}/refs.{file_no}.parq"), &file)?;
+            self.out
+                .set(&format!("{}/refs.{file_no}.parq", self.name), &file)
         }
-        let zmetadata = serde_json::to_vec(&refs.parquet_zmetadata(name, record_size))
-            .expect("JSON values serialise");
-        out.set(".zmetadata", &zmetadata)?;
-        Ok(())
+
+        /// The empty rows after the last chunk, the last file, and `.zmetadata`.
+        fn finish(mut self) -> Result<()> {
+            self.empty_rows_to(self.total)?;
+            let zmetadata = super::parquet_zmetadata(self.unsharded, self.name, self.record_size);
+            let zmetadata = serde_json::to_vec(&zmetadata).expect("JSON values serialise");
+            self.out.set(".zmetadata", &zmetadata)
+        }
     }
 }

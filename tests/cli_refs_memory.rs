@@ -52,8 +52,8 @@ fn parquet_of_an_empty_array_needs_memory_independent_of_its_rows() {
         unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) },
         0
     );
+    // The shared fill chunk, one parquet page (1 MiB) and its batch, the compressed file.
     let max_rss_mib = ru.ru_maxrss / 1024; // KiB on Linux
-                                           // The shared fill chunk, one parquet page (1 MiB) and its batch, the compressed file.
     assert!(
         max_rss_mib < 64,
         "peak resident size {max_rss_mib} MiB for 2000 empty rows of 256 KiB"

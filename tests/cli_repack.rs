@@ -319,20 +319,9 @@ fn copied_chunks_keep_their_encoded_bytes() {
 
 /// Every shard object under `dir` (everything but zarr.json).
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = vec![];
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().unwrap() != "zarr.json" {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut files = common::files_below(dir);
+    files.retain(|p| p.file_name().unwrap() != "zarr.json");
+    files
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
@@ -957,13 +957,11 @@ fn json_streamed_from_the_array_is_the_whole_sets_text() {
     }
 }
 
-/// Shards of 16384 inner chunks are read 4 at a time (65 536 references a batch), so over a
-/// grid of 3×5 shards every batch but the first ends inside a slab of 5: the text must still
-/// hold each slab's chunks in C order, and the slab that goes on in the next batch whole.
-#[test]
-fn json_streamed_in_batches_that_end_inside_slabs_is_the_whole_sets_text() {
-    use zarrshard::refs::{write_json_from_array, JsonVersion};
-    let dir = tempfile::tempdir().unwrap();
+/// A 384×640 uint8 array of 3×5 shards of 128×128 one-element inner chunks, a few stored per
+/// shard (shard [1, 2] none, so not stored). Such shards (16384 inner chunks) are read 4 at a
+/// time (65 536 references a batch), so every batch but the first ends inside a slab of 5.
+/// Returns the stored chunks' coordinates, in C order.
+fn slab_straddling_array(dir: &Path) -> Vec<(u64, u64)> {
     let (rows, cols) = (3 * 128, 5 * 128);
     let m = meta(
         &[rows, cols],
@@ -972,20 +970,31 @@ fn json_streamed_in_batches_that_end_inside_slabs_is_the_whole_sets_text() {
         json!(0),
         json!([sharding(&[1, 1], bytes_le())]),
     );
-    // A few stored chunks per shard on diagonals; shard [1, 2] all fill, so not stored.
     let stored = |r: u64, c: u64| (r + 3 * c) % 101 == 0 && !(r / 128 == 1 && c / 128 == 2);
     let mut data = vec![0u8; (rows * cols) as usize];
-    let mut want = Vec::new();
+    let mut coords = Vec::new();
     for r in 0..rows {
         for c in 0..cols {
             if stored(r, c) {
                 data[(r * cols + c) as usize] = 1 + (r % 200) as u8;
-                want.push(format!("c/{r}/{c}"));
+                coords.push((r, c));
             }
         }
     }
-    common::write_array(dir.path(), &m, &data);
-    assert!(!dir.path().join("c/1/2").exists());
+    common::write_array(dir, &m, &data);
+    assert!(!dir.join("c/1/2").exists());
+    coords
+}
+
+/// The text must hold each slab's chunks in C order even when a batch of index reads ends
+/// inside a slab (the slab goes on in the next batch).
+#[test]
+fn json_streamed_in_batches_that_end_inside_slabs_is_the_whole_sets_text() {
+    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    let dir = tempfile::tempdir().unwrap();
+    let want: Vec<String> = (slab_straddling_array(dir.path()).iter())
+        .map(|(r, c)| format!("c/{r}/{c}"))
+        .collect();
     let array = Array::open(FsStore::new(dir.path())).unwrap();
     let whole = References::from_array(&array, MetadataFormat::V3).unwrap();
     assert_eq!(whole.chunks().len(), want.len());
@@ -1008,6 +1017,127 @@ fn json_streamed_in_batches_that_end_inside_slabs_is_the_whole_sets_text() {
             want
         );
     }
+}
+
+/// The files of a directory, by path below it, with their bytes.
+#[cfg(feature = "parquet")]
+fn files_below(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    (common::files_below(dir).into_iter())
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p.strip_prefix(dir).unwrap().to_path_buf(), bytes)
+        })
+        .collect()
+}
+
+/// Parquet written as the shards are read is the whole set's, file for file and byte for
+/// byte: files cut inside slabs and inside batches, files of empty rows only, and a last
+/// short file; through a directory and through a store.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_streamed_from_the_array_is_the_whole_sets_files() {
+    use zarrshard::refs::{write_parquet, write_parquet_from_array, write_parquet_from_array_to};
+    let dir = tempfile::tempdir().unwrap();
+    let (straddling, slabs) = (dir.path().join("straddling"), dir.path().join("slabs"));
+    slab_straddling_array(&straddling);
+    slab_array(&slabs);
+    // 245 760 and 144 chunks: files of 9973 rows (the last of 6 433), 7 (the last of 4) and
+    // one file for the whole grid.
+    let cases = [
+        (&straddling, 245_760, [9973, 300_000]),
+        (&slabs, 144, [7, 144]),
+    ];
+    for (array_dir, chunks, record_sizes) in cases {
+        let array = Array::open(FsStore::new(array_dir)).unwrap();
+        let whole = References::from_array(&array, V2).unwrap();
+        for record_size in record_sizes {
+            let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+            write_parquet(&whole, "s3://b/x", "img", record_size, &a).unwrap();
+            write_parquet_from_array(&array, "s3://b/x", "img", record_size, &b).unwrap();
+            let (a_files, b_files) = (files_below(&a), files_below(&b));
+            assert_eq!(a_files.len() as u64, 1 + u64::div_ceil(chunks, record_size));
+            assert!(a_files == b_files, "{array_dir:?} {record_size}");
+            let c = tempfile::tempdir().unwrap();
+            write_parquet_from_array_to(
+                &array,
+                "s3://b/x",
+                "img",
+                record_size,
+                &FsStore::new(c.path()),
+            )
+            .unwrap();
+            assert!(
+                files_below(c.path()) == a_files,
+                "{array_dir:?} {record_size}"
+            );
+            std::fs::remove_dir_all(&a).unwrap();
+            std::fs::remove_dir_all(&b).unwrap();
+        }
+    }
+}
+
+/// A shard failing part way: the whole set's error, the files before it written, no
+/// `.zmetadata`; a bad name or record size, or a directory in use, before any file.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
+    use zarrshard::refs::write_parquet_from_array;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    slab_straddling_array(&a);
+    // The last shard torn (its index gone): it is in the last batch (shards [2, 2] to
+    // [2, 4]), so the two slabs before it (rows 0..256: chunks 0..163 840) are written first.
+    std::fs::write(a.join("c/2/4"), [1, 2, 3]).unwrap();
+    let array = Array::open(FsStore::new(&a)).unwrap();
+    let whole = References::from_array(&array, V2).unwrap_err();
+    let out = dir.path().join("out");
+    let err = write_parquet_from_array(&array, "u", "img", 10_000, &out).unwrap_err();
+    assert_eq!(err.to_string(), whole.to_string());
+    assert_eq!(
+        err.to_string(),
+        "corrupt shard: object of 3 bytes is shorter than its 262144-byte index"
+    );
+    // Files 0..=15 hold chunks 0..160 000; file 16 would need chunks of the last slab.
+    let mut written: Vec<String> = (0..16).map(|n| format!("img/refs.{n}.parq")).collect();
+    written.sort();
+    let mut found: Vec<String> = files_below(&out)
+        .keys()
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    found.sort();
+    assert_eq!(found, written);
+
+    // A failure before the first file is complete leaves no directory.
+    let b = dir.path().join("b");
+    slab_array(&b);
+    std::fs::write(b.join("c/2/1/1"), [1, 2, 3]).unwrap();
+    let torn_early = Array::open(FsStore::new(&b)).unwrap();
+    let fresh = dir.path().join("fresh");
+    let err = write_parquet_from_array(&torn_early, "u", "img", 10, &fresh).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "corrupt shard: object of 3 bytes is shorter than its 192-byte index"
+    );
+    assert!(!fresh.exists());
+
+    let bad_name = write_parquet_from_array(&array, "u", ".zarray", 10, &fresh).unwrap_err();
+    assert_eq!(
+        bad_name.to_string(),
+        "invalid argument: invalid array name `.zarray`"
+    );
+    let bad_size = write_parquet_from_array(&array, "u", "img", 0, &fresh).unwrap_err();
+    assert_eq!(
+        bad_size.to_string(),
+        "invalid argument: record size must be at least 1"
+    );
+    let in_use = write_parquet_from_array(&array, "u", "img", 10, &out).unwrap_err();
+    assert!(
+        in_use
+            .to_string()
+            .ends_with("exists and is not an empty directory"),
+        "{in_use}"
+    );
+    assert!(!fresh.exists());
 }
 
 #[test]

@@ -55,3 +55,21 @@ pub fn noise(n: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Every file below `dir`, at any depth, sorted.
+pub fn files_below(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = vec![];
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}

@@ -5,7 +5,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use zarrshard::refs::{JsonVersion, MetadataFormat, References};
+use zarrshard::array::Array;
+use zarrshard::refs::{JsonVersion, MetadataFormat};
+use zarrshard::store::FsStore;
 use zarrshard::{Error, Result};
 
 #[derive(clap::Args)]
@@ -84,13 +86,13 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
         RefsFormat::JsonV0 => JsonVersion::V0,
         RefsFormat::JsonV1 => JsonVersion::V1,
         RefsFormat::Parquet => {
-            let refs = References::from_array(&array, format)?;
             let name = parquet_name.expect("set for the Parquet format above");
-            write_parquet(&refs, &args, &name)?;
+            write_parquet(&array, &args, &name)?;
             return Ok(ExitCode::SUCCESS);
         }
     };
-    // Written as the shards are read, a batch and a slab at a time: the set is never held.
+    // Both layouts are written as the shards are read, a batch and a slab at a time: the set
+    // is never held.
     write_json(&args.out, |w| {
         let name = args.name.as_deref();
         zarrshard::refs::write_json_from_array(&array, format, version, &args.url_prefix, name, w)
@@ -99,12 +101,13 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
 }
 
 #[cfg(feature = "parquet")]
-fn write_parquet(refs: &References, args: &RefsArgs, name: &str) -> Result<()> {
-    zarrshard::refs::write_parquet(refs, &args.url_prefix, name, args.record_size, &args.out)
+fn write_parquet(array: &Array<FsStore>, args: &RefsArgs, name: &str) -> Result<()> {
+    let (url, size) = (&args.url_prefix, args.record_size);
+    zarrshard::refs::write_parquet_from_array(array, url, name, size, &args.out)
 }
 
 #[cfg(not(feature = "parquet"))]
-fn write_parquet(_: &References, _: &RefsArgs, _: &str) -> Result<()> {
+fn write_parquet(_: &Array<FsStore>, _: &RefsArgs, _: &str) -> Result<()> {
     Err(Error::InvalidArgument(
         "this build has no Parquet support (cargo feature `parquet`)".into(),
     ))

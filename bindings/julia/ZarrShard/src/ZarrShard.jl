@@ -1004,7 +1004,7 @@ end
 Write the same Parquet reference set as the store method above into the local directory `dir`
 (`shard_array_refs_parquet_dir`, what `zarrshard refs --format parquet -o DIR` writes):
 `dir/\$name/refs.<n>.parq` and, last, `dir/.zmetadata`. `dir` must not exist (it is created,
-with missing parents, once the set is built) or be an empty directory; that is checked, with
+with missing parents, with the first file) or be an empty directory; that is checked, with
 `name` and `record_size`, before any shard is read. Each file is written to a temporary
 sibling and renamed, so no reader sees a partial file. Reads each shard's index once through
 the array's own store; the library writes the files itself (no `ShardIO` is involved in
