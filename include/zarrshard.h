@@ -626,9 +626,10 @@ shard_status shard_array_refs(const shard_array *array,
  * Build the array's kerchunk reference set, with the arguments and meaning of
  * `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` in pieces of up
  * to 64 KiB, on the calling thread, in order (no NUL). Each shard's index is read once, and the
- * whole set is built before the first piece, so a failing read never leaves the host with part
- * of a set; a failing `sink` does (the host discards what it received). `userdata` is the
- * host's, passed through untouched.
+ * whole text is written (into memory, as the shards are read: the text, some 40–60 bytes a
+ * chunk, is held, not the references) before the first piece, so a failing read never leaves
+ * the host with part of a set; a failing `sink` does (the host discards what it received).
+ * `userdata` is the host's, passed through untouched.
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (also: `sink` NULL), the statuses of

@@ -10,7 +10,7 @@ use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
-use crate::refs::{JsonVersion, MetadataFormat, References};
+use crate::refs::{JsonVersion, MetadataFormat};
 use crate::store::Store;
 use std::ffi::{c_char, c_void, CString};
 use std::io::Write;
@@ -517,11 +517,7 @@ pub unsafe extern "C" fn shard_array_refs(
         }?;
         let buf = unsafe { bytes_mut(buf.cast::<u8>(), len, "buf") }?;
         let written_out = unsafe { out(written_out, "written_out") }?;
-        let mut text = Vec::new();
-        request
-            .write(&request.build(&h.array)?, &mut text)
-            .expect("writing to memory does not fail");
-        let text = String::from_utf8(text).expect("JSON text is UTF-8");
+        let text = String::from_utf8(request.text(&h.array)?).expect("JSON text is UTF-8");
         *written_out = copy_string(&text, buf)?;
         Ok(())
     })
@@ -543,9 +539,10 @@ const SINK_PIECE: usize = 64 * 1024;
 /// Build the array's kerchunk reference set, with the arguments and meaning of
 /// `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` in pieces of up
 /// to 64 KiB, on the calling thread, in order (no NUL). Each shard's index is read once, and the
-/// whole set is built before the first piece, so a failing read never leaves the host with part
-/// of a set; a failing `sink` does (the host discards what it received). `userdata` is the
-/// host's, passed through untouched.
+/// whole text is written (into memory, as the shards are read: the text, some 40–60 bytes a
+/// chunk, is held, not the references) before the first piece, so a failing read never leaves
+/// the host with part of a set; a failing `sink` does (the host discards what it received).
+/// `userdata` is the host's, passed through untouched.
 ///
 /// Thread-safe (not while another thread writes the array).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (also: `sink` NULL), the statuses of
@@ -578,21 +575,15 @@ pub unsafe extern "C" fn shard_array_refs_write(
             )
         }?;
         let sink = sink.ok_or(Failure::Null("sink"))?;
-        let set = request.build(&h.array)?;
-        // Written straight into the pieces: a set of a million chunks is some 60 MB of text,
-        // which is not held at all.
+        // The whole text before the first piece (no partial set after a failing read): the
+        // text, some 40–60 bytes a chunk, rather than the references, some 150.
+        let text = request.text(&h.array)?;
         let mut host = SinkWriter {
             sink,
             userdata,
             failed: None,
         };
-        let written = {
-            let mut pieces = std::io::BufWriter::with_capacity(SINK_PIECE, &mut host);
-            request
-                .write(&set, &mut pieces)
-                .and_then(|()| pieces.flush())
-        };
-        match written {
+        match host.write_all(&text) {
             Ok(()) => Ok(()),
             // Writing the text fails only when the writer does, and only the sink fails it.
             Err(_) => Err(Error::Io {
@@ -814,18 +805,16 @@ impl<'a> RefsRequest<'a> {
         })
     }
 
-    /// Read every shard's index and build the set.
-    fn build(&self, array: &Array<CallbackStore>) -> Result<References> {
-        References::from_array(array, self.metadata)
-    }
-
-    /// Write the set's JSON text, in the version asked for, to `out` (only `out` fails).
-    fn write(&self, refs: &References, out: &mut dyn Write) -> std::io::Result<()> {
+    /// The set's whole JSON text, in the version asked for, written as the shards are read
+    /// (the references are never all held; the text is). Errors as `References::from_array`.
+    fn text(&self, array: &Array<CallbackStore>) -> Result<Vec<u8>> {
         let version = match self.json_v1 {
             false => JsonVersion::V0,
             true => JsonVersion::V1,
         };
-        refs.write_json(out, version, self.url_prefix, self.name)
+        let (url, name, mut text) = (self.url_prefix, self.name, Vec::new());
+        crate::refs::write_json_from_array(array, self.metadata, version, url, name, &mut text)?;
+        Ok(text)
     }
 }
 
