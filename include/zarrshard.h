@@ -373,7 +373,8 @@ typedef struct {
 } shard_store_callbacks;
 
 /**
- * The host's receiver of a text the library produces in pieces (`shard_array_refs_write`):
+ * The host's receiver of a text the library produces in pieces (`shard_array_refs_write`,
+ * `shard_array_refs_stream`):
  * called with `len` bytes at `data` (owned by the library, valid only during the call), in
  * order; the pieces concatenated are the whole text, without a NUL. Return 0 to go on, or a
  * non-zero error code the library keeps (`shard_last_io_code`) and reports as `SHARD_ERR_IO`,
@@ -629,7 +630,8 @@ shard_status shard_array_refs(const shard_array *array,
  * whole text is written (into memory, as the shards are read: the text, some 40–60 bytes a
  * chunk, is held, not the references) before the first piece, so a failing read never leaves
  * the host with part of a set; a failing `sink` does (the host discards what it received).
- * `userdata` is the host's, passed through untouched.
+ * `shard_array_refs_stream` hands the text over as the shards are read, holding far less,
+ * when the host can drop a partial set. `userdata` is the host's, passed through untouched.
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (also: `sink` NULL), the statuses of
@@ -645,6 +647,34 @@ shard_status shard_array_refs_write(const shard_array *array,
                                     size_t name_len,
                                     shard_sink_fn sink,
                                     void *userdata);
+
+/**
+ * Build the array's kerchunk reference set, with the arguments and meaning of
+ * `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` as the shards are
+ * read: in pieces of up to 64 KiB, on the calling thread, in order (no NUL), the same text as
+ * `shard_array_refs_write`'s. What is held is never the set: a batch of shards' references
+ * (up to 1024 shards or 65 536 references), one slab of shards (those sharing their first
+ * grid coordinate) and one piece. So a failure part way (a read, a corrupt index, the sink
+ * itself) leaves the host with the first part of the text, not a whole set: the host
+ * discards it (or writes to a temporary and renames it on `SHARD_OK`, as `zarrshard refs`
+ * does). The arguments, and whether the chosen metadata can describe the array, are checked
+ * before the first piece. `userdata` is the host's, passed through untouched.
+ *
+ * Use it where the set is too large to hold (some 40–60 bytes a chunk, which
+ * `shard_array_refs_write` holds) and the host can drop a partial one.
+ *
+ * Thread-safe (not while another thread writes the array).
+ * Returns the statuses of `shard_array_refs_write`.
+ */
+shard_status shard_array_refs_stream(const shard_array *array,
+                                     uint32_t format,
+                                     uint32_t zarr_format,
+                                     const char *url_prefix,
+                                     size_t url_prefix_len,
+                                     const char *name,
+                                     size_t name_len,
+                                     shard_sink_fn sink,
+                                     void *userdata);
 
 /**
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's

@@ -523,7 +523,8 @@ pub unsafe extern "C" fn shard_array_refs(
     })
 }
 
-/// The host's receiver of a text the library produces in pieces (`shard_array_refs_write`):
+/// The host's receiver of a text the library produces in pieces (`shard_array_refs_write`,
+/// `shard_array_refs_stream`):
 /// called with `len` bytes at `data` (owned by the library, valid only during the call), in
 /// order; the pieces concatenated are the whole text, without a NUL. Return 0 to go on, or a
 /// non-zero error code the library keeps (`shard_last_io_code`) and reports as `SHARD_ERR_IO`,
@@ -533,7 +534,7 @@ pub type shard_sink_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, data: *const u8, len: usize) -> i32>;
 
 /// The size of the pieces `shard_array_refs_write` hands to its sink (the last may be
-/// shorter): large enough that the call overhead vanishes, small enough to stay in cache.
+/// shorter; `shard_array_refs_stream`'s are at most this): large enough that the call overhead vanishes, small enough to stay in cache.
 const SINK_PIECE: usize = 64 * 1024;
 
 /// Build the array's kerchunk reference set, with the arguments and meaning of
@@ -542,7 +543,8 @@ const SINK_PIECE: usize = 64 * 1024;
 /// whole text is written (into memory, as the shards are read: the text, some 40–60 bytes a
 /// chunk, is held, not the references) before the first piece, so a failing read never leaves
 /// the host with part of a set; a failing `sink` does (the host discards what it received).
-/// `userdata` is the host's, passed through untouched.
+/// `shard_array_refs_stream` hands the text over as the shards are read, holding far less,
+/// when the host can drop a partial set. `userdata` is the host's, passed through untouched.
 ///
 /// Thread-safe (not while another thread writes the array).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (also: `sink` NULL), the statuses of
@@ -586,13 +588,75 @@ pub unsafe extern "C" fn shard_array_refs_write(
         match host.write_all(&text) {
             Ok(()) => Ok(()),
             // Writing the text fails only when the writer does, and only the sink fails it.
-            Err(_) => Err(Error::Io {
-                code: host.failed.expect("only the sink fails the writer"),
-                message: "the host's sink callback failed".into(),
-            }
-            .into()),
+            Err(_) => Err(sink_failed(host.failed.expect("only the sink fails the writer")).into()),
         }
     })
+}
+
+/// Build the array's kerchunk reference set, with the arguments and meaning of
+/// `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` as the shards are
+/// read: in pieces of up to 64 KiB, on the calling thread, in order (no NUL), the same text as
+/// `shard_array_refs_write`'s. What is held is never the set: a batch of shards' references
+/// (up to 1024 shards or 65 536 references), one slab of shards (those sharing their first
+/// grid coordinate) and one piece. So a failure part way (a read, a corrupt index, the sink
+/// itself) leaves the host with the first part of the text, not a whole set: the host
+/// discards it (or writes to a temporary and renames it on `SHARD_OK`, as `zarrshard refs`
+/// does). The arguments, and whether the chosen metadata can describe the array, are checked
+/// before the first piece. `userdata` is the host's, passed through untouched.
+///
+/// Use it where the set is too large to hold (some 40–60 bytes a chunk, which
+/// `shard_array_refs_write` holds) and the host can drop a partial one.
+///
+/// Thread-safe (not while another thread writes the array).
+/// Returns the statuses of `shard_array_refs_write`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shard_array_refs_stream(
+    array: *const shard_array,
+    format: u32,
+    zarr_format: u32,
+    url_prefix: *const c_char,
+    url_prefix_len: usize,
+    name: *const c_char,
+    name_len: usize,
+    sink: shard_sink_fn,
+    userdata: *mut c_void,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let request = unsafe {
+            RefsRequest::new(
+                format,
+                zarr_format,
+                url_prefix,
+                url_prefix_len,
+                name,
+                name_len,
+            )
+        }?;
+        let sink = sink.ok_or(Failure::Null("sink"))?;
+        let mut host = SinkWriter {
+            sink,
+            userdata,
+            failed: None,
+        };
+        let written = request.write(&h.array, &mut host);
+        match (written, host.failed) {
+            (Ok(()), _) => Ok(()),
+            // The writer fails only when the sink does: report its code, not the writer's.
+            (Err(_), Some(code)) => Err(sink_failed(code).into()),
+            (Err(e), None) => Err(e.into()),
+        }
+    })
+}
+
+/// The error of a sink that returned `code` (non-zero).
+fn sink_failed(code: i32) -> Error {
+    Error::Io {
+        code,
+        message: "the host's sink callback failed".into(),
+    }
 }
 
 /// `std::io::Write` over the host's sink: pieces of at most `SINK_PIECE` bytes; the first
@@ -759,8 +823,7 @@ pub unsafe extern "C" fn shard_array_verify(
     })
 }
 
-/// The arguments `shard_array_refs` and `shard_array_refs_write` share, checked before any
-/// shard is read.
+/// The arguments the JSON `shard_array_refs*` calls share, checked before any shard is read.
 struct RefsRequest<'a> {
     json_v1: bool,
     metadata: MetadataFormat,
@@ -808,13 +871,20 @@ impl<'a> RefsRequest<'a> {
     /// The set's whole JSON text, in the version asked for, written as the shards are read
     /// (the references are never all held; the text is). Errors as `References::from_array`.
     fn text(&self, array: &Array<CallbackStore>) -> Result<Vec<u8>> {
+        let mut text = Vec::new();
+        self.write(array, &mut text)?;
+        Ok(text)
+    }
+
+    /// Write the set's JSON text to `out` as the shards are read. Errors as
+    /// `References::from_array`, and `out`'s as `Error::Io`.
+    fn write(&self, array: &Array<CallbackStore>, out: &mut dyn std::io::Write) -> Result<()> {
         let version = match self.json_v1 {
             false => JsonVersion::V0,
             true => JsonVersion::V1,
         };
-        let (url, name, mut text) = (self.url_prefix, self.name, Vec::new());
-        crate::refs::write_json_from_array(array, self.metadata, version, url, name, &mut text)?;
-        Ok(text)
+        let (url, name) = (self.url_prefix, self.name);
+        crate::refs::write_json_from_array(array, self.metadata, version, url, name, out)
     }
 }
 

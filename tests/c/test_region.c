@@ -791,6 +791,153 @@ static void test_reference_set_to_a_sink(void) {
     store_free(&s);
 }
 
+/* 3x32768 uint8, shards 1x32768 of 1x1 inner chunks, uncompressed: 32768 references a shard,
+ * so the library reads the indexes two shards at a time (65 536 references) and has the first
+ * row's text complete, and handed over when streaming, before it reads the third shard. */
+static const char ROWS_JSON[] =
+    "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [3, 32768], \"data_type\": \"uint8\","
+    " \"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": [1, 32768]}},"
+    " \"chunk_key_encoding\": {\"name\": \"default\"}, \"fill_value\": 0,"
+    " \"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": {\"chunk_shape\": [1, 1],"
+    " \"codecs\": [{\"name\": \"bytes\"}],"
+    " \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}},"
+    " {\"name\": \"crc32c\"}]}}]}";
+
+static mem_io *object_at(mem_store *s, const char *key) {
+    int i;
+    for (i = 0; i < s->count; i++)
+        if (strcmp(s->keys[i], key) == 0) return s->objects[i];
+    return NULL;
+}
+
+/* shard_array_refs_stream hands over the text shard_array_refs copies, one index read per
+ * shard, in pieces of at most 64 KiB; a failing sink stops it with its code. A store failing
+ * at the third shard leaves the host the first row's references, a prefix of the whole text
+ * (shard_array_refs_write, in the same state, hands over nothing). */
+static void test_reference_set_streamed(void) {
+    mem_store s;
+    shard_array *a;
+    text_sink t;
+    char *whole, *url;
+    size_t n = 0, n2 = 0, url_len = 100000;
+    uint64_t one_call, start[2] = {0, 0}, shape[2] = {3, 32768};
+    shard_store_callbacks table;
+    uint8_t *values;
+    mem_io *third;
+    store_init(&s);
+    model_reset();
+    a = open_array(&s);
+    write_box(a, 0, 0, 4, 4, 100);
+    write_box(a, 16, 8, 4, 4, 200);
+    url = malloc(url_len + 1);
+    memset(url, 'u', url_len);
+    url[url_len] = '\0';
+
+    /* The same text as the copying call, v0 and v1 with v2 metadata under a name. */
+    store_reset(&s);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, 0, &n),
+           SHARD_OK);
+    one_call = store_reads(&s);
+    whole = malloc(n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, whole, n + 1, &n2),
+           SHARD_OK);
+    memset(&t, 0, sizeof t);
+    store_reset(&s);
+    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append,
+                                   &t),
+           SHARD_OK);
+    CHECK(store_reads(&s) == one_call);
+    CHECK(t.len == n && memcmp(t.data, whole, n) == 0);
+    CHECK(n > 2 * 65536 && t.pieces >= 3 && t.biggest <= 65536);
+    free(t.data);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, NULL, 0, &n),
+           SHARD_OK);
+    whole = realloc(whole, n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, whole, n + 1,
+                            &n2),
+           SHARD_OK);
+    memset(&t, 0, sizeof t);
+    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3,
+                                   sink_append, &t),
+           SHARD_OK);
+    CHECK(t.len == n && memcmp(t.data, whole, n) == 0 && t.pieces == 1);
+    free(t.data);
+
+    /* The sink's failure: SHARD_ERR_IO with its code, never called again. */
+    memset(&t, 0, sizeof t);
+    t.fail = -77;
+    t.fail_after = 1;
+    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append,
+                                   &t),
+           SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == -77 && t.pieces == 1 && t.calls == 2);
+    free(t.data);
+
+    /* Argument errors, before any piece or read. */
+    memset(&t, 0, sizeof t);
+    store_reset(&s);
+    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, &t),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs_stream(NULL, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0,
+                                   sink_append, &t),
+           SHARD_ERR_NULL_POINTER);
+    EXPECT(shard_array_refs_stream(a, 2, 3, url, url_len, NULL, 0, sink_append, &t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 4, url, url_len, NULL, 0, sink_append,
+                                   &t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, "\xff", 1, NULL, 0, sink_append,
+                                   &t),
+           SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(t.calls == 0 && store_reads(&s) == 0);
+    shard_array_close(a);
+    store_free(&s);
+
+    /* Three rows of shards, every chunk stored; the third shard's reads fail. */
+    store_init(&s);
+    table = store_table(&s);
+    a = NULL;
+    EXPECT(shard_array_open(ROWS_JSON, strlen(ROWS_JSON), &table, &a), SHARD_OK);
+    values = malloc(3 * 32768);
+    for (n2 = 0; n2 < 3 * 32768; n2++) values[n2] = (uint8_t)(n2 % 251 + 1);
+    EXPECT(shard_array_write_region(a, start, shape, 2, values, 3 * 32768), SHARD_OK);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, "m", 1, NULL, 0, NULL, 0, &n), SHARD_OK);
+    whole = realloc(whole, n + 1);
+    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, "m", 1, NULL, 0, whole, n + 1, &n2),
+           SHARD_OK);
+    third = object_at(&s, "c/2/0");
+    CHECK(third != NULL && strstr(whole, ",\"c/1/0\"") != NULL);
+    if (third != NULL && strstr(whole, ",\"c/1/0\"") != NULL) {
+        mem_io_reset_counters(third);
+        mem_io_fail(third, MEM_IO_ANY, 1, 5);
+        memset(&t, 0, sizeof t);
+        EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, "m", 1, NULL, 0, sink_append,
+                                       &t),
+               SHARD_ERR_IO);
+        CHECK(shard_last_io_code() == 5 && mem_io_faults_fired(third) == 1);
+        /* Exactly the text before the second row's first reference and its comma. */
+        CHECK(t.data != NULL && t.len == (size_t)(strstr(whole, ",\"c/1/0\"") - whole));
+        CHECK(t.data != NULL && memcmp(t.data, whole, t.len) == 0 && t.biggest <= 65536);
+        CHECK(t.data != NULL && strstr(t.data, "\"c/0/32767\"") != NULL);
+        free(t.data);
+
+        /* shard_array_refs_write keeps its promise: no piece at all. */
+        mem_io_reset_counters(third);
+        mem_io_fail(third, MEM_IO_ANY, 1, 5);
+        memset(&t, 0, sizeof t);
+        EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, "m", 1, NULL, 0, sink_append, &t),
+               SHARD_ERR_IO);
+        CHECK(shard_last_io_code() == 5 && mem_io_faults_fired(third) == 1);
+        CHECK(t.calls == 0 && t.data == NULL);
+        mem_io_fail(third, MEM_IO_ANY, 0, 0);
+    }
+    free(values);
+    free(whole);
+    free(url);
+    shard_array_close(a);
+    store_free(&s);
+}
+
 /* The Parquet reference set written through a host store equals, object for object, the
  * files `zarrshard refs --format parquet` wrote for the same array (which tests/refs checks
  * with fsspec and zarr-python): argv[2], made by tests/c/run.sh with --name fixture
@@ -1058,6 +1205,7 @@ int main(int argc, char **argv) {
     RUN(test_second_writer_is_refused);
     RUN(test_reference_set);
     RUN(test_reference_set_to_a_sink);
+    RUN(test_reference_set_streamed);
     RUN(test_verify);
     RUN(test_listing_store);
     if (argc > 1) {
