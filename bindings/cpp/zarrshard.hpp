@@ -54,6 +54,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -1703,6 +1704,25 @@ struct StringSink : Receiver {
     }
 };
 
+/// A `shard_sink_fn` target that hands each piece to the caller's `piece(std::string_view)`;
+/// what it throws is kept as a `Receiver`'s (and stops the call).
+template <class Piece>
+struct CallableSink : Receiver {
+    Piece &piece;
+
+    explicit CallableSink(Piece &p) noexcept : piece(p) {}
+
+    static std::int32_t write(void *ud, const std::uint8_t *data, std::size_t len) noexcept {
+        auto &self = *static_cast<CallableSink *>(ud);
+        try {
+            self.piece(std::string_view(reinterpret_cast<const char *>(data), len));
+            return 0;
+        } catch (...) {
+            return self.keep();
+        }
+    }
+};
+
 /// `call` for a C call that hands its output to `receiver`: when the receiver failed (the
 /// call then returns `SHARD_ERR_IO` with the receiver's code), the exception it caught is
 /// rethrown as it was, not reported as an `Error`; any other failure throws `Error` as `call`
@@ -1905,11 +1925,7 @@ class Array {
                                             std::uint32_t zarr_format = 3,
                                             std::string_view name = {}) const {
         require_open();
-        if (version != 0 && version != 1)
-            throw Error(SHARD_ERR_INVALID_ARGUMENT,
-                        "invalid argument: kerchunk reference set version " +
-                            std::to_string(version) + " (0 or 1)");
-        const std::uint32_t format = version == 0 ? SHARD_REFS_JSON_V0 : SHARD_REFS_JSON_V1;
+        const std::uint32_t format = refs_format(version);
         detail::StringSink sink;
         detail::call_with_receiver(sink, [&] {
             return shard_array_refs_write(get(), format, zarr_format, url_prefix.data(),
@@ -1917,6 +1933,44 @@ class Array {
                                           &detail::StringSink::write, &sink);
         });
         return std::move(sink.text);
+    }
+
+    /// The same JSON text as `kerchunk_refs`, handed to `piece(std::string_view)` as the shards
+    /// are read (`shard_array_refs_stream`): pieces of at most 64 KiB, in order, on the calling
+    /// thread, each valid only during the call. Holds a batch of references, never the text,
+    /// so sets too large for a string fit; but a failure part way (the store, a damaged index,
+    /// `piece` throwing) leaves `piece` having received the text's first part: write to a
+    /// temporary and keep it only when this returns. Thread-safe (not while another thread
+    /// writes the array). Throws what `kerchunk_refs` throws, or what `piece` threw (rethrown
+    /// as it was once the C call has returned; the library calls `piece` no more after it).
+    template <class Piece,
+              std::enable_if_t<std::is_invocable_v<Piece &, std::string_view>, int> = 0>
+    void write_kerchunk_refs(Piece &&piece, std::string_view url_prefix, int version = 1,
+                             std::uint32_t zarr_format = 3, std::string_view name = {}) const {
+        require_open();
+        const std::uint32_t format = refs_format(version);
+        detail::CallableSink<std::remove_reference_t<Piece>> sink(piece);
+        detail::call_with_receiver(sink, [&] {
+            return shard_array_refs_stream(get(), format, zarr_format, url_prefix.data(),
+                                           url_prefix.size(), name.data(), name.size(),
+                                           &decltype(sink)::write, &sink);
+        });
+    }
+
+    /// `write_kerchunk_refs` into `out`: each piece written with `out.write`. A stream that
+    /// fails (`badbit`/`failbit` after a write) stops the call with `std::ios_base::failure`,
+    /// as does one whose `exceptions()` make it throw; what reached `out` before is the text's
+    /// first part, which the caller discards.
+    void write_kerchunk_refs(std::ostream &out, std::string_view url_prefix, int version = 1,
+                             std::uint32_t zarr_format = 3, std::string_view name = {}) const {
+        write_kerchunk_refs(
+            [&out](std::string_view piece) {
+                out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+                if (!out)
+                    throw std::ios_base::failure(
+                        "writing the kerchunk reference set: the stream failed");
+            },
+            url_prefix, version, zarr_format, name);
     }
 
     /// Write the array's kerchunk reference set in the Parquet layout of fsspec's
@@ -2134,6 +2188,15 @@ class Array {
     // An empty array always reports SHARD_ERR_NULL_POINTER, before the binding's own checks.
     void require_open() const {
         if (!ptr_) throw Error(SHARD_ERR_NULL_POINTER, "`array` must not be NULL (empty Array)");
+    }
+
+    // The C format of kerchunk's JSON version 0 or 1; `Error` for another.
+    static std::uint32_t refs_format(int version) {
+        if (version != 0 && version != 1)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: kerchunk reference set version " +
+                            std::to_string(version) + " (0 or 1)");
+        return version == 0 ? SHARD_REFS_JSON_V0 : SHARD_REFS_JSON_V1;
     }
 
     std::unique_ptr<shard_array, detail::ArrayDeleter> ptr_;

@@ -1830,6 +1830,75 @@ static void test_array_kerchunk_refs_store_errors() {
     EXPECT_ERROR((void)Array().kerchunk_refs(url), SHARD_ERR_NULL_POINTER);
 }
 
+// write_kerchunk_refs hands over the text of the C API's two-call copy (shard_array_refs),
+// into a std::ostream and piece by piece to a callable (pieces of at most 64 KiB; a 100 000-byte
+// URL prefix makes several); what the callable throws comes back as it was, and the library
+// calls it no more; a failing stream throws std::ios_base::failure; a failing store throws
+// Error with the store's code, after at most the text's first part.
+static void test_array_write_kerchunk_refs() {
+    CountingStore store;
+    Array::open(ZARR_JSON, store.inner).write_region({0, 0}, {4, 4}, std::vector<std::uint16_t>(16, 7));
+    Array::open(ZARR_JSON, store.inner).write_region({20, 24}, {4, 4}, std::vector<std::uint16_t>(16, 9));
+    const Array array = Array::open(ZARR_JSON, std::ref(store));
+    const std::string url = "s3://bucket/a.zarr", long_url(100000, 'u');
+
+    std::ostringstream os;
+    array.write_kerchunk_refs(os, url);
+    CHECK(os.str() == refs_by_copy(array, SHARD_REFS_JSON_V1, 3, url, ""));
+    std::ostringstream os2;
+    array.write_kerchunk_refs(os2, url, 0, 2, "img");
+    CHECK(os2.str() == refs_by_copy(array, SHARD_REFS_JSON_V0, 2, url, "img"));
+    CHECK(contains(os2.str(), "\"img/0.0\":"));
+
+    std::vector<std::string> pieces;
+    array.write_kerchunk_refs([&](std::string_view p) { pieces.emplace_back(p); }, long_url, 0);
+    std::string joined;
+    std::size_t biggest = 0;
+    for (const auto &p : pieces) {
+        joined += p;
+        biggest = std::max(biggest, p.size());
+    }
+    CHECK(joined == refs_by_copy(array, SHARD_REFS_JSON_V0, 3, long_url, ""));
+    CHECK(joined.size() > 2 * 65536 && pieces.size() >= 3 && biggest <= 65536);
+
+    struct Stop {};
+    int calls = 0;
+    try {
+        array.write_kerchunk_refs([&](std::string_view) { calls++; throw Stop{}; }, long_url, 0);
+        check_failed(__LINE__, "write_kerchunk_refs: no exception from the throwing callable");
+    } catch (const Stop &) {
+    }
+    CHECK(calls == 1);
+
+    std::ostringstream bad;
+    bad.setstate(std::ios::badbit);
+    try {
+        array.write_kerchunk_refs(bad, url);
+        check_failed(__LINE__, "write_kerchunk_refs: no exception from a bad stream");
+    } catch (const std::ios_base::failure &e) {
+        CHECK(contains(e.what(), "writing the kerchunk reference set"));
+    }
+    CHECK(bad.str().empty());
+
+    const std::string want = refs_by_copy(array, SHARD_REFS_JSON_V1, 3, url, "");
+    std::string got;
+    store.failing = true;
+    store.fail_key = "c/1/1";
+    store.fail_kind = Kind::System;
+    auto e = EXPECT_ERROR(array.write_kerchunk_refs([&](std::string_view p) { got += p; }, url),
+                          SHARD_ERR_IO);
+    CHECK(e && e->io_code() == ENOSPC && contains(e->host_message(), "disk full"));
+    CHECK(want.compare(0, got.size(), got) == 0 && got.size() < want.size());
+    store.failing = false;
+
+    calls = 0;
+    const auto count = [&](std::string_view) { calls++; };
+    EXPECT_ERROR(array.write_kerchunk_refs(count, url, 2), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(array.write_kerchunk_refs(count, url, 1, 4), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(Array().write_kerchunk_refs(count, url), SHARD_ERR_NULL_POINTER);
+    CHECK(calls == 0);
+}
+
 // ZARR_JSON with shards c/0/0 and c/1/1 written whole (every inner chunk stored, values
 // 1.. and 1001..): the store and the array over it.
 static Array verify_fixture(const MemoryStore &store) {
@@ -2626,6 +2695,7 @@ int main(int argc, char **argv) {
     RUN(test_array_kerchunk_refs);
     RUN(test_array_kerchunk_refs_one_read_per_shard);
     RUN(test_array_kerchunk_refs_store_errors);
+    RUN(test_array_write_kerchunk_refs);
     RUN(test_array_kerchunk_refs_parquet);
     RUN(test_array_kerchunk_refs_parquet_dir);
     RUN(test_array_verify);
