@@ -511,8 +511,10 @@ pub enum JsonVersion {
 /// writes for [`References::from_array`]'s set, byte for byte, holding the references of at
 /// most a batch of index reads (1024 shards or 65 536 references, whichever is fewer) and one
 /// slab (the shards that share their first grid coordinate: only their chunks interleave in C
-/// order of the unsharded grid) instead of the whole set. Reads as `from_array` does; a failure part way leaves part of the text in `out` (write to a
-/// temporary, as `zarrshard refs` does). Errors as `from_array`, and `out`'s as
+/// order of the unsharded grid) instead of the whole set. Reads as `from_array` does; a failure
+/// part way leaves the text's first part in `out` (written in pieces of up to 64 KiB; nothing
+/// more is written after the failure, so one before the first 64 KiB of text leaves nothing): write
+/// to a temporary, as `zarrshard refs` does. Errors as `from_array`, and `out`'s as
 /// [`Error::Io`] (its OS error number as the code, or -1, as [`Error::io_at`] gives).
 pub fn write_json_from_array<S: Store>(
     array: &Array<S>,
@@ -529,14 +531,22 @@ pub fn write_json_from_array<S: Store>(
         code: e.raw_os_error().unwrap_or(-1),
         message: format!("writing the reference set: {e}"),
     };
-    text.begin(&mut out).map_err(failed)?;
-    walk_refs(array, &unsharded, |refs| {
-        refs.iter()
-            .try_for_each(|c| text.chunk(&mut out, c))
-            .map_err(failed)
-    })?;
-    text.end(&mut out).map_err(failed)?;
-    out.flush().map_err(failed)
+    let mut write = || {
+        text.begin(&mut out).map_err(failed)?;
+        walk_refs(array, &unsharded, |refs| {
+            refs.iter()
+                .try_for_each(|c| text.chunk(&mut out, c))
+                .map_err(failed)
+        })?;
+        text.end(&mut out).map_err(failed)?;
+        out.flush().map_err(failed)
+    };
+    let written = write();
+    if written.is_err() {
+        // Nothing more reaches `out` after a failure (dropping the buffer would flush it).
+        drop(out.into_parts());
+    }
+    written
 }
 
 /// The text of a JSON reference set, piece by piece: [`JsonText::begin`], one

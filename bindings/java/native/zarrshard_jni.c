@@ -47,6 +47,7 @@ static JavaVM *g_vm;
 static jclass g_ShardException, g_NotFound, g_NullPointerException, g_IllegalArgumentException,
     g_IllegalStateException, g_OutOfMemoryError, g_ByteBuffer;
 static jclass g_Capabilities, g_Listing;
+static jmethodID g_OutputStream_write;
 static jmethodID g_store_open, g_store_release, g_Capabilities_of, g_Listing_of;
 static jmethodID g_ShardException_fromNative, g_io_read, g_io_readSuffix, g_io_size, g_io_write,
     g_io_truncate, g_io_remove, g_ByteBuffer_asReadOnlyBuffer, g_ByteBuffer_position;
@@ -753,6 +754,10 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
         g_store_release = (*env)->GetMethodID(env, io, "release", "(Lio/zarrshard/ShardIO;)V");
     (*env)->DeleteLocalRef(env, io);
     if (g_store_release == NULL) return JNI_ERR;
+    if ((io = (*env)->FindClass(env, "java/io/OutputStream")) == NULL) return JNI_ERR;
+    g_OutputStream_write = (*env)->GetMethodID(env, io, "write", "([BII)V");
+    (*env)->DeleteLocalRef(env, io);
+    if (g_OutputStream_write == NULL) return JNI_ERR;
     if ((g_Listing = global_class(env, "io/zarrshard/Listing")) == NULL) return JNI_ERR;
     g_Listing_of = (*env)->GetStaticMethodID(env, g_Listing, "of",
                                              "(Lio/zarrshard/ShardStore;[B)[Ljava/lang/Object;");
@@ -1407,6 +1412,90 @@ out:
     free(url_buf);
     free(name_buf);
     return result;
+}
+
+/* The kerchunk reference set as shard_array_refs_stream hands it over, as the shards are read:
+ * each piece copied into one reused Java array and written with out.write(buf, 0, n). */
+#define REFS_PIECE 65536
+typedef struct {
+    JNIEnv *env;
+    jobject out;
+    jbyteArray buf;   /* REFS_PIECE bytes */
+    jthrowable threw; /* what out.write threw (a global ref), or NULL */
+    int failed;       /* out.write threw (`threw` NULL: keeping it ran out of memory) */
+} refs_stream;
+
+/* shard_sink_fn: runs on the thread of arrayRefsStream, inside the library call (the library
+ * calls its sink there), so that thread's JNIEnv is the one to use. An exception from
+ * out.write is cleared (it must not stay pending while the library runs) and kept; the
+ * non-zero return stops the call and the library calls the sink no more. */
+static int32_t refs_stream_sink(void *ud, const uint8_t *data, size_t len) {
+    refs_stream *t = (refs_stream *)ud;
+    JNIEnv *env = t->env;
+    while (len > 0) {
+        jsize n = (jsize)(len < REFS_PIECE ? len : REFS_PIECE);
+        jthrowable exc;
+        (*env)->SetByteArrayRegion(env, t->buf, 0, n, (const jbyte *)data);
+        if (!(*env)->ExceptionCheck(env))
+            (*env)->CallVoidMethod(env, t->out, g_OutputStream_write, t->buf, (jint)0, (jint)n);
+        if ((*env)->ExceptionCheck(env)) {
+            exc = (*env)->ExceptionOccurred(env);
+            (*env)->ExceptionClear(env);
+            if (exc != NULL) {
+                t->threw = (jthrowable)(*env)->NewGlobalRef(env, exc);
+                (*env)->DeleteLocalRef(env, exc);
+            }
+            if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
+            t->failed = 1;
+            return IO_JAVA_EXCEPTION;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* The kerchunk reference set written to `out` as the shards are read (one
+ * shard_array_refs_stream call). What out.write threw is rethrown as it was; when NewGlobalRef
+ * could not keep it, an OutOfMemoryError. Other failures: ShardException, as arrayRefs. */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayRefsStream(JNIEnv *env, jclass cls,
+                                                               jlong array, jint format,
+                                                               jint zarr_format, jbyteArray url,
+                                                               jbyteArray name, jobject out) {
+    uint8_t *url_buf = NULL, *name_buf = NULL;
+    size_t url_len = 0, name_len = 0;
+    refs_stream t;
+    shard_status st;
+    scope s;
+    jthrowable cause;
+    (void)cls;
+    memset(&t, 0, sizeof t);
+    if (!live(env, array)) return;
+    if ((url_buf = get_bytes(env, url, &url_len)) == NULL) return;
+    if (name != NULL && (name_buf = get_bytes(env, name, &name_len)) == NULL) goto out;
+    if ((t.buf = (*env)->NewByteArray(env, REFS_PIECE)) == NULL) goto out;
+    t.env = env;
+    t.out = out;
+    scope_begin(&s);
+    st = shard_array_refs_stream(ARRAY(array), (uint32_t)format, (uint32_t)zarr_format,
+                                 (const char *)url_buf, url_len, (const char *)name_buf, name_len,
+                                 refs_stream_sink, &t);
+    if (t.failed) {
+        /* The sink stopped the call: no ShardIO failed after it. */
+        cause = scope_end(env, &s);
+        if (cause != NULL) (*env)->DeleteLocalRef(env, cause);
+        if (t.threw != NULL)
+            (*env)->Throw(env, t.threw);
+        else
+            throw_oom(env);
+    } else {
+        finish(env, &s, st);
+    }
+out:
+    if (t.threw != NULL) (*env)->DeleteGlobalRef(env, t.threw);
+    if (t.buf != NULL) (*env)->DeleteLocalRef(env, t.buf);
+    free(url_buf);
+    free(name_buf);
 }
 
 /* The Parquet reference set written through the host store `out`, borrowed for the call: a

@@ -99,6 +99,13 @@ final class Native {
     static native byte[] arrayRefs(long array, int format, int zarrFormat, byte[] urlPrefix,
             byte[] name);
 
+    /**
+     * The same text written to {@code out} as the shards are read; what {@code out.write}
+     * throws is rethrown as it was.
+     */
+    static native void arrayRefsStream(long array, int format, int zarrFormat, byte[] urlPrefix,
+            byte[] name, java.io.OutputStream out) throws java.io.IOException;
+
     static native void arrayRefsParquet(long array, byte[] urlPrefix, byte[] name,
             long recordSize, ShardStore out);
 

@@ -1,5 +1,7 @@
 package io.zarrshard;
 
+import java.io.IOException;
+import java.io.OutputStream;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -193,6 +195,55 @@ public final class ShardArray implements AutoCloseable {
             ref.release();
         }
         return new String(json, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * {@link #writeKerchunkRefs(OutputStream, String, int, int, String)} with version 1, Zarr
+     * v3 metadata and the keys at the root.
+     *
+     * @param out where the JSON text goes, as UTF-8 bytes
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @throws IOException what {@code out.write} threw
+     * @throws ShardException as {@link #kerchunkRefs(String, int, int, String)}
+     */
+    public void writeKerchunkRefs(OutputStream out, String urlPrefix) throws IOException {
+        writeKerchunkRefs(out, urlPrefix, REFS_JSON_V1, 3, null);
+    }
+
+    /**
+     * The text of {@link #kerchunkRefs(String, int, int, String)} written to {@code out} as
+     * UTF-8 bytes as the shards are read (C {@code shard_array_refs_stream}): the library holds
+     * a batch of references, never the text, so a set larger than a Java array or the heap can
+     * be written; {@code out.write(byte[], int, int)} gets pieces of at most 64 KiB, on the
+     * calling thread. A failure part way (the store, a damaged index, {@code out} throwing)
+     * leaves the text's first part written to {@code out}: write to a temporary file and move
+     * it into place when this returns. {@code out} is neither flushed nor closed. Thread-safe,
+     * but not while another thread writes the array.
+     *
+     * @param out where the JSON text goes; the library calls it no more after it threw
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @param version {@link #REFS_JSON_V0} or {@link #REFS_JSON_V1}; passed to the library as
+     *     given
+     * @param zarrFormat 3 or 2, as for {@link #kerchunkRefs(String, int, int, String)}
+     * @param name null or empty for keys at the root, else the keys go under {@code name/}
+     * @throws IOException what {@code out.write} threw (any other exception or error it threw
+     *     is rethrown as it was too)
+     * @throws ShardException as {@link #kerchunkRefs(String, int, int, String)}, before any
+     *     byte is written for a bad argument
+     * @throws OutOfMemoryError when the exception {@code out} threw could not be kept
+     */
+    public void writeKerchunkRefs(OutputStream out, String urlPrefix, int version,
+            int zarrFormat, String name) throws IOException {
+        Objects.requireNonNull(out, "out");
+        Objects.requireNonNull(urlPrefix, "urlPrefix");
+        byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);
+        byte[] n = name == null ? null : name.getBytes(StandardCharsets.UTF_8);
+        long h = ref.acquire();
+        try {
+            Native.arrayRefsStream(h, version, zarrFormat, url, n, out);
+        } finally {
+            ref.release();
+        }
     }
 
     /** The arguments both Parquet outputs check before the library does. */

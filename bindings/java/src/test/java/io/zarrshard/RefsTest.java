@@ -255,6 +255,98 @@ public class RefsTest {
                 () -> closed.kerchunkRefsParquet(URL, "fx", 5, new MemoryShardStore()));
     }
 
+    /** An OutputStream that keeps what it is given and the length of each write. */
+    private static class PieceStream extends java.io.OutputStream {
+        final java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        final List<Integer> pieces = new ArrayList<>();
+
+        @Override
+        public void write(int b) {
+            throw new AssertionError("the library writes arrays");
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            pieces.add(len);
+            bytes.write(b, off, len);
+        }
+    }
+
+    /**
+     * {@link ShardArray#writeKerchunkRefs} writes the text {@link ShardArray#kerchunkRefs}
+     * returns (v1; v0 with v2 metadata under a name; v0 with a URL prefix of 100000 characters,
+     * several pieces of at most 64 KiB). What the stream throws comes back as it was (an
+     * IOException, a RuntimeException), after one write; a failing store is a ShardException
+     * with the store's exception as its cause; argument errors write nothing.
+     */
+    @Test
+    public void writeKerchunkRefsStreamsTheSameText() throws Exception {
+        String longUrl = URL + "/" + "u".repeat(100000 - URL.length() - 1);
+        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+            PieceStream out = new PieceStream();
+            array.writeKerchunkRefs(out, URL);
+            assertEquals(array.kerchunkRefs(URL), out.bytes.toString(StandardCharsets.UTF_8));
+            out = new PieceStream();
+            array.writeKerchunkRefs(out, URL, ShardArray.REFS_JSON_V0, 2, "img");
+            String v2 = array.kerchunkRefs(URL, ShardArray.REFS_JSON_V0, 2, "img");
+            assertEquals(v2, out.bytes.toString(StandardCharsets.UTF_8));
+            assertTrue(v2.contains("\"img/.zarray\""));
+            out = new PieceStream();
+            array.writeKerchunkRefs(out, longUrl, ShardArray.REFS_JSON_V0, 3, null);
+            assertEquals(array.kerchunkRefs(longUrl, ShardArray.REFS_JSON_V0, 3, null),
+                    out.bytes.toString(StandardCharsets.UTF_8));
+            assertTrue(out.pieces.toString(), out.pieces.size() >= 3);
+            for (int n : out.pieces) {
+                assertTrue(out.pieces.toString(), n > 0 && n <= 65536);
+            }
+
+            IOException full = new IOException("disk full");
+            RuntimeException odd = new IllegalStateException("stream closed");
+            for (Exception thrown : new Exception[] {full, odd}) {
+                int[] writes = {0};
+                java.io.OutputStream failing = new java.io.OutputStream() {
+                    @Override
+                    public void write(int b) {
+                        throw new AssertionError("the library writes arrays");
+                    }
+
+                    @Override
+                    public void write(byte[] b, int off, int len) throws IOException {
+                        writes[0]++;
+                        if (thrown instanceof IOException) {
+                            throw (IOException) thrown;
+                        }
+                        throw (RuntimeException) thrown;
+                    }
+                };
+                Exception e = assertThrows(Exception.class,
+                        () -> array.writeKerchunkRefs(failing, longUrl, 0, 3, null));
+                assertSame(thrown, e);
+                assertEquals(1, writes[0]);
+            }
+
+            PieceStream none = new PieceStream();
+            expect(Status.INVALID_ARGUMENT, () -> array.writeKerchunkRefs(none, URL, 2, 3, null));
+            expect(Status.INVALID_ARGUMENT, () -> array.writeKerchunkRefs(none, URL, 1, 4, null));
+            assertEquals(0, none.bytes.size());
+            assertThrows(NullPointerException.class, () -> array.writeKerchunkRefs(null, URL));
+            assertThrows(NullPointerException.class, () -> array.writeKerchunkRefs(none, null));
+        }
+        IOException boom = new IOException("store down");
+        try (ShardArray array = fixture(key -> {
+            throw boom;
+        })) {
+            PieceStream out = new PieceStream();
+            ShardException e = expect(Status.IO, () -> array.writeKerchunkRefs(out, URL));
+            assertSame(boom, e.getCause());
+            assertEquals(0, out.bytes.size()); // every shard fails: not even the metadata
+        }
+        ShardArray closed = fixture(ShardStore.directory(dir));
+        closed.close();
+        assertThrows(IllegalStateException.class,
+                () -> closed.writeKerchunkRefs(new PieceStream(), URL));
+    }
+
     /**
      * A ShardIO over a {@link MemoryShardIO} that counts its calls into {@code calls}:
      * {read, readSuffix, size, write}. Without readSuffix (the library then reads an index at
