@@ -487,7 +487,7 @@ static shard_array *array_open(const char *json, size_t json_len, shard_store_ca
 /* ---- the sink: cb_sink appending to kerchunk_refs's IOBuffer, in C ------------------------
  * kerchunk_refs passes CB_SINK[] and pointer_from_objref(out), out = IOBuffer(); cb_sink
  * appends each piece (unsafe_write) and returns 0, or, when appending threw, the exception's
- * code (fail here); String(take!(out)) is the text. Also counts the pieces and the largest
+ * code (fail here); String(take!(out[])) is the text. Also counts the pieces and the largest
  * (not part of the example). */
 typedef struct {
     char *data;
@@ -496,6 +496,12 @@ typedef struct {
     size_t biggest;
     int32_t fail; /* non-zero: return this instead of appending */
 } text_sink;
+
+/* refs_json: the text kerchunk_refs returned at [38g] for the url g_refs_url, compared at
+ * [38i]. */
+static char *g_refs_json;
+static size_t g_refs_json_len;
+static char g_refs_url[2 * 4096 + 16];
 
 static int32_t sink_append(void *ud, const uint8_t *data, size_t len) {
     text_sink *t = (text_sink *)ud;
@@ -1300,11 +1306,11 @@ int main(int argc, char **argv) {
             for (i = 0; i < refs.n; i++) free(refs.e[i].io.data);
 
             /* julia: refs_json = kerchunk_refs(arr, url)                                    [38g]
-             * C:     out = IOBuffer() (no C call)
+             * C:     out = Ref{IO}(IOBuffer()) (no C call)
              *        shard_array_refs_write(arr, SHARD_REFS_JSON_V1, 3, url, sizeof(url), "", 0,
              *                               CB_SINK[], pointer_from_objref(out))
              *        -> the array's store opens the 4 shards, one index read each; cb_sink
-             *        appends each piece (at most 64 KiB) to out; String(take!(out))
+             *        appends each piece (at most 64 KiB) to out[]; String(take!(out[]))
              * julia: startswith(refs_json, "{\"version\":1,") &&
              *        occursin("\"u\":\"$url\"", refs_json) && count("[\"{{u}}/c/", refs_json) == 12
              *        (version 1: the url is the template "u"; the 12 stored inner chunks, each
@@ -1325,7 +1331,7 @@ int main(int argc, char **argv) {
                          "[38g] shard_array_refs_write");
                 write_opens = store_opens;
                 write_reads = reads();
-                /* julia: String(take!(out)), then the example's three tests */
+                /* julia: String(take!(out[])), then the example's three tests */
                 snprintf(tmpl, sizeof tmpl, "\"u\":\"%s\"", url);
                 for (p = t.data; p != NULL && (p = strstr(p, "[\"{{u}}/c/")) != NULL; p++) nrefs++;
                 check(t.data != NULL && strncmp(t.data, "{\"version\":1,", 13) == 0 &&
@@ -1367,7 +1373,9 @@ int main(int argc, char **argv) {
                 check(st == SHARD_ERR_IO && e.io_code == 0x4A4C4558 && u.pieces == 1,
                       "[38g] a failing sink: status %d (want %d), io code %d, %lu call(s), \"%s\"",
                       (int)st, (int)SHARD_ERR_IO, (int)e.io_code, u.pieces, e.message);
-                free(t.data);
+                g_refs_json = t.data; /* refs_json and url, for [38i] */
+                g_refs_json_len = t.len;
+                memcpy(g_refs_url, url, sizeof g_refs_url);
                 free(u.data);
             }
         }
@@ -1392,6 +1400,37 @@ int main(int argc, char **argv) {
                   (unsigned long)n, pl.seen);
             check(store_opens == 4 && calls_of[K_DESTROY] == 4,
                   "[38h] every shard checked: %lu open_object, %lu destroy", store_opens, calls_of[K_DESTROY]);
+        }
+
+        /* julia: streamed = IOBuffer() (no C call)
+         *        kerchunk_refs(streamed, arr, url)                                         [38i]
+         * C:     box = Ref{IO}(streamed) (no C call)
+         *        shard_array_refs_stream(arr, SHARD_REFS_JSON_V1, 3, url, sizeof(url), "", 0,
+         *                                CB_SINK[], pointer_from_objref(box))
+         *        -> the store listed once, the 4 shards opened, one index read each; cb_sink
+         *        writes each piece (at most 64 KiB) to streamed
+         * julia: String(take!(streamed)) == refs_json                                      */
+        {
+            text_sink t;
+            memset(&t, 0, sizeof t);
+            store_opens = 0;
+            store_lists = 0;
+            memset(calls_of, 0, sizeof calls_of);
+            CHECK_OK(shard_array_refs_stream(arr, SHARD_REFS_JSON_V1, 3, g_refs_url,
+                                             strlen(g_refs_url), "", 0, sink_append, &t),
+                     "[38i] shard_array_refs_stream");
+            check(g_refs_json != NULL && t.len == g_refs_json_len &&
+                      memcmp(t.data, g_refs_json, t.len) == 0,
+                  "[38i] kerchunk_refs(streamed, arr, url) wrote refs_json ([38g]'s %zu bytes): %zu bytes",
+                  g_refs_json_len, t.len);
+            check(store_lists == 1 && store_opens == 4 && reads() == 4 && calls_of[K_DESTROY] == 4,
+                  "[38i] one listing, one index read per shard: %lu list, %lu open_object, %lu read(s)",
+                  store_lists, store_opens, reads());
+            check(t.pieces >= 1 && t.biggest <= 65536, "[38i] %lu piece(s) of at most 64 KiB",
+                  t.pieces);
+            free(t.data);
+            free(g_refs_json);
+            g_refs_json = NULL;
         }
 
         /* julia: close(arr)                                                                [39]

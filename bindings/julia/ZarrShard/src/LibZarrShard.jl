@@ -253,6 +253,23 @@ function shard_array_refs_write(array, format, zarr_format, url_prefix, url_pref
 end
 
 """
+`shard_status shard_array_refs_stream(const shard_array *array, uint32_t format,
+uint32_t zarr_format, const char *url_prefix, size_t url_prefix_len, const char *name,
+size_t name_len, shard_sink_fn sink, void *userdata)`
+
+As `shard_array_refs_write`, but the pieces come as the shards are read (the library holds a
+batch of references, not the text); after a failure the sink has had the text's first part.
+"""
+function shard_array_refs_stream(array, format, zarr_format, url_prefix, url_prefix_len, name,
+                                 name_len, sink, userdata)
+    ccall((:shard_array_refs_stream, libzarrshard), Cint,
+          (Ptr{shard_array}, UInt32, UInt32, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t,
+           Ptr{Cvoid}, Ptr{Cvoid}),
+          array, format, zarr_format, url_prefix, url_prefix_len, name, name_len,
+          sink, userdata)
+end
+
+"""
 `shard_status shard_array_refs_parquet_dir(const shard_array *array, const char *url_prefix,
 size_t url_prefix_len, const char *name, size_t name_len, uint64_t record_size,
 const char *dir, size_t dir_len)`

@@ -925,8 +925,8 @@ value), keys under `name/` when `name` is not empty.
 One C call, `shard_array_refs_write`: the library reads each stored shard's index once
 (through the array's store, on this task's thread; only the listed shards when the store lists,
 see [`list_keys`](@ref)), builds the whole set, then hands its text in pieces of
-at most 64 KiB to a `@cfunction` sink (`cb_sink`) that appends them to an `IOBuffer`, whose
-address is the call's `userdata` (rooted by `GC.@preserve` for the call). (The copying
+at most 64 KiB to a `@cfunction` sink (`cb_sink`) that appends them to an `IOBuffer`, held by
+a `Ref{IO}` whose address is the call's `userdata` (rooted by `GC.@preserve` for the call). (The copying
 `shard_array_refs` needs a size query and then the copy, which read every index twice.)
 
 Thread-safe (not while another task writes the array). Throws `ArgumentError` for a
@@ -944,12 +944,45 @@ function kerchunk_refs(a::ShardArray, url_prefix::AbstractString; version::Integ
     format = version == 0 ? L.SHARD_REFS_JSON_V0 : L.SHARD_REFS_JSON_V1
     url = String(url_prefix)
     nm = String(name)
-    out = IOBuffer()   # the sink's userdata: cb_sink appends each piece here
+    out = Ref{IO}(IOBuffer())   # the sink's userdata: cb_sink appends each piece there
     GC.@preserve out begin
         @check L.shard_array_refs_write(a, format, UInt32(zarr_format), url, sizeof(url), nm,
                                         sizeof(nm), CB_SINK[], pointer_from_objref(out))
     end
-    return String(take!(out))
+    return String(take!(out[]))
+end
+
+"""
+    kerchunk_refs(io::IO, a::ShardArray, url_prefix; version=1, zarr_format=3, name="") -> nothing
+
+The same JSON text as `kerchunk_refs(a, url_prefix; …)`, written to `io` as the shards are
+read (`shard_array_refs_stream`): the library holds a batch of references, never the text,
+so a set too large to hold as a `String` fits. Each piece (at most 64 KiB) goes to
+`unsafe_write(io, …)` through the same `@cfunction` sink (`cb_sink`), whose `userdata` is the
+address of a `Ref{IO}` holding `io` (rooted by `GC.@preserve` for the call). `io` is neither
+flushed nor closed.
+
+The write runs in the middle of the C call, on this task's thread: give an `IOStream` (a
+file) or an `IOBuffer`, whose writes do not yield; a socket or pipe may yield, which is safe
+only from a task that does not migrate between threads (see the README).
+
+A failure part way (the store, a damaged index, `io` throwing) leaves the text's first part
+written to `io`: write to a temporary file and move it into place when the call returns.
+Throws as `kerchunk_refs(a, url_prefix; …)`; what `io` threw is the `ZarrShardError`'s `cause`
+(`SHARD_ERR_IO`), and the library writes nothing more after it.
+"""
+function kerchunk_refs(io::IO, a::ShardArray, url_prefix::AbstractString; version::Integer=1,
+                       zarr_format::Integer=3, name::AbstractString="")
+    version in (0, 1) || throw(ArgumentError("reference set version must be 0 or 1, got $version"))
+    format = version == 0 ? L.SHARD_REFS_JSON_V0 : L.SHARD_REFS_JSON_V1
+    url = String(url_prefix)
+    nm = String(name)
+    box = Ref{IO}(io)   # the sink's userdata (an IO may be immutable: no address of its own)
+    GC.@preserve box begin
+        @check L.shard_array_refs_stream(a, format, UInt32(zarr_format), url, sizeof(url), nm,
+                                         sizeof(nm), CB_SINK[], pointer_from_objref(box))
+    end
+    return nothing
 end
 
 """

@@ -454,19 +454,23 @@ function store_table(userdata::Ptr{Cvoid})
 end
 
 # ---------------------------------------------------------------------------------------------
-# The sink: text the library hands over in pieces (shard_array_refs_write, for kerchunk_refs)
+# The sink: text the library hands over in pieces (shard_array_refs_write and
+# shard_array_refs_stream, for the two kerchunk_refs methods)
 
 # int32_t (*shard_sink_fn)(void *userdata, const uint8_t *data, size_t len)
-# userdata is the address of the IOBuffer kerchunk_refs collects the text in (rooted there by
-# GC.@preserve for the call); `data` is the library's, valid only during the call: appended
-# (copied), never kept. Runs on the calling task's thread; an IOBuffer write does not yield.
-# An exception (say OutOfMemoryError) becomes a non-zero code, which stops the call with
-# SHARD_ERR_IO; kerchunk_refs's @check then throws the ZarrShardError carrying it as `cause`.
+# userdata is the address of a Ref{IO} holding where the text goes: the IOBuffer kerchunk_refs
+# collects it in, or the caller's IO for kerchunk_refs(io, …) (boxed, since an IO may be
+# immutable, e.g. an IOContext; the box rooted by GC.@preserve for the call);
+# `data` is the library's, valid only during the call: written (copied), never kept. Runs on
+# the calling task's thread, in the middle of the C call: an IOBuffer or IOStream write does
+# not yield (a socket's may: see kerchunk_refs(io, …)). An exception (say OutOfMemoryError,
+# or the IO's own error) becomes a non-zero code, which stops the call with SHARD_ERR_IO; the
+# @check then throws the ZarrShardError carrying it as `cause`.
 function cb_sink(ud::Ptr{Cvoid}, data::Ptr{UInt8}, len::Csize_t)::Int32
     try
-        out = unsafe_pointer_to_objref(ud)::Base.GenericIOBuffer
+        out = (unsafe_pointer_to_objref(ud)::Base.RefValue{IO})[]
         unsafe_write(out, data, len) == len ||
-            throw(EOFError())   # an IOBuffer takes all of it unless it cannot grow
+            throw(EOFError())   # a short write: the IO took less than the piece
         return Int32(0)
     catch e
         return _callback_failed(e)
