@@ -565,30 +565,16 @@ pub unsafe extern "C" fn shard_array_refs_write(
 ) -> shard_status {
     guard(|| {
         // SAFETY: per the documented contract.
-        let h = unsafe { shard_array::borrow(array, "array") }?;
-        let request = unsafe {
-            RefsRequest::new(
+        unsafe {
+            refs_to_sink(
+                array,
                 format,
                 zarr_format,
-                url_prefix,
-                url_prefix_len,
-                name,
-                name_len,
+                (url_prefix, url_prefix_len),
+                (name, name_len),
+                (sink, userdata),
+                Delivery::Whole,
             )
-        }?;
-        let sink = sink.ok_or(Failure::Null("sink"))?;
-        // The whole text before the first piece (no partial set after a failing read): the
-        // text, some 40–60 bytes a chunk, rather than the references, some 150.
-        let text = request.text(&h.array)?;
-        let mut host = SinkWriter {
-            sink,
-            userdata,
-            failed: None,
-        };
-        match host.write_all(&text) {
-            Ok(()) => Ok(()),
-            // Writing the text fails only when the writer does, and only the sink fails it.
-            Err(_) => Err(sink_failed(host.failed.expect("only the sink fails the writer")).into()),
         }
     })
 }
@@ -625,31 +611,74 @@ pub unsafe extern "C" fn shard_array_refs_stream(
 ) -> shard_status {
     guard(|| {
         // SAFETY: per the documented contract.
-        let h = unsafe { shard_array::borrow(array, "array") }?;
-        let request = unsafe {
-            RefsRequest::new(
+        unsafe {
+            refs_to_sink(
+                array,
                 format,
                 zarr_format,
-                url_prefix,
-                url_prefix_len,
-                name,
-                name_len,
+                (url_prefix, url_prefix_len),
+                (name, name_len),
+                (sink, userdata),
+                Delivery::AsRead,
             )
-        }?;
-        let sink = sink.ok_or(Failure::Null("sink"))?;
-        let mut host = SinkWriter {
-            sink,
-            userdata,
-            failed: None,
-        };
-        let written = request.write(&h.array, &mut host);
-        match (written, host.failed) {
-            (Ok(()), _) => Ok(()),
-            // The writer fails only when the sink does: report its code, not the writer's.
-            (Err(_), Some(code)) => Err(sink_failed(code).into()),
-            (Err(e), None) => Err(e.into()),
         }
     })
+}
+
+/// When the sink calls hand the text over.
+enum Delivery {
+    /// All of it, written into memory first, so a failing read never reaches the sink
+    /// (`shard_array_refs_write`).
+    Whole,
+    /// As the shards are read (`shard_array_refs_stream`).
+    AsRead,
+}
+
+/// The body of the sink calls: the arguments checked, then the set's text handed to the
+/// host's sink as `delivery` says; a sink's failure reported with its code.
+///
+/// # Safety
+/// The pointers as the sink calls' contracts require.
+unsafe fn refs_to_sink(
+    array: *const shard_array,
+    format: u32,
+    zarr_format: u32,
+    (url_prefix, url_prefix_len): (*const c_char, usize),
+    (name, name_len): (*const c_char, usize),
+    (sink, userdata): (shard_sink_fn, *mut c_void),
+    delivery: Delivery,
+) -> std::result::Result<(), Failure> {
+    // SAFETY: per the caller's contract.
+    let h = unsafe { shard_array::borrow(array, "array") }?;
+    let request = unsafe {
+        RefsRequest::new(
+            format,
+            zarr_format,
+            url_prefix,
+            url_prefix_len,
+            name,
+            name_len,
+        )
+    }?;
+    let mut host = SinkWriter {
+        sink: sink.ok_or(Failure::Null("sink"))?,
+        userdata,
+        failed: None,
+    };
+    let written = match delivery {
+        // The text, some 40–60 bytes a chunk, rather than the references, some 150. Writing
+        // it fails only when the sink does, which `host.failed` tells.
+        Delivery::Whole => request.text(&h.array).map(|text| {
+            let _ = host.write_all(&text);
+        }),
+        Delivery::AsRead => request.write(&h.array, &mut host),
+    };
+    match (written, host.failed) {
+        // The sink's failure is reported with its code, not as the writer's error.
+        (_, Some(code)) => Err(sink_failed(code).into()),
+        (Ok(()), None) => Ok(()),
+        (Err(e), None) => Err(e.into()),
+    }
 }
 
 /// The error of a sink that returned `code` (non-zero).

@@ -696,10 +696,15 @@ static int32_t sink_append(void *userdata, const uint8_t *data, size_t len) {
     return 0;
 }
 
-/* shard_array_refs_write hands over the same text shard_array_refs copies, after one index
- * read per shard where the size query and the copy take two; in pieces of at most 64 KiB;
- * a failing sink stops the call with its code; a failing store never reaches the sink. */
-static void test_reference_set_to_a_sink(void) {
+/* The calls that hand the JSON text to a sink. */
+typedef shard_status (*refs_to_sink_fn)(const shard_array *, uint32_t, uint32_t, const char *,
+                                        size_t, const char *, size_t, shard_sink_fn, void *);
+
+/* `call` (shard_array_refs_write or shard_array_refs_stream) hands over the same text
+ * shard_array_refs copies, after one index read per shard where the size query and the copy
+ * take two; in pieces of at most 64 KiB; a failing sink stops the call with its code; a store
+ * failing before any piece is complete never reaches the sink; argument errors. */
+static void reference_set_to_a_sink(refs_to_sink_fn call) {
     mem_store s;
     shard_array *a;
     text_sink t;
@@ -728,8 +733,7 @@ static void test_reference_set_to_a_sink(void) {
 
     memset(&t, 0, sizeof t);
     store_reset(&s);
-    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
-           SHARD_OK);
+    EXPECT(call(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t), SHARD_OK);
     CHECK(store_reads(&s) == one_call);
     CHECK(t.len == n && memcmp(t.data, buf, n) == 0);
     CHECK(n > 2 * 65536 && t.pieces >= 3 && t.biggest <= 65536);
@@ -742,9 +746,7 @@ static void test_reference_set_to_a_sink(void) {
     EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, buf, n + 1, &n2),
            SHARD_OK);
     memset(&t, 0, sizeof t);
-    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, sink_append,
-                                  &t),
-           SHARD_OK);
+    EXPECT(call(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, sink_append, &t), SHARD_OK);
     CHECK(t.len == n && memcmp(t.data, buf, n) == 0 && t.pieces == 1);
     free(t.data);
 
@@ -752,7 +754,7 @@ static void test_reference_set_to_a_sink(void) {
     memset(&t, 0, sizeof t);
     t.fail = -77;
     t.fail_after = 1;
-    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
+    EXPECT(call(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
            SHARD_ERR_IO);
     CHECK(shard_last_io_code() == -77 && t.pieces == 1);
     CHECK(t.calls == 2); /* never called again after it refused a piece */
@@ -760,8 +762,7 @@ static void test_reference_set_to_a_sink(void) {
     /* The same with a set smaller than one piece (the one piece refused). */
     memset(&t, 0, sizeof t);
     t.fail = -78;
-    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, sink_append,
-                                  &t),
+    EXPECT(call(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, sink_append, &t),
            SHARD_ERR_IO);
     CHECK(shard_last_io_code() == -78 && t.calls == 1 && t.pieces == 0);
     free(t.data);
@@ -770,26 +771,27 @@ static void test_reference_set_to_a_sink(void) {
     memset(&t, 0, sizeof t);
     mem_io_reset_counters(s.objects[0]);
     mem_io_fail(s.objects[0], MEM_IO_ANY, 1, 5);
-    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
+    EXPECT(call(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
            SHARD_ERR_IO);
     CHECK(shard_last_io_code() == 5 && t.calls == 0 && t.data == NULL);
     mem_io_fail(s.objects[0], MEM_IO_ANY, 0, 0);
 
-    EXPECT(shard_array_refs_write(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, &t),
+    /* Argument errors, before any read or piece. */
+    store_reset(&s);
+    EXPECT(call(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, &t), SHARD_ERR_NULL_POINTER);
+    EXPECT(call(NULL, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append, &t),
            SHARD_ERR_NULL_POINTER);
-    EXPECT(shard_array_refs_write(NULL, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append,
-                                  &t),
-           SHARD_ERR_NULL_POINTER);
-    EXPECT(shard_array_refs_write(a, 2, 3, url, url_len, NULL, 0, sink_append, &t),
-           SHARD_ERR_INVALID_ARGUMENT);
-    EXPECT(shard_array_refs_write(a, 0, 4, url, url_len, NULL, 0, sink_append, &t),
-           SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(t.calls == 0);
+    EXPECT(call(a, 2, 3, url, url_len, NULL, 0, sink_append, &t), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(call(a, 0, 4, url, url_len, NULL, 0, sink_append, &t), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT(call(a, 0, 3, "\xff", 1, NULL, 0, sink_append, &t), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(t.calls == 0 && store_reads(&s) == 0);
     free(buf);
     free(url);
     shard_array_close(a);
     store_free(&s);
 }
+
+static void test_reference_set_to_a_sink(void) { reference_set_to_a_sink(shard_array_refs_write); }
 
 /* 3x32768 uint8, shards 1x32768 of 1x1 inner chunks, uncompressed: 32768 references a shard,
  * so the library reads the indexes two shards at a time (65 536 references) and has the first
@@ -810,99 +812,30 @@ static mem_io *object_at(mem_store *s, const char *key) {
     return NULL;
 }
 
-/* shard_array_refs_stream hands over the text shard_array_refs copies, one index read per
- * shard, in pieces of at most 64 KiB; a failing sink stops it with its code. A store failing
- * at the third shard leaves the host most of the first row's references, a prefix of the whole
- * text (shard_array_refs_write, in the same state, hands over nothing). */
+/* shard_array_refs_stream as shard_array_refs_write above; and a store failing at the third
+ * shard leaves the host most of the first row's references, a prefix of the whole text
+ * (shard_array_refs_write, in the same state, hands over nothing). */
 static void test_reference_set_streamed(void) {
     mem_store s;
-    shard_array *a;
+    shard_array *a = NULL;
     text_sink t;
-    char *whole, *url;
-    size_t n = 0, n2 = 0, url_len = 100000, row1;
-    uint64_t one_call, start[2] = {0, 0}, shape[2] = {3, 32768};
+    char *whole;
+    size_t n = 0, n2 = 0, row1;
+    uint64_t start[2] = {0, 0}, shape[2] = {3, 32768};
     shard_store_callbacks table;
     uint8_t *values;
     mem_io *third;
-    store_init(&s);
-    model_reset();
-    a = open_array(&s);
-    write_box(a, 0, 0, 4, 4, 100);
-    write_box(a, 16, 8, 4, 4, 200);
-    url = malloc(url_len + 1);
-    memset(url, 'u', url_len);
-    url[url_len] = '\0';
-
-    /* The same text as the copying call, v0 and v1 with v2 metadata under a name. */
-    store_reset(&s);
-    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, 0, &n),
-           SHARD_OK);
-    one_call = store_reads(&s);
-    whole = malloc(n + 1);
-    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, whole, n + 1, &n2),
-           SHARD_OK);
-    memset(&t, 0, sizeof t);
-    store_reset(&s);
-    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append,
-                                   &t),
-           SHARD_OK);
-    CHECK(store_reads(&s) == one_call);
-    CHECK(t.len == n && memcmp(t.data, whole, n) == 0);
-    CHECK(n > 2 * 65536 && t.pieces >= 3 && t.biggest <= 65536);
-    free(t.data);
-    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, NULL, 0, &n),
-           SHARD_OK);
-    whole = realloc(whole, n + 1);
-    EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3, whole, n + 1,
-                            &n2),
-           SHARD_OK);
-    memset(&t, 0, sizeof t);
-    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V1, 2, "http://h/a", 10, "img", 3,
-                                   sink_append, &t),
-           SHARD_OK);
-    CHECK(t.len == n && memcmp(t.data, whole, n) == 0 && t.pieces == 1);
-    free(t.data);
-
-    /* The sink's failure: SHARD_ERR_IO with its code, never called again. */
-    memset(&t, 0, sizeof t);
-    t.fail = -77;
-    t.fail_after = 1;
-    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, sink_append,
-                                   &t),
-           SHARD_ERR_IO);
-    CHECK(shard_last_io_code() == -77 && t.pieces == 1 && t.calls == 2);
-    free(t.data);
-
-    /* Argument errors, before any piece or read. */
-    memset(&t, 0, sizeof t);
-    store_reset(&s);
-    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0, NULL, &t),
-           SHARD_ERR_NULL_POINTER);
-    EXPECT(shard_array_refs_stream(NULL, SHARD_REFS_JSON_V0, 3, url, url_len, NULL, 0,
-                                   sink_append, &t),
-           SHARD_ERR_NULL_POINTER);
-    EXPECT(shard_array_refs_stream(a, 2, 3, url, url_len, NULL, 0, sink_append, &t),
-           SHARD_ERR_INVALID_ARGUMENT);
-    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 4, url, url_len, NULL, 0, sink_append,
-                                   &t),
-           SHARD_ERR_INVALID_ARGUMENT);
-    EXPECT(shard_array_refs_stream(a, SHARD_REFS_JSON_V0, 3, "\xff", 1, NULL, 0, sink_append,
-                                   &t),
-           SHARD_ERR_INVALID_ARGUMENT);
-    CHECK(t.calls == 0 && store_reads(&s) == 0);
-    shard_array_close(a);
-    store_free(&s);
+    reference_set_to_a_sink(shard_array_refs_stream);
 
     /* Three rows of shards, every chunk stored; the third shard's reads fail. */
     store_init(&s);
     table = store_table(&s);
-    a = NULL;
     EXPECT(shard_array_open(ROWS_JSON, strlen(ROWS_JSON), &table, &a), SHARD_OK);
     values = malloc(3 * 32768);
     for (n2 = 0; n2 < 3 * 32768; n2++) values[n2] = (uint8_t)(n2 % 251 + 1);
     EXPECT(shard_array_write_region(a, start, shape, 2, values, 3 * 32768), SHARD_OK);
     EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, "m", 1, NULL, 0, NULL, 0, &n), SHARD_OK);
-    whole = realloc(whole, n + 1);
+    whole = malloc(n + 1);
     EXPECT(shard_array_refs(a, SHARD_REFS_JSON_V0, 3, "m", 1, NULL, 0, whole, n + 1, &n2),
            SHARD_OK);
     third = object_at(&s, "c/2/0");
@@ -934,7 +867,6 @@ static void test_reference_set_streamed(void) {
     }
     free(values);
     free(whole);
-    free(url);
     shard_array_close(a);
     store_free(&s);
 }
