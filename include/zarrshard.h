@@ -657,8 +657,9 @@ shard_status shard_array_refs_write(const shard_array *array,
  * grid coordinate) and one piece. So a failure part way (a read, a corrupt index, the sink
  * itself) leaves the host with the first part of the text (the pieces completed before it;
  * the sink is not called after a failure), not a whole set: the host discards it (or writes
- * to a temporary and renames it on `SHARD_OK`, as `zarrshard refs` does). The arguments, and whether the chosen metadata can describe the array, are checked
- * before the first piece. `userdata` is the host's, passed through untouched.
+ * to a temporary and renames it on `SHARD_OK`, as `zarrshard refs` does). The arguments,
+ * and whether the chosen metadata can describe the array, are checked before the first
+ * piece. `userdata` is the host's, passed through untouched.
  *
  * Use it where the set is too large to hold (some 40–60 bytes a chunk, which
  * `shard_array_refs_write` holds) and the host can drop a partial one.

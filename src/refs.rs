@@ -513,9 +513,10 @@ pub enum JsonVersion {
 /// slab (the shards that share their first grid coordinate: only their chunks interleave in C
 /// order of the unsharded grid) instead of the whole set. Reads as `from_array` does; a failure
 /// part way leaves the text's first part in `out` (written in pieces of up to 64 KiB; nothing
-/// more is written after the failure, so one before the first 64 KiB of text leaves nothing): write
-/// to a temporary, as `zarrshard refs` does. Errors as `from_array`, and `out`'s as
-/// [`Error::Io`] (its OS error number as the code, or -1, as [`Error::io_at`] gives).
+/// more is written after the failure, so one before the first 64 KiB of text leaves
+/// nothing): write to a temporary, as `zarrshard refs` does. Errors as `from_array`, and
+/// `out`'s as [`Error::Io`] (its OS error number as the code, or -1, as [`Error::io_at`]
+/// gives).
 pub fn write_json_from_array<S: Store>(
     array: &Array<S>,
     format: MetadataFormat,

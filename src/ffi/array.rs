@@ -534,7 +534,8 @@ pub type shard_sink_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, data: *const u8, len: usize) -> i32>;
 
 /// The size of the pieces `shard_array_refs_write` hands to its sink (the last may be
-/// shorter; `shard_array_refs_stream`'s are at most this): large enough that the call overhead vanishes, small enough to stay in cache.
+/// shorter; `shard_array_refs_stream`'s are at most this): large enough that the call
+/// overhead vanishes, small enough to stay in cache.
 const SINK_PIECE: usize = 64 * 1024;
 
 /// Build the array's kerchunk reference set, with the arguments and meaning of
