@@ -652,9 +652,10 @@ shard_status shard_array_refs_write(const shard_array *array,
  * Build the array's kerchunk reference set, with the arguments and meaning of
  * `shard_array_refs`, and hand its JSON text to `sink(userdata, data, len)` as the shards are
  * read: in pieces of up to 64 KiB, on the calling thread, in order (no NUL), the same text as
- * `shard_array_refs_write`'s. What is held is never the set: a batch of shards' references
- * (up to 1024 shards or 65 536 references), one slab of shards (those sharing their first
- * grid coordinate) and one piece. So a failure part way (a read, a corrupt index, the sink
+ * `shard_array_refs_write`'s. What is held is never the set: a batch of shards' indexes (up
+ * to 1024 shards or 65 536 inner chunks), one slab of shards (those sharing their first grid
+ * coordinate; its indexes and the order of its stored chunks, some 40 bytes a chunk) and one
+ * piece. So a failure part way (a read, a corrupt index, the sink
  * itself) leaves the host with the first part of the text (the pieces completed before it;
  * the sink is not called after a failure), not a whole set: the host discards it (or writes
  * to a temporary and renames it on `SHARD_OK`, as `zarrshard refs` does). The arguments,
@@ -684,7 +685,7 @@ shard_status shard_array_refs_stream(const shard_array *array,
  * (it is created, with missing parents, when the first file is written) or be empty:
  * `dir/NAME/refs.<n>.parq` and, last, `dir/.zmetadata`, the files
  * `zarrshard refs --format parquet -o DIR` writes. The files are written as the shards are
- * read (the set is never held: a batch of shards' references, one slab of shards and one
+ * read (the set is never held: a batch of shards' indexes, one slab of shards and one
  * file's rows are). Each file is written to a temporary sibling and renamed, so a reader never
  * sees a partial file; a failure part way leaves the files written so far but no
  * `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read.

@@ -308,9 +308,9 @@ fn v2_documents(
 /// memory for their coordinates and references, not on parallelism, which is the pool's).
 const INDEX_READS_PER_BATCH: usize = 1024;
 
-/// At most how many chunk references a batch of index reads may hold (some 150 bytes each),
-/// so that shards of many chunks are read fewer at a time: 16 shards of 4096 chunks. Never
-/// fewer than one shard.
+/// At most how many inner chunks a batch of index reads may cover, so that shards of many
+/// chunks are read fewer at a time (16 shards of 4096 chunks; never fewer than one shard),
+/// and how many references are made and handed over at once.
 const REFS_PER_BATCH: u64 = 65_536;
 
 /// A whole reference set: the unsharded description and every stored inner chunk, in C order
@@ -431,62 +431,105 @@ fn parquet_zmetadata(unsharded: &Unsharded, name: &str, record_size: u64) -> Val
     json!({"metadata": metadata, "record_size": record_size})
 }
 
-/// The references to the stored chunks of `shards` (one index read each), in their order.
-/// The reads run a batch at a time on the pool as region reads fetch (on this thread when the
-/// store asks): through a remote store each read costs latency rather than bandwidth. The
-/// error is the first failing shard's, in their order. Only the stored shards are asked for
-/// when the store lists them (`Store::list_prefix`, through `Array::shard_walk`).
-fn read_refs<S: Store>(
-    array: &Array<S>,
-    unsharded: &Unsharded,
-    shards: &[Vec<u64>],
-) -> Result<Vec<ChunkRef>> {
-    let refs = array.map_io(shards.len(), |k| {
-        let coords = &shards[k];
-        let reader = array.shard_reader(coords)?;
-        Ok(reader.index().map_or_else(Vec::new, |index| {
-            unsharded.shard_refs(coords, &array.shard_key(coords), index)
-        }))
-    })?;
-    Ok(refs.into_iter().flatten().collect())
+/// A shard's index as read, held (16 bytes an inner chunk) until its slab is complete.
+struct ReadShard {
+    coords: Vec<u64>,
+    key: String,
+    /// `None`: the shard is not stored.
+    index: Option<crate::index::ShardIndex>,
 }
 
-/// Read the references of the array's stored shards (only those when the store lists) a
-/// batch of shards at a time ([`read_refs`]) and hand them to `emit` in C order of the
-/// unsharded grid, whole slabs at a time: a slab is the shards sharing their first grid
-/// coordinate, the only ones whose chunks interleave in that order. A batch is at most
-/// [`INDEX_READS_PER_BATCH`] shards and [`REFS_PER_BATCH`] references; its last slab may go
-/// on in the next batch, so it waits for it: what is held is at most a batch and a slab.
-/// Errors: the first failing shard's in C order, or `emit`'s.
+/// The indexes of `shards` (one read each), in their order. The reads run a batch at a time
+/// on the pool as region reads fetch (on this thread when the store asks): through a remote
+/// store each read costs latency rather than bandwidth. The error is the first failing
+/// shard's, in their order. Only the stored shards are asked for when the store lists them
+/// (`Store::list_prefix`, through `Array::shard_walk`).
+fn read_shards<S: Store>(array: &Array<S>, shards: &[Vec<u64>]) -> Result<Vec<ReadShard>> {
+    array.map_io(shards.len(), |k| {
+        let coords = &shards[k];
+        let reader = array.shard_reader(coords)?;
+        Ok(ReadShard {
+            coords: coords.clone(),
+            key: array.shard_key(coords),
+            index: reader.index().cloned(),
+        })
+    })
+}
+
+/// Hand the references of `shards` (whole slabs, in shard order) to `emit` in C order of the
+/// unsharded grid, at most [`REFS_PER_BATCH`] at a time: the stored chunks' places in that
+/// order are sorted first (24 bytes each), and each reference (some 150 bytes) is made only
+/// when its turn comes.
+fn emit_in_order(
+    unsharded: &Unsharded,
+    shards: &[ReadShard],
+    emit: &mut impl FnMut(Vec<ChunkRef>) -> Result<()>,
+) -> Result<()> {
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
+    for (k, shard) in shards.iter().enumerate() {
+        for (i, _) in shard.index.iter().flat_map(|index| index.stored()) {
+            if let Some(coords) = unsharded.chunk_coords(&shard.coords, i) {
+                order.push((nd::ravel(&coords, &unsharded.grid_shape), k, i));
+            }
+        }
+    }
+    order.sort_unstable();
+    for part in order.chunks(REFS_PER_BATCH as usize) {
+        let refs = part.iter().map(|&(_, k, i)| {
+            let shard = &shards[k];
+            let index = shard
+                .index
+                .as_ref()
+                .expect("only stored shards have places");
+            let loc = index.get(i).expect("only stored chunks have places");
+            ChunkRef {
+                coords: unsharded
+                    .chunk_coords(&shard.coords, i)
+                    .expect("inside the grid"),
+                shard_key: shard.key.clone(),
+                offset: loc.offset,
+                nbytes: loc.nbytes,
+            }
+        });
+        emit(refs.collect())?;
+    }
+    Ok(())
+}
+
+/// Read the indexes of the array's stored shards (only those when the store lists) a batch
+/// of shards at a time ([`read_shards`]) and hand their references to `emit` in C order of the
+/// unsharded grid, slab by slab ([`emit_in_order`]): a slab is the shards sharing their first
+/// grid coordinate, the only ones whose chunks interleave in that order. A batch is at most
+/// [`INDEX_READS_PER_BATCH`] shards and [`REFS_PER_BATCH`] inner chunks; its last slab may go
+/// on in the next batch, so it waits for it. What is held is a batch's and a slab's indexes
+/// (16 bytes an inner chunk) and the order of a slab's stored chunks (24 bytes each), not
+/// their references (some 150 bytes each), which matters where slabs are large (a grid of
+/// `[1, n]` shards is one slab). Errors: the first failing shard's in C order, or `emit`'s.
 fn walk_refs<S: Store>(
     array: &Array<S>,
     unsharded: &Unsharded,
     mut emit: impl FnMut(Vec<ChunkRef>) -> Result<()>,
 ) -> Result<()> {
-    // A chunk's slab is its shard's first coordinate (none at rank 0: one shard).
-    let slab = |c: &ChunkRef| c.coords.first().map(|i| i / unsharded.per_shard[0]);
-    let in_order = |mut refs: Vec<ChunkRef>| {
-        refs.sort_by_key(|c| nd::ravel(&c.coords, &unsharded.grid_shape));
-        refs
-    };
     let refs_per_shard = (unsharded.codec_per_shard.iter())
         .fold(1u64, |n, &k| n.saturating_mul(k))
         .max(1);
     let batch_len = (REFS_PER_BATCH / refs_per_shard).clamp(1, INDEX_READS_PER_BATCH as u64);
     let walk = array.shard_walk()?;
     let mut shards = walk.positions().filter_map(|(_, c)| c).peekable();
-    let mut pending: Vec<ChunkRef> = Vec::new();
+    let mut pending: Vec<ReadShard> = Vec::new();
     while shards.peek().is_some() {
         let batch: Vec<Vec<u64>> = shards.by_ref().take(batch_len as usize).collect();
-        pending.extend(read_refs(array, unsharded, &batch)?);
-        // `pending` is in shard order, so the slabs before the batch's last are a prefix.
+        pending.extend(read_shards(array, &batch)?);
+        // `pending` is in shard order, so the slabs before the batch's last are a prefix (a
+        // shard's slab is its first coordinate; none at rank 0: one shard).
         let last = batch.last().and_then(|c| c.first().copied());
-        let done = pending.partition_point(|c| slab(c) < last);
+        let done = pending.partition_point(|s| s.coords.first().copied() < last);
         if done > 0 {
-            emit(in_order(pending.drain(..done).collect()))?;
+            emit_in_order(unsharded, &pending[..done], &mut emit)?;
+            pending.drain(..done);
         }
     }
-    emit(in_order(pending))
+    emit_in_order(unsharded, &pending, &mut emit)
 }
 
 /// The kind of JSON text a reference set is written as.
@@ -508,10 +551,11 @@ pub enum JsonVersion {
 }
 
 /// Write the JSON reference set of `array` to `out`: the text [`References::write_json`]
-/// writes for [`References::from_array`]'s set, byte for byte, holding the references of at
-/// most a batch of index reads (1024 shards or 65 536 references, whichever is fewer) and one
-/// slab (the shards that share their first grid coordinate: only their chunks interleave in C
-/// order of the unsharded grid) instead of the whole set. Reads as `from_array` does; a failure
+/// writes for [`References::from_array`]'s set, byte for byte, holding at most a batch of
+/// index reads (1024 shards or 65 536 inner chunks, whichever is fewer) and one slab (the
+/// shards that share their first grid coordinate: only their chunks interleave in C order of
+/// the unsharded grid), as indexes and the order of their stored chunks (some 40 bytes a
+/// chunk), instead of the whole set's references (some 150). Reads as `from_array` does; a failure
 /// part way leaves the text's first part in `out` (written in pieces of up to 64 KiB; nothing
 /// more is written after the failure, so one before the first 64 KiB of text leaves
 /// nothing): write to a temporary, as `zarrshard refs` does. Errors as `from_array`, and
@@ -834,10 +878,9 @@ mod parquet_out {
     }
 
     /// [`write_parquet`] of [`References::from_array`]'s set (Zarr v2 metadata, `.` as
-    /// separator), written as the shards are read: it holds the references of a batch of
-    /// index reads and one slab of shards (as
-    /// [`write_json_from_array`](super::write_json_from_array)) and one file's rows, never the
-    /// set. `name`, `record_size` and `out` are checked before
+    /// separator), written as the shards are read: it holds a batch of index reads and one
+    /// slab of shards (as [`write_json_from_array`](super::write_json_from_array)) and one
+    /// file's rows, never the set. `name`, `record_size` and `out` are checked before
     /// any shard is read; a failure part way leaves the files written so far but no
     /// `.zmetadata` (the directory is created with the first file).
     pub fn write_parquet_from_array<S: Store>(
