@@ -1937,7 +1937,7 @@ class Array {
 
     /// The same JSON text as `kerchunk_refs`, handed to `piece(std::string_view)` as the shards
     /// are read (`shard_array_refs_stream`): pieces of at most 64 KiB, in order, on the calling
-    /// thread, each valid only during the call. Holds a batch of references, never the text,
+    /// thread, each valid only during the call. Holds a batch of shard indexes, never the text,
     /// so sets too large for a string fit; but a failure part way (the store, a damaged index,
     /// `piece` throwing) leaves `piece` having received the text's first part: write to a
     /// temporary and keep it only when this returns. Thread-safe (not while another thread

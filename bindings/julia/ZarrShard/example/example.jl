@@ -206,7 +206,7 @@ function main(dir::AbstractString)
     # Every stored shard checked as `zarrshard verify` does: what zarr-python wrote is clean.
     isempty(verify(arr)) || error("verify: the fixture has problems")               # [38h]
     # The same text written to an IO as the shards are read (shard_array_refs_stream: the
-    # library holds a batch of references, never the text), for sets too large to hold;
+    # library holds a batch of shard indexes, never the text), for sets too large to hold;
     # a file would do the same (open(io -> kerchunk_refs(io, arr, url), "refs.json", "w")).
     streamed = IOBuffer()
     kerchunk_refs(streamed, arr, url)                                                # [38i]

@@ -258,7 +258,7 @@ uint32_t zarr_format, const char *url_prefix, size_t url_prefix_len, const char 
 size_t name_len, shard_sink_fn sink, void *userdata)`
 
 As `shard_array_refs_write`, but the pieces come as the shards are read (the library holds a
-batch of references, not the text); after a failure the sink has had the text's first part.
+batch of shard indexes, not the text); after a failure the sink has had the text's first part.
 """
 function shard_array_refs_stream(array, format, zarr_format, url_prefix, url_prefix_len, name,
                                  name_len, sink, userdata)

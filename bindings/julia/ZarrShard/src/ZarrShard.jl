@@ -956,7 +956,7 @@ end
     kerchunk_refs(io::IO, a::ShardArray, url_prefix; version=1, zarr_format=3, name="") -> nothing
 
 The same JSON text as `kerchunk_refs(a, url_prefix; …)`, written to `io` as the shards are
-read (`shard_array_refs_stream`): the library holds a batch of references, never the text,
+read (`shard_array_refs_stream`): the library holds a batch of shard indexes, never the text,
 so a set too large to hold as a `String` fits. Each piece (at most 64 KiB) goes to
 `unsafe_write(io, …)` through the same `@cfunction` sink (`cb_sink`), whose `userdata` is the
 address of a `Ref{IO}` holding `io` (rooted by `GC.@preserve` for the call). `io` is neither

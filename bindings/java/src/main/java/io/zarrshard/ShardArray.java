@@ -213,7 +213,7 @@ public final class ShardArray implements AutoCloseable {
     /**
      * The text of {@link #kerchunkRefs(String, int, int, String)} written to {@code out} as
      * UTF-8 bytes as the shards are read (C {@code shard_array_refs_stream}): the library holds
-     * a batch of references, never the text, so a set larger than a Java array or the heap can
+     * a batch of shards' indexes, never the text, so a set larger than a Java array or the heap can
      * be written; {@code out.write(byte[], int, int)} gets pieces of at most 64 KiB, on the
      * calling thread. A failure part way (the store, a damaged index, {@code out} throwing)
      * leaves the text's first part written to {@code out}: write to a temporary file and move
