@@ -926,8 +926,10 @@ One C call, `shard_array_refs_write`: the library reads each stored shard's inde
 (through the array's store, on this task's thread; only the listed shards when the store lists,
 see [`list_keys`](@ref)), builds the whole set, then hands its text in pieces of
 at most 64 KiB to a `@cfunction` sink (`cb_sink`) that appends them to an `IOBuffer`, held by
-a `Ref{IO}` whose address is the call's `userdata` (rooted by `GC.@preserve` for the call). (The copying
-`shard_array_refs` needs a size query and then the copy, which read every index twice.)
+a `Ref{IO}` whose address is the call's `userdata` (rooted by `GC.@preserve` for the call).
+(The copying `shard_array_refs` needs a size query and then the copy, which read every index
+twice.) `kerchunk_refs(io, a, url_prefix)` writes the same text to an `IO` as the
+shards are read, never holding it.
 
 Thread-safe (not while another task writes the array). Throws `ArgumentError` for a
 `version` other than 0 or 1 (`InexactError` for a `zarr_format` no `UInt32` holds), and
