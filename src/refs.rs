@@ -475,7 +475,7 @@ fn emit_in_order(
     }
     order.sort_unstable();
     for part in order.chunks(REFS_PER_BATCH as usize) {
-        let refs = part.iter().map(|&(_, k, i)| {
+        let refs = part.iter().map(|&(n, k, i)| {
             let shard = &shards[k];
             let index = shard
                 .index
@@ -483,9 +483,9 @@ fn emit_in_order(
                 .expect("only stored shards have places");
             let loc = index.get(i).expect("only stored chunks have places");
             ChunkRef {
-                coords: unsharded
-                    .chunk_coords(&shard.coords, i)
-                    .expect("inside the grid"),
+                // The place's number is the chunk's, so its coordinates are not worked out
+                // again from the shard's.
+                coords: nd::unravel(n, &unsharded.grid_shape),
                 shard_key: shard.key.clone(),
                 offset: loc.offset,
                 nbytes: loc.nbytes,
