@@ -4,6 +4,9 @@
 //!   crate root (the thread-pool setting).
 use std::path::Path;
 
+#[path = "zarrs_version.rs"]
+mod zarrs_version;
+
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(zs_threads)");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../src");
@@ -18,14 +21,5 @@ fn main() {
     }
 
     // The zarrs version actually built, for the table's header.
-    let lock_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
-    println!("cargo::rerun-if-changed={}", lock_path.display());
-    let lock = std::fs::read_to_string(lock_path).unwrap_or_default();
-    let version = lock
-        .split("[[package]]")
-        .find(|p| p.contains("name = \"zarrs\"\n"))
-        .and_then(|p| p.lines().find(|l| l.starts_with("version = ")))
-        .map(|l| l.trim_start_matches("version = ").trim_matches('"').to_string())
-        .unwrap_or_else(|| "?".into());
-    println!("cargo::rustc-env=ZARRS_VERSION={version}");
+    zarrs_version::export_zarrs_version();
 }

@@ -6,7 +6,8 @@
 #
 # Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
 # missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
-# mode (bench/, its own cargo package and target dir), runs it. About 2-3 minutes on 2 cores
+# mode (bench/, its own cargo package and target dir) and zarrs alone (bench/zarrs-shipped),
+# runs it. About 2-3 minutes on 2 cores
 # (longer while other processes keep the machine busy: the harness waits for quiet, within a
 # 240 s budget).
 #
@@ -32,6 +33,18 @@ fi
 
 log "building the harness (release)"
 cargo bench --manifest-path "$REPO/bench/Cargo.toml" --no-run >&2
+
+# zarrs built alone (bench/zarrs-shipped, its own lock file): in the harness's process flate2's
+# features are unified with zarrshard's, so zarrs there runs on zlib-rs; alone it keeps
+# flate2's default backend (miniz_oxide), as a user of zarrs' `gzip` feature gets it.
+log "building zarrs alone (release)"
+SHIPPED="$REPO/bench/zarrs-shipped/Cargo.toml"
+cargo build --release --locked --manifest-path "$SHIPPED" >&2
+if cargo tree --locked --manifest-path "$SHIPPED" -e normal -i zlib-rs 2>/dev/null | grep -q zlib-rs; then
+    log "bench/zarrs-shipped links zlib-rs: it no longer measures flate2's default backend"
+    exit 1
+fi
+export ZARRSHARD_BENCH_ZARRS_SHIPPED="$REPO/bench/zarrs-shipped/target/release/zarrs-shipped-peer"
 
 mkdir -p "$OUT_DIR"
 log "running (progress on stderr; the table goes to $OUT)"

@@ -19,7 +19,11 @@
 //!   Python peers run in a child process (`peers.py --serve`) that the harness drives one
 //!   sample at a time. Reported: median and min–max.
 //! * Ceilings (same machine, same run, one thread): memcpy and crc32c of the array, raw zstd-1
-//!   and gzip-1 compress/decompress of the same 64×64 inner chunks with reused contexts.
+//!   and gzip-1 compress/decompress of the same 64×64 inner chunks with reused contexts. The
+//!   whole-array and one-shard encodes and decodes also run their codec in their own rounds,
+//!   and ratios are taken round by round: this VM's speed drifts between rounds.
+//! * zarrs built alone (`zarrs-shipped/`, flate2 on its default backend) is a child process
+//!   like the Python peers, for the gzip encode.
 //! * Peak heap comes from the counting global allocator below (all threads).
 
 use std::cell::RefCell;
@@ -93,13 +97,9 @@ impl Sample {
     }
 }
 
-fn cpu_now() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
+#[path = "../process_cpu.rs"]
+mod process_cpu;
+use process_cpu::cpu_now;
 
 struct Clock {
     wall: Instant,
@@ -159,6 +159,11 @@ fn spend_budget(s: f64) {
     *quiet_budget().lock().unwrap() -= s;
 }
 
+/// CPU seconds of the peer processes so far.
+fn peers_cpu(pids: &[u32]) -> f64 {
+    pids.iter().filter_map(|&p| process_cpu(p)).sum()
+}
+
 /// CPU load (cores) of other processes: the machine's busy time less ours and the peers'.
 struct OtherLoad {
     busy: Option<f64>,
@@ -168,31 +173,26 @@ struct OtherLoad {
 }
 
 impl OtherLoad {
-    fn start(peer_pid: Option<u32>) -> OtherLoad {
-        OtherLoad {
-            busy: machine_busy(),
-            own: cpu_now(),
-            peer: peer_pid.and_then(process_cpu).unwrap_or(0.0),
-            wall: Instant::now(),
-        }
+    fn start(peer_pids: &[u32]) -> OtherLoad {
+        OtherLoad { busy: machine_busy(), own: cpu_now(), peer: peers_cpu(peer_pids), wall: Instant::now() }
     }
     /// (other processes' CPU seconds, wall seconds) since `start`.
-    fn stop(&self, peer_pid: Option<u32>) -> Option<(f64, f64)> {
+    fn stop(&self, peer_pids: &[u32]) -> Option<(f64, f64)> {
         let b = machine_busy()? - self.busy?;
-        let peer = peer_pid.and_then(process_cpu).unwrap_or(0.0) - self.peer;
+        let peer = peers_cpu(peer_pids) - self.peer;
         Some(((b - (cpu_now() - self.own) - peer).max(0.0), secs(self.wall)))
     }
 }
 
 /// Wait (within the run's budget) until other processes use less than 0.15 cores over half a
 /// second, so measurements do not share the machine with, say, a compiler.
-fn wait_quiet(peer_pid: Option<u32>) {
+fn wait_quiet(peer_pids: &[u32]) {
     let t0 = Instant::now();
     let mut said = false;
     loop {
-        let probe = OtherLoad::start(peer_pid);
+        let probe = OtherLoad::start(peer_pids);
         std::thread::sleep(std::time::Duration::from_millis(500));
-        let Some((other, wall)) = probe.stop(peer_pid) else { return };
+        let Some((other, wall)) = probe.stop(peer_pids) else { return };
         let load = other / wall;
         if load < 0.15 || secs(t0) >= budget_left() {
             spend_budget(secs(t0));
@@ -460,94 +460,14 @@ fn verify_written(dir: &Path, src: &[u8]) -> R<()> {
 // ---------------------------------------------------------------------------------------------
 // zarrs: stores.
 
+#[path = "../zarrs_plain_store.rs"]
+mod plain_store;
+
 mod zstores {
-    use std::os::unix::fs::FileExt;
-    use std::path::PathBuf;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use zarrs::filesystem::FilesystemStore;
     use zarrs::storage::byte_range::ByteRangeIterator;
-    use zarrs::storage::{
-        Bytes, MaybeBytesIterator, OffsetBytesIterator, ReadableStorageTraits, StorageError,
-        StoreKey, StorePrefix, WritableStorageTraits,
-    };
-
-    /// zarrs' own `FilesystemStore` for reads; writes with plain `std::fs::write` / `pwrite`
-    /// and no fsync (zarrs' `FilesystemStore` calls `sync_all` on every write; zarrshard's
-    /// `FsStore`, zarr-python's `LocalStore` and tensorstore with `file_io_sync: false` do
-    /// not), so write timings compare encoding and layout rather than the disk's flush.
-    pub struct PlainFsStore {
-        root: PathBuf,
-        read: FilesystemStore,
-    }
-
-    impl PlainFsStore {
-        pub fn new(root: impl Into<PathBuf>) -> Self {
-            let root = root.into();
-            let read = FilesystemStore::new(&root).expect("valid path");
-            PlainFsStore { root, read }
-        }
-        fn path(&self, key: &StoreKey) -> PathBuf {
-            self.root.join(key.as_str())
-        }
-    }
-
-    impl ReadableStorageTraits for PlainFsStore {
-        fn get_partial_many<'a>(
-            &'a self,
-            key: &StoreKey,
-            byte_ranges: ByteRangeIterator<'a>,
-        ) -> Result<MaybeBytesIterator<'a>, StorageError> {
-            self.read.get_partial_many(key, byte_ranges)
-        }
-        fn size_key(&self, key: &StoreKey) -> Result<Option<u64>, StorageError> {
-            self.read.size_key(key)
-        }
-        fn supports_get_partial(&self) -> bool {
-            true
-        }
-    }
-
-    impl WritableStorageTraits for PlainFsStore {
-        fn set(&self, key: &StoreKey, value: Bytes) -> Result<(), StorageError> {
-            let p = self.path(key);
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(p, &value)?;
-            Ok(())
-        }
-        fn set_partial_many(
-            &self,
-            key: &StoreKey,
-            offset_values: OffsetBytesIterator,
-        ) -> Result<(), StorageError> {
-            let p = self.path(key);
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(p)?;
-            for (offset, bytes) in offset_values {
-                f.write_all_at(&bytes, offset)?;
-            }
-            Ok(())
-        }
-        fn erase(&self, key: &StoreKey) -> Result<(), StorageError> {
-            match std::fs::remove_file(self.path(key)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-                _ => Ok(()),
-            }
-        }
-        fn erase_prefix(&self, prefix: &StorePrefix) -> Result<(), StorageError> {
-            match std::fs::remove_dir_all(self.root.join(prefix.as_str())) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-                _ => Ok(()),
-            }
-        }
-        fn supports_set_partial(&self) -> bool {
-            true
-        }
-    }
+    use zarrs::storage::{Bytes, MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey};
 
     /// Counts what zarrs asks of its storage: calls (`get` / `get_partial_many`, each one
     /// open of the file by `FilesystemStore` without a handle cache), byte ranges, bytes,
@@ -623,7 +543,8 @@ use zarrs::array::{
     ArraySubset, CodecOptions,
 };
 use zarrs::filesystem::{FilesystemStore, FilesystemStoreOptions};
-use zstores::{CountingStore, PlainFsStore};
+use plain_store::PlainFsStore;
+use zstores::CountingStore;
 
 fn zopts(threads: Option<usize>) -> CodecOptions {
     match threads {
@@ -643,9 +564,11 @@ fn subset(r: std::ops::Range<u64>, c: std::ops::Range<u64>) -> ArraySubset {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Python peers: a child process driven one sample at a time.
+// Peers in child processes (the Python peers, `peers.py --serve`, and zarrs built alone,
+// `zarrs-shipped/`), driven one sample at a time over the same line protocol.
 
 struct Peer {
+    name: &'static str,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -653,18 +576,19 @@ struct Peer {
 }
 
 impl Peer {
-    fn start(python: &Path, script: &Path, manifest: &Value) -> R<Peer> {
-        let mut child = Command::new(python)
-            .arg(script)
+    /// Start `program ARGS… --serve` and send it the manifest.
+    fn start(name: &'static str, program: &Path, args: &[&Path], manifest: &Value) -> R<Peer> {
+        let mut child = Command::new(program)
+            .args(args)
             .arg("--serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut p = Peer { child, stdin, stdout, dead: None };
+        let mut p = Peer { name, child, stdin, stdout, dead: None };
         p.call(&json!({"op": "init", "manifest": manifest}))?;
         Ok(p)
     }
@@ -678,7 +602,7 @@ impl Peer {
             self.stdin.flush().s()?;
             let mut line = String::new();
             if self.stdout.read_line(&mut line).s()? == 0 {
-                return Err("peers.py exited".to_string());
+                return Err(format!("{} exited", self.name));
             }
             serde_json::from_str::<Value>(&line).s()
         })();
@@ -732,8 +656,6 @@ struct Ceiling {
     name: &'static str,
     per_core: f64,
     bytes: f64,
-    /// For whole-array rows: the stricter one-shard ceiling (name, bytes/s per core), shown too.
-    also: Option<(&'static str, f64)>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -751,18 +673,28 @@ struct Runner<'a> {
     kind: Kind,
     /// Cores zarrshard uses on this workload (for the % of ceiling).
     cores: usize,
+    /// For the raw codec run in the workload's own rounds: the bytes one sample processes
+    /// (on one core), so each round gives the ceiling its zarrshard rows are held to.
+    same_round_bytes: Option<f64>,
     f: Box<dyn FnMut(bool) -> R<Sample> + 'a>,
 }
 
 impl<'a> Runner<'a> {
+    fn new(name: impl Into<String>, kind: Kind, cores: usize, f: impl FnMut(bool) -> R<Sample> + 'a) -> Self {
+        Runner { name: name.into(), kind, cores, same_round_bytes: None, f: Box::new(f) }
+    }
     fn peer(name: impl Into<String>, f: impl FnMut(bool) -> R<Sample> + 'a) -> Self {
-        Runner { name: name.into(), kind: Kind::Peer, cores: 1, f: Box::new(f) }
+        Runner::new(name, Kind::Peer, 1, f)
     }
     fn zs(name: impl Into<String>, cores: usize, f: impl FnMut(bool) -> R<Sample> + 'a) -> Self {
-        Runner { name: name.into(), kind: Kind::Zarrshard, cores, f: Box::new(f) }
+        Runner::new(name, Kind::Zarrshard, cores, f)
     }
     fn ceiling(name: impl Into<String>, f: impl FnMut(bool) -> R<Sample> + 'a) -> Self {
-        Runner { name: name.into(), kind: Kind::Ceiling, cores: 1, f: Box::new(f) }
+        Runner::new(name, Kind::Ceiling, 1, f)
+    }
+    /// The raw codec over `bytes` per sample on one thread, run in the workload's rounds.
+    fn same_round_ceiling(name: impl Into<String>, bytes: f64, f: impl FnMut(bool) -> R<Sample> + 'a) -> Self {
+        Runner { same_round_bytes: Some(bytes), ..Runner::ceiling(name, f) }
     }
 }
 
@@ -777,12 +709,17 @@ struct Row {
 
 struct Table {
     /// The Python peers' process, whose CPU time is ours, not "other".
-    peer_pid: Option<u32>,
+    peer_pids: Vec<u32>,
     /// Largest CPU load (cores) of other processes seen during a measurement.
     max_other: f64,
     rows: Vec<Row>,
     /// Median seconds (or bytes) per "workload|implementation".
     medians: HashMap<String, f64>,
+}
+
+/// Smallest and largest of `v`.
+fn lo_hi(v: &[f64]) -> (f64, f64) {
+    (v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(0.0, f64::max))
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -834,6 +771,23 @@ fn quick() -> bool {
 }
 
 impl Table {
+    /// [`Table::measure`] with the raw codec of `ceiling` run as the second runner of every
+    /// round, so the zarrshard rows' % of ceiling is taken round by round.
+    fn measure_against<'a>(
+        &mut self,
+        workload: &str,
+        unit: Unit,
+        reps: usize,
+        ceiling: Option<Ceiling>,
+        codec: &'a CodecData,
+        mut runners: Vec<Runner<'a>>,
+    ) {
+        if let Some(c) = ceiling {
+            runners.insert(1.min(runners.len()), codec.same_round(c.name, c.bytes as usize));
+        }
+        self.measure(workload, unit, reps, ceiling, runners);
+    }
+
     fn measure(
         &mut self,
         workload: &str,
@@ -856,7 +810,7 @@ impl Table {
         let n = runners.len();
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
         let mut errors: Vec<Option<String>> = vec![None; n];
-        wait_quiet(self.peer_pid);
+        wait_quiet(&self.peer_pids);
         // Untimed warm-up, with the result checked.
         for (i, r) in runners.iter_mut().enumerate() {
             if let Err(e) = (r.f)(true) {
@@ -867,10 +821,12 @@ impl Table {
         // 0.25 cores is redone (at most 3 times, within the run's budget) after waiting for
         // quiet; the load of the rounds kept is reported.
         let (mut other_cpu, mut other_wall, mut redone) = (0.0, 0.0, 0);
+        // Each kept round's seconds per runner, for the ratios and ceilings taken round by round.
+        let mut rounds: Vec<Vec<Option<f64>>> = Vec::new();
         for _ in 0..reps {
             for attempt in 0..4 {
                 let round_start = Instant::now();
-                let probe = OtherLoad::start(self.peer_pid);
+                let probe = OtherLoad::start(&self.peer_pids);
                 let mut round: Vec<Option<Sample>> = vec![None; n];
                 for (i, r) in runners.iter_mut().enumerate() {
                     if errors[i].is_some() {
@@ -881,18 +837,19 @@ impl Table {
                         Err(e) => errors[i] = Some(e),
                     }
                 }
-                let load = probe.stop(self.peer_pid);
+                let load = probe.stop(&self.peer_pids);
                 let disturbed = load.is_some_and(|(o, w)| w > 0.05 && o / w > 0.25);
                 if disturbed && attempt < 3 && budget_left() > 0.0 {
                     redone += 1;
                     spend_budget(secs(round_start));
-                    wait_quiet(self.peer_pid);
+                    wait_quiet(&self.peer_pids);
                     continue;
                 }
                 if let Some((o, w)) = load {
                     other_cpu += o;
                     other_wall += w;
                 }
+                rounds.push(round.iter().map(|x| x.map(|x| x.t)).collect());
                 for (i, x) in round.into_iter().enumerate() {
                     if let Some(x) = x {
                         samples[i].push(x);
@@ -922,10 +879,8 @@ impl Table {
             }
             None => workload.to_string(),
         };
-        let reference = match (&errors[0], runners[0].kind) {
-            (None, Kind::Zarrshard) => Some(median(&samples[0].iter().map(|s| s.t).collect::<Vec<_>>())),
-            _ => None,
-        };
+        // Peers' ratios are against the first row, zarrshard's default.
+        let has_reference = errors[0].is_none() && runners[0].kind == Kind::Zarrshard;
         for (i, r) in runners.iter().enumerate() {
             if let Some(e) = &errors[i] {
                 let e: String = e.chars().take(200).collect();
@@ -933,7 +888,7 @@ impl Table {
                 continue;
             }
             let ts: Vec<f64> = samples[i].iter().map(|s| s.t).collect();
-            let (m, lo, hi) = (median(&ts), ts.iter().cloned().fold(f64::MAX, f64::min), ts.iter().cloned().fold(0.0, f64::max));
+            let ((lo, hi), m) = (lo_hi(&ts), median(&ts));
             self.medians.insert(format!("{}|{}", workload.split(" ⚠").next().unwrap(), r.name), m);
             let busy: Vec<f64> = samples[i].iter().filter_map(|s| s.cpu.map(|c| c / s.t)).collect();
             let cores = if busy.is_empty() { String::new() } else { format!(", {:.1} cores busy", median(&busy)) };
@@ -952,20 +907,42 @@ impl Table {
                 ),
                 Unit::Heap => (fmt_bytes(m), format!("{}–{}", fmt_bytes(lo), fmt_bytes(hi))),
             };
-            let ratio = match (r.kind, reference) {
-                (Kind::Peer, Some(rf)) => format!("{:.2}×", m / rf),
-                (Kind::Peer, None) => "n/a".to_string(),
+            // This runner's time over another's, round by round (the machine's speed drifts
+            // between rounds; two runners of one round ran seconds apart at most).
+            let per_round = |other: usize, f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> {
+                rounds.iter().filter_map(|rd| Some(f(rd[i]?, rd[other]?))).collect()
+            };
+            let ratio = match (r.kind, has_reference) {
+                (Kind::Peer, true) => {
+                    let v = per_round(0, &|t, t0| t / t0);
+                    let (lo, hi) = lo_hi(&v);
+                    format!("{:.2}× ({lo:.2}–{hi:.2})", median(&v))
+                }
+                (Kind::Peer, false) => "n/a".to_string(),
                 _ => "—".to_string(),
             };
-            let pct = match (ceiling, r.kind) {
-                (Some(c), Kind::Zarrshard) => {
+            let same_round = runners.iter().position(|r| r.same_round_bytes.is_some()).filter(|&k| errors[k].is_none());
+            let pct = match (ceiling, r.kind, same_round) {
+                (Some(c), Kind::Zarrshard, Some(k)) => {
+                    // The raw codec ran `bytes_k` on one core in t_k: at that speed the
+                    // workload's bytes on `cores` cores take c.bytes · t_k / (bytes_k · cores).
+                    let bytes_k = runners[k].same_round_bytes.unwrap_or(f64::NAN);
+                    let cores = r.cores as f64;
+                    let pct = per_round(k, &|t, tk| c.bytes * tk / (bytes_k * cores) / t);
+                    let (lo, hi) = lo_hi(&pct);
+                    format!(
+                        "{:.0}% ({:.0}–{:.0}%) of {} × {} core{}, same rounds",
+                        100.0 * median(&pct),
+                        100.0 * lo,
+                        100.0 * hi,
+                        c.name,
+                        r.cores,
+                        if r.cores == 1 { "" } else { "s" }
+                    )
+                }
+                (Some(c), Kind::Zarrshard, None) => {
                     let ceil_time = c.bytes / (c.per_core * r.cores as f64);
-                    let mut pct = format!("{:.0}% of {} × {} core{}", 100.0 * ceil_time / m, c.name, r.cores, if r.cores == 1 { "" } else { "s" });
-                    if let Some((name, per_core)) = c.also {
-                        let t = c.bytes / (per_core * r.cores as f64);
-                        pct.push_str(&format!(" ({:.0}% of {name})", 100.0 * t / m));
-                    }
-                    pct
+                    format!("{:.0}% of {} × {} core{}", 100.0 * ceil_time / m, c.name, r.cores, if r.cores == 1 { "" } else { "s" })
                 }
                 _ => String::new(),
             };
@@ -1012,6 +989,9 @@ struct Ctx {
     random: Vec<[u64; 2]>,
     peer: Option<RefCell<Peer>>,
     peer_note: String,
+    /// zarrs built alone (`zarrs-shipped/`): flate2 on its default backend.
+    shipped: Option<RefCell<Peer>>,
+    shipped_note: String,
 }
 
 impl Ctx {
@@ -1028,7 +1008,7 @@ impl Ctx {
         self.work.join("enc").join(imp).join(v.key)
     }
     fn peer_runner<'a>(&'a self, imp: &'static str, label: &str, workload: &'static str, v: Variant) -> Option<Runner<'a>> {
-        let peer = self.peer.as_ref()?;
+        let peer = if imp == "zarrs-shipped" { self.shipped.as_ref()? } else { self.peer.as_ref()? };
         let encode = workload == "encode";
         let dir = self.enc_dir(imp, v);
         Some(Runner::peer(label, move |check| {
@@ -1116,12 +1096,12 @@ fn main() {
             .expect("write the read arrays");
         verify_written(&dir, src).unwrap();
     }
-    let impls = ["zarrshard", "zarrs", "zarrs-fsync", "tensorstore", "tensorstore-fsync", "zarr-python"];
+    let impls = ["zarrshard", "zarrs", "zarrs-fsync", "zarrs-shipped", "tensorstore", "tensorstore-fsync", "zarr-python"];
     let mut enc_dirs = serde_json::Map::new();
     for imp in impls {
         let mut m = serde_json::Map::new();
         for v in ENCODE_VARIANTS {
-            if imp.ends_with("-fsync") && v.key != ZSTD_END.key {
+            if imp.ends_with("-fsync") && v.key != ZSTD_END.key || imp == "zarrs-shipped" && v.key != GZIP_END.key {
                 continue;
             }
             let dir = work.join("enc").join(imp).join(v.key);
@@ -1152,7 +1132,7 @@ fn main() {
     } else if !python.exists() {
         (None, format!("Python peers skipped: {} not found (run scripts/venv.sh)", python.display()))
     } else {
-        match Peer::start(&python, &here.join("peers.py"), &manifest) {
+        match Peer::start("peers.py", &python, &[&here.join("peers.py")], &manifest) {
             Ok(mut p) => {
                 let info = p.call(&json!({"op": "info"})).map(|v| v["info"].clone()).unwrap_or_default();
                 let note = format!(
@@ -1170,9 +1150,32 @@ fn main() {
         }
     };
 
-    let ctx = Ctx { work: work.clone(), data, single, random, peer, peer_note };
-    let peer_pid = ctx.peer.as_ref().map(|p| p.borrow().child.id());
-    let mut table = Table { peer_pid, max_other: 0.0, rows: Vec::new(), medians: HashMap::new() };
+    // zarrs built alone (scripts/bench.sh builds it; ZARRSHARD_BENCH_ZARRS_SHIPPED names the
+    // binary).
+    let shipped_bin = std::env::var_os("ZARRSHARD_BENCH_ZARRS_SHIPPED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| here.join("zarrs-shipped/target/release/zarrs-shipped-peer"));
+    let (shipped, shipped_note) = if !shipped_bin.exists() {
+        (None, format!("zarrs built alone skipped: {} not found (scripts/bench.sh builds it)", shipped_bin.display()))
+    } else {
+        match Peer::start("zarrs-shipped-peer", &shipped_bin, &[], &manifest) {
+            Ok(mut p) => {
+                let info = p.call(&json!({"op": "info"})).map(|v| v["info"].clone()).unwrap_or_default();
+                let note = format!(
+                    "zarrs {} built alone (`bench/zarrs-shipped`, its own process; flate2 on {}, {} threads)",
+                    info["zarrs"].as_str().unwrap_or("?"),
+                    info["flate2_backend"].as_str().unwrap_or("?"),
+                    info["concurrent_target"],
+                );
+                (Some(RefCell::new(p)), note)
+            }
+            Err(e) => (None, format!("zarrs built alone unavailable: {e}")),
+        }
+    };
+
+    let ctx = Ctx { work: work.clone(), data, single, random, peer, peer_note, shipped, shipped_note };
+    let peer_pids = [&ctx.peer, &ctx.shipped].into_iter().flatten().map(|p| p.borrow().child.id()).collect();
+    let mut table = Table { peer_pids, max_other: 0.0, rows: Vec::new(), medians: HashMap::new() };
 
     // zarrshard runs with its default pool and with one thread; `zs_cores` is what the
     // default uses (1 when the crate has no thread setting).
@@ -1189,17 +1192,17 @@ fn main() {
     let zarrs_variants: Vec<(String, Option<usize>)> =
         vec![(zarrs_default.clone(), None), ("zarrs (1 thread)".to_string(), Some(1))];
 
-    let ceilings = measure_ceilings(&ctx, &mut table);
+    let codec = CodecData::new(&ctx);
+    let ceilings = measure_ceilings(&ctx, &codec, &mut table);
     // Rows on one shard or single chunks: the codec ceiling over shard [1, 1]'s chunks (hot).
     let c = |name: &'static str, bytes: f64| -> Option<Ceiling> {
-        ceilings.get(name).map(|&per_core| Ceiling { name, per_core, bytes, also: None })
+        ceilings.get(name).map(|&per_core| Ceiling { name, per_core, bytes })
     };
     // Whole-array rows: the codec over the array's own inner chunks (what the workload
-    // compresses), the hot one-shard figure alongside.
+    // compresses).
     let ca = |name: &'static str, bytes: f64| -> Option<Ceiling> {
         let all = ARRAY_CEILINGS.iter().find(|(n, _)| *n == name)?.1;
-        let per_core = *ceilings.get(all)?;
-        Some(Ceiling { name: all, per_core, bytes, also: ceilings.get(name).map(|&p| (name, p)) })
+        Some(Ceiling { name: all, per_core: *ceilings.get(all)?, bytes })
     };
 
     // 1. Encode the whole array. Before each sample (untimed): the previous sample's shards
@@ -1279,18 +1282,28 @@ fn main() {
                 },
             ));
         }
+        if v.key == GZIP_END.key {
+            // zarrs as a user who enables its `gzip` feature gets it: flate2 on miniz_oxide.
+            runners.extend(ctx.peer_runner(
+                "zarrs-shipped",
+                &format!("zarrs ({zarrs_threads} threads, default; built alone: flate2 on miniz_oxide, its default; own process)"),
+                "encode",
+                v,
+            ));
+        }
         runners.extend(ctx.peer_runner("tensorstore", "tensorstore (default context, file_io_sync false)", "encode", v));
         if v.key == ZSTD_END.key {
             runners.extend(ctx.peer_runner("tensorstore-fsync", "tensorstore (default context as shipped: file_io_sync)", "encode", v));
         }
         runners.extend(ctx.peer_runner("zarr-python", "zarr-python (default config)", "encode", v));
         let title = format!("1. encode whole array ({})", v.label);
-        table.measure(&title, Unit::Rate(ARRAY_BYTES as f64), 9, ceiling, runners);
+        table.measure_against(&title, Unit::Rate(ARRAY_BYTES as f64), 9, ceiling, &codec, runners);
         // What each implementation left on disk (its last sample's shards).
-        for row in table.rows.iter_mut().filter(|r| r.workload.starts_with(&title)) {
+        for row in table.rows.iter_mut().filter(|r| r.workload.starts_with(&title) && !r.imp.starts_with("ceiling")) {
             let imp = match row.imp.as_str() {
                 i if i.starts_with("zarrshard") => "zarrshard",
                 i if i.starts_with("zarrs") && i.contains("fsync") => "zarrs-fsync",
+                i if i.starts_with("zarrs") && i.contains("built alone") => "zarrs-shipped",
                 i if i.starts_with("zarrs") => "zarrs",
                 i if i.starts_with("tensorstore") && i.contains("as shipped") => "tensorstore-fsync",
                 i if i.starts_with("tensorstore") => "tensorstore",
@@ -1352,11 +1365,12 @@ fn main() {
             }));
         }
         runners.extend(ctx.peers("decode_array", v));
-        table.measure(
+        table.measure_against(
             "2a. decode whole array (zstd 1)",
             Unit::Rate(ARRAY_BYTES as f64),
             7,
             ca("zstd-1 decompress", ARRAY_BYTES as f64),
+            &codec,
             runners,
         );
 
@@ -1391,11 +1405,12 @@ fn main() {
             }));
         }
         runners.extend(ctx.peers("decode_shard", v));
-        table.measure(
+        table.measure_against(
             "2b. decode one whole shard (zstd 1)",
             Unit::Rate(SHARD_BYTES as f64),
             9,
             c("zstd-1 decompress", SHARD_BYTES as f64),
+            &codec,
             runners,
         );
     }
@@ -1454,11 +1469,12 @@ fn main() {
                 Ok(s)
             }));
         }
-        table.measure(
+        table.measure_against(
             "2c. decode one whole shard into a caller buffer (uncompressed)",
             Unit::Rate(SHARD_BYTES as f64),
             9,
             c("memcpy", SHARD_BYTES as f64),
+            &codec,
             runners,
         );
     }
@@ -1861,7 +1877,7 @@ fn main() {
     }
 
     // 6. Write one shard chunk by chunk (time, then peak heap).
-    shard_writes(&ctx, &mut table, &zs_default, &zarrs_default, c("zstd-1 compress", SHARD_BYTES as f64));
+    shard_writes(&ctx, &codec, &mut table, &zs_default, &zarrs_default, c("zstd-1 compress", SHARD_BYTES as f64));
 
     // Host I/O per access.
     io_counts(&ctx, &mut table, &zs_default);
@@ -1883,6 +1899,7 @@ fn main() {
         env!("ZARRS_VERSION"),
         ctx.peer_note,
     ));
+    out.push_str(&format!("{}.\n\n", ctx.shipped_note));
     out.push_str(&format!(
         "Other processes on the machine used at most {:.2} cores during any measurement that lasted over 0.5 s (workloads where they used more than 0.25 are marked ⚠).\n\n",
         table.max_other
@@ -1981,34 +1998,72 @@ const ARRAY_CEILINGS: [(&str, &str); 4] = [
 /// all 4096 inner chunks of the array once each, cut out beforehand (the same chunks a
 /// whole-array workload compresses, not in cache: for whole-array rows); memcpy and crc32c
 /// over the whole array once.
-fn measure_ceilings(ctx: &Ctx, table: &mut Table) -> HashMap<&'static str, f64> {
+/// The raw codecs' inputs: inner chunks cut out of the image beforehand, and their frames.
+struct CodecData {
+    /// Shard [1, 1]'s 256 inner chunks, 8 KiB each, C order (hot in cache when run 16 times).
+    hot: Vec<u8>,
+    hot_zstd: Vec<Vec<u8>>,
+    hot_gzip: Vec<Vec<u8>>,
+    /// Every inner chunk of the array, 8 KiB each, shard by shard in C order.
+    all: Vec<u8>,
+    all_zstd: Vec<Vec<u8>>,
+    all_gzip: Vec<Vec<u8>>,
+}
+
+impl CodecData {
+    fn new(ctx: &Ctx) -> CodecData {
+        let hot: Vec<u8> = ctx.single.iter().flat_map(|&o| ctx.chunk(o)).collect();
+        let all: Vec<u8> = (0..N / S)
+            .flat_map(|sy| (0..N / S).map(move |sx| (sy, sx)))
+            .flat_map(|(sy, sx)| (0..S / C).flat_map(move |cy| (0..S / C).map(move |cx| [sy * S + cy * C, sx * S + cx * C])))
+            .flat_map(|o| ctx.chunk(o))
+            .collect();
+        let zstd = |b: &[u8]| b.chunks(CHUNK_BYTES).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect();
+        let gzip = |b: &[u8]| b.chunks(CHUNK_BYTES).map(deflate1).collect();
+        CodecData { hot_zstd: zstd(&hot), hot_gzip: gzip(&hot), all_zstd: zstd(&all), all_gzip: gzip(&all), hot, all }
+    }
+
+    /// The raw codec a workload's zarrshard rows are held to, run in the workload's own
+    /// rounds (one thread): `what` is a whole-array ceiling's name, or a one-shard one's
+    /// (one pass over shard [1, 1]'s chunks), or "memcpy" (of `bytes`).
+    fn same_round<'a>(&'a self, what: &'static str, bytes: usize) -> Runner<'a> {
+        let label = format!("ceiling in the same rounds: {what} (1 thread)");
+        let (all, hot) = (&self.all[..], &self.hot[..]);
+        match what {
+            "zstd-1 compress of the array's chunks" => Runner::same_round_ceiling(label, all.len() as f64, move |_| zstd_compress_each(all, 1)),
+            "gzip-1 compress of the array's chunks" => Runner::same_round_ceiling(label, all.len() as f64, move |_| gzip_compress_each(all, 1)),
+            "zstd-1 decompress of the array's chunks" => {
+                Runner::same_round_ceiling(label, all.len() as f64, move |_| zstd_decompress_each(&self.all_zstd, 1))
+            }
+            "zstd-1 compress" => Runner::same_round_ceiling(label, hot.len() as f64, move |_| zstd_compress_each(hot, 1)),
+            "zstd-1 decompress" => Runner::same_round_ceiling(label, hot.len() as f64, move |_| zstd_decompress_each(&self.hot_zstd, 1)),
+            "memcpy" => {
+                let dst = RefCell::new(vec![0u8; bytes]);
+                Runner::same_round_ceiling(label, bytes as f64, move |_| {
+                    let mut d = dst.borrow_mut();
+                    let clk = Clock::start();
+                    d.copy_from_slice(&all[..bytes]);
+                    std::hint::black_box(&d);
+                    Ok(clk.stop())
+                })
+            }
+            _ => unreachable!("no same-round ceiling named {what}"),
+        }
+    }
+}
+
+fn measure_ceilings(ctx: &Ctx, codec: &CodecData, table: &mut Table) -> HashMap<&'static str, f64> {
     use flate2::{Compress, Compression, Crc, FlushCompress};
     let src = ctx.src();
     let passes = 16;
-    let hot: Vec<u8> = ctx.single.iter().flat_map(|&o| ctx.chunk(o)).collect();
-    let zstd_frames: Vec<Vec<u8>> = hot.chunks(CHUNK_BYTES).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect();
-    let gzip_frames: Vec<Vec<u8>> = hot
-        .chunks(CHUNK_BYTES)
-        .map(deflate1)
-        .collect();
-    // Every inner chunk of the array, 8 KiB each, shard by shard in C order.
-    let all: Vec<u8> = (0..N / S)
-        .flat_map(|sy| (0..N / S).map(move |sx| (sy, sx)))
-        .flat_map(|(sy, sx)| (0..S / C).flat_map(move |cy| (0..S / C).map(move |cx| [sy * S + cy * C, sx * S + cx * C])))
-        .flat_map(|o| ctx.chunk(o))
-        .collect();
-    let all_zstd: Vec<Vec<u8>> = all.chunks(CHUNK_BYTES).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect();
-    let all_gzip: Vec<Vec<u8>> = all
-        .chunks(CHUNK_BYTES)
-        .map(deflate1)
-        .collect();
-    let zstd_ratio = hot.len() as f64 / zstd_frames.iter().map(Vec::len).sum::<usize>() as f64;
-    let gzip_ratio = hot.len() as f64 / gzip_frames.iter().map(Vec::len).sum::<usize>() as f64;
+    let ratio = |raw: &[u8], frames: &[Vec<u8>]| raw.len() as f64 / frames.iter().map(Vec::len).sum::<usize>() as f64;
+    let zstd_ratio = ratio(&codec.hot, &codec.hot_zstd);
+    let gzip_ratio = ratio(&codec.hot, &codec.hot_gzip);
 
     let mut dst = vec![0u8; ARRAY_BYTES];
     let dst = RefCell::new(&mut dst);
-    let hot = &hot;
-    let (zf, gf) = (&zstd_frames, &gzip_frames);
+    let hot = &codec.hot;
+    let (zf, gf) = (&codec.hot_zstd, &codec.hot_gzip);
     let named: Vec<(&'static str, Runner)> = vec![
         ("memcpy", Runner::ceiling("memcpy of the array (1 thread)", |_| {
             let mut d = dst.borrow_mut();
@@ -2034,7 +2089,7 @@ fn measure_ceilings(ctx: &Ctx, table: &mut Table) -> HashMap<&'static str, f64> 
         })),
     ];
     // The same codecs over the array's 4096 chunks, once each.
-    let (all, az, ag) = (&all, &all_zstd, &all_gzip);
+    let (all, az, ag) = (&codec.all, &codec.all_zstd, &codec.all_gzip);
     // zarrs' gzip encoder (flate2 with zlib-rs; level 1 is its quick strategy), for reference.
     let gzip_zlib_rs = move || -> R<Sample> {
         let mut e = Compress::new(Compression::new(1), false);
@@ -2060,6 +2115,15 @@ fn measure_ceilings(ctx: &Ctx, table: &mut Table) -> HashMap<&'static str, f64> 
         "gzip-1 compress zlib-rs",
         Runner::ceiling("gzip-1 compress of the array's chunks by flate2 + zlib-rs (zarrs' encoder; ratio 1.02), reused context (1 thread)", move |_| gzip_zlib_rs()),
     ));
+    if let Some(peer) = &ctx.shipped {
+        named.push((
+            "gzip-1 compress miniz_oxide",
+            Runner::ceiling(
+                "gzip-1 compress of the array's chunks by flate2 + miniz_oxide (zarrs' encoder built alone, in its process), reused context (1 thread)",
+                move |_| peer.borrow_mut().run("zarrs-shipped", "gzip1_compress_chunks", GZIP_END, false),
+            ),
+        ));
+    }
     let (names, runners): (Vec<_>, Vec<_>) = named.into_iter().unzip();
     let labels: Vec<String> = runners.iter().map(|r| r.name.clone()).collect();
     let w = "0. ceilings, 1 thread (32 MiB: the array; codecs: shard [1, 1]'s 256 inner chunks × 16, and the array's 4096 inner chunks once)";
@@ -2072,7 +2136,7 @@ fn measure_ceilings(ctx: &Ctx, table: &mut Table) -> HashMap<&'static str, f64> 
 }
 
 /// 6. Writing one shard (the 256 inner chunks of shard [1, 1]), timed and with peak heap.
-fn shard_writes(ctx: &Ctx, table: &mut Table, zs_default: &str, zarrs_default: &str, ceiling: Option<Ceiling>) {
+fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &str, zarrs_default: &str, ceiling: Option<Ceiling>) {
     use zarrshard::{FileIo, ShardWriter, WriteOptions, WriteStrategy};
     let v = ZSTD_END;
     let base = ctx.work.join("write-one-shard");
@@ -2220,7 +2284,8 @@ fn shard_writes(ctx: &Ctx, table: &mut Table, zs_default: &str, zarrs_default: &
                 runners,
             );
         } else {
-            table.measure("6a. write one shard (256 inner chunks, zstd 1, index at end)", Unit::Rate(SHARD_BYTES as f64), 9, ceiling, runners);
+            let w = "6a. write one shard (256 inner chunks, zstd 1, index at end)";
+            table.measure_against(w, Unit::Rate(SHARD_BYTES as f64), 9, ceiling, codec, runners);
         }
     }
 }
@@ -2302,7 +2367,7 @@ fn io_counts(ctx: &Ctx, table: &mut Table, zs_default: &str) {
 fn notes(zs_has_threads: bool) -> String {
     let mut s = String::from("\n## Notes\n\n");
     let items = [
-        "**Columns.** Throughput is MB/s (10^6 bytes) of decoded bytes; single-chunk rows are time per inner chunk (8 KiB decoded). *cores busy*: process CPU time (user + system, all threads; `getrusage`, or `time.process_time()` in the Python peers) over wall time for the same interval. Encode rows end with the bytes the implementation wrote (→ MB). *ratio zarrshard/peer*: the peer's median divided by zarrshard's (its default-threads row, the first of each workload) — above 1 zarrshard is faster (for peak heap: uses less). *% of ceiling* (zarrshard rows): the time the raw codec of section 0 needs for the same bytes on the cores zarrshard uses, divided by zarrshard's time: zstd-1 / gzip-1 compress for writes, zstd-1 decompress for reads (for the region: of the covering inner chunks), memcpy for uncompressed writes, crc32c + memcpy of the same bytes for the index. Whole-array rows use the codec over the array's own 4096 inner chunks (each once, cut out beforehand: the same chunks the workload compresses) and show the stricter one-shard figure in parentheses; rows on one shard or single chunks use the codec over shard [1, 1]'s 256 chunks, hot in cache (an upper bound; a row slightly above 100% is within its noise).",
+        "**Columns.** Throughput is MB/s (10^6 bytes) of decoded bytes; single-chunk rows are time per inner chunk (8 KiB decoded). *cores busy*: process CPU time (user + system, all threads; `getrusage`, or `time.process_time()` in the Python peers) over wall time for the same interval. Encode rows end with the bytes the implementation wrote (→ MB). *ratio zarrshard/peer*: round by round, the peer's time divided by zarrshard's (its default-threads row, the first of each workload) in the same round; the median over rounds, and in parentheses the smallest and largest — above 1 zarrshard is faster (for peak heap: uses less). Pairing rounds matters on this VM: its speed drifts by up to 1.5× over seconds to minutes, which shifts every implementation's median but hardly the ratio of two samples taken a fraction of a second apart. *% of ceiling* (zarrshard rows): the time the raw codec needs for the same bytes on the cores zarrshard uses, divided by zarrshard's time: zstd-1 / gzip-1 compress for writes, zstd-1 decompress for reads (for the region: of the covering inner chunks), memcpy for uncompressed writes, crc32c + memcpy of the same bytes for the index. Whole-array rows use the codec over the array's own 4096 inner chunks (each once, cut out beforehand: the same chunks the workload compresses); rows on one shard or single chunks use the codec over shard [1, 1]'s 256 chunks. Workloads with a *ceiling in the same rounds* row (whole-array encodes and decode, one shard decoded or written) run that codec, one thread, as the second runner of every round and take the percentage round by round (median, smallest–largest); the others use section 0's figure (hot in cache for the one-shard codecs: an upper bound; a row slightly above 100% is within its noise).",
         "**Data.** 4096×4096 uint16, smooth gradient + 6 bits of noise (compression ratios in section 0); shards 1024×1024, inner chunks 64×64; `bytes` LE + zstd level 1 (no checksum) unless stated; index `bytes` + `crc32c`. Every implementation reads the same files (written once by zarrshard) and writes under the same `zarr.json` bytes; on the untimed warm-up run every written array was read back and compared with the source, and every read result was compared.",
         "**Repetitions.** Implementations alternate within each repetition (A B C … A B C …), the Python peers included: the harness drives `peers.py --serve` one sample at a time. 7 repetitions for whole-array decodes, the 1000-chunk reads, encoded-only reads and ceilings; 5 for peak heap; 9 otherwise (whole-array encodes included: writes through the page cache of this VM's ext4 show sporadic stalls of tens of ms, which the median absorbs). Median and min–max. Before every write sample (untimed) the previous sample's shards are deleted and `sync()` flushes dirty pages, so no sample pays for another's writeback.",
         "**Threads.** zarrshard's default is one thread per core: a shard's inner chunks (encode, decode) and a region's fetches and bands of rows are shared between the calling thread and the pool's other threads; whole-array writes give whole shards to the pool; chunk, index and shard-writer calls run on the caller's thread. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",
@@ -2310,7 +2375,7 @@ fn notes(zs_has_threads: bool) -> String {
         "**zarrs APIs used** (sync API). Encode: `store_chunks_opt` over all shards, on a store that reads through zarrs' `FilesystemStore` and writes without fsync (`FilesystemStore` fsyncs every write; one row shows it as shipped). Decode: `retrieve_array_subset_opt` / `retrieve_chunk_opt` into `ArrayBytes` (no element conversion). Cold chunk: `retrieve_chunk_subset_opt` (a new sharding partial decoder per call). Warm chunk and 1000 chunks: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an `ArrayShardedReadableExtCache` (its cached-index API), also over a `FilesystemStore` with `file_handle_cache_size(16)`; encoded bytes: `retrieve_encoded_subchunk`. Region: `retrieve_array_subset_opt`. Index: `ShardingCodec::decode_index` (checksum only; entries not validated). One shard: `store_chunk_opt` (needs the whole decoded shard), and `store_chunk_subset_opt` per inner chunk with `experimental_partial_encoding`.",
         "**Python peers.** tensorstore: `zarr3` driver, `file` kvstore; cold, region and whole-array/shard reads with a 0-byte cache pool (the index is re-read on every access); warm and 1000-chunk reads with a fresh 256 MiB pool per sample (index cached; every timed chunk is a different chunk, so no decoded-chunk cache hit); writes with `file_io_sync: false` except the row marked as shipped. zarr-python: `zarr.open_array(LocalStore)`, slicing and slice assignment; it keeps no shard index between calls, so its warm rows equal its cold ones. Timed inside Python (`perf_counter`) around the read/write call only; opening is outside. Not run for them: index parsing and shard writes (no comparable public API), I/O counts.",
         "**Peak heap** counts Rust allocations of every thread (the counting global allocator of this harness); libzstd's own contexts (allocated with C `malloc`) are not counted, for zarrshard and zarrs alike. The zarrs whole-shard row includes the 2 MiB decoded shard its API takes as input; the chunk-by-chunk rows hold one 8 KiB chunk of input.",
-        "**Compressors.** zarrshard and zarrs link the same `zstd` crate (libzstd). gzip: zarrshard encodes with libdeflate (ratio 1.40 at level 1, like C zlib) and decodes with flate2; zarrs encodes and decodes with `flate2`, in this binary on zlib-rs (cargo unifies the feature; zarrs alone defaults to miniz_oxide), whose level 1 is its quick strategy (ratio 1.02, hence zarrs' larger gzip output). The gzip compress ceilings are libdeflate's (zarrshard's encoder); one extra row shows zlib-rs' for reference. zarrs creates a zstd context per chunk (`bulk::Compressor::new`, `bulk::decompress`).",
+        "**Compressors.** zarrshard and zarrs link the same `zstd` crate (libzstd). gzip: zarrshard encodes with libdeflate (ratio 1.40 at level 1, like C zlib) and decodes with flate2; zarrs encodes and decodes with `flate2`, in this binary on zlib-rs (cargo unifies the feature), whose level 1 is its quick strategy (ratio 1.02, hence zarrs' larger gzip output). zarrs built alone with its `gzip` feature keeps flate2's default backend, miniz_oxide (ratio 1.40 at level 1, like zarrshard's): the gzip encode has a row for that build too (`bench/zarrs-shipped`, the same zarrs version, no-fsync store and `store_chunks_opt` call, in a process of its own driven like the Python peers). The gzip compress ceilings are libdeflate's (zarrshard's encoder); two extra rows show zlib-rs' and miniz_oxide's for reference. zarrs creates a zstd context per chunk (`bulk::Compressor::new`, `bulk::decompress`).",
         "**I/O counts** are per call of the API: zarrshard counts `ShardIo::read` calls through `CountingIo`; zarrs counts `ReadableStorageTraits` calls through a wrapper around `FilesystemStore` (without a handle cache, each call opens, `fstat`s and closes the file; zarrshard's `FileIo` keeps the descriptor but `fstat`s on every read).",
         "**Allocator.** The harness fixes glibc's mmap threshold at 32 MiB and disables trimming (`mallopt`), so buffers under 32 MiB are recycled instead of page-faulted anew on every sample (glibc's adaptive threshold otherwise makes that depend on allocation history); 32 MiB outputs are mapped fresh for every implementation alike. The Python peers run with their own allocator.",
         "**Other load.** The harness waits for other processes to go quiet before each measurement, records the CPU time they use during every round of samples (`/proc/stat` less this process and the peers), and redoes a round in which they used more than 0.25 cores (up to 3 times, within a 240 s budget per run). A workload whose kept rounds still saw more than 0.25 cores is marked ⚠; rerun before quoting it.",

@@ -202,6 +202,15 @@ fn main() {
                     std::hint::black_box(c.compress_to_buffer(ch, &mut buf[..]).unwrap());
                 }
             }
+            "ceiling-fresh" => {
+                // zstd-1 over every inner chunk with a new context per chunk (zarrs' way:
+                // `bulk::Compressor::new` per chunk).
+                let mut buf = vec![0u8; zstd::zstd_safe::compress_bound(8192)];
+                for ch in chunks.chunks(8192) {
+                    let mut c = zstd::bulk::Compressor::new(1).unwrap();
+                    std::hint::black_box(c.compress_to_buffer(ch, &mut buf[..]).unwrap());
+                }
+            }
             "dceiling" => {
                 // zstd-1 decompression of every inner chunk, one context.
                 let mut d = zstd::bulk::Decompressor::new().unwrap();
