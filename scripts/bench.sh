@@ -7,9 +7,8 @@
 # Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
 # missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
 # mode (bench/, its own cargo package and target dir) and zarrs alone (bench/zarrs-shipped),
-# runs it. About 2-3 minutes on 2 cores
-# (longer while other processes keep the machine busy: the harness waits for quiet, within a
-# 240 s budget).
+# runs it. About 3-4 minutes on 2 cores once built (longer while other processes keep the
+# machine busy: the harness waits for quiet, within a 240 s budget).
 #
 # Environment: ZARRSHARD_BENCH_NO_PEERS=1 skips the Python peers; ZARRSHARD_BENCH_QUICK=1
 # runs 2 repetitions per measurement (a smoke test, not numbers to quote);
