@@ -708,7 +708,7 @@ struct Row {
 }
 
 struct Table {
-    /// The Python peers' process, whose CPU time is ours, not "other".
+    /// The peers' processes (Python, zarrs built alone), whose CPU time is ours, not "other".
     peer_pids: Vec<u32>,
     /// Largest CPU load (cores) of other processes seen during a measurement.
     max_other: f64,
@@ -1992,12 +1992,6 @@ const ARRAY_CEILINGS: [(&str, &str); 4] = [
     ("gzip-1 decompress", "gzip-1 decompress of the array's chunks"),
 ];
 
-/// Ceilings on this machine, one thread: returns bytes/s per core by name. Two sets of codec
-/// ceilings: over the 256 inner chunks of shard [1, 1] 16 times (32 MiB, hot cache: the
-/// most favourable case, an upper bound; for rows on one shard or single chunks), and over
-/// all 4096 inner chunks of the array once each, cut out beforehand (the same chunks a
-/// whole-array workload compresses, not in cache: for whole-array rows); memcpy and crc32c
-/// over the whole array once.
 /// The raw codecs' inputs: inner chunks cut out of the image beforehand, and their frames.
 struct CodecData {
     /// Shard [1, 1]'s 256 inner chunks, 8 KiB each, C order (hot in cache when run 16 times).
@@ -2052,6 +2046,12 @@ impl CodecData {
     }
 }
 
+/// Ceilings on this machine, one thread: returns bytes/s per core by name. Two sets of codec
+/// ceilings: over the 256 inner chunks of shard [1, 1] 16 times (32 MiB, hot cache: the
+/// most favourable case, an upper bound; for rows on one shard or single chunks), and over
+/// all 4096 inner chunks of the array once each, cut out beforehand (the same chunks a
+/// whole-array workload compresses, not in cache: for whole-array rows); memcpy and crc32c
+/// over the whole array once.
 fn measure_ceilings(ctx: &Ctx, codec: &CodecData, table: &mut Table) -> HashMap<&'static str, f64> {
     use flate2::{Compress, Compression, Crc, FlushCompress};
     let src = ctx.src();

@@ -96,16 +96,16 @@ impl Setup {
     /// Every inner chunk's bytes (little-endian), shard by shard in C order, chunks in C
     /// order within a shard: the order the harness's ceilings use.
     fn inner_chunks(&self) -> Vec<Vec<u8>> {
-        let [n, s, c] = [self.shape[1], self.shard[0], self.inner[0]];
+        let ([rows, cols], [s0, s1], [c0, c1]) = (self.shape, self.shard, self.inner);
         let mut chunks = Vec::new();
-        for sy in 0..self.shape[0] / s {
-            for sx in 0..n / s {
-                for cy in 0..s / c {
-                    for cx in 0..s / c {
-                        let (r0, c0) = (sy * s + cy * c, sx * s + cx * c);
-                        let mut ch = Vec::with_capacity((c * c * 2) as usize);
-                        for r in r0..r0 + c {
-                            let row = &self.data[(r * n + c0) as usize..(r * n + c0 + c) as usize];
+        for sy in 0..rows / s0 {
+            for sx in 0..cols / s1 {
+                for cy in 0..s0 / c0 {
+                    for cx in 0..s1 / c1 {
+                        let (r0, col0) = (sy * s0 + cy * c0, sx * s1 + cx * c1);
+                        let mut ch = Vec::with_capacity((c0 * c1 * 2) as usize);
+                        for r in r0..r0 + c0 {
+                            let row = &self.data[(r * cols + col0) as usize..(r * cols + col0 + c1) as usize];
                             ch.extend(row.iter().flat_map(|v| v.to_le_bytes()));
                         }
                         chunks.push(ch);
