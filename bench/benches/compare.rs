@@ -463,6 +463,9 @@ fn verify_written(dir: &Path, src: &[u8]) -> R<()> {
 #[path = "../zarrs_plain_store.rs"]
 mod plain_store;
 
+#[path = "../chunks.rs"]
+mod chunks;
+
 mod zstores {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -2007,11 +2010,7 @@ struct CodecData {
 impl CodecData {
     fn new(ctx: &Ctx) -> CodecData {
         let hot: Vec<u8> = ctx.single.iter().flat_map(|&o| ctx.chunk(o)).collect();
-        let all: Vec<u8> = (0..N / S)
-            .flat_map(|sy| (0..N / S).map(move |sx| (sy, sx)))
-            .flat_map(|(sy, sx)| (0..S / C).flat_map(move |cy| (0..S / C).map(move |cx| [sy * S + cy * C, sx * S + cx * C])))
-            .flat_map(|o| ctx.chunk(o))
-            .collect();
+        let all = chunks::array_chunks(ctx.src(), [N, N], [S, S], [C, C], EL);
         let zstd = |b: &[u8]| b.chunks(CHUNK_BYTES).map(|c| zstd::bulk::compress(c, 1).unwrap()).collect();
         let gzip = |b: &[u8]| b.chunks(CHUNK_BYTES).map(deflate1).collect();
         CodecData { hot_zstd: zstd(&hot), hot_gzip: gzip(&hot), all_zstd: zstd(&all), all_gzip: gzip(&all), hot, all }
@@ -2053,7 +2052,6 @@ impl CodecData {
 /// whole-array workload compresses, not in cache: for whole-array rows); memcpy and crc32c
 /// over the whole array once.
 fn measure_ceilings(ctx: &Ctx, codec: &CodecData, table: &mut Table) -> HashMap<&'static str, f64> {
-    use flate2::{Compress, Compression, Crc, FlushCompress};
     let src = ctx.src();
     let passes = 16;
     let ratio = |raw: &[u8], frames: &[Vec<u8>]| raw.len() as f64 / frames.iter().map(Vec::len).sum::<usize>() as f64;
@@ -2092,17 +2090,8 @@ fn measure_ceilings(ctx: &Ctx, codec: &CodecData, table: &mut Table) -> HashMap<
     let (all, az, ag) = (&codec.all, &codec.all_zstd, &codec.all_gzip);
     // zarrs' gzip encoder (flate2 with zlib-rs; level 1 is its quick strategy), for reference.
     let gzip_zlib_rs = move || -> R<Sample> {
-        let mut e = Compress::new(Compression::new(1), false);
-        let mut out = Vec::with_capacity(2 * CHUNK_BYTES);
         let clk = Clock::start();
-        for ch in all.chunks(CHUNK_BYTES) {
-            e.reset();
-            out.clear();
-            let mut crc = Crc::new();
-            crc.update(ch);
-            e.compress_vec(ch, &mut out, FlushCompress::Finish).s()?;
-            std::hint::black_box((&out, crc.sum()));
-        }
+        chunks::flate2_gzip1_each(all, CHUNK_BYTES)?;
         Ok(clk.stop())
     };
     let mut named = named;
