@@ -20,6 +20,7 @@
 pub mod array;
 pub mod codec;
 pub mod dtype;
+pub mod encoded;
 pub mod error;
 pub mod ffi;
 pub mod index;
@@ -41,6 +42,7 @@ pub mod writer;
 pub use array::{Array, Format, Problem};
 pub use codec::{ChunkRepr, CodecChain, EncodedSize};
 pub use dtype::{DataType, FillValue};
+pub use encoded::{segment_counts, EncodedChunks, SegmentCounts};
 pub use error::{Error, Result};
 pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};

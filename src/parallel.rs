@@ -118,11 +118,28 @@ pub(crate) fn map<T: Send>(
     n: usize,
     f: impl Fn(usize) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
+    map_init(n, || (), |_, i| f(i))
+}
+
+/// [`map`] where each thread taking part runs its items with a state of its own, made by
+/// `init` (on the pool path, one per pool thread, made up front) and dropped before this
+/// returns: `f(state, i)`. A state sees its items in increasing order. For per-thread output
+/// memory ([`crate::encoded`]).
+pub(crate) fn map_init<S: Send, T: Send>(
+    n: usize,
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(&mut S, usize) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
     match how(n) {
-        How::Here => (0..n).map(f).collect(),
-        How::Pool(pool) => pool.install(|| stealing((0..n).into_par_iter(), |i, _| f(i))),
+        How::Here => {
+            let mut state = init();
+            (0..n).map(|i| f(&mut state, i)).collect()
+        }
+        How::Pool(pool) => {
+            pool.install(|| stealing((0..n).into_par_iter(), init, |s, i, _| f(s, i)))
+        }
         How::Shared(pool, helpers) => {
-            let mut done = share(&pool, helpers, 0..n, |i, _| f(i))?;
+            let mut done = share(&pool, helpers, 0..n, init, |s, i, _| f(s, i))?;
             done.sort_unstable_by_key(|(i, _)| *i);
             Ok(done.into_iter().map(|(_, v)| v).collect())
         }
@@ -138,7 +155,9 @@ pub(crate) fn map_on_pool<T: Send>(
     f: impl Fn(usize) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
     match pool() {
-        (_, Some(pool)) if n > 1 => pool.install(|| stealing((0..n).into_par_iter(), |i, _| f(i))),
+        (_, Some(pool)) if n > 1 => {
+            pool.install(|| stealing((0..n).into_par_iter(), || (), |_, i, _| f(i)))
+        }
         _ => (0..n).map(f).collect(),
     }
 }
@@ -148,11 +167,21 @@ pub(crate) fn map_on_pool<T: Send>(
 /// the lowest failed position's error is returned. So a shard with two damaged chunks reports
 /// the same one every time. (Collecting into rayon's `Result` returns whichever error some
 /// thread saw first, which changed from run to run.) Results in order.
-fn stealing<I, T>(items: I, f: impl Fn(usize, I::Item) -> Result<T> + Sync + Send) -> Result<Vec<T>>
+fn stealing<I, S: Send, T>(
+    items: I,
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(&mut S, usize, I::Item) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>>
 where
     I: IndexedParallelIterator,
     T: Send,
 {
+    // One state per pool thread for the whole call (rayon's `map_init` makes one per split
+    // job: dozens). A thread that reaches an item of this call again while running one (from
+    // work stealing inside a nested parallel call) gets a state of its own for that item.
+    let states: Vec<Mutex<S>> = (0..rayon::current_num_threads())
+        .map(|_| Mutex::new(init()))
+        .collect();
     let lowest = AtomicUsize::new(usize::MAX);
     let ran: Vec<Option<Result<T>>> = items
         .enumerate()
@@ -162,13 +191,20 @@ where
             if i > lowest.load(Ordering::Relaxed) {
                 return None;
             }
-            let r = f(i, item);
+            let mine = rayon::current_thread_index()
+                .and_then(|t| states.get(t))
+                .and_then(|s| s.try_lock().ok());
+            let r = match mine {
+                Some(mut state) => f(&mut state, i, item),
+                None => f(&mut init(), i, item),
+            };
             if r.is_err() {
                 lowest.fetch_min(i, Ordering::Relaxed);
             }
             Some(r)
         })
         .collect();
+    drop(states);
     let lowest = lowest.into_inner();
     let mut out = Vec::with_capacity(ran.len());
     for (i, r) in ran.into_iter().enumerate() {
@@ -231,11 +267,12 @@ impl Drop for Sharing {
 /// `helpers` tasks on `pool` until it runs out or an item fails (then no further item starts);
 /// returns the results with their positions, in no particular order, or the error of the
 /// lowest position that failed. A task that starts after the queue ran out returns at once.
-fn share<I, T>(
+fn share<I, S, T>(
     pool: &rayon::ThreadPool,
     helpers: usize,
     items: I,
-    f: impl Fn(usize, I::Item) -> Result<T> + Sync,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize, I::Item) -> Result<T> + Sync,
 ) -> Result<Vec<(usize, T)>>
 where
     I: Iterator + Send,
@@ -246,11 +283,12 @@ where
     let parts = Mutex::new(Vec::with_capacity(helpers + 1));
     let work = || {
         let (mut done, mut error) = (Vec::new(), None);
+        let mut state = init();
         while !failed.load(Ordering::Relaxed) {
             // The lock is released before the item runs.
             let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
             let Some((i, item)) = next else { break };
-            match f(i, item) {
+            match f(&mut state, i, item) {
                 Ok(v) => done.push((i, v)),
                 Err(e) => {
                     failed.store(true, Ordering::Relaxed);
@@ -259,6 +297,7 @@ where
                 }
             }
         }
+        drop(state);
         parts
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -323,9 +362,16 @@ pub(crate) fn for_each_piece(
             .enumerate()
             .try_for_each(|(i, p)| f(i, p)),
         How::Pool(pool) => pool
-            .install(|| stealing(buf.par_chunks_mut(size), f))
+            .install(|| stealing(buf.par_chunks_mut(size), || (), |_, i, p| f(i, p)))
             .map(drop),
-        How::Shared(pool, helpers) => share(&pool, helpers, buf.chunks_mut(size), f).map(drop),
+        How::Shared(pool, helpers) => share(
+            &pool,
+            helpers,
+            buf.chunks_mut(size),
+            || (),
+            |_, i, p| f(i, p),
+        )
+        .map(drop),
     }
 }
 
@@ -346,7 +392,7 @@ pub(crate) fn for_each_split_on_pool(
     }
     match pool() {
         (_, Some(pool)) if pieces.len() > 1 => pool
-            .install(|| stealing(pieces.into_par_iter(), f))
+            .install(|| stealing(pieces.into_par_iter(), || (), |_, i, p| f(i, p)))
             .map(drop),
         _ => pieces
             .into_iter()

@@ -18,6 +18,7 @@
 
 use crate::array::Array;
 use crate::codec::{ArrayToBytes, CodecChain};
+use crate::encoded::EncodedChunks;
 use crate::error::{shown, Error, Result};
 use crate::index::{ChunkLocation, ShardIndex};
 use crate::io::MemoryIo;
@@ -446,7 +447,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
                 copied += 1;
             }
         }
-        let done = self.store_chunks(coords, &layout, encoded, true)?;
+        let done = self.store_chunks(coords, &layout, encoded.into(), true)?;
         Ok((done, copied))
     }
 
@@ -487,7 +488,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
         let layout = tm.shard_layout().expect("sharded");
         let arrays = tm.codecs.encode_arrays(&data, &repr)?;
         let encoded = layout.encode_chunks(&arrays, false)?;
-        let count = encoded.iter().flatten().count() as u64;
+        let count = encoded.stored().count() as u64;
         let done = self.store_chunks(coords, &layout, encoded, false)?;
         Ok((done, count))
     }
@@ -498,7 +499,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
         &self,
         coords: &[u64],
         layout: &ShardLayout,
-        encoded: Vec<Option<Vec<u8>>>,
+        encoded: EncodedChunks,
         store_fill_chunks: bool,
     ) -> Result<Finalized> {
         let tm = self.dst.metadata();

@@ -5,8 +5,11 @@
 //! chunks) is the [`crate::reader`]'s job; this module is the in-memory form of the codec,
 //! which is also what nested sharding (a `sharding_indexed` inside the inner `codecs`) uses.
 
-use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain, Config, EncodedSize};
+use crate::codec::{
+    checked_product, ArrayToBytes, ChunkRepr, CodecChain, Config, EncodeTarget, EncodedSize,
+};
 use crate::dtype::{DataType, FillValue};
+use crate::encoded::{Collector, EncodedChunks};
 use crate::error::{shown, Error, Result};
 use crate::index::{ShardIndex, EMPTY};
 use crate::io::MemoryIo;
@@ -453,13 +456,10 @@ impl ShardLayout {
         })
     }
 
-    /// Encode every inner chunk of a decoded shard, in parallel: `None` for a chunk equal to
-    /// the fill value (unless `store_fill_chunks`).
-    pub fn encode_chunks(
-        &self,
-        data: &[u8],
-        store_fill_chunks: bool,
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+    /// Encode every inner chunk of a decoded shard, in parallel; a chunk equal to the fill
+    /// value is left unstored (unless `store_fill_chunks`). The chunks are held in reused
+    /// memory until the result is dropped ([`crate::encoded`]).
+    pub fn encode_chunks(&self, data: &[u8], store_fill_chunks: bool) -> Result<EncodedChunks> {
         crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
         self.encode_chunks_with(store_fill_chunks, |i, chunk| {
             self.extract_chunk(i, data, chunk)
@@ -473,27 +473,38 @@ impl ShardLayout {
         &self,
         store_fill_chunks: bool,
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+    ) -> Result<EncodedChunks> {
         let n = self.inner_byte_size();
-        parallel::map(self.num_chunks, |i| {
-            if self.plain {
-                // Stored as is: the chunk's buffer becomes its encoded bytes.
-                let mut chunk = vec![0u8; n];
-                fill(i, &mut chunk);
-                return Ok((store_fill_chunks || !self.is_fill(&chunk)).then_some(chunk));
-            }
-            // The decoded chunk lives in a buffer reused by this thread (taken out while in
-            // use, so a nested sharding codec gets its own).
-            let mut chunk = SCRATCH.take();
-            chunk.resize(n, 0);
-            fill(i, &mut chunk[..n]);
-            let encoded = match !store_fill_chunks && self.is_fill(&chunk[..n]) {
-                true => Ok(None),
-                false => self.codec.codecs.encode(&chunk[..n], &self.inner).map(Some),
-            };
-            SCRATCH.set(chunk);
-            encoded
-        })
+        let collector = Collector::default();
+        let held = parallel::map_init(
+            self.num_chunks,
+            || collector.appender(),
+            |out, i| {
+                if self.plain {
+                    // Stored as is: the chunk is cut straight into its place among the encoded.
+                    let room = &mut out.room(n)[..n];
+                    fill(i, room);
+                    let keep = store_fill_chunks || !self.is_fill(room);
+                    return Ok(keep.then(|| out.commit(n)));
+                }
+                // The decoded chunk lives in a buffer reused by this thread (taken out while in
+                // use, so a nested sharding codec gets its own).
+                let mut chunk = SCRATCH.take();
+                chunk.resize(n, 0);
+                fill(i, &mut chunk[..n]);
+                let encoded = match !store_fill_chunks && self.is_fill(&chunk[..n]) {
+                    true => Ok(None),
+                    false => self
+                        .codec
+                        .codecs
+                        .encode_to(&chunk[..n], &self.inner, out)
+                        .map(|len| Some(out.commit(len))),
+                };
+                SCRATCH.set(chunk);
+                encoded
+            },
+        )?;
+        Ok(collector.finish(held))
     }
 
     /// Encode a whole decoded shard: inner chunks in C order, chunks equal to the fill value

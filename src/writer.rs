@@ -30,6 +30,7 @@
 //! [`ShardIo::put`] (the file back end writes a temporary and renames it); for streaming and
 //! update, have the back end write to a temporary object and commit it after `finalize`.
 
+use crate::encoded::EncodedChunks;
 use crate::error::{Error, Result};
 use crate::index::{ChunkLocation, ShardIndex};
 use crate::io::ShardIo;
@@ -95,7 +96,7 @@ pub enum Finalized {
 
 enum Mode {
     Buffered {
-        chunks: Vec<Option<Vec<u8>>>,
+        chunks: EncodedChunks,
     },
     /// Streaming and update both write chunks at `next`, the next free offset.
     Positional {
@@ -123,6 +124,8 @@ pub struct ShardWriter<I: ShardIo> {
     /// In-place update: the chunks whose stored bytes overlap another entry's (never
     /// rewritten in place). Empty otherwise.
     shared: Vec<bool>,
+    /// Streaming and update: the buffer each chunk is encoded into before it is written.
+    scratch: Vec<u8>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -158,7 +161,7 @@ impl<I: ShardIo> ShardWriter<I> {
             WriteStrategy::Buffered => (
                 ShardIndex::new_empty(n),
                 Mode::Buffered {
-                    chunks: vec![None; n],
+                    chunks: EncodedChunks::new(n),
                 },
             ),
             WriteStrategy::Streaming => (
@@ -226,6 +229,7 @@ impl<I: ShardIo> ShardWriter<I> {
             state: WriterState::Open,
             restore,
             shared,
+            scratch: Vec::new(),
         })
     }
 
@@ -257,7 +261,11 @@ impl<I: ShardIo> ShardWriter<I> {
             return Ok(());
         };
         let bytes = match &self.mode {
-            Mode::Buffered { chunks } => chunks[i].clone().unwrap_or_default(),
+            Mode::Buffered { chunks } => {
+                return self
+                    .layout
+                    .decode_chunk_into(i, chunks.get(i).unwrap_or_default(), out)
+            }
             Mode::Positional { .. } => {
                 let got = self
                     .io
@@ -332,7 +340,8 @@ impl<I: ShardIo> ShardWriter<I> {
 
     /// Encode and write inner chunk `coords` (`data`: C order, native byte order, the inner
     /// chunk's decoded size). A chunk equal to the fill value is erased instead, unless
-    /// `store_fill_chunks` is set.
+    /// `store_fill_chunks` is set. Streaming and update writers encode into one buffer reused
+    /// from chunk to chunk; the buffered writer keeps each chunk in a buffer of its own.
     pub fn write_chunk(&mut self, coords: &[u64], data: &[u8]) -> Result<()> {
         self.check_open()?;
         let i = self.layout.linear_index(coords)?;
@@ -341,12 +350,17 @@ impl<I: ShardIo> ShardWriter<I> {
             self.erase_index(i);
             return Ok(());
         }
-        let encoded = self
-            .layout
-            .codec()
-            .codecs
-            .encode(data, self.layout.inner_repr())?;
-        self.put_encoded(i, encoded)
+        let codecs = &self.layout.codec().codecs;
+        if let Mode::Buffered { .. } = self.mode {
+            let encoded = codecs.encode(data, self.layout.inner_repr())?;
+            return self.put_encoded(i, encoded);
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let written = codecs
+            .encode_to(data, self.layout.inner_repr(), &mut scratch)
+            .and_then(|n| self.put_positional(i, &scratch[..n]));
+        self.scratch = scratch;
+        written
     }
 
     /// Write inner chunk `coords` from already-encoded bytes (copying between shards without
@@ -354,7 +368,10 @@ impl<I: ShardIo> ShardWriter<I> {
     pub fn write_chunk_raw(&mut self, coords: &[u64], encoded: &[u8]) -> Result<()> {
         self.check_open()?;
         let i = self.layout.linear_index(coords)?;
-        self.put_encoded(i, encoded.to_vec())
+        match self.mode {
+            Mode::Buffered { .. } => self.put_encoded(i, encoded.to_vec()),
+            Mode::Positional { .. } => self.put_positional(i, encoded),
+        }
     }
 
     /// [`ShardWriter::write_chunk_raw`] taking the bytes by value (no copy).
@@ -364,13 +381,39 @@ impl<I: ShardIo> ShardWriter<I> {
         self.put_encoded(i, encoded)
     }
 
-    /// Store every chunk of `encoded` (indexed by linear chunk number; `None` = not stored,
-    /// e.g. from [`ShardLayout::encode_chunks`]) and finalize.
-    pub fn finish_with(mut self, encoded: Vec<Option<Vec<u8>>>) -> Result<Finalized> {
-        for (i, chunk) in encoded.into_iter().enumerate() {
-            if let Some(c) = chunk {
-                self.check_open()?;
-                self.put_encoded(i, c)?;
+    /// Store every chunk `encoded` holds (from [`ShardLayout::encode_chunks`], or a
+    /// `Vec<Option<Vec<u8>>>` by linear chunk number) and finalize. The buffered writer takes
+    /// the chunks over as they are (no copy).
+    ///
+    /// Errors: [`Error::InvalidArgument`] when `encoded` does not have one position per inner
+    /// chunk (nothing is written); those of [`ShardWriter::finalize`] and, streaming or
+    /// updating, of each chunk's write.
+    pub fn finish_with(mut self, encoded: impl Into<EncodedChunks>) -> Result<Finalized> {
+        let encoded = encoded.into();
+        self.check_open()?;
+        if encoded.len() != self.layout.num_chunks() {
+            return Err(Error::InvalidArgument(format!(
+                "{} encoded chunk positions for a shard of {} inner chunks",
+                encoded.len(),
+                self.layout.num_chunks()
+            )));
+        }
+        match &mut self.mode {
+            Mode::Buffered { chunks } => {
+                for (i, c) in encoded.stored() {
+                    // Offsets are assigned at finalize; mark the entry stored meanwhile.
+                    let loc = ChunkLocation {
+                        offset: 0,
+                        nbytes: c.len() as u64,
+                    };
+                    self.index.set(i, Some(loc));
+                }
+                chunks.absorb(encoded);
+            }
+            Mode::Positional { .. } => {
+                for (i, c) in encoded.stored() {
+                    self.put_positional(i, c)?;
+                }
             }
         }
         self.finalize()
@@ -387,60 +430,65 @@ impl<I: ShardIo> ShardWriter<I> {
     fn erase_index(&mut self, i: usize) {
         self.index.set(i, None);
         if let Mode::Buffered { chunks } = &mut self.mode {
-            chunks[i] = None;
+            chunks.clear(i);
         }
     }
 
     fn put_encoded(&mut self, i: usize, encoded: Vec<u8>) -> Result<()> {
+        let Mode::Buffered { chunks } = &mut self.mode else {
+            return self.put_positional(i, &encoded);
+        };
+        // Offsets are assigned at finalize; mark the entry stored meanwhile.
+        let loc = ChunkLocation {
+            offset: 0,
+            nbytes: encoded.len() as u64,
+        };
+        self.index.set(i, Some(loc));
+        chunks.set(i, encoded);
+        Ok(())
+    }
+
+    /// Streaming and update: write chunk `i` at its place (see [`Mode::Positional`]).
+    fn put_positional(&mut self, i: usize, encoded: &[u8]) -> Result<()> {
         let len = encoded.len() as u64;
-        match &mut self.mode {
-            Mode::Buffered { chunks } => {
-                // Offsets are assigned at finalize; mark the entry stored meanwhile.
-                self.index.set(
-                    i,
-                    Some(ChunkLocation {
-                        offset: 0,
-                        nbytes: len,
-                    }),
-                );
-                chunks[i] = Some(encoded);
+        let Mode::Positional { next, in_place } = &mut self.mode else {
+            return Err(Error::InvalidState(
+                "a buffered writer writes no chunk in place".into(),
+            ));
+        };
+        // A slot shared with another entry (validation accepts overlapping entries) is never
+        // rewritten: that would change the other chunk too.
+        let offset = match self.index.get(i) {
+            Some(old)
+                if *in_place
+                    && old.nbytes >= len
+                    && !self.shared.get(i).copied().unwrap_or(false) =>
+            {
+                old.offset
             }
-            Mode::Positional { next, in_place } => {
-                // A slot shared with another entry (validation accepts overlapping entries)
-                // is never rewritten: that would change the other chunk too.
-                let offset = match self.index.get(i) {
-                    Some(old)
-                        if *in_place
-                            && old.nbytes >= len
-                            && !self.shared.get(i).copied().unwrap_or(false) =>
-                    {
-                        old.offset
-                    }
-                    _ => {
-                        let at = *next;
-                        *next = at.checked_add(len).ok_or_else(|| {
-                            Error::InvalidArgument("shard exceeds 2^64 bytes".into())
-                        })?;
-                        at
-                    }
-                };
-                self.touched = true;
-                if let Err(e) = self.io.write_at(offset, &encoded) {
-                    // The object now holds a partial chunk; finishing it would hide that. An
-                    // append-only update cuts it back to the previous shard when it can.
-                    self.state = WriterState::Failed;
-                    self.roll_back();
-                    return Err(e);
-                }
-                self.index.set(
-                    i,
-                    Some(ChunkLocation {
-                        offset,
-                        nbytes: len,
-                    }),
-                );
+            _ => {
+                let at = *next;
+                *next = at
+                    .checked_add(len)
+                    .ok_or_else(|| Error::InvalidArgument("shard exceeds 2^64 bytes".into()))?;
+                at
             }
+        };
+        self.touched = true;
+        if let Err(e) = self.io.write_at(offset, encoded) {
+            // The object now holds a partial chunk; finishing it would hide that. An
+            // append-only update cuts it back to the previous shard when it can.
+            self.state = WriterState::Failed;
+            self.roll_back();
+            return Err(e);
         }
+        self.index.set(
+            i,
+            Some(ChunkLocation {
+                offset,
+                nbytes: len,
+            }),
+        );
         Ok(())
     }
 
@@ -485,7 +533,7 @@ impl<I: ShardIo> ShardWriter<I> {
                 let mut end = if at_start { index_size } else { 0 };
                 let mut body: Vec<&[u8]> = Vec::with_capacity(chunks.len() + 1);
                 for i in order {
-                    if let Some(c) = &chunks[i as usize] {
+                    if let Some(c) = chunks.get(i as usize) {
                         let loc = ChunkLocation {
                             offset: end,
                             nbytes: c.len() as u64,
@@ -503,7 +551,8 @@ impl<I: ShardIo> ShardWriter<I> {
                     end += index.len() as u64;
                 }
                 self.io.put_parts(&body)?;
-                chunks.iter_mut().for_each(|c| *c = None);
+                // Their memory goes back for the next shard.
+                *chunks = EncodedChunks::new(0);
                 Ok(Finalized::Written { size: end })
             }
             Mode::Positional { next, .. } => {

@@ -650,3 +650,75 @@ fn buffered_finalize_without_truncate_refuses_before_writing() {
         assert_eq!(*c, chunk(&l, 60 + i as u8));
     }
 }
+
+/// `finish_with` takes a shard's chunks as `encode_chunks` holds them (in shared segments):
+/// every strategy stores the same shard, which decodes to the input; the buffered one gives
+/// the same bytes as writing the chunks one by one. A list of the wrong length is refused
+/// before anything is written.
+#[test]
+fn finish_with_encoded_chunks_in_every_strategy() {
+    let l = layout(zstd(), "end", &[8, 8], &[4, 4], DataType::UInt16);
+    let size = l.shard_repr().byte_size().unwrap() as usize;
+    // The top-left quarter stays zero (fill value): those four chunks are not stored.
+    let shard: Vec<u8> = (0..size / 2)
+        .flat_map(|k| {
+            let (y, x) = (k / 32, k % 32);
+            let v = if y < 16 && x < 16 {
+                0
+            } else {
+                (k * 37 % 1000) as u16 + 1
+            };
+            v.to_ne_bytes()
+        })
+        .collect();
+    let one_by_one = MemoryIo::new();
+    let mut w = ShardWriter::new(
+        l.clone(),
+        &one_by_one,
+        WriteStrategy::Buffered,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    let mut chunk_bytes = vec![0u8; l.inner_byte_size()];
+    for i in 0..l.num_chunks() {
+        l.extract_chunk(i, &shard, &mut chunk_bytes);
+        w.write_chunk(&nd::unravel(i as u64, l.chunks_per_shard()), &chunk_bytes)
+            .unwrap();
+    }
+    w.finalize().unwrap();
+    for strategy in [
+        WriteStrategy::Buffered,
+        WriteStrategy::Streaming,
+        WriteStrategy::Update(UpdateMode::AppendOnly),
+        WriteStrategy::Update(UpdateMode::InPlace),
+    ] {
+        let encoded = l.encode_chunks(&shard, false).unwrap();
+        assert_eq!(encoded.stored().count(), 12);
+        let io = MemoryIo::new();
+        let w = ShardWriter::new(l.clone(), &io, strategy, WriteOptions::default()).unwrap();
+        w.finish_with(encoded).unwrap();
+        assert_eq!(
+            read_whole_shard(&l, &io).unwrap().unwrap(),
+            shard,
+            "{strategy:?}"
+        );
+        if strategy == WriteStrategy::Buffered {
+            assert_eq!(io.bytes(), one_by_one.bytes());
+        }
+    }
+    let io = MemoryIo::new();
+    let w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Buffered,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    let e = w.finish_with(vec![Some(vec![1u8]); 15]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        Error::InvalidArgument("15 encoded chunk positions for a shard of 16 inner chunks".into())
+            .to_string()
+    );
+    assert!(io.bytes().is_none());
+}

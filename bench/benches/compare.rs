@@ -1051,10 +1051,13 @@ fn main() {
     // below 32 MiB are recycled from the heap instead of being mapped (and page-faulted) anew
     // on every sample, whatever the allocation history; 32 MiB outputs are still mapped, for
     // every implementation alike.
+    // ZARRSHARD_BENCH_GLIBC_DEFAULTS=1 leaves glibc as a host process finds it.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    if !glibc_defaults() {
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let zs_threads = zs_default_threads();
@@ -2353,6 +2356,11 @@ fn io_counts(ctx: &Ctx, table: &mut Table, zs_default: &str) {
     table.push(w, "zarrs: retrieve_subchunk_opt + index cache", z(zc), "", "", "");
 }
 
+/// `ZARRSHARD_BENCH_GLIBC_DEFAULTS` is set: no `mallopt` (see the *Allocator* note).
+fn glibc_defaults() -> bool {
+    std::env::var_os("ZARRSHARD_BENCH_GLIBC_DEFAULTS").is_some()
+}
+
 fn notes(zs_has_threads: bool) -> String {
     let mut s = String::from("\n## Notes\n\n");
     let items = [
@@ -2366,7 +2374,10 @@ fn notes(zs_has_threads: bool) -> String {
         "**Peak heap** counts Rust allocations of every thread (the counting global allocator of this harness); libzstd's own contexts (allocated with C `malloc`) are not counted, for zarrshard and zarrs alike. The zarrs whole-shard row includes the 2 MiB decoded shard its API takes as input; the chunk-by-chunk rows hold one 8 KiB chunk of input.",
         "**Compressors.** zarrshard and zarrs link the same `zstd` crate (libzstd). gzip: zarrshard encodes with libdeflate (ratio 1.40 at level 1, like C zlib) and decodes with flate2; zarrs encodes and decodes with `flate2`, in this binary on zlib-rs (cargo unifies the feature), whose level 1 is its quick strategy (ratio 1.02, hence zarrs' larger gzip output). zarrs built alone with its `gzip` feature keeps flate2's default backend, miniz_oxide (ratio 1.40 at level 1, like zarrshard's): the gzip encode has a row for that build too (`bench/zarrs-shipped`, the same zarrs version, no-fsync store and `store_chunks_opt` call, in a process of its own driven like the Python peers). The gzip compress ceilings are libdeflate's (zarrshard's encoder); two extra rows show zlib-rs' and miniz_oxide's for reference. zarrs creates a zstd context per chunk (`bulk::Compressor::new`, `bulk::decompress`).",
         "**I/O counts** are per call of the API: zarrshard counts `ShardIo::read` calls through `CountingIo`; zarrs counts `ReadableStorageTraits` calls through a wrapper around `FilesystemStore` (without a handle cache, each call opens, `fstat`s and closes the file; zarrshard's `FileIo` keeps the descriptor but `fstat`s on every read).",
-        "**Allocator.** The harness fixes glibc's mmap threshold at 32 MiB and disables trimming (`mallopt`), so buffers under 32 MiB are recycled instead of page-faulted anew on every sample (glibc's adaptive threshold otherwise makes that depend on allocation history); 32 MiB outputs are mapped fresh for every implementation alike. The Python peers run with their own allocator.",
+        match glibc_defaults() {
+            false => "**Allocator.** The harness fixes glibc's mmap threshold at 32 MiB and disables trimming (`mallopt`), so buffers under 32 MiB are recycled instead of page-faulted anew on every sample (glibc's adaptive threshold otherwise makes that depend on allocation history); 32 MiB outputs are mapped fresh for every implementation alike. `ZARRSHARD_BENCH_GLIBC_DEFAULTS=1` runs without that. The Python peers run with their own allocator.",
+            true => "**Allocator.** This run left glibc's malloc at its defaults (`ZARRSHARD_BENCH_GLIBC_DEFAULTS=1`), as a host process finds it: the adaptive mmap threshold and trimming apply to every Rust implementation, so buffers freed between samples may be page-faulted anew, depending on allocation history. The Python peers run with their own allocator.",
+        },
         "**Other load.** The harness waits for other processes to go quiet before each measurement, records the CPU time they use during every round of samples (`/proc/stat` less this process and the peers), and redoes a round in which they used more than 0.25 cores (up to 3 times, within a 240 s budget per run). A workload whose kept rounds still saw more than 0.25 cores is marked ⚠; rerun before quoting it.",
         "**Page cache.** Reads hit files that were just written or read (warm page cache); nothing here measures a cold disk or an object store. Numbers are for this machine only.",
     ];

@@ -134,7 +134,14 @@ impl Blosc {
         json!({"name": "blosc", "configuration": config})
     }
 
-    pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
+    /// Compress into room from `target` (the input's size plus c-blosc's overhead, plus
+    /// `extra` bytes); returns the compressed size.
+    pub(crate) fn encode_to(
+        &self,
+        data: &[u8],
+        target: &mut dyn super::EncodeTarget,
+        extra: usize,
+    ) -> Result<usize> {
         if data.len() > MAX_BUFFERSIZE {
             return Err(Error::InvalidArgument(format!(
                 "blosc: {} bytes exceed c-blosc's {MAX_BUFFERSIZE}-byte limit",
@@ -143,7 +150,8 @@ impl Blosc {
         }
         let (shuffle, typesize) = self.effective();
         let cname = CString::new(self.cname.as_str()).expect("validated name has no NUL");
-        let mut out = vec![0u8; data.len() + MAX_OVERHEAD];
+        let bound = data.len() + MAX_OVERHEAD;
+        let out = &mut target.room(bound + extra)[..bound];
         // SAFETY: `data` and `out` are valid for the lengths given and do not overlap; c-blosc
         // writes at most `out.len()` bytes; `cname` outlives the call.
         let n = unsafe {
@@ -165,8 +173,7 @@ impl Blosc {
                 "blosc: compression failed ({n})"
             )));
         }
-        out.truncate(n as usize);
-        Ok(out)
+        Ok(n as usize)
     }
 
     pub(crate) fn decode(&self, data: &[u8], max_out: u64) -> Result<Vec<u8>> {

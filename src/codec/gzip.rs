@@ -48,7 +48,14 @@ impl Gzip {
         json!({"name": "gzip", "configuration": {"level": self.level}})
     }
 
-    pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
+    /// Compress into room from `target` (libdeflate's bound plus `extra` bytes); returns the
+    /// member's size.
+    pub(crate) fn encode_to(
+        &self,
+        data: &[u8],
+        target: &mut dyn super::EncodeTarget,
+        extra: usize,
+    ) -> Result<usize> {
         COMPRESSOR.with(|slot| {
             let mut slot = slot.borrow_mut();
             if slot.as_ref().is_none_or(|(level, _)| *level != self.level) {
@@ -59,14 +66,10 @@ impl Gzip {
                 *slot = Some((self.level, libdeflater::Compressor::new(lvl)));
             }
             let (_, c) = slot.as_mut().expect("set above");
-            let mut out = vec![0u8; c.gzip_compress_bound(data.len())];
+            let bound = c.gzip_compress_bound(data.len());
             // The bound always suffices: an error here is libdeflate's own failure.
-            let n = c
-                .gzip_compress(data, &mut out)
-                .map_err(|e| Error::InvalidArgument(format!("gzip: {e:?}")))?;
-            out.truncate(n);
-            out.shrink_to_fit(); // in place, as for zstd
-            Ok(out)
+            c.gzip_compress(data, &mut target.room(bound + extra)[..bound])
+                .map_err(|e| Error::InvalidArgument(format!("gzip: {e:?}")))
         })
     }
 
@@ -107,6 +110,13 @@ mod tests {
             .collect()
     }
 
+    /// The codec's encoding (libdeflate writing into a new buffer).
+    fn encode(gz: &Gzip, data: &[u8]) -> Vec<u8> {
+        super::super::BytesToBytes::Gzip(gz.clone())
+            .encode(data)
+            .unwrap()
+    }
+
     /// Every level writes one RFC 1952 member that flate2 (zlib-rs) decodes to the input, with
     /// the CRC-32 and size trailer flate2 computes; level 1 compresses the image-like data
     /// (as C zlib's level 1 does) rather than zlib-rs' quick strategy's near-copy.
@@ -115,7 +125,7 @@ mod tests {
     fn libdeflate_members_decode_with_flate2() {
         let data = image_like(4096);
         for level in 0..=9 {
-            let out = Gzip { level }.encode(&data).unwrap();
+            let out = encode(&Gzip { level }, &data);
             assert_eq!(
                 &out[..3],
                 &[0x1f, 0x8b, 8],
@@ -133,7 +143,7 @@ mod tests {
             let back = Gzip { level }.decode(&out, data.len() as u64).unwrap();
             assert_eq!(back, data, "level {level}");
         }
-        let ours = Gzip { level: 1 }.encode(&data).unwrap().len();
+        let ours = encode(&Gzip { level: 1 }, &data).len();
         let mut zlib_rs = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(1));
         std::io::Write::write_all(&mut zlib_rs, &data).unwrap();
         let theirs = zlib_rs.finish().unwrap().len();
@@ -152,11 +162,7 @@ mod tests {
         let data = image_like(2048);
         let gz = Gzip { level: 1 };
         let (a, b) = data.split_at(1000);
-        let (ma, mb, empty) = (
-            gz.encode(a).unwrap(),
-            gz.encode(b).unwrap(),
-            gz.encode(&[]).unwrap(),
-        );
+        let (ma, mb, empty) = (encode(&gz, a), encode(&gz, b), encode(&gz, &[]));
         let two = [&ma[..], &mb[..]].concat();
         let b2b = super::super::BytesToBytes::Gzip(gz.clone());
         let decode_into = |stream: &[u8], len: usize| {

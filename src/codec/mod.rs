@@ -211,11 +211,25 @@ impl BytesToBytes {
     }
     fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
         match self {
-            BytesToBytes::Gzip(c) => c.encode(data),
-            BytesToBytes::Zstd(c) => c.encode(data),
             BytesToBytes::Crc32c(c) => c.encode(data),
-            BytesToBytes::Blosc(c) => c.encode(data),
             BytesToBytes::Zlib(c) => c.encode(data),
+            // The compressors write into memory they are given: here, a new buffer.
+            _ => encode_to_vec(|out| self.encode_to(data, out, 0)),
+        }
+    }
+    /// Encode into room from `target` with `extra` bytes to spare after the output (for
+    /// checksums appended in place); returns the output's size. The compressors write
+    /// straight into the room; the others encode into a buffer and copy it there.
+    fn encode_to(&self, data: &[u8], target: &mut dyn EncodeTarget, extra: usize) -> Result<usize> {
+        match self {
+            BytesToBytes::Gzip(c) => c.encode_to(data, target, extra),
+            BytesToBytes::Zstd(c) => c.encode_to(data, target, extra),
+            BytesToBytes::Blosc(c) => c.encode_to(data, target, extra),
+            BytesToBytes::Crc32c(_) | BytesToBytes::Zlib(_) => {
+                let encoded = self.encode(data)?;
+                target.room(encoded.len() + extra)[..encoded.len()].copy_from_slice(&encoded);
+                Ok(encoded.len())
+            }
         }
     }
     /// Decode; the output may not exceed `max_out` bytes.
@@ -264,6 +278,42 @@ impl BytesToBytes {
             BytesToBytes::Zlib(c) => c.to_json(),
         }
     }
+}
+
+/// Memory an encoder writes a chunk into (see [`CodecChain::encode_to`]): a growing buffer,
+/// or a shard's segments ([`crate::encoded`]).
+pub(crate) trait EncodeTarget {
+    /// At least `bound` bytes of writable room (its contents are unspecified), which stays
+    /// the target's current room until the next call.
+    fn room(&mut self, bound: usize) -> &mut [u8];
+    /// The room the last [`EncodeTarget::room`] call gave (empty before any).
+    fn current(&mut self) -> &mut [u8];
+}
+
+/// A buffer reused from chunk to chunk: it grows to the largest bound asked for and is never
+/// cleared, so after the first chunk no room costs an allocation or a fill.
+impl EncodeTarget for Vec<u8> {
+    fn room(&mut self, bound: usize) -> &mut [u8] {
+        if self.len() < bound {
+            self.resize(bound, 0);
+        }
+        self
+    }
+    fn current(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// Run an encoder that writes into an [`EncodeTarget`] and returns its size, with a new buffer
+/// as the target; the buffer is cut to that size.
+fn encode_to_vec(encode: impl FnOnce(&mut dyn EncodeTarget) -> Result<usize>) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let n = encode(&mut out)?;
+    out.truncate(n);
+    // Give back the compressor's bound (in place: a shrinking realloc does not copy), so
+    // chunks held until a shard is written take what they compressed to.
+    out.shrink_to_fit();
+    Ok(out)
 }
 
 /// A whole codec list: `array→array* array→bytes bytes→bytes*`.
@@ -402,26 +452,62 @@ impl CodecChain {
         Ok(out)
     }
 
-    /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes).
+    /// Encode one chunk (`data` in native byte order, C order, `repr.byte_size()` bytes) into a
+    /// new buffer of its encoded size.
     pub fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        encode_to_vec(|out| self.encode_to(data, repr, out))
+    }
+
+    /// [`CodecChain::encode`] into memory `target` provides; returns the encoded size (the
+    /// chunk is the first that many bytes of the room `target` last gave). The last
+    /// compressor writes straight into the target (zstd, gzip, blosc) and trailing `crc32c`
+    /// checksums are appended in place, so the usual chains (`bytes` + `zstd` + `crc32c`)
+    /// copy nothing; intermediate stages and other codecs go through buffers of their own.
+    pub(crate) fn encode_to(
+        &self,
+        data: &[u8],
+        repr: &ChunkRepr,
+        target: &mut dyn EncodeTarget,
+    ) -> Result<usize> {
         let arrays = self.encode_arrays(data, repr)?;
         let brepr = match self.array_to_array.is_empty() {
             true => Cow::Borrowed(repr),
             false => Cow::Owned(self.bytes_repr(repr)?),
         };
-        match (&self.array_to_bytes, self.bytes_to_bytes.split_first()) {
-            // `bytes` in native order changes nothing: the first bytes→bytes codec reads the
-            // chunk where it is (no copy of every chunk before compressing it; `encode_arrays`
-            // checked its length).
-            (ArrayToBytes::Bytes(b), Some((first, rest))) if b.is_identity(&brepr) => {
-                let bytes = first.encode(&arrays)?;
-                rest.iter().try_fold(bytes, |b, c| c.encode(&b))
+        let bytes = match &self.array_to_bytes {
+            // `bytes` in native order changes nothing: the next stage reads the chunk where it
+            // is (`encode_arrays` checked its length).
+            ArrayToBytes::Bytes(b) if b.is_identity(&brepr) => arrays,
+            a2b => Cow::Owned(a2b.encode(&arrays, &brepr)?),
+        };
+        let sums = self
+            .bytes_to_bytes
+            .iter()
+            .rev()
+            .take_while(|c| matches!(c, BytesToBytes::Crc32c(_)))
+            .count();
+        let body = &self.bytes_to_bytes[..self.bytes_to_bytes.len() - sums];
+        let mut n = match body.split_last() {
+            None => {
+                let room = target.room(bytes.len() + 4 * sums);
+                room[..bytes.len()].copy_from_slice(&bytes);
+                bytes.len()
             }
-            _ => {
-                let bytes = self.array_to_bytes.encode(&arrays, &brepr)?;
-                self.encode_bytes_stage(bytes)
+            Some((last, before)) => {
+                let mut stage = bytes;
+                for c in before {
+                    stage = Cow::Owned(c.encode(&stage)?);
+                }
+                last.encode_to(&stage, target, 4 * sums)?
             }
+        };
+        let out = target.current();
+        for _ in 0..sums {
+            let sum = ::crc32c::crc32c(&out[..n]);
+            out[n..n + 4].copy_from_slice(&sum.to_le_bytes());
+            n += 4;
         }
+        Ok(n)
     }
 
     /// Apply the bytes→bytes codecs only, to what the array→bytes codec produced.

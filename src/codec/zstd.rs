@@ -45,7 +45,11 @@ impl Zstd {
         json!({"name": "zstd", "configuration": {"level": self.level, "checksum": self.checksum}})
     }
 
-    pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
+    /// Run `f` with this thread's compressor for this level and checksum setting.
+    fn with_compressor<T>(
+        &self,
+        f: impl FnOnce(&mut ::zstd::bulk::Compressor<'static>) -> Result<T>,
+    ) -> Result<T> {
         COMPRESSOR.with(|slot| {
             let mut slot = slot.borrow_mut();
             let key = (self.level, self.checksum);
@@ -54,13 +58,21 @@ impl Zstd {
                 c.include_checksum(self.checksum)?;
                 *slot = Some((key, c));
             }
-            let (_, c) = slot.as_mut().expect("set above");
-            let mut out = Vec::with_capacity(::zstd::zstd_safe::compress_bound(data.len()));
-            c.compress_to_buffer(data, &mut out)?;
-            // Give back the bound's slack (in place: a shrinking realloc does not copy), so a
-            // shard's chunks held until it is written take what they compressed to.
-            out.shrink_to_fit();
-            Ok(out)
+            f(&mut slot.as_mut().expect("set above").1)
+        })
+    }
+
+    /// Compress into room from `target` (the bound plus `extra` bytes); returns the frame's
+    /// size.
+    pub(crate) fn encode_to(
+        &self,
+        data: &[u8],
+        target: &mut dyn super::EncodeTarget,
+        extra: usize,
+    ) -> Result<usize> {
+        self.with_compressor(|c| {
+            let bound = ::zstd::zstd_safe::compress_bound(data.len());
+            Ok(c.compress_to_buffer(data, &mut target.room(bound + extra)[..bound])?)
         })
     }
 

@@ -1,0 +1,505 @@
+//! A shard's encoded inner chunks between encoding and writing, held in reused memory.
+//!
+//! A buffered shard write encodes its inner chunks in parallel and keeps them until one
+//! vectored write hands the whole object to the store. One allocation per chunk (what zarrs
+//! does, and what this crate did before) is cheap in `malloc` itself, but under glibc's default
+//! settings the memory a shard's chunks took goes back to the kernel once they are freed (the
+//! arena is trimmed, or a large block unmapped), and the next shard faults it in again page by
+//! page: about 5 300 page faults in the benchmark's two-thread whole-array encode
+//! (`BENCHMARKS.md`, "Allocation under glibc's defaults").
+//!
+//! Here each thread taking part in an encode appends the chunks it encodes to a *segment*: a
+//! [`SEGMENT`]-byte buffer from a process-wide free list. A compressor writes straight into the
+//! segment ([`EncodeTarget`]), so there is no per-chunk allocation and no copy. The segments go
+//! back to the free list when the shard is written ([`EncodedChunks`] is dropped), and the
+//! list keeps up to [`KEPT_PER_THREAD`] segments per thread of the pool (4 MiB per thread), so
+//! the next shard finds its memory already mapped. That memory stays with the process after
+//! the call returns, as the codecs' per-thread contexts do. A chunk whose encoding may not fit
+//! in a segment (an inner chunk over ~256 KiB) gets a buffer of its own.
+//!
+//! Chunks given one at a time ([`EncodedChunks::set`]: the buffered writer's `write_chunk`,
+//! chunks copied by `repack`) keep their own buffers.
+
+use crate::codec::EncodeTarget;
+use crate::parallel;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The size of one segment: 32 benchmark chunks (8 KiB each before compression), small enough
+/// that a thread's last, partly filled segment wastes little.
+pub const SEGMENT: usize = 256 << 10;
+
+/// How many free segments the process keeps per thread of the pool (4 MiB): enough for the
+/// chunks two shards of the benchmark's size (~1.5 MB encoded) hold in flight per thread.
+pub const KEPT_PER_THREAD: usize = 16;
+
+/// Segments no shard is using, kept for the next one.
+static FREE: Mutex<Vec<Box<[u8]>>> = Mutex::new(Vec::new());
+
+/// Segments made since the process started.
+static MADE: AtomicU64 = AtomicU64::new(0);
+
+fn take_segment() -> Box<[u8]> {
+    let free = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    free.unwrap_or_else(|| {
+        MADE.fetch_add(1, Ordering::Relaxed);
+        vec![0u8; SEGMENT].into_boxed_slice()
+    })
+}
+
+/// Return segments to the free list, up to its limit; the rest are freed (outside the lock).
+fn give_back(segments: Vec<Box<[u8]>>) {
+    if segments.is_empty() {
+        return;
+    }
+    let keep = KEPT_PER_THREAD * parallel::threads();
+    let mut extra = Vec::new();
+    let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+    for s in segments {
+        match free.len() < keep && s.len() == SEGMENT {
+            true => free.push(s),
+            false => extra.push(s),
+        }
+    }
+    drop(free);
+    drop(extra);
+}
+
+/// What the segment free list has done so far (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentCounts {
+    /// Segments allocated since the process started (each [`SEGMENT`] bytes).
+    pub made: u64,
+    /// Segments on the free list now, held for the next encode.
+    pub free: usize,
+}
+
+/// The segment counts now. Thread-safe; for tests and the benchmark (an encode that finds
+/// its memory on the free list makes no segment).
+pub fn segment_counts() -> SegmentCounts {
+    SegmentCounts {
+        made: MADE.load(Ordering::Relaxed),
+        free: FREE.lock().unwrap_or_else(|e| e.into_inner()).len(),
+    }
+}
+
+/// Where one stored chunk's bytes are.
+#[derive(Debug)]
+enum Held {
+    /// `len` bytes at `start` in segment `segment` of the [`EncodedChunks`].
+    InSegment {
+        segment: usize,
+        start: usize,
+        len: usize,
+    },
+    /// A buffer of its own.
+    Own(Vec<u8>),
+}
+
+/// A shard's encoded inner chunks by linear chunk number (C order), each stored or not
+/// (`None`: a chunk equal to the fill value, or not written). What
+/// [`crate::sharding::ShardLayout::encode_chunks`] returns and
+/// [`crate::writer::ShardWriter::finish_with`] writes. Dropping it returns its memory to the
+/// process-wide free list (see the module docs). `Send`; not shared between threads.
+#[derive(Debug, Default)]
+pub struct EncodedChunks {
+    segments: Vec<Box<[u8]>>,
+    chunks: Vec<Option<Held>>,
+}
+
+impl EncodedChunks {
+    /// `n` chunk positions, none stored.
+    pub fn new(n: usize) -> Self {
+        EncodedChunks {
+            segments: Vec::new(),
+            chunks: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// The number of chunk positions (stored or not).
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// True when there are no chunk positions at all.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// Chunk `i`'s encoded bytes; `None` when it is not stored or `i` is out of range.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        match self.chunks.get(i)?.as_ref()? {
+            Held::InSegment {
+                segment,
+                start,
+                len,
+            } => Some(&self.segments[*segment][*start..start + len]),
+            Held::Own(v) => Some(v),
+        }
+    }
+
+    /// The stored chunks with their positions, in position order.
+    pub fn stored(&self) -> impl Iterator<Item = (usize, &[u8])> + '_ {
+        (0..self.chunks.len()).filter_map(|i| self.get(i).map(|c| (i, c)))
+    }
+
+    /// Store chunk `i` (replacing what it held). Panics when `i` is out of range.
+    pub fn set(&mut self, i: usize, encoded: Vec<u8>) {
+        self.chunks[i] = Some(Held::Own(encoded));
+    }
+
+    /// Mark chunk `i` not stored (its bytes in a segment stay there until the whole is
+    /// dropped). Out of range: nothing.
+    pub fn clear(&mut self, i: usize) {
+        if let Some(c) = self.chunks.get_mut(i) {
+            *c = None;
+        }
+    }
+
+    /// Take over every chunk `other` stores, replacing this one's at the same positions (its
+    /// segments move here: nothing is copied). Positions past this one's length are ignored.
+    pub(crate) fn absorb(&mut self, mut other: EncodedChunks) {
+        if self.chunks.iter().all(Option::is_none) && self.chunks.len() == other.chunks.len() {
+            std::mem::swap(self, &mut other);
+            return;
+        }
+        let base = self.segments.len();
+        self.segments.append(&mut other.segments);
+        for (i, held) in std::mem::take(&mut other.chunks).into_iter().enumerate() {
+            let Some(held) = held else { continue };
+            let Some(slot) = self.chunks.get_mut(i) else {
+                continue;
+            };
+            *slot = Some(match held {
+                Held::InSegment {
+                    segment,
+                    start,
+                    len,
+                } => Held::InSegment {
+                    segment: base + segment,
+                    start,
+                    len,
+                },
+                own => own,
+            });
+        }
+    }
+}
+
+impl From<Vec<Option<Vec<u8>>>> for EncodedChunks {
+    /// Chunks encoded one by one, each in its own buffer.
+    fn from(chunks: Vec<Option<Vec<u8>>>) -> Self {
+        EncodedChunks {
+            segments: Vec::new(),
+            chunks: chunks.into_iter().map(|c| c.map(Held::Own)).collect(),
+        }
+    }
+}
+
+impl Drop for EncodedChunks {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.segments));
+    }
+}
+
+/// The segments that the threads of one parallel encode fill: a segment gets its number when
+/// a thread opens it, and its bytes when that thread is done with it.
+#[derive(Default)]
+pub(crate) struct Collector {
+    segments: Mutex<Vec<Option<Box<[u8]>>>>,
+}
+
+impl Collector {
+    /// A writer for one thread of the encode (it takes a segment only once it needs one).
+    pub(crate) fn appender(&self) -> Appender<'_> {
+        Appender {
+            collector: self,
+            open: None,
+            pending: Pending::None,
+        }
+    }
+
+    /// The chunks held by `held` (each from [`Appender::commit`] of one of this collector's
+    /// appenders, all dropped by now).
+    pub(crate) fn finish(self, held: Vec<Option<HeldChunk>>) -> EncodedChunks {
+        let segments =
+            std::mem::take(&mut *self.segments.lock().unwrap_or_else(|e| e.into_inner()));
+        EncodedChunks {
+            // Every appender has returned its segment when it was dropped.
+            segments: segments
+                .into_iter()
+                .map(Option::unwrap_or_default)
+                .collect(),
+            chunks: held.into_iter().map(|h| h.map(|h| h.0)).collect(),
+        }
+    }
+}
+
+impl Drop for Collector {
+    /// After a failed encode: the segments go back to the free list.
+    fn drop(&mut self) {
+        let segments =
+            std::mem::take(&mut *self.segments.lock().unwrap_or_else(|e| e.into_inner()));
+        give_back(segments.into_iter().flatten().collect());
+    }
+}
+
+/// One encoded chunk's place, from [`Appender::commit`].
+#[derive(Debug)]
+pub(crate) struct HeldChunk(Held);
+
+/// The room handed out by the last [`EncodeTarget::room`] call.
+enum Pending {
+    None,
+    /// At this offset of the open segment.
+    InSegment(usize),
+    /// A buffer of its own (the bound exceeded a segment).
+    Own(Vec<u8>),
+}
+
+/// One thread's end of a parallel encode: an [`EncodeTarget`] that places each chunk after
+/// the previous one in its open segment, opening another when the next chunk's bound does not
+/// fit. Dropping it hands its open segment to the [`Collector`].
+pub(crate) struct Appender<'a> {
+    collector: &'a Collector,
+    /// The open segment: its number, its bytes, how many are used.
+    open: Option<(usize, Box<[u8]>, usize)>,
+    pending: Pending,
+}
+
+impl Appender<'_> {
+    fn close(&mut self) {
+        if let Some((id, bytes, _)) = self.open.take() {
+            self.collector
+                .segments
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())[id] = Some(bytes);
+        }
+    }
+
+    /// Keep the first `n` bytes of the room last handed out as one chunk.
+    pub(crate) fn commit(&mut self, n: usize) -> HeldChunk {
+        HeldChunk(match std::mem::replace(&mut self.pending, Pending::None) {
+            Pending::InSegment(start) => {
+                let (id, _, used) = self.open.as_mut().expect("room was given in this segment");
+                *used = start + n;
+                Held::InSegment {
+                    segment: *id,
+                    start,
+                    len: n,
+                }
+            }
+            Pending::Own(mut v) => {
+                v.truncate(n);
+                v.shrink_to_fit();
+                Held::Own(v)
+            }
+            Pending::None => Held::Own(Vec::new()),
+        })
+    }
+}
+
+impl EncodeTarget for Appender<'_> {
+    fn room(&mut self, bound: usize) -> &mut [u8] {
+        if bound > SEGMENT {
+            self.pending = Pending::Own(vec![0u8; bound]);
+            return self.current();
+        }
+        if self
+            .open
+            .as_ref()
+            .is_none_or(|(_, _, used)| SEGMENT - used < bound)
+        {
+            self.close();
+            let id = {
+                let mut all = self
+                    .collector
+                    .segments
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                all.push(None);
+                all.len() - 1
+            };
+            self.open = Some((id, take_segment(), 0));
+        }
+        let used = self.open.as_ref().map_or(0, |o| o.2);
+        self.pending = Pending::InSegment(used);
+        self.current()
+    }
+
+    fn current(&mut self) -> &mut [u8] {
+        match &mut self.pending {
+            Pending::InSegment(start) => match &mut self.open {
+                Some((_, bytes, _)) => &mut bytes[*start..],
+                None => &mut [],
+            },
+            Pending::Own(v) => v,
+            Pending::None => &mut [],
+        }
+    }
+}
+
+impl Drop for Appender<'_> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{ChunkRepr, CodecChain};
+    use crate::dtype::{DataType, FillValue};
+    use serde_json::json;
+
+    /// Append `chunks` through one appender, each filling `bound` bytes of room and keeping
+    /// its own length.
+    fn append(collector: &Collector, chunks: &[(usize, &[u8])]) -> Vec<Option<HeldChunk>> {
+        let mut out = collector.appender();
+        chunks
+            .iter()
+            .map(|&(bound, bytes)| {
+                let room = out.room(bound);
+                assert!(room.len() >= bound);
+                room[..bytes.len()].copy_from_slice(bytes);
+                Some(out.commit(bytes.len()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_share_segments_in_order_and_large_ones_get_their_own() {
+        let small = vec![7u8; 100_000];
+        let big = vec![9u8; SEGMENT + 1];
+        let collector = Collector::default();
+        // Two fit in one segment; the third's bound does not fit after them (a new segment);
+        // the fourth's bound exceeds a segment (a buffer of its own).
+        let bounds = [150_000, 100_000, 200_000, SEGMENT + 10];
+        let held = append(
+            &collector,
+            &[
+                (bounds[0], &small[..1000]),
+                (bounds[1], &small),
+                (bounds[2], &small[..5]),
+                (bounds[3], &big),
+            ],
+        );
+        let encoded = collector.finish(held);
+        assert_eq!(encoded.segments.len(), 2);
+        let places: Vec<_> = encoded
+            .chunks
+            .iter()
+            .map(|h| match h {
+                Some(Held::InSegment {
+                    segment,
+                    start,
+                    len,
+                }) => (*segment, *start, *len),
+                Some(Held::Own(v)) => (usize::MAX, 0, v.len()),
+                None => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            places,
+            [
+                (0, 0, 1000),
+                (0, 1000, 100_000),
+                (1, 0, 5),
+                (usize::MAX, 0, SEGMENT + 1)
+            ]
+        );
+        assert_eq!(encoded.get(1), Some(&small[..]));
+        assert_eq!(encoded.get(2), Some(&small[..5]));
+        assert_eq!(encoded.get(3), Some(&big[..]));
+        assert_eq!(encoded.get(4), None);
+        let stored: Vec<usize> = encoded
+            .stored()
+            .map(|(i, c)| i * 1_000_000 + c.len())
+            .collect();
+        assert_eq!(
+            stored,
+            [1000, 1_100_000, 2_000_005, 3_000_000 + SEGMENT + 1]
+        );
+    }
+
+    #[test]
+    fn absorb_takes_over_chunks_at_their_positions() {
+        let collector = Collector::default();
+        let mut held = append(&collector, &[(10, b"aa"), (10, b"bbb")]);
+        held.insert(0, None);
+        let from_segments = collector.finish(held);
+
+        // Into an empty set of the same length: taken whole.
+        let mut empty = EncodedChunks::new(3);
+        empty.absorb(EncodedChunks::from(vec![None, Some(b"x".to_vec()), None]));
+        assert_eq!(empty.get(1), Some(&b"x"[..]));
+
+        // Into one that holds chunks already: segments renumbered, others kept.
+        let collector = Collector::default();
+        let mine = append(&collector, &[(10, b"zz")]);
+        let mut into = collector.finish(vec![mine.into_iter().next().unwrap(), None, None]);
+        into.set(2, b"own".to_vec());
+        into.absorb(from_segments);
+        let all: Vec<Option<&[u8]>> = (0..3).map(|i| into.get(i)).collect();
+        assert_eq!(all, [Some(&b"zz"[..]), Some(&b"aa"[..]), Some(&b"bbb"[..])]);
+        into.clear(1);
+        assert_eq!(into.get(1), None);
+        assert_eq!(into.stored().count(), 2);
+    }
+
+    /// Encoding into a shard's segments gives the bytes `encode` gives, for every chain that
+    /// takes a different path through `encode_to` (compressor written in place, checksums
+    /// appended in place, intermediate stages, codecs copied in, byte swapping, transpose).
+    #[test]
+    fn encode_to_segments_matches_encode_for_every_path() {
+        let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
+        let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": true}});
+        let gzip = json!({"name": "gzip", "configuration": {"level": 1}});
+        let blosc = json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0}});
+        let zlib = json!({"name": "numcodecs.zlib", "configuration": {"level": 1}});
+        let crc = json!({"name": "crc32c"});
+        let transpose = json!({"name": "transpose", "configuration": {"order": [1, 0]}});
+        let chains = [
+            json!([le]),
+            json!([be]),
+            json!([le, crc]),
+            json!([le, zstd]),
+            json!([le, zstd, crc]),
+            json!([be, gzip, crc, crc]),
+            json!([le, blosc, crc]),
+            json!([le, crc, zstd]),
+            json!([le, zstd, gzip]),
+            json!([transpose, be, zstd, crc]),
+            json!([le, zlib, crc]),
+        ];
+        let repr = ChunkRepr {
+            shape: vec![32, 48],
+            dtype: DataType::UInt16,
+            fill_value: FillValue::zero(DataType::UInt16),
+        };
+        let chunk: Vec<u8> = (0..32 * 48u32)
+            .flat_map(|i| ((i * 7 + i / 48 * 300) as u16).to_ne_bytes())
+            .collect();
+        for chain in chains {
+            let codecs = CodecChain::from_json(&chain, "codecs").unwrap();
+            let want = codecs.encode(&chunk, &repr).unwrap();
+            let collector = Collector::default();
+            let mut out = collector.appender();
+            // Two chunks into one segment: the second starts where the first ended.
+            let first = codecs.encode_to(&chunk, &repr, &mut out).unwrap();
+            let first = out.commit(first);
+            let second = codecs.encode_to(&chunk, &repr, &mut out).unwrap();
+            let second = out.commit(second);
+            drop(out);
+            let encoded = collector.finish(vec![Some(first), Some(second)]);
+            assert_eq!(encoded.get(0), Some(&want[..]), "{chain}");
+            assert_eq!(encoded.get(1), Some(&want[..]), "{chain}");
+            assert_eq!(codecs.decode(&want, &repr).unwrap(), chunk, "{chain}");
+            // A reused buffer as the target: the same bytes, however large it grew before.
+            let mut reused = vec![0xAB; 100_000];
+            let n = codecs.encode_to(&chunk, &repr, &mut reused).unwrap();
+            assert_eq!(&reused[..n], &want[..], "{chain}");
+        }
+    }
+}
