@@ -17,10 +17,13 @@
 //! the call returns, as the codecs' per-thread contexts do. A chunk whose encoding may not fit
 //! in a segment (an inner chunk over ~256 KiB) gets a buffer of its own.
 //!
-//! Chunks given one at a time ([`EncodedChunks::set`]: the buffered writer's `write_chunk`,
-//! chunks copied by `repack`) keep their own buffers.
+//! A buffered writer's chunks given one at a time (`ShardWriter::write_chunk`) are appended to
+//! segments of the writer's own in the same way ([`EncodedChunks::put_with`]); chunks handed
+//! over already encoded ([`EncodedChunks::set`]: `write_chunk_encoded`, chunks copied by
+//! `repack`) keep their buffers.
 
 use crate::codec::EncodeTarget;
+use crate::error::Result;
 use crate::parallel;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -83,6 +86,15 @@ pub fn segment_counts() -> SegmentCounts {
     }
 }
 
+/// Free every segment the free list holds (the process keeps them for the next encode; see
+/// the module docs): for a host that is done writing and wants the memory back, and for
+/// measuring an encode's memory from a clean start. Segments in use are not affected; later
+/// encodes make new ones. Thread-safe.
+pub fn release_free_segments() {
+    let free = std::mem::take(&mut *FREE.lock().unwrap_or_else(|e| e.into_inner()));
+    drop(free);
+}
+
 /// Where one stored chunk's bytes are.
 #[derive(Debug)]
 enum Held {
@@ -105,14 +117,24 @@ enum Held {
 pub struct EncodedChunks {
     segments: Vec<Box<[u8]>>,
     chunks: Vec<Option<Held>>,
+    /// Bytes used in the last segment when [`EncodedChunks::put_with`] may append to it.
+    tail: Option<usize>,
+    /// Bytes in segments that belong to no chunk any more (replaced or cleared).
+    dead: usize,
 }
 
 impl EncodedChunks {
     /// `n` chunk positions, none stored.
     pub fn new(n: usize) -> Self {
+        Self::from_parts(Vec::new(), (0..n).map(|_| None).collect())
+    }
+
+    fn from_parts(segments: Vec<Box<[u8]>>, chunks: Vec<Option<Held>>) -> Self {
         EncodedChunks {
-            segments: Vec::new(),
-            chunks: (0..n).map(|_| None).collect(),
+            segments,
+            chunks,
+            tail: None,
+            dead: 0,
         }
     }
 
@@ -145,15 +167,60 @@ impl EncodedChunks {
 
     /// Store chunk `i` (replacing what it held). Panics when `i` is out of range.
     pub fn set(&mut self, i: usize, encoded: Vec<u8>) {
-        self.chunks[i] = Some(Held::Own(encoded));
+        self.replace(i, Some(Held::Own(encoded)));
     }
 
-    /// Mark chunk `i` not stored (its bytes in a segment stay there until the whole is
-    /// dropped). Out of range: nothing.
+    /// Mark chunk `i` not stored. Out of range: nothing.
     pub fn clear(&mut self, i: usize) {
-        if let Some(c) = self.chunks.get_mut(i) {
-            *c = None;
+        if i < self.chunks.len() {
+            self.replace(i, None);
         }
+    }
+
+    fn replace(&mut self, i: usize, held: Option<Held>) {
+        if let Some(Held::InSegment { len, .. }) = std::mem::replace(&mut self.chunks[i], held) {
+            self.dead += len;
+        }
+    }
+
+    /// Store chunk `i` as `encode` writes it into the room it is given, appended to this set's
+    /// own segments (a buffered writer's chunks given one at a time: no allocation per
+    /// chunk). A chunk that may not fit a segment, or one written while the segments hold
+    /// more replaced bytes than live ones (a host rewriting chunks), gets a buffer of its own,
+    /// so rewrites never grow the memory past about twice the shard. Panics when `i` is out
+    /// of range; on an error chunk `i` is unchanged.
+    pub(crate) fn put_with(
+        &mut self,
+        i: usize,
+        encode: impl FnOnce(&mut dyn EncodeTarget) -> Result<usize>,
+    ) -> Result<()> {
+        let live = (self.segments.len() * SEGMENT).saturating_sub(self.dead);
+        let wasteful = self.dead > SEGMENT && self.dead > live;
+        let mut target = Tail {
+            set: self,
+            own: None,
+            start: 0,
+            wasteful,
+        };
+        let n = encode(&mut target)?;
+        let (own, start) = (target.own.take(), target.start);
+        let held = match own {
+            Some(mut own) => {
+                own.truncate(n);
+                own.shrink_to_fit();
+                Held::Own(own)
+            }
+            None => {
+                self.tail = Some(start + n);
+                Held::InSegment {
+                    segment: self.segments.len() - 1,
+                    start,
+                    len: n,
+                }
+            }
+        };
+        self.replace(i, Some(held));
+        Ok(())
     }
 
     /// Take over every chunk `other` stores, replacing this one's at the same positions (its
@@ -165,6 +232,8 @@ impl EncodedChunks {
         }
         let base = self.segments.len();
         self.segments.append(&mut other.segments);
+        self.tail = None;
+        self.dead += other.dead;
         for (i, held) in std::mem::take(&mut other.chunks).into_iter().enumerate() {
             let Some(held) = held else { continue };
             let Some(slot) = self.chunks.get_mut(i) else {
@@ -189,9 +258,47 @@ impl EncodedChunks {
 impl From<Vec<Option<Vec<u8>>>> for EncodedChunks {
     /// Chunks encoded one by one, each in its own buffer.
     fn from(chunks: Vec<Option<Vec<u8>>>) -> Self {
-        EncodedChunks {
-            segments: Vec::new(),
-            chunks: chunks.into_iter().map(|c| c.map(Held::Own)).collect(),
+        Self::from_parts(
+            Vec::new(),
+            chunks.into_iter().map(|c| c.map(Held::Own)).collect(),
+        )
+    }
+}
+
+/// [`EncodedChunks::put_with`]'s target: room at the end of the set's last segment (a new
+/// one when the bound does not fit), or a buffer of its own.
+struct Tail<'a> {
+    set: &'a mut EncodedChunks,
+    own: Option<Vec<u8>>,
+    /// Where the room starts in the last segment.
+    start: usize,
+    /// Too many replaced bytes in the segments: every room is a buffer of its own.
+    wasteful: bool,
+}
+
+impl EncodeTarget for Tail<'_> {
+    fn room(&mut self, bound: usize) -> &mut [u8] {
+        if bound > SEGMENT || self.wasteful {
+            return self.own.insert(vec![0u8; bound]);
+        }
+        self.own = None;
+        let set = &mut *self.set;
+        match set.tail {
+            Some(used) if SEGMENT - used >= bound => self.start = used,
+            _ => {
+                set.segments.push(take_segment());
+                set.tail = Some(0);
+                self.start = 0;
+            }
+        }
+        self.current()
+    }
+
+    fn current(&mut self) -> &mut [u8] {
+        match (&mut self.own, self.set.segments.last_mut()) {
+            (Some(own), _) => own,
+            (None, Some(last)) if self.set.tail.is_some() => &mut last[self.start..],
+            _ => &mut [],
         }
     }
 }
@@ -224,14 +331,14 @@ impl Collector {
     pub(crate) fn finish(self, held: Vec<Option<HeldChunk>>) -> EncodedChunks {
         let segments =
             std::mem::take(&mut *self.segments.lock().unwrap_or_else(|e| e.into_inner()));
-        EncodedChunks {
-            // Every appender has returned its segment when it was dropped.
-            segments: segments
+        // Every appender has returned its segment when it was dropped.
+        EncodedChunks::from_parts(
+            segments
                 .into_iter()
                 .map(Option::unwrap_or_default)
                 .collect(),
-            chunks: held.into_iter().map(|h| h.map(|h| h.0)).collect(),
-        }
+            held.into_iter().map(|h| h.map(|h| h.0)).collect(),
+        )
     }
 }
 
@@ -445,6 +552,77 @@ mod tests {
         into.clear(1);
         assert_eq!(into.get(1), None);
         assert_eq!(into.stored().count(), 2);
+    }
+
+    /// Where `put_with` put chunk `i`: (segment, start, len), or `usize::MAX` for a buffer of
+    /// its own.
+    fn place(set: &EncodedChunks, i: usize) -> (usize, usize, usize) {
+        match set.chunks[i].as_ref().unwrap() {
+            Held::InSegment {
+                segment,
+                start,
+                len,
+            } => (*segment, *start, *len),
+            Held::Own(v) => (usize::MAX, 0, v.len()),
+        }
+    }
+
+    /// Write `len` bytes of `byte` into room of `bound` bytes.
+    fn fill(
+        bound: usize,
+        len: usize,
+        byte: u8,
+    ) -> impl FnOnce(&mut dyn EncodeTarget) -> Result<usize> {
+        move |out| {
+            out.room(bound)[..len].fill(byte);
+            Ok(len)
+        }
+    }
+
+    #[test]
+    fn chunks_given_one_at_a_time_are_appended_and_rewrites_stay_bounded() {
+        let mut set = EncodedChunks::new(8);
+        set.put_with(0, fill(100_000, 1000, 1)).unwrap();
+        set.put_with(1, fill(100_000, 2000, 2)).unwrap();
+        // Room for 260 000 bytes no longer fits after 3 000: a second segment.
+        set.put_with(2, fill(260_000, 3000, 3)).unwrap();
+        set.put_with(3, fill(SEGMENT + 1, 10, 4)).unwrap();
+        assert_eq!(place(&set, 0), (0, 0, 1000));
+        assert_eq!(place(&set, 1), (0, 1000, 2000));
+        assert_eq!(place(&set, 2), (1, 0, 3000));
+        assert_eq!(place(&set, 3), (usize::MAX, 0, 10));
+        assert_eq!(set.get(1), Some(&[2u8; 2000][..]));
+        assert_eq!(set.get(2), Some(&[3u8; 3000][..]));
+        // A failed encode leaves the chunk as it was.
+        let failed = set.put_with(1, |out| {
+            out.room(10)[0] = 9;
+            Err(crate::Error::InvalidArgument("no".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(set.get(1), Some(&[2u8; 2000][..]));
+
+        // Rewriting one chunk over and over: its old bytes are dead; once the segments hold
+        // more dead bytes than live ones (and over a segment), rewrites get buffers of their
+        // own, so the segments stop growing.
+        for round in 0..200u8 {
+            set.put_with(4, fill(60_000, 50_000, round)).unwrap();
+        }
+        assert_eq!(set.get(4), Some(&[199u8; 50_000][..]));
+        assert!(set.segments.len() <= 6, "{} segments", set.segments.len());
+        assert_eq!(place(&set, 4).0, usize::MAX);
+        set.clear(4);
+        assert_eq!(set.get(4), None);
+        assert_eq!(set.stored().count(), 4);
+
+        // After taking over another set's segments, appends open a segment of their own.
+        let mut other = EncodedChunks::new(8);
+        other.put_with(7, fill(10, 7, 7)).unwrap();
+        set.absorb(other);
+        let before = set.segments.len();
+        set.put_with(6, fill(10, 6, 6)).unwrap();
+        assert_eq!(set.segments.len(), before + 1);
+        assert_eq!(set.get(7), Some(&[7u8; 7][..]));
+        assert_eq!(set.get(6), Some(&[6u8; 6][..]));
     }
 
     /// Encoding into a shard's segments gives the bytes `encode` gives, for every chain that

@@ -42,7 +42,7 @@ pub mod writer;
 pub use array::{Array, Format, Problem};
 pub use codec::{ChunkRepr, CodecChain, EncodedSize};
 pub use dtype::{DataType, FillValue};
-pub use encoded::{segment_counts, EncodedChunks, SegmentCounts};
+pub use encoded::{release_free_segments, segment_counts, EncodedChunks, SegmentCounts};
 pub use error::{Error, Result};
 pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};

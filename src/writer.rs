@@ -340,8 +340,9 @@ impl<I: ShardIo> ShardWriter<I> {
 
     /// Encode and write inner chunk `coords` (`data`: C order, native byte order, the inner
     /// chunk's decoded size). A chunk equal to the fill value is erased instead, unless
-    /// `store_fill_chunks` is set. Streaming and update writers encode into one buffer reused
-    /// from chunk to chunk; the buffered writer keeps each chunk in a buffer of its own.
+    /// `store_fill_chunks` is set. No allocation per chunk: streaming and update writers
+    /// encode into one buffer reused from chunk to chunk, the buffered writer appends each
+    /// chunk to segments it holds until `finalize` ([`crate::encoded`]).
     pub fn write_chunk(&mut self, coords: &[u64], data: &[u8]) -> Result<()> {
         self.check_open()?;
         let i = self.layout.linear_index(coords)?;
@@ -350,14 +351,17 @@ impl<I: ShardIo> ShardWriter<I> {
             self.erase_index(i);
             return Ok(());
         }
-        let codecs = &self.layout.codec().codecs;
-        if let Mode::Buffered { .. } = self.mode {
-            let encoded = codecs.encode(data, self.layout.inner_repr())?;
-            return self.put_encoded(i, encoded);
+        let (codecs, repr) = (&self.layout.codec().codecs, self.layout.inner_repr());
+        if let Mode::Buffered { chunks } = &mut self.mode {
+            chunks.put_with(i, |out| codecs.encode_to(data, repr, out))?;
+            // Offsets are assigned at finalize; mark the entry stored meanwhile.
+            let nbytes = chunks.get(i).map_or(0, |c| c.len() as u64);
+            self.index.set(i, Some(ChunkLocation { offset: 0, nbytes }));
+            return Ok(());
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         let written = codecs
-            .encode_to(data, self.layout.inner_repr(), &mut scratch)
+            .encode_to(data, repr, &mut scratch)
             .and_then(|n| self.put_positional(i, &scratch[..n]));
         self.scratch = scratch;
         written

@@ -1,7 +1,7 @@
 //! Whole-array writes reuse the memory their encoded chunks took (`src/encoded.rs`): after the
 //! first write, later writes of the same size take every segment from the free list, which
-//! keeps at most `KEPT_PER_THREAD` segments per thread. One test, in a process of its own: the
-//! free list and the counts are process-wide.
+//! keeps at most `KEPT_PER_THREAD` segments per thread, and `release_free_segments` empties
+//! it. One test, in a process of its own: the free list and the counts are process-wide.
 
 use serde_json::json;
 use zarrshard::encoded::{KEPT_PER_THREAD, SEGMENT};
@@ -56,6 +56,11 @@ fn later_writes_take_their_segments_from_the_free_list() {
             assert!(free <= KEPT_PER_THREAD * threads, "{free} segments kept");
         }
     }
+    // Released, the list is empty and the next write makes its segments again.
+    release_free_segments();
+    assert_eq!(segment_counts().free, 0);
+    assert!(write_and_check(zstd.clone(), &data) > 0);
+    assert!(segment_counts().free > 0);
     // The uncompressed array (512 KiB: two segments' worth) needed several segments; more
     // than the free list keeps for two threads would mean chunks were not packed into them.
     let made = segment_counts().made as usize;

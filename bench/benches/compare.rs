@@ -2160,6 +2160,7 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
                 let path = key(zs_dir);
                 let _ = std::fs::remove_file(&path);
                 sync();
+                release_before_heap(heap);
                 let clk = Clock::start();
                 let (res, peak) = peak_heap(|| -> R<()> {
                     let mut w = ShardWriter::new(layout.clone(), FileIo::new(&path), strategy, WriteOptions::default()).s()?;
@@ -2192,6 +2193,7 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
                 zs_use_threads(0);
                 let _ = std::fs::remove_file(key(zs_dir));
                 sync();
+                release_before_heap(heap);
                 let clk = Clock::start();
                 let (res, peak) = peak_heap(|| -> R<()> {
                     let shard = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
@@ -2356,6 +2358,14 @@ fn io_counts(ctx: &Ctx, table: &mut Table, zs_default: &str) {
     table.push(w, "zarrs: retrieve_subchunk_opt + index cache", z(zc), "", "", "");
 }
 
+/// Before a peak-heap sample: zarrshard keeps the segments that held encoded chunks for the
+/// next encode (`src/encoded.rs`); freed first, the sample counts those it takes as new heap.
+fn release_before_heap(heap: bool) {
+    if heap {
+        zarrshard::release_free_segments();
+    }
+}
+
 /// `ZARRSHARD_BENCH_GLIBC_DEFAULTS` is set: no `mallopt` (see the *Allocator* note).
 fn glibc_defaults() -> bool {
     std::env::var_os("ZARRSHARD_BENCH_GLIBC_DEFAULTS").is_some()
@@ -2371,7 +2381,7 @@ fn notes(zs_has_threads: bool) -> String {
         "**zarrshard APIs used.** Encode: `Array::write_region` over the whole array from memory (each shard's inner chunks cut out of the caller's array and encoded on the pool, shards in parallel, each written with one `writev`); one row per encode shows `Array::import` from a reader (the CLI's path: a row of shards read while the previous one is encoded). Decode array: `Array::read_region` over the whole array (into a fresh buffer, and in one row into a buffer reused across calls). Decode shard: `Array::read_shard`. Chunks: `Array::shard_reader` + `ShardReader::read_chunk_into` (cold = a new reader per chunk: index read + chunk read); `read_chunk_raw` for encoded bytes. Region: `Array::read_region`. Index: `ShardIndex::decode` (crc32c + every entry validated). One shard: `ShardWriter` (streaming / buffered) over `FileIo`, and `Array::write_region` of the shard's extent (chunks encoded on the pool).",
         "**zarrs APIs used** (sync API). Encode: `store_chunks_opt` over all shards, on a store that reads through zarrs' `FilesystemStore` and writes without fsync (`FilesystemStore` fsyncs every write; one row shows it as shipped). Decode: `retrieve_array_subset_opt` / `retrieve_chunk_opt` into `ArrayBytes` (no element conversion). Cold chunk: `retrieve_chunk_subset_opt` (a new sharding partial decoder per call). Warm chunk and 1000 chunks: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an `ArrayShardedReadableExtCache` (its cached-index API), also over a `FilesystemStore` with `file_handle_cache_size(16)`; encoded bytes: `retrieve_encoded_subchunk`. Region: `retrieve_array_subset_opt`. Index: `ShardingCodec::decode_index` (checksum only; entries not validated). One shard: `store_chunk_opt` (needs the whole decoded shard), and `store_chunk_subset_opt` per inner chunk with `experimental_partial_encoding`.",
         "**Python peers.** tensorstore: `zarr3` driver, `file` kvstore; cold, region and whole-array/shard reads with a 0-byte cache pool (the index is re-read on every access); warm and 1000-chunk reads with a fresh 256 MiB pool per sample (index cached; every timed chunk is a different chunk, so no decoded-chunk cache hit); writes with `file_io_sync: false` except the row marked as shipped. zarr-python: `zarr.open_array(LocalStore)`, slicing and slice assignment; it keeps no shard index between calls, so its warm rows equal its cold ones. Timed inside Python (`perf_counter`) around the read/write call only; opening is outside. Not run for them: index parsing and shard writes (no comparable public API), I/O counts.",
-        "**Peak heap** counts Rust allocations of every thread (the counting global allocator of this harness); libzstd's own contexts (allocated with C `malloc`) are not counted, for zarrshard and zarrs alike. The zarrs whole-shard row includes the 2 MiB decoded shard its API takes as input; the chunk-by-chunk rows hold one 8 KiB chunk of input.",
+        "**Peak heap** counts Rust allocations of every thread (the counting global allocator of this harness); libzstd's own contexts (allocated with C `malloc`) are not counted, for zarrshard and zarrs alike. The zarrs whole-shard row includes the 2 MiB decoded shard its API takes as input; the chunk-by-chunk rows hold one 8 KiB chunk of input. zarrshard keeps the 256 KiB segments that held a shard's encoded chunks for the next encode; the harness frees them (`release_free_segments`) before every zarrshard sample, so the segments a write takes count as its heap.",
         "**Compressors.** zarrshard and zarrs link the same `zstd` crate (libzstd). gzip: zarrshard encodes with libdeflate (ratio 1.40 at level 1, like C zlib) and decodes with flate2; zarrs encodes and decodes with `flate2`, in this binary on zlib-rs (cargo unifies the feature), whose level 1 is its quick strategy (ratio 1.02, hence zarrs' larger gzip output). zarrs built alone with its `gzip` feature keeps flate2's default backend, miniz_oxide (ratio 1.40 at level 1, like zarrshard's): the gzip encode has a row for that build too (`bench/zarrs-shipped`, the same zarrs version, no-fsync store and `store_chunks_opt` call, in a process of its own driven like the Python peers). The gzip compress ceilings are libdeflate's (zarrshard's encoder); two extra rows show zlib-rs' and miniz_oxide's for reference. zarrs creates a zstd context per chunk (`bulk::Compressor::new`, `bulk::decompress`).",
         "**I/O counts** are per call of the API: zarrshard counts `ShardIo::read` calls through `CountingIo`; zarrs counts `ReadableStorageTraits` calls through a wrapper around `FilesystemStore` (without a handle cache, each call opens, `fstat`s and closes the file; zarrshard's `FileIo` keeps the descriptor but `fstat`s on every read).",
         match glibc_defaults() {
