@@ -439,13 +439,17 @@ impl<S: Store> Array<S> {
             && meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty();
         let read_slab = |input: &mut dyn Read, shape: &[u64], slab: &mut Vec<u8>| {
-            slab.resize(slab_len(shape, meta)?, 0);
-            input.read_exact(slab).map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => Error::InvalidArgument(format!(
+            let len = slab_len(shape, meta)?;
+            slab.clear();
+            slab.reserve_exact(len);
+            // Read into the buffer's spare capacity (`read_to_end` needs no zeroed memory:
+            // `read_exact` would take a memset of every slab first).
+            input.take(len as u64).read_to_end(slab)?;
+            if slab.len() < len {
+                return Err(Error::InvalidArgument(format!(
                     "the input is shorter than the array's {total} bytes"
-                )),
-                _ => e.into(),
-            })?;
+                )));
+            }
             raw_order(slab, meta.data_type);
             Ok::<_, Error>(())
         };

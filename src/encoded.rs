@@ -10,15 +10,19 @@
 //!
 //! Here each thread taking part in an encode appends the chunks it encodes to a *segment*: a
 //! [`SEGMENT`]-byte buffer from a process-wide free list. A compressor writes straight into the
-//! segment ([`EncodeTarget`]), so there is no per-chunk allocation and no copy. The segments go
-//! back to the free list when the shard is written ([`EncodedChunks`] is dropped), and the
-//! list keeps up to [`KEPT_PER_THREAD`] segments per thread of the pool (4 MiB per thread), so
-//! the next shard finds its memory already mapped. That memory stays with the process after
-//! the call returns, as the codecs' per-thread contexts do. A chunk whose encoding may not fit
-//! in a segment (an inner chunk over ~256 KiB) gets a buffer of its own.
+//! segment (through `codec::EncodeTarget`), so there is no per-chunk allocation and no copy.
+//! The segments go back to the free list when the shard is written ([`EncodedChunks`] is
+//! dropped), and the list keeps up to [`KEPT_PER_THREAD`] segments per thread of the pool
+//! (4 MiB per thread), so the next shard finds its memory already mapped. That memory stays
+//! with the process after the call returns, as the codecs' per-thread contexts do
+//! ([`release_free_segments`] frees it). A chunk whose encoding may not fit in a segment (an
+//! inner chunk over ~256 KiB) gets a buffer of its own.
+//!
+//! Where we differ: zarrs encodes each inner chunk into a new `Vec` (with a new zstd context)
+//! and then copies the chunks into a shard-sized buffer it allocates for every shard.
 //!
 //! A buffered writer's chunks given one at a time (`ShardWriter::write_chunk`) are appended to
-//! segments of the writer's own in the same way ([`EncodedChunks::put_with`]); chunks handed
+//! segments of the writer's own in the same way (`EncodedChunks::put_with`); chunks handed
 //! over already encoded ([`EncodedChunks::set`]: `write_chunk_encoded`, chunks copied by
 //! `repack`) keep their buffers.
 
@@ -629,6 +633,10 @@ mod tests {
     /// takes a different path through `encode_to` (compressor written in place, checksums
     /// appended in place, intermediate stages, codecs copied in, byte swapping, transpose).
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "zstd, libdeflate and c-blosc are C, which Miri cannot run"
+    )]
     fn encode_to_segments_matches_encode_for_every_path() {
         let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
         let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
