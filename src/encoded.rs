@@ -240,10 +240,10 @@ impl EncodedChunks {
         self.dead += other.dead;
         for (i, held) in std::mem::take(&mut other.chunks).into_iter().enumerate() {
             let Some(held) = held else { continue };
-            let Some(slot) = self.chunks.get_mut(i) else {
+            if i >= self.chunks.len() {
                 continue;
-            };
-            *slot = Some(match held {
+            }
+            let held = match held {
                 Held::InSegment {
                     segment,
                     start,
@@ -254,7 +254,8 @@ impl EncodedChunks {
                     len,
                 },
                 own => own,
-            });
+            };
+            self.replace(i, Some(held));
         }
     }
 }
