@@ -191,13 +191,13 @@ impl EncodedChunks {
     /// own segments (a buffered writer's chunks given one at a time: no allocation per
     /// chunk). A chunk that may not fit a segment, or one written while the segments hold
     /// more replaced bytes than live ones (a host rewriting chunks), gets a buffer of its own,
-    /// so rewrites never grow the memory past about twice the shard. Panics when `i` is out
-    /// of range; on an error chunk `i` is unchanged.
+    /// so rewrites never grow the memory past about twice the shard. Returns the chunk's
+    /// encoded size. Panics when `i` is out of range; on an error chunk `i` is unchanged.
     pub(crate) fn put_with(
         &mut self,
         i: usize,
         encode: impl FnOnce(&mut dyn EncodeTarget) -> Result<usize>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let live = (self.segments.len() * SEGMENT).saturating_sub(self.dead);
         let wasteful = self.dead > SEGMENT && self.dead > live;
         let mut target = Tail {
@@ -224,7 +224,7 @@ impl EncodedChunks {
             }
         };
         self.replace(i, Some(held));
-        Ok(())
+        Ok(n)
     }
 
     /// Take over every chunk `other` stores, replacing this one's at the same positions (its

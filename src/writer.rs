@@ -353,9 +353,8 @@ impl<I: ShardIo> ShardWriter<I> {
         }
         let (codecs, repr) = (&self.layout.codec().codecs, self.layout.inner_repr());
         if let Mode::Buffered { chunks } = &mut self.mode {
-            chunks.put_with(i, |out| codecs.encode_to(data, repr, out))?;
+            let nbytes = chunks.put_with(i, |out| codecs.encode_to(data, repr, out))? as u64;
             // Offsets are assigned at finalize; mark the entry stored meanwhile.
-            let nbytes = chunks.get(i).map_or(0, |c| c.len() as u64);
             self.index.set(i, Some(ChunkLocation { offset: 0, nbytes }));
             return Ok(());
         }

@@ -134,24 +134,22 @@ impl Blosc {
         json!({"name": "blosc", "configuration": config})
     }
 
-    /// Compress into room from `target` (the input's size plus c-blosc's overhead, plus
-    /// `extra` bytes); returns the compressed size.
-    pub(crate) fn encode_to(
-        &self,
-        data: &[u8],
-        target: &mut dyn super::EncodeTarget,
-        extra: usize,
-    ) -> Result<usize> {
-        if data.len() > MAX_BUFFERSIZE {
+    /// The most bytes a compressed buffer of `n` input bytes takes (c-blosc's overhead
+    /// added); an error for more input than c-blosc takes (checked before any room is made).
+    pub(crate) fn bound(n: usize) -> Result<usize> {
+        if n > MAX_BUFFERSIZE {
             return Err(Error::InvalidArgument(format!(
-                "blosc: {} bytes exceed c-blosc's {MAX_BUFFERSIZE}-byte limit",
-                data.len()
+                "blosc: {n} bytes exceed c-blosc's {MAX_BUFFERSIZE}-byte limit"
             )));
         }
+        Ok(n + MAX_OVERHEAD)
+    }
+
+    /// Compress into `out` (at least [`Blosc::bound`] bytes); returns the compressed size.
+    pub(crate) fn encode_into(&self, data: &[u8], out: &mut [u8]) -> Result<usize> {
+        Blosc::bound(data.len())?;
         let (shuffle, typesize) = self.effective();
         let cname = CString::new(self.cname.as_str()).expect("validated name has no NUL");
-        let bound = data.len() + MAX_OVERHEAD;
-        let out = &mut target.room(bound + extra)[..bound];
         // SAFETY: `data` and `out` are valid for the lengths given and do not overlap; c-blosc
         // writes at most `out.len()` bytes; `cname` outlives the call.
         let n = unsafe {

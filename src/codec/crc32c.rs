@@ -14,11 +14,18 @@ impl Crc32c {
         Ok(Crc32c)
     }
 
-    pub(crate) fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(data.len() + 4);
-        out.extend_from_slice(data);
-        out.extend_from_slice(&::crc32c::crc32c(data).to_le_bytes());
-        Ok(out)
+    /// The data plus its 4-byte checksum.
+    pub(crate) fn bound(n: usize) -> usize {
+        n.saturating_add(4)
+    }
+
+    /// Copy `data` into `out` (at least [`Crc32c::bound`] bytes) followed by its checksum;
+    /// returns the size.
+    pub(crate) fn encode_into(&self, data: &[u8], out: &mut [u8]) -> Result<usize> {
+        let n = data.len();
+        out[..n].copy_from_slice(data);
+        out[n..n + 4].copy_from_slice(&::crc32c::crc32c(data).to_le_bytes());
+        Ok(n + 4)
     }
 
     /// Check the trailing checksum and return the data before it.

@@ -48,14 +48,11 @@ impl Gzip {
         json!({"name": "gzip", "configuration": {"level": self.level}})
     }
 
-    /// Compress into room from `target` (libdeflate's bound plus `extra` bytes); returns the
-    /// member's size.
-    pub(crate) fn encode_to(
+    /// Run `f` with this thread's compressor for this level.
+    fn with_compressor<T>(
         &self,
-        data: &[u8],
-        target: &mut dyn super::EncodeTarget,
-        extra: usize,
-    ) -> Result<usize> {
+        f: impl FnOnce(&mut libdeflater::Compressor) -> Result<T>,
+    ) -> Result<T> {
         COMPRESSOR.with(|slot| {
             let mut slot = slot.borrow_mut();
             if slot.as_ref().is_none_or(|(level, _)| *level != self.level) {
@@ -65,10 +62,20 @@ impl Gzip {
                 })?;
                 *slot = Some((self.level, libdeflater::Compressor::new(lvl)));
             }
-            let (_, c) = slot.as_mut().expect("set above");
-            let bound = c.gzip_compress_bound(data.len());
-            // The bound always suffices: an error here is libdeflate's own failure.
-            c.gzip_compress(data, &mut target.room(bound + extra)[..bound])
+            f(&mut slot.as_mut().expect("set above").1)
+        })
+    }
+
+    /// The most bytes one member of `n` input bytes takes (libdeflate's bound).
+    pub(crate) fn bound(&self, n: usize) -> Result<usize> {
+        self.with_compressor(|c| Ok(c.gzip_compress_bound(n)))
+    }
+
+    /// Compress into `out` (at least [`Gzip::bound`] bytes); returns the member's size.
+    pub(crate) fn encode_into(&self, data: &[u8], out: &mut [u8]) -> Result<usize> {
+        // The bound always suffices: an error here is libdeflate's own failure.
+        self.with_compressor(|c| {
+            c.gzip_compress(data, out)
                 .map_err(|e| Error::InvalidArgument(format!("gzip: {e:?}")))
         })
     }

@@ -210,28 +210,37 @@ impl BytesToBytes {
         })
     }
     fn encode(&self, data: &[u8]) -> Result<Vec<u8>> {
-        match self {
-            BytesToBytes::Crc32c(c) => c.encode(data),
-            BytesToBytes::Zlib(c) => c.encode(data),
-            // The compressors write into memory they are given: here, a new buffer.
-            _ => encode_to_vec(|out| self.encode_to(data, out, 0)),
-        }
+        encode_to_vec(|out| self.encode_to(data, out, 0))
     }
-    /// Encode into room from `target` with `extra` bytes to spare after the output (for
-    /// checksums appended in place); returns the output's size. The compressors write
-    /// straight into the room; the others encode into a buffer and copy it there.
+    /// Encode into room from `target` (the codec's bound, with `extra` bytes to spare after
+    /// it for checksums appended in place); returns the output's size. zstd, gzip and blosc
+    /// write straight into the room. zlib's encoder (flate2) makes a buffer of its own, copied
+    /// in: its size has no bound to make room by beforehand (zlib-rs' level 1 can exceed zlib's
+    /// `compressBound`).
     fn encode_to(&self, data: &[u8], target: &mut dyn EncodeTarget, extra: usize) -> Result<usize> {
+        let n = data.len();
+        let mut into = |bound: usize, encode: &dyn Fn(&mut [u8]) -> Result<usize>| {
+            encode(&mut target.room(bound.saturating_add(extra))[..bound])
+        };
         match self {
-            BytesToBytes::Gzip(c) => c.encode_to(data, target, extra),
-            BytesToBytes::Zstd(c) => c.encode_to(data, target, extra),
-            BytesToBytes::Blosc(c) => c.encode_to(data, target, extra),
-            BytesToBytes::Crc32c(_) | BytesToBytes::Zlib(_) => {
-                let encoded = self.encode(data)?;
-                target.room(encoded.len() + extra)[..encoded.len()].copy_from_slice(&encoded);
-                Ok(encoded.len())
+            BytesToBytes::Gzip(c) => into(c.bound(n)?, &|out| c.encode_into(data, out)),
+            BytesToBytes::Zstd(c) => into(zstd::Zstd::bound(n), &|out| c.encode_into(data, out)),
+            BytesToBytes::Crc32c(c) => {
+                into(crc32c::Crc32c::bound(n), &|out| c.encode_into(data, out))
+            }
+            BytesToBytes::Blosc(c) => {
+                into(blosc::Blosc::bound(n)?, &|out| c.encode_into(data, out))
+            }
+            BytesToBytes::Zlib(c) => {
+                let stream = c.encode(data)?;
+                into(stream.len(), &|out| {
+                    out.copy_from_slice(&stream);
+                    Ok(stream.len())
+                })
             }
         }
     }
+
     /// Decode; the output may not exceed `max_out` bytes.
     fn decode(&self, data: &[u8], max_out: u64) -> Result<Vec<u8>> {
         match self {
@@ -462,7 +471,7 @@ impl CodecChain {
     /// chunk is the first that many bytes of the room `target` last gave). The last
     /// compressor writes straight into the target (zstd, gzip, blosc) and trailing `crc32c`
     /// checksums are appended in place, so the usual chains (`bytes` + `zstd` + `crc32c`)
-    /// copy nothing; intermediate stages and other codecs go through buffers of their own.
+    /// copy nothing; intermediate stages (and zlib's encoder) use buffers of their own.
     pub(crate) fn encode_to(
         &self,
         data: &[u8],

@@ -62,18 +62,14 @@ impl Zstd {
         })
     }
 
-    /// Compress into room from `target` (the bound plus `extra` bytes); returns the frame's
-    /// size.
-    pub(crate) fn encode_to(
-        &self,
-        data: &[u8],
-        target: &mut dyn super::EncodeTarget,
-        extra: usize,
-    ) -> Result<usize> {
-        self.with_compressor(|c| {
-            let bound = ::zstd::zstd_safe::compress_bound(data.len());
-            Ok(c.compress_to_buffer(data, &mut target.room(bound + extra)[..bound])?)
-        })
+    /// The most bytes one frame of `n` input bytes takes (`ZSTD_compressBound`).
+    pub(crate) fn bound(n: usize) -> usize {
+        ::zstd::zstd_safe::compress_bound(n)
+    }
+
+    /// Compress into `out` (at least [`Zstd::bound`] bytes); returns the frame's size.
+    pub(crate) fn encode_into(&self, data: &[u8], out: &mut [u8]) -> Result<usize> {
+        self.with_compressor(|c| Ok(c.compress_to_buffer(data, out)?))
     }
 
     /// Decompress exactly `out.len()` bytes into `out` (no intermediate buffer).
