@@ -15,7 +15,7 @@
 //! dropped), and the list keeps up to [`KEPT_PER_THREAD`] segments per thread of the pool
 //! (4 MiB per thread), so the next shard finds its memory already mapped. That memory stays
 //! with the process after the call returns, as the codecs' per-thread contexts do
-//! ([`release_free_segments`] frees it). A chunk whose encoding may not fit in a segment (an
+//! ([`crate::release_memory`] frees both). A chunk whose encoding may not fit in a segment (an
 //! inner chunk over ~256 KiB) gets a buffer of its own.
 //!
 //! Where we differ: zarrs encodes each inner chunk into a new `Vec` (with a new zstd context)
@@ -90,13 +90,11 @@ pub fn segment_counts() -> SegmentCounts {
     }
 }
 
-/// Free every segment the free list holds (the process keeps them for the next encode; see
-/// the module docs): for a host that is done writing and wants the memory back, and for
-/// measuring an encode's memory from a clean start. Segments in use are not affected; later
-/// encodes make new ones. Thread-safe.
-pub fn release_free_segments() {
+/// Free every segment the free list holds and return their bytes (part of
+/// [`crate::release_memory`]). Segments in use are not affected; later encodes make new ones.
+pub(crate) fn release_free_segments() -> u64 {
     let free = std::mem::take(&mut *FREE.lock().unwrap_or_else(|e| e.into_inner()));
-    drop(free);
+    free.iter().map(|s| s.len() as u64).sum()
 }
 
 /// Where one stored chunk's bytes are.

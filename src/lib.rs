@@ -14,7 +14,8 @@
 //! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks;
 //! * [`repack`](mod@repack): rewrite an array into a new shard layout, copying encoded chunks when it can;
 //! * [`repair`]: torn shards cut back to their last index that proves itself intact;
-//! * [`limits`]: the memory limit on buffers the metadata asks for.
+//! * [`limits`]: the memory limit on buffers the metadata asks for; [`retained`]: the memory
+//!   kept between calls (codec contexts, encode segments) and how to free it.
 #![deny(missing_docs)]
 
 pub mod array;
@@ -35,6 +36,7 @@ pub mod refs;
 pub mod region;
 pub mod repack;
 pub mod repair;
+pub mod retained;
 pub mod sharding;
 pub mod store;
 pub mod writer;
@@ -42,7 +44,7 @@ pub mod writer;
 pub use array::{Array, Format, Problem};
 pub use codec::{ChunkRepr, CodecChain, EncodedSize};
 pub use dtype::{DataType, FillValue};
-pub use encoded::{release_free_segments, segment_counts, EncodedChunks, SegmentCounts};
+pub use encoded::{segment_counts, EncodedChunks, SegmentCounts};
 pub use error::{Error, Result};
 pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
@@ -52,6 +54,7 @@ pub use parallel::{set_threads, threads, MAX_THREADS};
 pub use reader::{read_whole_shard, FetchedChunks, ShardReader};
 pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
 pub use repair::ShardRepair;
+pub use retained::{release_memory, Released};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
 pub use store::{FsStore, MemoryStore, Store};
 pub use writer::{

@@ -97,6 +97,15 @@ pub fn threads() -> usize {
     pool().0
 }
 
+/// `f()` once on each thread of the pool built last (also while the setting is 1 and the pool
+/// sleeps), the calling thread waiting until all have run it; nothing without a pool. For
+/// per-thread state ([`crate::release_memory`]): a thread busy with an item runs `f` after it.
+pub(crate) fn on_each_pool_thread<T: Send>(f: impl Fn() -> T + Sync) -> Vec<T> {
+    // Not under the lock while waiting: `set_threads` elsewhere need not wait for the pool.
+    let pool = POOL.read().unwrap_or_else(|e| e.into_inner()).1.clone();
+    pool.map_or_else(Vec::new, |pool| pool.broadcast(|_| f()))
+}
+
 /// The number of threads and, when above 1, the pool.
 fn pool() -> (usize, Option<Arc<rayon::ThreadPool>>) {
     if let (Some(n), pool) = &*POOL.read().unwrap_or_else(|e| e.into_inner()) {

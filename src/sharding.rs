@@ -154,6 +154,12 @@ thread_local! {
     static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
+/// Free this thread's scratch chunk (for [`crate::release_memory`]); returns its capacity.
+/// A scratch chunk in use is out of the cell, so it is not affected.
+pub(crate) fn release_scratch() -> u64 {
+    SCRATCH.take().capacity() as u64
+}
+
 impl ShardLayout {
     /// Validate `codec` against `shard` (rank, divisibility, one array→bytes codec, fixed-size
     /// index codecs) and compute the layout.

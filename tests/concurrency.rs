@@ -1,5 +1,7 @@
 //! Many threads reading one `ShardReader` (one by one, many at once, raw) while other threads
-//! write other shards of the same array with every writer, and a whole-array export runs.
+//! write other shards of the same array with every writer, one thread reads shard (0, 0) as a
+//! region on the pool and frees the library's retained memory (`release_memory`) over and
+//! over.
 //! Every read must return exactly the bytes written; run under ThreadSanitizer by
 //! scripts/test.sh (see README, *Tests*). The Rust API refuses two threads writing one
 //! `ShardWriter` at compile time (`&mut self`); the C ABI's `SHARD_ERR_BUSY` for that case is
@@ -82,6 +84,24 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
                 }
             });
         }
+        // Region reads on the pool, and the contexts and segments every thread keeps freed
+        // between them (and during the other threads' calls).
+        let releases = {
+            let (array, stop, layout) = (&array, &stop, &layout);
+            s.spawn(move || {
+                let mut want = vec![0u8; 16 * 16 * 2];
+                for i in 0..n {
+                    layout.place_chunk(i as usize, &chunk(0, i), &mut want);
+                }
+                let mut releases = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    assert_eq!(array.read_region_vec(&[0, 0], &[16, 16]).unwrap(), want);
+                    release_memory();
+                    releases += 1;
+                }
+                releases
+            })
+        };
         // Writers: shards (0, 1), (0, 2), (0, 3), each with its own strategy, over and over.
         let strategies = [
             WriteStrategy::Streaming,
@@ -115,6 +135,7 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
             h.join().unwrap();
         }
         stop.store(true, Ordering::Relaxed);
+        assert!(releases.join().unwrap() > 0);
     });
     // Afterwards each shard holds its last version.
     for k in 0..4u64 {

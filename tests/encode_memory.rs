@@ -1,7 +1,9 @@
 //! Whole-array writes reuse the memory their encoded chunks took (`src/encoded.rs`): after the
 //! first write, later writes of the same size take every segment from the free list, which
-//! keeps at most `KEPT_PER_THREAD` segments per thread, and `release_free_segments` empties
-//! it. One test, in a process of its own: the free list and the counts are process-wide.
+//! keeps at most `KEPT_PER_THREAD` segments per thread, and `release_memory` empties it and
+//! frees the codec contexts of every thread that worked. One test, in a process of its own:
+//! the free list, the pool and the counts are process-wide, and the exact counts below hold
+//! only while no other test encodes.
 
 use serde_json::json;
 use zarrshard::encoded::{KEPT_PER_THREAD, SEGMENT};
@@ -41,6 +43,8 @@ fn later_writes_take_their_segments_from_the_free_list() {
     let raw = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
     for threads in [2, 1] {
         set_threads(threads).unwrap();
+        // From a clean start: the pool's threads keep their contexts while the setting is 1.
+        release_memory();
         for codecs in [&zstd, &raw] {
             // The first write may make segments; the next ones find them free.
             write_and_check(codecs.clone(), &data);
@@ -57,10 +61,50 @@ fn later_writes_take_their_segments_from_the_free_list() {
         }
     }
     // Released, the list is empty and the next write makes its segments again.
-    release_free_segments();
+    let free = segment_counts().free as u64;
+    let released = release_memory();
     assert_eq!(segment_counts().free, 0);
+    // One thread did everything since the last release: its 2 KiB scratch chunk (32² uint16), its zstd compressor and
+    // decompressor (the uncompressed array came last: no context is made for it).
+    assert_eq!(
+        released,
+        Released {
+            bytes: free * SEGMENT as u64 + 2048,
+            contexts: 2
+        }
+    );
+    assert_eq!(
+        release_memory(),
+        Released::default(),
+        "a second call frees nothing"
+    );
     assert!(write_and_check(zstd.clone(), &data) > 0);
     assert!(segment_counts().free > 0);
+
+    // With two threads the whole-array write and read run on the pool while the calling
+    // thread waits: the contexts freed are the pool threads'.
+    set_threads(2).unwrap();
+    release_memory();
+    write_and_check(zstd.clone(), &data);
+    let free = segment_counts().free as u64;
+    let released = release_memory();
+    let scratch = released.bytes - free * SEGMENT as u64;
+    // A scratch chunk and a compressor for each thread that encoded (one or two of the pool's,
+    // maybe the caller's too), a decompressor for each that decoded.
+    assert!(
+        scratch % 2048 == 0 && (2048..=3 * 2048).contains(&scratch),
+        "{released:?}"
+    );
+    assert!((2..=6).contains(&released.contexts), "{released:?}");
+    assert_eq!(
+        release_memory(),
+        Released::default(),
+        "a second call frees nothing"
+    );
+    assert_eq!(segment_counts().free, 0);
+    // Everything is rebuilt on demand.
+    write_and_check(zstd.clone(), &data);
+    assert!(release_memory().contexts >= 2);
     // The uncompressed array (512 KiB: two segments' worth) needed several segments; more
     // than the free list keeps for two threads would mean chunks were not packed into them.
     let made = segment_counts().made as usize;

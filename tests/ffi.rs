@@ -922,6 +922,12 @@ fn version_1_tables_vectored_reads_threads_clone_and_gap() {
             assert_eq!(limit, 4 << 30);
         }
         assert_eq!(shard_get_memory_limit(null_mut()), SHARD_ERR_NULL_POINTER);
+        // Freeing the memory kept between calls: both outputs written, both may be NULL (what
+        // it frees, counted exactly: tests/encode_memory.rs, tests/c/test_capi.c).
+        let (mut bytes, mut contexts) = (u64::MAX, usize::MAX);
+        assert_eq!(shard_release_memory(&mut bytes, &mut contexts), SHARD_OK);
+        assert!(bytes < u64::MAX && contexts < usize::MAX);
+        assert_eq!(shard_release_memory(null_mut(), null_mut()), SHARD_OK);
         // A count past the documented 1024 is refused before any thread starts, and the
         // setting stays as it was (1: no pool, which Miri could not run).
         assert_eq!(shard_set_threads(1), SHARD_OK);

@@ -610,6 +610,28 @@ inline void set_memory_limit(std::uint64_t bytes) { detail::check(shard_set_memo
     return shard_get_memory_limit(&n) == SHARD_OK ? n : std::uint64_t{4} << 30;
 }
 
+/// What `release_memory` freed.
+struct Released {
+    /// Bytes of the library's own buffers freed (encode segments, scratch chunks); exact.
+    std::uint64_t bytes = 0;
+    /// Codec contexts freed (zstd, libdeflate): counted, since libdeflate does not report
+    /// its size.
+    std::size_t contexts = 0;
+};
+
+/// Free the memory the library keeps between calls so that no inner chunk allocates
+/// (`shard_release_memory`): the free list of encode segments (up to 4 MiB per library
+/// thread) and the codec contexts and scratch chunk of the calling thread and of every library
+/// thread. For a host done writing or reading for a while; later calls rebuild what they need.
+/// Other host threads keep theirs until they exit or call this themselves. Memory in use by a
+/// call in progress is not touched; waits until each library thread has finished its current
+/// inner chunk or task. Thread-safe. Throws `Error` (`SHARD_ERR_PANIC` only).
+inline Released release_memory() {
+    Released r;
+    detail::check(shard_release_memory(&r.bytes, &r.contexts));
+    return r;
+}
+
 /// The most threads `set_threads` accepts (`SHARD_MAX_THREADS`).
 inline constexpr std::size_t max_threads = SHARD_MAX_THREADS;
 

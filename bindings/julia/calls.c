@@ -1706,6 +1706,18 @@ int main(int argc, char **argv) {
             for (k = 0; k < sparse.n; k++) free(sparse.e[k].io.data);
         }
     }
+    {
+        uint64_t freed_bytes = 1;
+        size_t contexts = 0;
+        shard_status st = shard_release_memory(&freed_bytes, &contexts);                                /* [56] */
+        check(st == SHARD_OK && contexts >= 2,
+              "[56] release_memory: status %d, %lu codec contexts freed (want >= 2: the example encoded and decoded)",
+              (int)st, (unsigned long)contexts);
+        st = shard_release_memory(&freed_bytes, &contexts);                                /* [57] */
+        check(st == SHARD_OK && freed_bytes == 0 && contexts == 0,
+              "[57] a second release_memory: status %d, %lu bytes and %lu contexts (want 0 and 0)",
+              (int)st, (unsigned long)freed_bytes, (unsigned long)contexts);
+    }
 
     free(dtype);
     free(json);

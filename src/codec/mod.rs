@@ -629,6 +629,11 @@ fn read_exactly(mut r: impl std::io::Read, out: &mut [u8], codec: &str) -> Resul
     }
 }
 
+/// Free this thread's codec contexts (zstd, gzip); returns how many there were.
+pub(crate) fn release_contexts() -> usize {
+    zstd::release_contexts() + gzip::release_contexts()
+}
+
 /// Error unless a buffer has the expected length.
 pub(crate) fn check_len(actual: usize, expected: u64) -> Result<()> {
     if actual as u64 != expected {

@@ -158,6 +158,38 @@ pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_st
     })
 }
 
+/// Free the memory the library keeps between calls so that no inner chunk allocates: the
+/// free list of encode segments (up to 4 MiB per library thread) and the codec contexts
+/// (zstd, gzip) and scratch chunk of the calling thread and of every library thread. For a host
+/// done writing or reading for a while; later calls rebuild what they need, once per thread.
+/// Other host threads keep theirs until they exit or call this themselves. Memory in use by a
+/// call in progress on another thread is not touched; waits until each library thread has
+/// finished the inner chunk or task it is running.
+///
+/// `bytes_out` (may be NULL) receives the bytes of the library's own buffers freed (segments
+/// and scratch chunks, exact); `contexts_out` (may be NULL) the number of codec contexts
+/// freed (counted: libdeflate does not report its size). A second call right after reports
+/// 0 and 0 unless other threads worked in between. Thread-safe. Returns `SHARD_OK`,
+/// `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_release_memory(
+    bytes_out: *mut u64,
+    contexts_out: *mut usize,
+) -> shard_status {
+    error::guard(|| {
+        let released = crate::retained::release_memory();
+        // SAFETY: per the documented contract (NULL or valid for one write each).
+        if let Some(b) = unsafe { bytes_out.as_mut() } {
+            *b = released.bytes;
+        }
+        // SAFETY: as above.
+        if let Some(c) = unsafe { contexts_out.as_mut() } {
+            *c = released.contexts;
+        }
+        Ok(())
+    })
+}
+
 /// The host's own error code from the last `SHARD_ERR_IO` on this thread (what the failing
 /// callback returned), 0 when the last failure was not an I/O error. Thread-safe.
 #[no_mangle]

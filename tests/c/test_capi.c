@@ -1446,6 +1446,29 @@ static void test_posix_io(void) {
     shard_codec_free(c);
 }
 
+/* The memory kept between calls is freed on request: after a zstd shard is written and
+ * read back, at least one compressor and one decompressor are freed (on whichever threads
+ * did the work: the calling thread's and the pool's are all reached); a second call right
+ * after frees nothing; NULL outputs are allowed; and the next calls rebuild what they need. */
+static void test_release_memory(void) {
+    shard_codec *c = codec_from(CFG_ZSTD_END);
+    unsigned model[NCHUNKS] = {0};
+    uint64_t bytes = 1;
+    size_t contexts = 0;
+    mem_io *m = written_shard(c, 1, model);
+    CHECK(verify(c, m, model));
+    EXPECT(shard_release_memory(&bytes, &contexts), SHARD_OK);
+    CHECK(contexts >= 2);
+    EXPECT(shard_release_memory(&bytes, &contexts), SHARD_OK);
+    CHECK(bytes == 0 && contexts == 0);
+    EXPECT(shard_release_memory(NULL, NULL), SHARD_OK);
+    CHECK(verify(c, m, model));
+    EXPECT(shard_release_memory(NULL, &contexts), SHARD_OK);
+    CHECK(contexts >= 1);
+    mem_io_release(m);
+    shard_codec_free(c);
+}
+
 int main(void) {
     printf("zarrshard %s C API tests\n", shard_version());
     RUN(test_version_and_status_strings);
@@ -1470,6 +1493,7 @@ int main(void) {
     RUN(test_io_failure_every_read_call);
     RUN(test_io_code_values);
     RUN(test_posix_io);
+    RUN(test_release_memory);
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed > 0 ? 1 : 0;
 }

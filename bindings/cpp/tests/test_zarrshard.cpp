@@ -310,6 +310,20 @@ static void test_threads_setting() {
     CHECK(zarrshard::threads() >= 1);
 }
 
+// The memory kept between calls is freed on request (what exactly: tests/encode_memory.rs): at
+// least the compressor and decompressor the shard was written and read with; nothing on a
+// second call right after; and the next read rebuilds what it needs.
+static void test_release_memory() {
+    MemoryIO mem = written_shard(4);
+    const Codec codec = codec_end();
+    CHECK(reads_as(Shard::open(codec, mem, Mode::Read), 4));
+    CHECK(zarrshard::release_memory().contexts >= 2);
+    const auto again = zarrshard::release_memory();
+    CHECK(again.bytes == 0 && again.contexts == 0);
+    CHECK(reads_as(Shard::open(codec, mem, Mode::Read), 4));
+    CHECK(zarrshard::release_memory().contexts >= 1);
+}
+
 static void test_codec_from_config_getters() {
     const Codec codec = Codec::from_config(CFG_END, "uint16", {16, 16}, "7");
     CHECK(static_cast<bool>(codec) && codec.get() != nullptr);
@@ -2671,6 +2685,7 @@ int main(int argc, char **argv) {
     RUN(test_codec_errors);
     RUN(test_codec_copies);
     RUN(test_threads_setting);
+    RUN(test_release_memory);
     RUN(test_memory_round_trip_write_modes);
     RUN(test_memory_round_trip_update_modes);
     RUN(test_memory_index_at_start_and_read_chunks);

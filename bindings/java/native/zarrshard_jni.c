@@ -1697,6 +1697,23 @@ JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_getMemoryLimit(JNIEnv *env, jcl
     return n > (uint64_t)INT64_MAX ? (jlong)INT64_MAX : (jlong)n;
 }
 
+/* {bytes, contexts} freed; NULL with an exception pending otherwise. */
+JNIEXPORT jlongArray JNICALL Java_io_zarrshard_Native_releaseMemory(JNIEnv *env, jclass cls) {
+    uint64_t bytes = 0;
+    size_t contexts = 0;
+    jlong both[2];
+    jlongArray out;
+    scope s;
+    (void)cls;
+    scope_begin(&s);
+    if (!finish(env, &s, shard_release_memory(&bytes, &contexts))) return NULL;
+    both[0] = bytes > (uint64_t)INT64_MAX ? (jlong)INT64_MAX : (jlong)bytes;
+    both[1] = contexts > (size_t)INT64_MAX ? (jlong)INT64_MAX : (jlong)contexts;
+    if ((out = (*env)->NewLongArray(env, 2)) == NULL) return NULL;
+    (*env)->SetLongArrayRegion(env, out, 0, 2, both);
+    return out;
+}
+
 /* start and shape as two long[] of one rank; 0 and an exception otherwise. */
 static int get_region(JNIEnv *env, jlongArray start, jlongArray shape, coords_buf *a,
                       coords_buf *b) {

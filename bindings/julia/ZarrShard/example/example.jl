@@ -271,6 +271,10 @@ function main(dir::AbstractString)
             error("expected SHARD_ERR_IO caused by the listing, got $(repr(err))")
     end                                                                              # [55]
     println("listing store: ", join(list_keys(sparse, "c/"), ", "), " stored of 4 grid positions")
+    # The codec contexts and buffers the library keeps between calls, freed; then nothing left.
+    freed = release_memory()                                                         # [56]
+    freed.contexts >= 2 || error("release_memory freed $(freed.contexts) codec contexts")
+    release_memory() == (bytes = 0, contexts = 0) || error("a second release freed memory")  # [57]
     println("ok")
 end
 

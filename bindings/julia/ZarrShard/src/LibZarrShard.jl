@@ -358,6 +358,11 @@ function shard_get_memory_limit(bytes_out)
     ccall((:shard_get_memory_limit, libzarrshard), Cint, (Ref{UInt64},), bytes_out)
 end
 
+"`shard_status shard_release_memory(uint64_t *bytes_out, size_t *contexts_out)`"
+function shard_release_memory(bytes_out, contexts_out)
+    ccall((:shard_release_memory, libzarrshard), Cint, (Ref{UInt64}, Ref{Csize_t}), bytes_out, contexts_out)
+end
+
 "`shard_status shard_set_coalesce_gap(const shard_handle *shard, uint64_t gap)`"
 function shard_set_coalesce_gap(shard, gap)
     ccall((:shard_set_coalesce_gap, libzarrshard), Cint, (Ptr{shard_handle}, UInt64), shard, gap)

@@ -53,7 +53,7 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        ShardArray, MemoryStore, list_keys, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
        verify, Problem,
        set_coalesce_gap!,
-       set_threads!, threads, memory_limit, set_memory_limit!
+       set_threads!, threads, memory_limit, set_memory_limit!, release_memory
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -161,6 +161,25 @@ Process-wide; takes effect for calls that start afterwards; thread-safe. Throws
 function set_memory_limit!(bytes::Integer)
     bytes < 0 && throw(ArgumentError("a memory limit is 0 (the default) or more bytes, not $bytes"))
     @check L.shard_set_memory_limit(bytes > typemax(UInt64) ? typemax(UInt64) : UInt64(bytes))
+end
+
+"""
+    release_memory() -> NamedTuple{(:bytes, :contexts)}
+
+Free the memory the library keeps between calls so that no inner chunk allocates
+(`shard_release_memory`): the free list of encode segments (up to 4 MiB per library thread)
+and the codec contexts (zstd, gzip) and scratch chunk of the calling thread and of every
+library thread. For a session done writing or reading for a while; later calls rebuild what
+they need. Other threads keep theirs until they exit or call this themselves; memory in use by
+a call in progress is not touched. Returns `bytes`, the library's own buffers freed (exact),
+and `contexts`, the codec contexts freed (counted: their libraries do not all report a size).
+Thread-safe; throws `ZarrShardError` only for a library bug (`SHARD_ERR_PANIC`).
+"""
+function release_memory()
+    bytes = Ref{UInt64}(0)
+    contexts = Ref{Csize_t}(0)
+    @check L.shard_release_memory(bytes, contexts)
+    return (bytes = bytes[], contexts = Int(contexts[]))
 end
 
 "The library version (`shard_version`)."

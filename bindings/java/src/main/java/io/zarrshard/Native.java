@@ -125,6 +125,9 @@ final class Native {
 
     static native long getMemoryLimit();
 
+    /** {bytes, contexts} freed (see RetainedMemory). */
+    static native long[] releaseMemory();
+
     static native void arrayReadRegion(long array, long[] start, long[] shape, byte[] out);
 
     static native void arrayReadRegionDirect(long array, long[] start, long[] shape,

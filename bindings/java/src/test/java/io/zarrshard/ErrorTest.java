@@ -66,6 +66,23 @@ public class ErrorTest {
         assertTrue(Threads.get() >= 1);
     }
 
+    /** The memory kept between calls is freed on request (what exactly: the Rust crate's
+     * tests/encode_memory.rs): at least the compressor and decompressor the shard was written
+     * and read with; nothing on a second call right after; and the next read rebuilds it. */
+    @Test
+    public void retainedMemoryIsReleased() {
+        try (ShardCodec codec = codec(CFG_ZSTD_END)) {
+            MemoryShardIO io = new MemoryShardIO();
+            writeStandard(codec, io, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
+            checkStandard(codec, io, 1);
+            RetainedMemory.Released first = RetainedMemory.release();
+            assertTrue(first.toString(), first.contexts() >= 2);
+            assertEquals(new RetainedMemory.Released(0, 0), RetainedMemory.release());
+            checkStandard(codec, io, 1);
+            assertTrue(RetainedMemory.release().contexts() >= 1);
+        }
+    }
+
     @Test
     public void memoryLimitHoldsRawChunks() {
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {
