@@ -65,8 +65,9 @@ fn cores() -> usize {
 /// 1 = the calling thread only; the calling thread counts as one of them (see the module
 /// docs). Takes effect for calls that start afterwards. Switching back to the size of the pool
 /// built last reuses that pool, whose threads have slept since (keeping their codec contexts):
-/// a host that alternates between one thread and the default starts threads once. A pool of
-/// another size replaces it (its threads end once no call uses it).
+/// a host that alternates between one thread and the default starts threads once (unless
+/// [`crate::release_memory`] ended them while the setting was 1). A pool of another size
+/// replaces it (its threads end once no call uses it).
 ///
 /// Errors: [`Error::InvalidArgument`] for more than [`MAX_THREADS`] threads, or when the
 /// threads cannot be started; the setting is then unchanged.
@@ -104,6 +105,14 @@ pub(crate) fn on_each_pool_thread<T: Send>(f: impl Fn() -> T + Sync) -> Vec<T> {
     // Not under the lock while waiting: `set_threads` elsewhere need not wait for the pool.
     let pool = POOL.read().unwrap_or_else(|e| e.into_inner()).1.clone();
     pool.map_or_else(Vec::new, |pool| pool.broadcast(|_| f()))
+}
+
+/// While the setting is 1, drop the pool built last, whose threads only sleep then (they end
+/// once no call in progress uses them); a later setting above 1 starts new ones. Returns
+/// whether there was one.
+pub(crate) fn end_sleeping_pool() -> bool {
+    let mut setting = POOL.write().unwrap_or_else(|e| e.into_inner());
+    setting.0 == Some(1) && setting.1.take().is_some()
 }
 
 /// The number of threads and, when above 1, the pool.

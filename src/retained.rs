@@ -13,8 +13,10 @@
 //! of it that it can reach: the free list, and the per-thread state of the calling thread and
 //! of every thread of the pool. The next call rebuilds what it needs, once per thread. Other
 //! host threads keep their own state until they exit (thread-local storage is freed then) or
-//! call [`release_memory`] themselves. The pool's threads themselves stay (see
-//! [`crate::set_threads`]); a handle's cached index lives as long as the handle.
+//! call [`release_memory`] themselves. The pool's threads stay while the thread setting is
+//! above 1; while it is 1 they only sleep (kept so that switching back is quick, see
+//! [`crate::set_threads`]), and [`release_memory`] ends them. A handle's cached index lives as
+//! long as the handle.
 //!
 //! Where we differ: zarrs keeps nothing between calls (a new zstd context and new buffers per
 //! chunk, which is what made it slower per chunk); tensorstore caches contexts without a call
@@ -42,8 +44,9 @@ impl std::ops::AddAssign for Released {
 
 /// Free the memory the library keeps between calls (see the module docs): the encode
 /// segments on the free list, and the codec contexts and scratch buffers of the calling thread
-/// and of every thread of the pool. Returns what was freed; a second call right after returns
-/// zeros unless another thread encoded or decoded in between.
+/// and of every thread of the pool; while the thread setting is 1, the pool's sleeping threads
+/// are ended too (a later setting above 1 starts new ones). Returns what was freed; a second
+/// call right after returns zeros unless another thread encoded or decoded in between.
 ///
 /// Thread-safe, and safe to call while other threads encode or decode: memory in use by a
 /// call in progress is not touched (a context in use on a pool thread is skipped, segments
@@ -56,6 +59,7 @@ pub fn release_memory() -> Released {
         released += on_pool_thread;
     }
     released.bytes += crate::encoded::release_free_segments();
+    parallel::end_sleeping_pool();
     released
 }
 

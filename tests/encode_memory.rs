@@ -64,8 +64,9 @@ fn later_writes_take_their_segments_from_the_free_list() {
     let free = segment_counts().free as u64;
     let released = release_memory();
     assert_eq!(segment_counts().free, 0);
-    // One thread did everything since the last release: its 2 KiB scratch chunk (32² uint16), its zstd compressor and
-    // decompressor (the uncompressed array came last: no context is made for it).
+    // One thread did everything since the last release: its 2 KiB scratch chunk (32² uint16),
+    // its zstd compressor and decompressor (the uncompressed array came last: it needs no
+    // context).
     assert_eq!(
         released,
         Released {
@@ -80,6 +81,15 @@ fn later_writes_take_their_segments_from_the_free_list() {
     );
     assert!(write_and_check(zstd.clone(), &data) > 0);
     assert!(segment_counts().free > 0);
+
+    // The uncompressed array (512 KiB: two segments' worth) needed several segments; more
+    // than the free list keeps for two threads would mean chunks were not packed into them.
+    let made = segment_counts().made as usize;
+    assert!(
+        (2..=2 * KEPT_PER_THREAD).contains(&made),
+        "{made} segments made"
+    );
+    assert_eq!(data.len(), 2 * SEGMENT);
 
     // With two threads the whole-array write and read run on the pool while the calling
     // thread waits: the contexts freed are the pool threads'.
@@ -105,12 +115,33 @@ fn later_writes_take_their_segments_from_the_free_list() {
     // Everything is rebuilt on demand.
     write_and_check(zstd.clone(), &data);
     assert!(release_memory().contexts >= 2);
-    // The uncompressed array (512 KiB: two segments' worth) needed several segments; more
-    // than the free list keeps for two threads would mean chunks were not packed into them.
-    let made = segment_counts().made as usize;
-    assert!(
-        (2..=2 * KEPT_PER_THREAD).contains(&made),
-        "{made} segments made"
-    );
-    assert_eq!(data.len(), 2 * SEGMENT);
+
+    // With the setting at 1 the pool's threads only sleep: released, they are ended (their
+    // contexts counted first), and a later setting of 2 starts new ones.
+    assert_eq!(pool_threads(), 2);
+    write_and_check(zstd.clone(), &data);
+    set_threads(1).unwrap();
+    assert!(release_memory().contexts >= 2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pool_threads() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(pool_threads(), 0, "the sleeping pool's threads did not end");
+    write_and_check(zstd.clone(), &data);
+    set_threads(2).unwrap();
+    write_and_check(zstd.clone(), &data);
+    assert_eq!(pool_threads(), 2);
+}
+
+/// This process's threads named as the pool names its threads (`zarrshard-<i>`), from
+/// `/proc/self/task`.
+fn pool_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|name| name.starts_with("zarrshard-"))
+        })
+        .count()
 }

@@ -622,7 +622,9 @@ struct Released {
 /// Free the memory the library keeps between calls so that no inner chunk allocates
 /// (`shard_release_memory`): the free list of encode segments (up to 4 MiB per library
 /// thread) and the codec contexts and scratch chunk of the calling thread and of every library
-/// thread. For a host done writing or reading for a while; later calls rebuild what they need.
+/// thread; with `set_threads(1)` in force, the library's threads (which only sleep then) are
+/// ended too. For a host done writing or reading for a while; later calls rebuild what they
+/// need.
 /// Other host threads keep theirs until they exit or call this themselves. Memory in use by a
 /// call in progress is not touched; waits until each library thread has finished its current
 /// inner chunk or task. Thread-safe. Throws `Error` (`SHARD_ERR_PANIC` only).

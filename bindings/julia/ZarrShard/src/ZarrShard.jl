@@ -169,7 +169,8 @@ end
 Free the memory the library keeps between calls so that no inner chunk allocates
 (`shard_release_memory`): the free list of encode segments (up to 4 MiB per library thread)
 and the codec contexts (zstd, gzip) and scratch chunk of the calling thread and of every
-library thread. For a session done writing or reading for a while; later calls rebuild what
+library thread; with `set_threads!(1)` in force, the library's threads (which only sleep then)
+are ended too. For a session done writing or reading for a while; later calls rebuild what
 they need. Other threads keep theirs until they exit or call this themselves; memory in use by
 a call in progress is not touched. Returns `bytes`, the library's own buffers freed (exact),
 and `contexts`, the codec contexts freed (counted: their libraries do not all report a size).

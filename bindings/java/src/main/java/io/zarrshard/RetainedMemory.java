@@ -22,7 +22,8 @@ public final class RetainedMemory {
 
     /**
      * Frees the encode segments on the free list and the codec contexts and scratch chunks of
-     * the calling thread and of every library thread. Other Java threads keep theirs until they
+     * the calling thread and of every library thread; with {@code Threads.set(1)} in force, the
+     * library's threads (which only sleep then) are ended too. Other Java threads keep theirs until they
      * exit or call this themselves. Memory in use by a call in progress on another thread is
      * not touched; waits until each library thread has finished its current inner chunk or
      * task. A second call right after frees nothing unless other threads worked in between.
