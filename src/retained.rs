@@ -18,9 +18,9 @@
 //! [`crate::set_threads`]), and [`release_memory`] ends them. A handle's cached index lives as
 //! long as the handle.
 //!
-//! Where we differ: zarrs keeps nothing between calls (a new zstd context and new buffers per
-//! chunk, which is what made it slower per chunk); tensorstore caches contexts without a call
-//! to free them. Keeping the memory by default and freeing it on request gives hosts both.
+//! Where we differ: zarrs keeps nothing between calls, and pays for it per chunk (a new zstd
+//! context for each chunk is 12 % slower on the benchmark's host, `BENCHMARKS.md`). Keeping the
+//! memory by default and freeing it on request gives hosts the speed and the memory back.
 
 use crate::parallel;
 

@@ -93,13 +93,14 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
                 for i in 0..n {
                     layout.place_chunk(i as usize, &chunk(0, i), &mut want);
                 }
-                let mut releases = 0;
-                while !stop.load(Ordering::Relaxed) {
+                // At least once, however soon the writers finish.
+                loop {
                     assert_eq!(array.read_region_vec(&[0, 0], &[16, 16]).unwrap(), want);
                     release_memory();
-                    releases += 1;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                 }
-                releases
             })
         };
         // Writers: shards (0, 1), (0, 2), (0, 3), each with its own strategy, over and over.
@@ -135,7 +136,7 @@ fn many_readers_on_one_handle_while_other_shards_are_written() {
             h.join().unwrap();
         }
         stop.store(true, Ordering::Relaxed);
-        assert!(releases.join().unwrap() > 0);
+        releases.join().unwrap();
     });
     // Afterwards each shard holds its last version.
     for k in 0..4u64 {

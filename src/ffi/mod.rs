@@ -163,10 +163,9 @@ pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_st
 /// (zstd, gzip) and scratch chunk of the calling thread and of every library thread; while
 /// `shard_set_threads(1)` is in force, the library's threads (which only sleep then) are ended
 /// too. For a host done writing or reading for a while; later calls rebuild what they need,
-/// once per thread.
-/// Other host threads keep theirs until they exit or call this themselves. Memory in use by a
-/// call in progress on another thread is not touched; waits until each library thread has
-/// finished the inner chunk or task it is running.
+/// once per thread. Other host threads keep theirs until they exit or call this themselves.
+/// Memory in use by a call in progress on another thread is not touched; waits until each
+/// library thread has finished the inner chunk or task it is running.
 ///
 /// `bytes_out` (may be NULL) receives the bytes of the library's own buffers freed (segments
 /// and scratch chunks, exact); `contexts_out` (may be NULL) the number of codec contexts

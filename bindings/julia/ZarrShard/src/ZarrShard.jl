@@ -173,7 +173,7 @@ library thread; with `set_threads!(1)` in force, the library's threads (which on
 are ended too. For a session done writing or reading for a while; later calls rebuild what
 they need. Other threads keep theirs until they exit or call this themselves; memory in use by
 a call in progress is not touched. Returns `bytes`, the library's own buffers freed (exact),
-and `contexts`, the codec contexts freed (counted: their libraries do not all report a size).
+and `contexts`, the codec contexts freed (counted: libdeflate does not report its size).
 Thread-safe; throws `ZarrShardError` only for a library bug (`SHARD_ERR_PANIC`).
 """
 function release_memory()
