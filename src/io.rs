@@ -335,10 +335,7 @@ impl FileIo {
             opts.open(&self.path)
         };
         let opened = if write {
-            if let Some(parent) = self.path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io_at(parent, e))?;
-            }
-            open(true).map(|f| (f, true))
+            self.with_parent(|| open(true))?.map(|f| (f, true))
         } else if std::fs::metadata(&self.path).is_ok_and(|m| !m.permissions().readonly()) {
             // Open for writing too when the mode allows it, so one handle serves both; a file
             // this process may only read (another user's, or on a read-only mount) opens for
@@ -400,6 +397,25 @@ pub(crate) fn read_buffer(spare: Option<Vec<u8>>, len: usize) -> Vec<u8> {
 }
 
 impl FileIo {
+    /// `create()`, and when it finds the parent directory missing, the directory made and
+    /// `create()` again: one system call per object written in the usual case (a
+    /// `create_dir_all` first would cost a failing `mkdir` and a `stat` every time). The error
+    /// of making the directory is returned as an `Err`, `create`'s own inside the `Ok`.
+    fn with_parent<T>(
+        &self,
+        create: impl Fn() -> std::io::Result<T>,
+    ) -> Result<std::io::Result<T>> {
+        match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = self.path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| Error::io_at(parent, e))?;
+                }
+                Ok(create())
+            }
+            other => Ok(other),
+        }
+    }
+
     /// [`ShardIo::read`] into `spare`'s allocation when it is large enough.
     fn read_into(&self, range: ByteRange, spare: Option<Vec<u8>>) -> Result<Option<ReadOutput>> {
         let Some(f) = self.handle(false)? else {
@@ -477,13 +493,11 @@ impl ShardIo for FileIo {
     }
 
     fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io_at(parent, e))?;
-        }
         let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
         tmp_name.push(format!(".tmp-{}", std::process::id()));
         let tmp = self.path.with_file_name(tmp_name);
-        let result = File::create(&tmp)
+        let result = self
+            .with_parent(|| File::create(&tmp))?
             .and_then(|mut f| write_all_parts(&mut f, parts))
             .and_then(|_| std::fs::rename(&tmp, &self.path));
         if let Err(e) = result {
