@@ -108,11 +108,12 @@ pub(crate) fn on_each_pool_thread<T: Send>(f: impl Fn() -> T + Sync) -> Vec<T> {
 }
 
 /// While the setting is 1, drop the pool built last, whose threads only sleep then (they end
-/// once no call in progress uses them); a later setting above 1 starts new ones. Returns
-/// whether there was one.
-pub(crate) fn end_sleeping_pool() -> bool {
+/// once no call in progress uses them); a later setting above 1 starts new ones.
+pub(crate) fn end_sleeping_pool() {
     let mut setting = POOL.write().unwrap_or_else(|e| e.into_inner());
-    setting.0 == Some(1) && setting.1.take().is_some()
+    if setting.0 == Some(1) {
+        setting.1 = None;
+    }
 }
 
 /// The number of threads and, when above 1, the pool.

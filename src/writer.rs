@@ -136,6 +136,15 @@ enum WriterState {
     Failed,
 }
 
+/// The index entry of a chunk a buffered writer holds: stored, `nbytes` long; its offset is
+/// assigned at finalize.
+fn buffered(nbytes: usize) -> Option<ChunkLocation> {
+    Some(ChunkLocation {
+        offset: 0,
+        nbytes: nbytes as u64,
+    })
+}
+
 impl<I: ShardIo> ShardWriter<I> {
     /// Start a shard with `strategy`. Buffered and streaming start empty (an existing object is
     /// replaced at `finalize`); update reads the existing index first (one read, plus a
@@ -353,9 +362,8 @@ impl<I: ShardIo> ShardWriter<I> {
         }
         let (codecs, repr) = (&self.layout.codec().codecs, self.layout.inner_repr());
         if let Mode::Buffered { chunks } = &mut self.mode {
-            let nbytes = chunks.put_with(i, |out| codecs.encode_to(data, repr, out))? as u64;
-            // Offsets are assigned at finalize; mark the entry stored meanwhile.
-            self.index.set(i, Some(ChunkLocation { offset: 0, nbytes }));
+            let nbytes = chunks.put_with(i, |out| codecs.encode_to(data, repr, out))?;
+            self.index.set(i, buffered(nbytes));
             return Ok(());
         }
         let mut scratch = std::mem::take(&mut self.scratch);
@@ -404,12 +412,7 @@ impl<I: ShardIo> ShardWriter<I> {
         match &mut self.mode {
             Mode::Buffered { chunks } => {
                 for (i, c) in encoded.stored() {
-                    // Offsets are assigned at finalize; mark the entry stored meanwhile.
-                    let loc = ChunkLocation {
-                        offset: 0,
-                        nbytes: c.len() as u64,
-                    };
-                    self.index.set(i, Some(loc));
+                    self.index.set(i, buffered(c.len()));
                 }
                 chunks.absorb(encoded);
             }
@@ -441,12 +444,7 @@ impl<I: ShardIo> ShardWriter<I> {
         let Mode::Buffered { chunks } = &mut self.mode else {
             return self.put_positional(i, &encoded);
         };
-        // Offsets are assigned at finalize; mark the entry stored meanwhile.
-        let loc = ChunkLocation {
-            offset: 0,
-            nbytes: encoded.len() as u64,
-        };
-        self.index.set(i, Some(loc));
+        self.index.set(i, buffered(encoded.len()));
         chunks.set(i, encoded);
         Ok(())
     }

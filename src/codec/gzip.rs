@@ -35,10 +35,7 @@ pub struct Gzip {
 /// Free this thread's compressor (for [`crate::release_memory`]); returns 1 if there was one.
 /// A compressor in use (a call further up this thread's stack) is left.
 pub(crate) fn release_contexts() -> usize {
-    COMPRESSOR.with(|slot| {
-        slot.try_borrow_mut()
-            .map_or(0, |mut s| usize::from(s.take().is_some()))
-    })
+    COMPRESSOR.with(super::free_slot)
 }
 
 impl Gzip {

@@ -634,6 +634,13 @@ pub(crate) fn release_contexts() -> usize {
     zstd::release_contexts() + gzip::release_contexts()
 }
 
+/// Empty a thread-local context slot; 1 if it held one. A slot in use (borrowed further up
+/// this thread's stack) is left as it is: 0.
+fn free_slot<T>(slot: &std::cell::RefCell<Option<T>>) -> usize {
+    slot.try_borrow_mut()
+        .map_or(0, |mut s| usize::from(s.take().is_some()))
+}
+
 /// Error unless a buffer has the expected length.
 pub(crate) fn check_len(actual: usize, expected: u64) -> Result<()> {
     if actual as u64 != expected {

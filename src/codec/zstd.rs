@@ -26,15 +26,7 @@ thread_local! {
 /// Free this thread's contexts (for [`crate::release_memory`]); returns how many there were.
 /// A context in use (a call further up this thread's stack) is left.
 pub(crate) fn release_contexts() -> usize {
-    let c = COMPRESSOR.with(|slot| {
-        slot.try_borrow_mut()
-            .map_or(0, |mut s| usize::from(s.take().is_some()))
-    });
-    let d = DECOMPRESSOR.with(|slot| {
-        slot.try_borrow_mut()
-            .map_or(0, |mut s| usize::from(s.take().is_some()))
-    });
-    c + d
+    COMPRESSOR.with(super::free_slot) + DECOMPRESSOR.with(super::free_slot)
 }
 
 fn corrupt(e: impl std::fmt::Display) -> Error {
