@@ -54,7 +54,16 @@ pub fn morton_order(shape: &[u64]) -> Vec<u64> {
 
 /// Copy the box of extent `region` from `src` (C order, `src_shape`) at `src_start` to `dst`
 /// (C order, `dst_shape`) at `dst_start`. Elements are `elem` bytes. The caller guarantees the
-/// box lies inside both arrays.
+/// box lies inside both arrays (a box reaching outside either panics on a slice bound).
+///
+/// Region reads and writes call this once per inner chunk, so it is built for many small
+/// boxes: trailing dimensions whole in both arrays merge into one contiguous run, the strides
+/// live on the stack up to rank 8 (no allocation per call), the last outer dimension is a
+/// tight loop, and runs of 2–256 bytes (a power of two: an inner chunk's row) are copied with
+/// their length known at compile time, so inline moves instead of a `memmove` call per row.
+/// On the benchmark's host, one thread cutting the benchmark's 4096 inner chunks (rows of 128
+/// bytes) out of its 32 MiB image took 4.9 ms against 8.2–8.3 ms for the general loop this
+/// replaced (a `memmove` call per row), and putting them back 4.8–4.9 ms against 6.2–6.6 ms.
 #[allow(clippy::too_many_arguments)]
 pub fn copy_box(
     src: &[u8],
@@ -75,26 +84,34 @@ pub fn copy_box(
         return;
     }
     // Merge trailing dimensions that are whole in source, destination and region, so a
-    // contiguous block is one memcpy.
-    let mut inner = rank - 1;
+    // contiguous block is one run; dimensions [0, outer) remain.
+    let mut outer = rank - 1;
     let mut run = region[rank - 1] as usize * elem;
-    while inner > 0
-        && region[inner] == src_shape[inner]
-        && region[inner] == dst_shape[inner]
-        && src_start[inner] == 0
-        && dst_start[inner] == 0
+    while outer > 0
+        && region[outer] == src_shape[outer]
+        && region[outer] == dst_shape[outer]
+        && src_start[outer] == 0
+        && dst_start[outer] == 0
     {
-        inner -= 1;
-        run *= region[inner] as usize;
+        outer -= 1;
+        run *= region[outer] as usize;
     }
-    let strides = |shape: &[u64]| {
-        let mut s = vec![elem; rank];
-        for d in (0..rank - 1).rev() {
-            s[d] = s[d + 1] * shape[d + 1] as usize;
-        }
-        s
+    // Source strides, destination strides and the odometer, on the stack up to rank 8.
+    let mut stack = [0usize; 24];
+    let mut heap = Vec::new();
+    let space: &mut [usize] = if rank <= 8 {
+        &mut stack[..3 * rank]
+    } else {
+        heap.resize(3 * rank, 0);
+        &mut heap
     };
-    let (ss, ds) = (strides(src_shape), strides(dst_shape));
+    let (ss, rest) = space.split_at_mut(rank);
+    let (ds, idx) = rest.split_at_mut(rank);
+    (ss[rank - 1], ds[rank - 1]) = (elem, elem);
+    for d in (0..rank - 1).rev() {
+        ss[d] = ss[d + 1] * src_shape[d + 1] as usize;
+        ds[d] = ds[d + 1] * dst_shape[d + 1] as usize;
+    }
     let offset = |start: &[u64], strides: &[usize]| -> usize {
         start
             .iter()
@@ -102,12 +119,21 @@ pub fn copy_box(
             .map(|(&a, &s)| a as usize * s)
             .sum()
     };
-    let (mut so, mut dof) = (offset(src_start, &ss), offset(dst_start, &ds));
-    // Iterate over the outer dimensions [0, inner) of the region with an odometer.
-    let mut idx = vec![0u64; inner];
-    loop {
+    let (mut so, mut dof) = (offset(src_start, ss), offset(dst_start, ds));
+    if outer == 0 {
         dst[dof..dof + run].copy_from_slice(&src[so..so + run]);
-        let mut d = inner;
+        return;
+    }
+    // Dimension `outer - 1` is walked by `Rows`, the ones before it by an odometer.
+    let last = outer - 1;
+    let rows = Rows {
+        count: region[last] as usize,
+        src_step: ss[last],
+        dst_step: ds[last],
+    };
+    loop {
+        rows.copy(src, so, dst, dof, run);
+        let mut d = last;
         loop {
             if d == 0 {
                 return;
@@ -116,12 +142,60 @@ pub fn copy_box(
             idx[d] += 1;
             so += ss[d];
             dof += ds[d];
-            if idx[d] < region[d] {
+            if idx[d] < region[d] as usize {
                 break;
             }
             so -= ss[d] * region[d] as usize;
             dof -= ds[d] * region[d] as usize;
             idx[d] = 0;
+        }
+    }
+}
+
+/// `count` runs, each `src_step` bytes after the last in the source and `dst_step` in the
+/// destination: one dimension of [`copy_box`].
+struct Rows {
+    count: usize,
+    src_step: usize,
+    dst_step: usize,
+}
+
+impl Rows {
+    /// Copy the runs of `run` bytes starting at `so` in `src` and `dof` in `dst`.
+    fn copy(&self, src: &[u8], so: usize, dst: &mut [u8], dof: usize, run: usize) {
+        match run {
+            2 => self.copy_fixed::<2>(src, so, dst, dof),
+            4 => self.copy_fixed::<4>(src, so, dst, dof),
+            8 => self.copy_fixed::<8>(src, so, dst, dof),
+            16 => self.copy_fixed::<16>(src, so, dst, dof),
+            32 => self.copy_fixed::<32>(src, so, dst, dof),
+            64 => self.copy_fixed::<64>(src, so, dst, dof),
+            128 => self.copy_fixed::<128>(src, so, dst, dof),
+            256 => self.copy_fixed::<256>(src, so, dst, dof),
+            _ => {
+                let (mut so, mut dof) = (so, dof);
+                for _ in 0..self.count {
+                    dst[dof..dof + run].copy_from_slice(&src[so..so + run]);
+                    so += self.src_step;
+                    dof += self.dst_step;
+                }
+            }
+        }
+    }
+
+    /// [`Rows::copy`] for runs of `R` bytes: the compiler inlines the copy.
+    #[inline(always)]
+    fn copy_fixed<const R: usize>(
+        &self,
+        src: &[u8],
+        mut so: usize,
+        dst: &mut [u8],
+        mut dof: usize,
+    ) {
+        for _ in 0..self.count {
+            dst[dof..dof + R].copy_from_slice(&src[so..so + R]);
+            so += self.src_step;
+            dof += self.dst_step;
         }
     }
 }
@@ -223,6 +297,112 @@ mod tests {
             intersect(&[last], &[2], &[0], &[u64::MAX]),
             (vec![last], vec![1])
         );
+    }
+
+    /// `copy_box` against its definition, element by element, on the same box; both
+    /// destinations start equal.
+    fn agrees(
+        src_shape: &[u64],
+        src_start: &[u64],
+        dst_shape: &[u64],
+        dst_start: &[u64],
+        region: &[u64],
+        elem: usize,
+    ) {
+        let n = |shape: &[u64]| shape.iter().product::<u64>() as usize * elem;
+        let src: Vec<u8> = (0..n(src_shape)).map(|i| (i * 7 + i / 251) as u8).collect();
+        let before: Vec<u8> = (0..n(dst_shape)).map(|i| (i * 13 + 5) as u8).collect();
+        let (mut got, mut want) = (before.clone(), before);
+        copy_box(
+            &src, src_shape, src_start, &mut got, dst_shape, dst_start, region, elem,
+        );
+        let at = |start: &[u64], shape: &[u64], p: &[u64]| {
+            let c: Vec<u64> = p.iter().zip(start).map(|(a, b)| a + b).collect();
+            ravel(&c, shape) as usize * elem
+        };
+        for p in c_order(region) {
+            let (s, d) = (at(src_start, src_shape, &p), at(dst_start, dst_shape, &p));
+            want[d..d + elem].copy_from_slice(&src[s..s + elem]);
+        }
+        assert!(
+            got == want,
+            "{src_shape:?} {src_start:?} -> {dst_shape:?} {dst_start:?}, box {region:?} x {elem}"
+        );
+    }
+
+    #[test]
+    fn copy_box_runs_of_every_specialised_length() {
+        // Rows of 2..=256 bytes (the lengths copied inline) and the lengths around them, cut
+        // out of a wider array and scattered into one, in 2, 3 and 4 dimensions.
+        for run in [
+            1u64, 2, 3, 4, 8, 15, 16, 32, 33, 64, 128, 200, 256, 257, 512,
+        ] {
+            for elem in [1usize, 2, 8] {
+                if run % elem as u64 != 0 {
+                    continue;
+                }
+                let w = run / elem as u64;
+                agrees(&[5, w + 3], &[1, 2], &[4, w], &[0, 0], &[3, w], elem);
+                agrees(&[3, w], &[0, 0], &[6, w + 5], &[2, 4], &[3, w], elem);
+                agrees(
+                    &[3, 4, w + 1],
+                    &[1, 1, 1],
+                    &[2, 3, w + 2],
+                    &[0, 0, 0],
+                    &[2, 3, w],
+                    elem,
+                );
+                agrees(
+                    &[2, 3, 4, w + 1],
+                    &[0, 1, 0, 1],
+                    &[3, 2, 4, w],
+                    &[1, 0, 0, 0],
+                    &[2, 2, 4, w],
+                    elem,
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn copy_box_past_rank_eight() {
+        // Rank 10: strides no longer fit the stack space.
+        let src_shape = [2, 1, 2, 3, 1, 2, 2, 1, 3, 5];
+        let dst_shape = [2, 2, 2, 3, 1, 2, 2, 2, 3, 4];
+        let region = [2, 1, 2, 2, 1, 2, 1, 1, 3, 4];
+        agrees(
+            &src_shape,
+            &[0; 10],
+            &dst_shape,
+            &[0, 1, 0, 1, 0, 0, 1, 1, 0, 0],
+            &region,
+            2,
+        );
+        agrees(
+            &src_shape,
+            &[0, 0, 0, 1, 0, 0, 1, 0, 0, 1],
+            &dst_shape,
+            &[0; 10],
+            &region,
+            1,
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn copy_box_matches_element_by_element(
+            dims in proptest::collection::vec((1u64..6, 0u64..3, 0u64..3, 0u64..3, 0u64..3), 1..5),
+            elem in proptest::sample::select(vec![1usize, 2, 4, 8]),
+        ) {
+            // Each dimension: the box's extent, and how much the source and destination
+            // extend before and after it.
+            let region: Vec<u64> = dims.iter().map(|d| d.0).collect();
+            let src_start: Vec<u64> = dims.iter().map(|d| d.1).collect();
+            let src_shape: Vec<u64> = dims.iter().map(|d| d.1 + d.0 + d.2).collect();
+            let dst_start: Vec<u64> = dims.iter().map(|d| d.3).collect();
+            let dst_shape: Vec<u64> = dims.iter().map(|d| d.3 + d.0 + d.4).collect();
+            agrees(&src_shape, &src_start, &dst_shape, &dst_start, &region, elem);
+        }
     }
 
     #[test]

@@ -47,13 +47,20 @@ fn later_writes_take_their_segments_from_the_free_list() {
         release_memory();
         for codecs in [&zstd, &raw] {
             // The first write may make segments; the next ones find them free.
-            write_and_check(codecs.clone(), &data);
-            for _ in 0..3 {
-                assert_eq!(
-                    write_and_check(codecs.clone(), &data),
-                    0,
-                    "{threads} threads, {codecs}"
-                );
+            let first = write_and_check(codecs.clone(), &data);
+            let later: Vec<u64> = (0..3)
+                .map(|_| write_and_check(codecs.clone(), &data))
+                .collect();
+            if threads == 1 {
+                assert_eq!(later, [0, 0, 0], "{codecs}");
+            } else {
+                // Which pool thread encodes which chunks varies from run to run, and with it
+                // how many segments are in flight at once, so a later write may need one more
+                // than the writes before it kept. But a thread holds at most one segment per
+                // shard (a shard encodes to less than one), so the four writes together make at
+                // most 4 shards × 2 threads: without reuse each write alone makes at least 4.
+                let made: u64 = first + later.iter().sum::<u64>();
+                assert!(made <= 8, "{made} segments made by four writes: {codecs}");
             }
             let free = segment_counts().free;
             assert!(free > 0, "nothing kept for the next write");
