@@ -331,6 +331,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "over 10 minutes under Miri; copy_box is safe code, which the proptest covers there"
+    )]
     fn copy_box_runs_of_every_specialised_length() {
         // Rows of 2..=256 bytes (the lengths copied inline) and the lengths around them, cut
         // out of a wider array and scattered into one, in 2, 3 and 4 dimensions.
