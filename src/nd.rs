@@ -62,8 +62,9 @@ pub fn morton_order(shape: &[u64]) -> Vec<u64> {
 /// tight loop, and runs of 2–256 bytes (a power of two: an inner chunk's row) are copied with
 /// their length known at compile time, so inline moves instead of a `memmove` call per row.
 /// On the benchmark's host, one thread cutting the benchmark's 4096 inner chunks (rows of 128
-/// bytes) out of its 32 MiB image took 4.9 ms against 8.2–8.3 ms for the general loop this
-/// replaced (a `memmove` call per row), and putting them back 4.8–4.9 ms against 6.2–6.6 ms.
+/// bytes) out of its 32 MiB image took 4.9–5.2 ms against 8.2–8.3 ms for the general loop
+/// this replaced (a `memmove` call per row), and putting them back 4.8–5.1 ms against
+/// 6.2–6.6 ms.
 #[allow(clippy::too_many_arguments)]
 pub fn copy_box(
     src: &[u8],
