@@ -162,39 +162,27 @@ struct Rows {
 }
 
 impl Rows {
-    /// Copy the runs of `run` bytes starting at `so` in `src` and `dof` in `dst`.
+    /// Copy the runs of `run` bytes starting at `so` in `src` and `dof` in `dst`. Each common
+    /// row length gets its own inlined copy of [`Rows::copy_len`], with the length a constant.
     fn copy(&self, src: &[u8], so: usize, dst: &mut [u8], dof: usize, run: usize) {
         match run {
-            2 => self.copy_fixed::<2>(src, so, dst, dof),
-            4 => self.copy_fixed::<4>(src, so, dst, dof),
-            8 => self.copy_fixed::<8>(src, so, dst, dof),
-            16 => self.copy_fixed::<16>(src, so, dst, dof),
-            32 => self.copy_fixed::<32>(src, so, dst, dof),
-            64 => self.copy_fixed::<64>(src, so, dst, dof),
-            128 => self.copy_fixed::<128>(src, so, dst, dof),
-            256 => self.copy_fixed::<256>(src, so, dst, dof),
-            _ => {
-                let (mut so, mut dof) = (so, dof);
-                for _ in 0..self.count {
-                    dst[dof..dof + run].copy_from_slice(&src[so..so + run]);
-                    so += self.src_step;
-                    dof += self.dst_step;
-                }
-            }
+            2 => self.copy_len(src, so, dst, dof, 2),
+            4 => self.copy_len(src, so, dst, dof, 4),
+            8 => self.copy_len(src, so, dst, dof, 8),
+            16 => self.copy_len(src, so, dst, dof, 16),
+            32 => self.copy_len(src, so, dst, dof, 32),
+            64 => self.copy_len(src, so, dst, dof, 64),
+            128 => self.copy_len(src, so, dst, dof, 128),
+            256 => self.copy_len(src, so, dst, dof, 256),
+            _ => self.copy_len(src, so, dst, dof, run),
         }
     }
 
-    /// [`Rows::copy`] for runs of `R` bytes: the compiler inlines the copy.
+    /// The runs, `len` bytes each; inlined, so a constant `len` is a fixed-size copy.
     #[inline(always)]
-    fn copy_fixed<const R: usize>(
-        &self,
-        src: &[u8],
-        mut so: usize,
-        dst: &mut [u8],
-        mut dof: usize,
-    ) {
+    fn copy_len(&self, src: &[u8], mut so: usize, dst: &mut [u8], mut dof: usize, len: usize) {
         for _ in 0..self.count {
-            dst[dof..dof + R].copy_from_slice(&src[so..so + R]);
+            dst[dof..dof + len].copy_from_slice(&src[so..so + len]);
             so += self.src_step;
             dof += self.dst_step;
         }
