@@ -31,6 +31,7 @@ pub mod limits;
 pub mod metadata;
 pub mod nd;
 pub mod parallel;
+mod placement;
 pub mod reader;
 pub mod refs;
 pub mod region;

@@ -21,7 +21,8 @@
 //! same image and metadata as the benchmark (4096² uint16, 1024² shards, 64² inner chunks,
 //! index at end); prints each iteration's time, cores busy and page faults. `SPIN=MS` keeps
 //! the calling thread busy for MS ms before each iteration; `TOGGLE=1` switches zarrshard to one
-//! thread and back before each (both untimed).
+//! thread and back before each; `SLEEP=MS` idles MS ms right before each (all untimed), as a
+//! host does between calls (see `BENCHMARKS.md`, *Waking the pool after idleness*).
 
 use serde_json::json;
 use std::time::Instant;
@@ -124,6 +125,10 @@ fn main() {
             drop(arr.read_shard(&[1, 1]).unwrap());
             zarrshard::set_threads(0).unwrap();
             drop(arr.read_shard(&[1, 1]).unwrap());
+        }
+        // SLEEP=MS: idle first (the pool's threads fall asleep, as between a host's calls).
+        if let Some(ms) = std::env::var("SLEEP").ok().and_then(|v| v.parse::<u64>().ok()) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
         }
         let c0 = cpu_now();
         let f0 = faults_now();
