@@ -2,15 +2,17 @@
 //! call already uses.
 //!
 //! Why: after a few milliseconds of idleness, Linux often queues the pool thread a shared call
-//! wakes on the CPU of the thread that woke it (the caller, busy with the call's first items),
-//! although the other CPU is idle: its search for an idle CPU is throttled by how busy the
-//! cache domain was when it was last balanced, and the thread's previous CPU was that same one.
-//! The two then take turns on one CPU until the scheduler's next balancing tick, which for a
-//! call of a few milliseconds is most of it. On the benchmark's VM, a plain rayon helper woken
-//! after 20 ms of sleep started on the caller's CPU in 50 of 60 calls, 1.3–3 ms late (`rwake`
-//! in `BENCHMARKS.md`, *Waking the pool after idleness*). The cure is the one a thread has
-//! over its own placement: its CPU affinity narrowed to exclude the crowded CPU (the kernel
-//! migrates it at once) and restored right after (nothing draws it back).
+//! wakes on the CPU of the thread that woke it (the caller, busy with the call's first items)
+//! although the other CPU is idle, and the two take turns on one CPU until the scheduler
+//! preempts the caller or balances, which for a call of a few milliseconds is most of it.
+//! (Likely cause, from the scheduler's code rather than measured: its search for an idle CPU
+//! at wake-up is cut short when the cache domain looked busy at its last balancing, and the
+//! woken thread's previous CPU was that same one.) On the benchmark's VM, zstd over one
+//! shard's chunks on a plain rayon pool, shared with the calling thread, ran on one core in 33
+//! of 40 calls made after 20 ms of sleep, and in 9 of 40 back to back (`profile.rs rshare`
+//! in `bench/examples`; `BENCHMARKS.md`, *Waking the pool after idleness*). The cure is the
+//! one a thread has over its own placement: its CPU affinity narrowed to exclude the crowded
+//! CPU (the kernel migrates it at once) and restored right after (nothing draws it back).
 //!
 //! Only pool threads move, never the host's: the caller of a shared call at most yields its
 //! CPU once so that a helper queued behind it gets to run, see the crowding and move
