@@ -7,18 +7,20 @@
 //! always worth its scheduling.
 //!
 //! Two kinds of parallel call:
-//! * a shard's inner chunks (encoded, or decoded a row of chunks per item) are *shared with
-//!   the calling thread* (`map`, `for_each_piece`): it takes items from the same queue as
+//! * a shard's inner chunks (encoded, or decoded a row of chunks per item) and the bands of
+//!   rows a region read decodes into are *shared with the calling thread* (`map`,
+//!   `for_each_piece`, `for_each_split`): it takes items from the same queue as
 //!   `threads - 1` pool tasks, one at a time, so a pool thread that wakes late just takes
 //!   fewer;
-//! * whole shards (each encoding or decoding its chunks in parallel) and region reads go to
-//!   the pool and the calling thread waits (`map_on_pool`, `for_each_split_on_pool`):
-//!   work nested inside an item is balanced between pool threads by stealing, which a thread
-//!   outside the pool cannot do; and a region's fetched bytes, allocated on pool threads,
-//!   come from their allocator arenas, which glibc does not trim between calls. Shared, the
-//!   calling thread fetched part of each row into glibc's main arena, which it trims when
-//!   they are freed: 1 000–4 600 page faults per whole-array read, 10–30 % slower
-//!   (`bench/examples/profile.rs decode`).
+//! * whole shards (each encoding or decoding its chunks in parallel) and a region read's
+//!   fetches go to the pool and the calling thread waits (`map_on_pool`): work nested inside
+//!   an item is balanced between pool threads by stealing, which a thread outside the pool
+//!   cannot do; and a region's fetched bytes, allocated on pool threads, come from their
+//!   allocator arenas, which glibc does not trim between calls. Shared, the calling thread
+//!   fetched part of each row into glibc's main arena, which it trims when they are freed:
+//!   1 000–4 600 page faults per whole-array read, 10–30 % slower
+//!   (`bench/examples/profile.rs decode`). Decoding the bands allocates no such buffers; it
+//!   went to the pool too until handing over proved slow after idleness (below).
 //!
 //! Why the calling thread works rather than waits (unlike rayon's `install`, which zarrs and
 //! most Rust code use): on the 2-vCPU machine of `BENCHMARKS.md`, when a thread that has just
@@ -419,7 +421,9 @@ impl Seats {
     /// The calling thread, once the pool tasks are woken: if one has not started yet, it may be
     /// queued behind this thread on this CPU, where it would wait until the scheduler preempts
     /// this thread or balances; yield once so that it runs, sees the crowding and moves
-    /// ([`Seats::arrive`]). A yield with nothing else to run on this CPU returns at once.
+    /// ([`Seats::arrive`]). A yield with nothing else to run on this CPU returns at once; on a
+    /// CPU the host keeps busy with other runnable threads it lets them go first: this call
+    /// may take up to their time slice longer, while the CPU time each thread gets is the same.
     fn make_way(&self) {
         if placement::SUPPORTED && self.arrived.load(Ordering::Relaxed) < self.cpus.len() - 1 {
             self.note(0);
@@ -478,9 +482,9 @@ pub(crate) fn for_each_piece(
 }
 
 /// `f(i, piece)` for consecutive pieces of `buf` of the given `sizes` (which must add up to at
-/// most `buf.len()`), on the pool like [`map_on_pool`]: for a region's bands of rows, whose
-/// fetched bytes pool threads allocated (see the module docs).
-pub(crate) fn for_each_split_on_pool(
+/// most `buf.len()`), in parallel like [`for_each_piece`] (shared with the calling thread): for
+/// a region's bands of rows.
+pub(crate) fn for_each_split(
     buf: &mut [u8],
     sizes: &[usize],
     f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
@@ -492,14 +496,17 @@ pub(crate) fn for_each_split_on_pool(
         pieces.push(piece);
         rest = tail;
     }
-    match pool() {
-        (_, Some(pool)) if pieces.len() > 1 => pool
-            .install(|| stealing(pieces.into_par_iter(), || (), |_, i, p| f(i, p)))
-            .map(drop),
-        _ => pieces
+    match how(pieces.len()) {
+        How::Here => pieces
             .into_iter()
             .enumerate()
             .try_for_each(|(i, p)| f(i, p)),
+        How::Pool(pool) => pool
+            .install(|| stealing(pieces.into_par_iter(), || (), |_, i, p| f(i, p)))
+            .map(drop),
+        How::Shared(pool, helpers) => {
+            share(&pool, helpers, pieces.into_iter(), || (), |_, i, p| f(i, p)).map(drop)
+        }
     }
 }
 
@@ -603,7 +610,7 @@ mod tests {
         let want: Vec<u8> = (0..buf.len()).map(|k| (k / 7) as u8 + 1).collect();
         assert_eq!(buf, want);
         let mut buf = vec![0u8; 12];
-        for_each_split_on_pool(&mut buf, &[1, 5, 0, 6], |i, p| {
+        for_each_split(&mut buf, &[1, 5, 0, 6], |i, p| {
             p.fill(i as u8 + 1);
             Ok(())
         })
@@ -635,6 +642,21 @@ mod tests {
             Error::InvalidArgument("piece 5".into()).to_string()
         );
 
+        // Bands: item 3 fails last, after item 4 failed at once, and its error is returned.
+        let item_3 = Error::InvalidArgument("item 3".into()).to_string();
+        for _ in 0..5 {
+            let mut buf = vec![0u8; 12];
+            let e = for_each_split(&mut buf, &[1, 1, 1, 1, 4, 4], |i, _| match i {
+                3 => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    Err(Error::InvalidArgument("item 3".into()))
+                }
+                4 => Err(Error::InvalidArgument("item 4".into())),
+                _ => Ok(()),
+            });
+            assert_eq!(e.unwrap_err().to_string(), item_3);
+        }
+
         // The same on the pool (`map_on_pool`, and calls nested in pool items, which rayon
         // schedules by stealing): item 3 fails last, after items far behind it failed at once,
         // and its error is the one returned. With rayon's `Result` collection it was whichever
@@ -649,16 +671,10 @@ mod tests {
                 _ => Ok(i),
             }
         };
-        let item_3 = Error::InvalidArgument("item 3".into()).to_string();
         for _ in 0..5 {
             assert_eq!(map_on_pool(1000, slow_low).unwrap_err().to_string(), item_3);
             let nested = map_on_pool(2, |_| map(1000, slow_low));
             assert_eq!(nested.unwrap_err().to_string(), item_3);
-            let mut buf = vec![0u8; 12];
-            let e = for_each_split_on_pool(&mut buf, &[1, 1, 1, 1, 4, 4], |i, _| {
-                slow_low([0, 1, 2, 3, 80, 4][i]).map(drop)
-            });
-            assert_eq!(e.unwrap_err().to_string(), item_3);
         }
         // Every item before the lowest failure ran; results stay in order on success.
         let ran = AtomicUsize::new(0);

@@ -104,7 +104,9 @@ impl<S: Store> Array<S> {
                 Ok(Wanted { origins, fetched })
             })?;
             // Phase 2: the output rows this row of shards covers, cut where inner chunks
-            // start along the first dimension; each band is decoded into by one task.
+            // start along the first dimension; each band is decoded into by one thread, the
+            // calling thread taking bands from the same queue as the pool's (not handing them
+            // over: after idleness a woken pool thread may join late, `parallel`).
             // Saturating: the last shard of an array within one shard of 2^64 elements ends
             // past u64::MAX; the region (inside the array) ends before that.
             let lo = start[0].max(g0 * cs[0]);
@@ -122,7 +124,7 @@ impl<S: Store> Array<S> {
                 .collect();
             let from = (lo - start[0]) as usize * row_bytes;
             let to = (hi - start[0]) as usize * row_bytes;
-            parallel::for_each_split_on_pool(&mut out[from..to], &sizes, |b, band| {
+            parallel::for_each_split(&mut out[from..to], &sizes, |b, band| {
                 let (r0, r1) = bands[b];
                 let mut band_start = start.to_vec();
                 band_start[0] = r0;

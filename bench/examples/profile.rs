@@ -8,7 +8,8 @@
 //! Arguments: `WORKLOAD ITERATIONS [zstd|raw|gzip] [LEVEL]`; `ZARRSHARD_THREADS` sizes the
 //! pool. zarrshard workloads: `encode` (`Array::write_region` of the whole array), `import`
 //! (`Array::import` from memory), `decode` (`Array::read_region` of the whole array into one
-//! reused buffer), `decode-fresh` (`Array::read_region_vec`: a new buffer per call), `shard` (`Array::read_shard` of shard [1, 1]), `dshard`
+//! reused buffer), `region` (`Array::read_region` of the harness's 4b box, rows 1000..1500 and
+//! columns 900..1700: 4 shards, 117 inner chunks, into a reused buffer), `decode-fresh` (`Array::read_region_vec`: a new buffer per call), `shard` (`Array::read_shard` of shard [1, 1]), `dshard`
 //! (`ShardLayout::decode_shard_into` of that shard's object, in memory), `wshard` (`write_region` of
 //! that shard), `wbuf` (a buffered `ShardWriter`, chunk by chunk). Before each write the
 //! previous shards are removed and dirty pages flushed (untimed), as in the benchmark. Raw
@@ -141,6 +142,7 @@ fn main() {
             "decode" => arr.read_region(&[0, 0], &[N, N], &mut out).unwrap(),
             "decode-fresh" => drop(arr.read_region_vec(&[0, 0], &[N, N]).unwrap()),
             "shard" => drop(arr.read_shard(&[1, 1]).unwrap()),
+            "region" => arr.read_region(&[1000, 900], &[500, 800], &mut out[..500 * 800 * 2]).unwrap(),
             "dshard" => layout.decode_shard_into(&object, &mut shard_out).unwrap(),
             "wshard" => arr.write_region(&[S, S], &[S, S], &shard).unwrap(),
             "rshare" | "rinstall" => {
