@@ -399,8 +399,7 @@ impl Seats {
 
     /// Pool task `me` starting: if another thread of the call was last seen on this CPU, that
     /// thread is waiting for it while some other CPU may idle, so move off every CPU the call's
-    /// other threads use (when one is left).
-    /// Returns whether it moved.
+    /// other threads use (when one is left). Returns whether it moved.
     fn arrive(&self, me: usize) -> bool {
         self.arrived.fetch_add(1, Ordering::Relaxed);
         let Some(here) = self.note(me) else {

@@ -40,8 +40,8 @@ pub(crate) fn current_cpu() -> Option<usize> {
 /// narrowed to exclude them, then restored to exactly what it was. Returns whether it moved;
 /// `false`, with the affinity unchanged, when every allowed CPU is in `avoid` or the platform
 /// refuses. For the library's own pool threads only: a host thread's affinity is the host's.
-/// (Between the two calls another thread changing this one's affinity would be undone; nothing
-/// but the library sets a pool thread's.)
+/// (Another thread changing this one's affinity between the two calls would be undone: a
+/// window of microseconds, on a thread no host is expected to pin.)
 #[cfg(all(target_os = "linux", not(miri)))]
 pub(crate) fn move_off(avoid: &[usize]) -> bool {
     use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
