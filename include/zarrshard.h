@@ -450,6 +450,9 @@ shard_status shard_last_error(char *buf, size_t len, size_t *written_out);
  * the calling thread (for hosts that manage their own threads). The calling thread counts:
  * a call that decodes or encodes one shard's chunks runs them on the calling thread and
  * `threads - 1` of the library's. Process-wide; takes effect for calls that start afterwards.
+ * On Linux a library thread that finds itself queued on the CPU of the call's other thread
+ * moves off it by narrowing its own CPU affinity and restoring it at once; the affinity of
+ * the host's threads is never changed, and the calling thread at most yields once per call.
  * The library's threads call the host's callbacks only for array stores flagged
  * `SHARD_STORE_THREAD_SAFE`. At most `SHARD_MAX_THREADS` (1024; `ZARRSHARD_THREADS` and the
  * core count are capped there too). Thread-safe. Returns `SHARD_OK`,

@@ -77,7 +77,9 @@ fn cores() -> usize {
 
 /// Set the number of threads used to encode and decode inner chunks: 0 = one per core,
 /// 1 = the calling thread only; the calling thread counts as one of them (see the module
-/// docs). Takes effect for calls that start afterwards. Switching back to the size of the pool
+/// docs). On Linux a pool thread that finds itself queued on the CPU of the call's other
+/// thread moves off it by narrowing its own CPU affinity and restoring it at once; the
+/// affinity of the host's threads is never changed. Takes effect for calls that start afterwards. Switching back to the size of the pool
 /// built last reuses that pool, whose threads have slept since (keeping their codec contexts):
 /// a host that alternates between one thread and the default starts threads once (unless
 /// [`crate::release_memory`] ended them while the setting was 1). A pool of another size
