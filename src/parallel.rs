@@ -378,8 +378,6 @@ struct Seats {
     /// Each thread's CPU when last noted; [`Seats::UNKNOWN`] before it starts (or where the
     /// platform does not say).
     cpus: Vec<AtomicUsize>,
-    /// Pool tasks that have started.
-    arrived: AtomicUsize,
 }
 
 impl Seats {
@@ -388,8 +386,12 @@ impl Seats {
     fn new(n: usize) -> Seats {
         Seats {
             cpus: (0..n).map(|_| AtomicUsize::new(Self::UNKNOWN)).collect(),
-            arrived: AtomicUsize::new(0),
         }
+    }
+
+    /// Where thread `me` was last seen, if it was.
+    fn seat(&self, me: usize) -> Option<usize> {
+        Some(self.cpus[me].load(Ordering::Relaxed)).filter(|&c| c != Self::UNKNOWN)
     }
 
     /// Record the CPU thread `me` runs on now (once per item: `sched_getcpu` costs nanoseconds).
@@ -403,14 +405,12 @@ impl Seats {
     /// thread is waiting for it while some other CPU may idle, so move off every CPU the call's
     /// other threads use (when one is left). Returns whether it moved.
     fn arrive(&self, me: usize) -> bool {
-        self.arrived.fetch_add(1, Ordering::Relaxed);
         let Some(here) = self.note(me) else {
             return false;
         };
         let others: Vec<usize> = (0..self.cpus.len())
             .filter(|&t| t != me)
-            .map(|t| self.cpus[t].load(Ordering::Relaxed))
-            .filter(|&c| c != Self::UNKNOWN)
+            .filter_map(|t| self.seat(t))
             .collect();
         let moved = others.contains(&here) && placement::move_off(&others);
         if moved {
@@ -425,9 +425,10 @@ impl Seats {
     /// ([`Seats::arrive`]). A yield with nothing else to run on this CPU returns at once; on a
     /// CPU the host keeps busy with other runnable threads it lets them go first: this call
     /// may take up to their time slice longer, while the CPU time each thread gets is the same.
+    /// Only where the caller's CPU is known (the platform tells it, and a task can move).
     fn make_way(&self) {
-        if placement::SUPPORTED && self.arrived.load(Ordering::Relaxed) < self.cpus.len() - 1 {
-            self.note(0);
+        let waiting = (1..self.cpus.len()).any(|t| self.seat(t).is_none());
+        if self.seat(0).is_some() && waiting {
             std::thread::yield_now();
         }
     }
@@ -463,23 +464,7 @@ pub(crate) fn for_each_piece(
     size: usize,
     f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
 ) -> Result<()> {
-    match how(buf.len().div_ceil(size.max(1))) {
-        How::Here => buf
-            .chunks_mut(size)
-            .enumerate()
-            .try_for_each(|(i, p)| f(i, p)),
-        How::Pool(pool) => pool
-            .install(|| stealing(buf.par_chunks_mut(size), || (), |_, i, p| f(i, p)))
-            .map(drop),
-        How::Shared(pool, helpers) => share(
-            &pool,
-            helpers,
-            buf.chunks_mut(size),
-            || (),
-            |_, i, p| f(i, p),
-        )
-        .map(drop),
-    }
+    for_each_of(buf.chunks_mut(size).collect(), f)
 }
 
 /// `f(i, piece)` for consecutive pieces of `buf` of the given `sizes` (which must add up to at
@@ -497,6 +482,15 @@ pub(crate) fn for_each_split(
         pieces.push(piece);
         rest = tail;
     }
+    for_each_of(pieces, f)
+}
+
+/// `f(i, piece)` for each piece, shared with the calling thread ([`for_each_piece`],
+/// [`for_each_split`]).
+fn for_each_of(
+    pieces: Vec<&mut [u8]>,
+    f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
+) -> Result<()> {
     match how(pieces.len()) {
         How::Here => pieces
             .into_iter()
@@ -571,17 +565,17 @@ mod tests {
         assert_eq!(kept, two.to_vec(), "the affinity is restored");
         // The caller was seen on another CPU, or not yet at all: the task stays. (Confined to
         // one CPU, where a wrong move would still report success.)
-        let (stayed_apart, stayed_unknown, arrived) = on_thread_confined_to(&two[..1], || {
+        let (stayed_apart, stayed_unknown, seated) = on_thread_confined_to(&two[..1], || {
             let seats = Seats::new(2);
             seats.cpus[0].store(two[1], Ordering::Relaxed);
             let apart = seats.arrive(1);
             let fresh = Seats::new(3);
             let unknown = fresh.arrive(2);
-            (apart, unknown, fresh.arrived.load(Ordering::Relaxed))
+            (apart, unknown, fresh.seat(2) == Some(two[0]))
         });
         assert!(!stayed_apart);
         assert!(!stayed_unknown);
-        assert_eq!(arrived, 1);
+        assert!(seated, "an arriving task takes its seat");
     }
 
     // One test for everything that changes the process-wide pool: tests run on threads.

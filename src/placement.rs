@@ -19,9 +19,6 @@
 //! ([`crate::parallel`]). Linux only; elsewhere (and under Miri) placement is unknown and
 //! nothing moves.
 
-/// Whether this platform tells a thread's CPU and lets a thread move itself.
-pub(crate) const SUPPORTED: bool = cfg!(all(target_os = "linux", not(miri)));
-
 /// The CPU the calling thread runs on now (it may be moved at any moment after), or `None`
 /// where the platform does not say.
 #[cfg(all(target_os = "linux", not(miri)))]

@@ -9,9 +9,10 @@
 //! pool. zarrshard workloads: `encode` (`Array::write_region` of the whole array), `import`
 //! (`Array::import` from memory), `decode` (`Array::read_region` of the whole array into one
 //! reused buffer), `region` (`Array::read_region` of the harness's 4b box, rows 1000..1500 and
-//! columns 900..1700: 4 shards, 117 inner chunks, into a reused buffer), `decode-fresh` (`Array::read_region_vec`: a new buffer per call), `shard` (`Array::read_shard` of shard [1, 1]), `dshard`
-//! (`ShardLayout::decode_shard_into` of that shard's object, in memory), `wshard` (`write_region` of
-//! that shard), `wbuf` (a buffered `ShardWriter`, chunk by chunk). Before each write the
+//! columns 900..1700: 4 shards, 117 inner chunks, into a reused buffer), `decode-fresh`
+//! (`Array::read_region_vec`: a new buffer per call), `shard` (`Array::read_shard` of shard
+//! [1, 1]), `dshard` (`ShardLayout::decode_shard_into` of that shard's object, in memory),
+//! `wshard` (`write_region` of that shard), `wbuf` (a buffered `ShardWriter`, chunk by chunk). Before each write the
 //! previous shards are removed and dirty pages flushed (untimed), as in the benchmark. Raw
 //! codec loops, no zarrshard code: `ceiling` / `dceiling` (zstd-1 over the array's 4096
 //! chunks), `ceiling-hot` (section 0's one-shard ceiling), `dplace` (zstd decompression into
