@@ -25,15 +25,16 @@ the untimed warm-up run).
 How each workload is done (the idiomatic way each library offers):
 * tensorstore: `ts.open({"driver": "zarr3", "kvstore": {"driver": "file", ...}})` on the
   `zarr.json` the harness wrote, then `store[region].read().result()` /
-  `store.write(data).result()`. The context's `cache_pool` is 0 bytes (nothing cached, so the
-  shard index is read again on every access) except for the "warm" and "1000 random chunks"
-  workloads, which use a fresh 256 MiB pool per sample so the shard index stays cached (every
-  chunk read there is a different chunk, so the decoded-chunk cache never serves a read).
+  `store.write(data).result()` (one shard: `store[shard_region].write(data).result()`). The
+  context's `cache_pool` is 0 bytes (nothing cached, so the shard index is read again on
+  every access) except for the "warm" and "1000 random chunks" workloads, which use a fresh
+  256 MiB pool per sample so the shard index stays cached (every chunk read there is a
+  different chunk, so the decoded-chunk cache never serves a read).
   Writes use `file_io_sync: false` (no fsync, like zarrshard's and zarr-python's file
   stores); "tensorstore-fsync" keeps tensorstore's default (`file_io_sync: true`).
-* zarr-python: `zarr.open_array(LocalStore(dir))`, `arr[region]`, `arr[...] = data`, default
-  configuration. zarr-python 3.1 keeps no shard index between calls, so its "warm" reads
-  are the same as its cold ones.
+* zarr-python: `zarr.open_array(LocalStore(dir))`, `arr[region]`, `arr[...] = data` (one
+  shard: `arr[shard_region] = data`), default configuration. zarr-python 3.1 keeps no shard
+  index between calls, so its "warm" reads are the same as its cold ones.
 """
 
 import json
@@ -133,6 +134,23 @@ class Peers:
             arr[...] = data
             dt = clk.stop()
         return dt
+
+    def w_write_shard(self, impl, variant, check):
+        # One whole shard (shard_region) written as a region of an otherwise empty array: both
+        # libraries encode a shard that a write covers entirely without reading it first. The
+        # input is made contiguous untimed, as the Rust rows get their decoded shard.
+        path = self.m["shard_write_dirs"][impl]
+        (r0, r1), (c0, c1) = self.m["shard_region"]
+        data = np.ascontiguousarray(self.data[r0:r1, c0:c1])
+        if impl.startswith("tensorstore"):
+            arr = self._ts(path, 0, sync=False)
+            clk = Clock()
+            arr[r0:r1, c0:c1].write(data).result()
+        else:
+            arr = self._zp(path, "r+")
+            clk = Clock()
+            arr[r0:r1, c0:c1] = data
+        return clk.stop()
 
     def w_decode_array(self, impl, variant, check):
         arr = self._open_read(impl, self.m["read_dirs"][variant])
@@ -263,6 +281,8 @@ def standalone(workdir, reps):
     for w in ("chunk_cold", "chunk_warm"):
         for v in manifest["read_dirs"]:
             plan.append((w, v))
+    if "shard_write_dirs" in manifest:
+        plan.append(("write_shard", "zstd1-end"))
     for workload, variant in plan:
         for impl in ("tensorstore", "zarr-python"):
             try:

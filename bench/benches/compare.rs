@@ -1125,6 +1125,7 @@ fn main() {
         "random_chunks": random,
         "region": REGION,
         "shard_region": [[SHARD[0] * S, SHARD[0] * S + S], [SHARD[1] * S, SHARD[1] * S + S]],
+        "shard_write_dirs": SHARD_WRITE_PEERS.iter().map(|(imp, _)| (imp.to_string(), json!(shard_write_dir(&work, imp)))).collect::<serde_json::Map<_, _>>(),
     });
     std::fs::write(work.join("manifest.json"), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
 
@@ -2127,7 +2128,36 @@ fn measure_ceilings(ctx: &Ctx, codec: &CodecData, table: &mut Table) -> HashMap<
         .collect()
 }
 
+/// Shard [1, 1] decoded, as the `u16` elements zarrs' `store_chunk_opt` takes.
+fn decoded_shard_u16(ctx: &Ctx) -> Vec<u16> {
+    let mut shard = vec![0u16; (S * S) as usize];
+    for r in 0..S as usize {
+        let s = (SHARD[0] as usize * S as usize + r) * N as usize + SHARD[1] as usize * S as usize;
+        shard[r * S as usize..(r + 1) * S as usize].copy_from_slice(&ctx.data[s..s + S as usize]);
+    }
+    shard
+}
+
+/// The Python peers that write one shard (6a), with their rows' labels.
+const SHARD_WRITE_PEERS: [(&str, &str); 2] = [
+    ("tensorstore", "tensorstore (default context, file_io_sync false): the shard's region written"),
+    ("zarr-python", "zarr-python (default config): the shard's region assigned"),
+];
+
+/// Where an implementation writes its one shard (6a).
+fn shard_write_dir(work: &Path, imp: &str) -> PathBuf {
+    work.join("write-one-shard").join(imp)
+}
+
 /// 6. Writing one shard (the 256 inner chunks of shard [1, 1]), timed and with peak heap.
+///
+/// The timed rows (6a) are held to `Array::write_region` of the shard, the row given first:
+/// like zarrs' `store_chunk_opt` and a region write in tensorstore or zarr-python, it takes
+/// the whole decoded shard at once. Their decoded shard is made untimed (cut from the image
+/// once; the Python peers make theirs contiguous before their clock starts), so the rows time
+/// the encode and the write, what the ceiling is set against. The peak-heap rows (6b) are held
+/// to the streaming `ShardWriter` (the bound is on it), and there the decoded shard
+/// the whole-shard APIs take is made inside the measurement, so it counts as their heap.
 fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &str, zarrs_default: &str, ceiling: Option<Ceiling>) {
     use zarrshard::{FileIo, ShardWriter, WriteOptions, WriteStrategy};
     let v = ZSTD_END;
@@ -2135,11 +2165,13 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
     let zs_dir = base.join("zarrshard");
     let zarrs_dir = base.join("zarrs");
     let zarrs_partial_dir = base.join("zarrs-partial");
-    for d in [&zs_dir, &zarrs_dir, &zarrs_partial_dir] {
+    let peer_dirs: Vec<PathBuf> = SHARD_WRITE_PEERS.iter().map(|(imp, _)| shard_write_dir(&ctx.work, imp)).collect();
+    for d in [&zs_dir, &zarrs_dir, &zarrs_partial_dir].into_iter().chain(&peer_dirs) {
         make_array_dir(d, v).unwrap();
     }
     let layout = Arc::new(zs_open(&zs_dir).unwrap().metadata().shard_layout().unwrap());
     let want = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
+    let want16 = decoded_shard_u16(ctx);
     let per = S / C;
     let key = |d: &Path| d.join("c").join(SHARD[0].to_string()).join(SHARD[1].to_string());
     let check_shard = |d: &Path, what: &str| -> R<()> {
@@ -2184,20 +2216,26 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
         }
         {
             let arr = zs_open(&zs_dir).unwrap();
-            let (zs_dir, check_shard) = (&zs_dir, &check_shard);
+            let (zs_dir, check_shard, want) = (&zs_dir, &check_shard, &want);
             let cores = zs_default_threads().unwrap_or(1);
-            // `Array::write_region` of the shard's extent from the decoded shard (built inside
-            // the measured window, as for zarrs below): inner chunks cut out and encoded on
-            // the pool, written with one `writev`.
-            runners.push(Runner::zs(format!("{zs_default}: Array::write_region (whole shard)"), cores, move |check| {
+            // `Array::write_region` of the shard's extent from the decoded shard: inner chunks
+            // cut out and encoded by the calling thread and the pool, written with one `writev`.
+            let write_region = Runner::zs(format!("{zs_default}: Array::write_region (whole shard)"), cores, move |check| {
                 zs_use_threads(0);
                 let _ = std::fs::remove_file(key(zs_dir));
                 sync();
                 release_before_heap(heap);
                 let clk = Clock::start();
                 let (res, peak) = peak_heap(|| -> R<()> {
-                    let shard = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
-                    arr.write_region(&[SHARD[0] * S, SHARD[1] * S], &[S, S], &shard).s()
+                    let made;
+                    let shard: &[u8] = match heap {
+                        true => {
+                            made = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
+                            &made
+                        }
+                        false => want,
+                    };
+                    arr.write_region(&[SHARD[0] * S, SHARD[1] * S], &[S, S], shard).s()
                 });
                 let s = clk.stop();
                 res?;
@@ -2205,24 +2243,31 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
                     check_shard(zs_dir, "zarrshard")?;
                 }
                 Ok(if heap { Sample::value(peak as f64) } else { s })
-            }));
+            });
+            match heap {
+                true => runners.push(write_region),
+                false => runners.insert(0, write_region),
+            }
         }
         {
             let arr = ZArray::open(Arc::new(PlainFsStore::new(&zarrs_dir)), "/").unwrap();
-            let (zarrs_dir, check_shard) = (&zarrs_dir, &check_shard);
-            // `store_chunk_opt` of the whole shard: zarrs' API takes the decoded shard (2 MiB,
-            // built inside the measured window) and encodes it in memory.
+            let (zarrs_dir, check_shard, want) = (&zarrs_dir, &check_shard, &want16);
+            // `store_chunk_opt` of the whole shard: zarrs' API takes the decoded shard (2 MiB)
+            // and encodes it in memory.
             runners.push(Runner::peer(format!("{zarrs_default}: store_chunk_opt (whole shard)"), move |check| {
                 let _ = std::fs::remove_file(key(zarrs_dir));
                 sync();
                 let clk = Clock::start();
                 let (res, peak) = peak_heap(|| -> R<()> {
-                    let mut shard = vec![0u16; (S * S) as usize];
-                    for r in 0..S as usize {
-                        let s = (SHARD[0] as usize * S as usize + r) * N as usize + SHARD[1] as usize * S as usize;
-                        shard[r * S as usize..(r + 1) * S as usize].copy_from_slice(&ctx.data[s..s + S as usize]);
-                    }
-                    arr.store_chunk_opt(&SHARD, &shard[..], &CodecOptions::default()).s()
+                    let made;
+                    let shard: &[u16] = match heap {
+                        true => {
+                            made = decoded_shard_u16(ctx);
+                            &made
+                        }
+                        false => want,
+                    };
+                    arr.store_chunk_opt(&SHARD, shard, &CodecOptions::default()).s()
                 });
                 let s = clk.stop();
                 res?;
@@ -2264,6 +2309,21 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
                 }
                 Ok(if heap { Sample::value(peak as f64) } else { s })
             }));
+        }
+        if !heap {
+            for ((imp, label), dir) in SHARD_WRITE_PEERS.into_iter().zip(&peer_dirs) {
+                let Some(peer) = ctx.peer.as_ref() else { break };
+                let check_shard = &check_shard;
+                runners.push(Runner::peer(label, move |check| {
+                    let _ = std::fs::remove_file(key(dir));
+                    sync();
+                    let s = peer.borrow_mut().run(imp, "write_shard", v, check)?;
+                    if check {
+                        check_shard(dir, imp)?;
+                    }
+                    Ok(s)
+                }));
+            }
         }
         if heap {
             table.measure(
@@ -2379,9 +2439,9 @@ fn notes(zs_has_threads: bool) -> String {
         "**Data.** 4096×4096 uint16, smooth gradient + 6 bits of noise (compression ratios in section 0); shards 1024×1024, inner chunks 64×64; `bytes` LE + zstd level 1 (no checksum) unless stated; index `bytes` + `crc32c`. Every implementation reads the same files (written once by zarrshard) and writes under the same `zarr.json` bytes; on the untimed warm-up run every written array was read back and compared with the source, and every read result was compared.",
         "**Repetitions.** Implementations alternate within each repetition (A B C … A B C …), the Python peers included: the harness drives `peers.py --serve` one sample at a time. 7 repetitions for whole-array decodes, the 1000-chunk reads, encoded-only reads and ceilings; 5 for peak heap; 9 otherwise (whole-array encodes included: writes through the page cache of this VM's ext4 show sporadic stalls of tens of ms, which the median absorbs). Median and min–max. Before every write sample (untimed) the previous sample's shards are deleted and `sync()` flushes dirty pages, so no sample pays for another's writeback.",
         "**Threads.** zarrshard's default is one thread per core: a shard's inner chunks (encode, decode) and a region's fetches and bands of rows are shared between the calling thread and the pool's other threads; whole-array writes give whole shards to the pool; chunk, index and shard-writer calls run on the caller's thread. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",
-        "**zarrshard APIs used.** Encode: `Array::write_region` over the whole array from memory (each shard's inner chunks cut out of the caller's array and encoded on the pool, shards in parallel, each written with one `writev`); one row per encode shows `Array::import` from a reader (the CLI's path: a row of shards read while the previous one is encoded). Decode array: `Array::read_region` over the whole array (into a fresh buffer, and in one row into a buffer reused across calls). Decode shard: `Array::read_shard`. Chunks: `Array::shard_reader` + `ShardReader::read_chunk_into` (cold = a new reader per chunk: index read + chunk read); `read_chunk_raw` for encoded bytes. Region: `Array::read_region`. Index: `ShardIndex::decode` (crc32c + every entry validated). One shard: `ShardWriter` (streaming / buffered) over `FileIo`, and `Array::write_region` of the shard's extent (chunks encoded on the pool).",
-        "**zarrs APIs used** (sync API). Encode: `store_chunks_opt` over all shards, on a store that reads through zarrs' `FilesystemStore` and writes without fsync (`FilesystemStore` fsyncs every write; one row shows it as shipped). Decode: `retrieve_array_subset_opt` / `retrieve_chunk_opt` into `ArrayBytes` (no element conversion). Cold chunk: `retrieve_chunk_subset_opt` (a new sharding partial decoder per call). Warm chunk and 1000 chunks: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an `ArrayShardedReadableExtCache` (its cached-index API), also over a `FilesystemStore` with `file_handle_cache_size(16)`; encoded bytes: `retrieve_encoded_subchunk`. Region: `retrieve_array_subset_opt`. Index: `ShardingCodec::decode_index` (checksum only; entries not validated). One shard: `store_chunk_opt` (needs the whole decoded shard), and `store_chunk_subset_opt` per inner chunk with `experimental_partial_encoding`.",
-        "**Python peers.** tensorstore: `zarr3` driver, `file` kvstore; cold, region and whole-array/shard reads with a 0-byte cache pool (the index is re-read on every access); warm and 1000-chunk reads with a fresh 256 MiB pool per sample (index cached; every timed chunk is a different chunk, so no decoded-chunk cache hit); writes with `file_io_sync: false` except the row marked as shipped. zarr-python: `zarr.open_array(LocalStore)`, slicing and slice assignment; it keeps no shard index between calls, so its warm rows equal its cold ones. Timed inside Python (`perf_counter`) around the read/write call only; opening is outside. Not run for them: index parsing and shard writes (no comparable public API), I/O counts.",
+        "**zarrshard APIs used.** Encode: `Array::write_region` over the whole array from memory (each shard's inner chunks cut out of the caller's array and encoded on the pool, shards in parallel, each written with one `writev`); one row per encode shows `Array::import` from a reader (the CLI's path: a row of shards read while the previous one is encoded). Decode array: `Array::read_region` over the whole array (into a fresh buffer, and in one row into a buffer reused across calls). Decode shard: `Array::read_shard`. Chunks: `Array::shard_reader` + `ShardReader::read_chunk_into` (cold = a new reader per chunk: index read + chunk read); `read_chunk_raw` for encoded bytes. Region: `Array::read_region`. Index: `ShardIndex::decode` (crc32c + every entry validated). One shard: `Array::write_region` of the shard's extent from its decoded bytes (chunks encoded by the calling thread and the pool; the row 6a's ratios are taken against, its decoded shard made untimed as for every whole-shard row), and `ShardWriter` (streaming / buffered) over `FileIo`, fed chunk by chunk (6b's reference is the streaming writer).",
+        "**zarrs APIs used** (sync API). Encode: `store_chunks_opt` over all shards, on a store that reads through zarrs' `FilesystemStore` and writes without fsync (`FilesystemStore` fsyncs every write; one row shows it as shipped). Decode: `retrieve_array_subset_opt` / `retrieve_chunk_opt` into `ArrayBytes` (no element conversion). Cold chunk: `retrieve_chunk_subset_opt` (a new sharding partial decoder per call). Warm chunk and 1000 chunks: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an `ArrayShardedReadableExtCache` (its cached-index API), also over a `FilesystemStore` with `file_handle_cache_size(16)`; encoded bytes: `retrieve_encoded_subchunk`. Region: `retrieve_array_subset_opt`. Index: `ShardingCodec::decode_index` (checksum only; entries not validated). One shard: `store_chunk_opt` (needs the whole decoded shard: made untimed in 6a, inside the measurement in 6b), and `store_chunk_subset_opt` per inner chunk with `experimental_partial_encoding`.",
+        "**Python peers.** tensorstore: `zarr3` driver, `file` kvstore; cold, region and whole-array/shard reads with a 0-byte cache pool (the index is re-read on every access); warm and 1000-chunk reads with a fresh 256 MiB pool per sample (index cached; every timed chunk is a different chunk, so no decoded-chunk cache hit); writes with `file_io_sync: false` except the row marked as shipped. zarr-python: `zarr.open_array(LocalStore)`, slicing and slice assignment; it keeps no shard index between calls, so its warm rows equal its cold ones. Timed inside Python (`perf_counter`) around the read/write call only; opening is outside. One shard (6a): the shard's region written into an array with nothing stored, from a contiguous copy made untimed. Not run for them: index parsing, chunk-by-chunk shard writes and peak heap (no comparable public API), I/O counts.",
         "**Peak heap** counts Rust allocations of every thread (the counting global allocator of this harness); libzstd's own contexts (allocated with C `malloc`) are not counted, for zarrshard and zarrs alike. The zarrs whole-shard row includes the 2 MiB decoded shard its API takes as input; the chunk-by-chunk rows hold one 8 KiB chunk of input. zarrshard keeps the 256 KiB segments that held a shard's encoded chunks for the next encode; the harness frees them, with each thread's scratch chunk (`release_memory`), before every zarrshard sample, so the segments a write takes count as its heap.",
         "**Compressors.** zarrshard and zarrs link the same `zstd` crate (libzstd). gzip: zarrshard encodes with libdeflate (ratio 1.40 at level 1, like C zlib) and decodes with flate2; zarrs encodes and decodes with `flate2`, in this binary on zlib-rs (cargo unifies the feature), whose level 1 is its quick strategy (ratio 1.02, hence zarrs' larger gzip output). zarrs built alone with its `gzip` feature keeps flate2's default backend, miniz_oxide (ratio 1.40 at level 1, like zarrshard's): the gzip encode has a row for that build too (`bench/zarrs-shipped`, the same zarrs version, no-fsync store and `store_chunks_opt` call, in a process of its own driven like the Python peers). The gzip compress ceilings are libdeflate's (zarrshard's encoder); two extra rows show zlib-rs' and miniz_oxide's for reference. zarrs creates a zstd context per chunk (`bulk::Compressor::new`, `bulk::decompress`).",
         "**I/O counts** are per call of the API: zarrshard counts `ShardIo::read` calls through `CountingIo`; zarrs counts `ReadableStorageTraits` calls through a wrapper around `FilesystemStore` (without a handle cache, each call opens, `fstat`s and closes the file; zarrshard's `FileIo` keeps the descriptor but `fstat`s on every read).",
