@@ -1116,6 +1116,11 @@ fn main() {
         }
         enc_dirs.insert(imp.into(), Value::Object(m));
     }
+    // The Python peers' one-shard writes (6a): made here, so that the manifest names no missing
+    // directory whichever workloads run (`peers.py --workdir` runs them all).
+    for (imp, _) in SHARD_WRITE_PEERS {
+        make_array_dir(&shard_write_dir(&work, imp), ZSTD_END).unwrap();
+    }
     let manifest = json!({
         "shape": [N, N], "shard": [S, S], "inner": [C, C],
         "data": work.join("data.u16le"),
@@ -2165,10 +2170,11 @@ fn shard_writes(ctx: &Ctx, codec: &CodecData, table: &mut Table, zs_default: &st
     let zs_dir = base.join("zarrshard");
     let zarrs_dir = base.join("zarrs");
     let zarrs_partial_dir = base.join("zarrs-partial");
-    let peer_dirs: Vec<PathBuf> = SHARD_WRITE_PEERS.iter().map(|(imp, _)| shard_write_dir(&ctx.work, imp)).collect();
-    for d in [&zs_dir, &zarrs_dir, &zarrs_partial_dir].into_iter().chain(&peer_dirs) {
+    for d in [&zs_dir, &zarrs_dir, &zarrs_partial_dir] {
         make_array_dir(d, v).unwrap();
     }
+    // The Python peers' directories were made with the manifest.
+    let peer_dirs: Vec<PathBuf> = SHARD_WRITE_PEERS.iter().map(|(imp, _)| shard_write_dir(&ctx.work, imp)).collect();
     let layout = Arc::new(zs_open(&zs_dir).unwrap().metadata().shard_layout().unwrap());
     let want = extract_vec(ctx.src(), SHARD[0] * S, SHARD[1] * S, S, S);
     let want16 = decoded_shard_u16(ctx);
