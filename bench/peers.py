@@ -136,9 +136,9 @@ class Peers:
         return dt
 
     def w_write_shard(self, impl, variant, check):
-        # One whole shard (shard_region) written as a region of an otherwise empty array: both
-        # libraries encode a shard that a write covers entirely without reading it first. The
-        # input is made contiguous untimed, as the Rust rows get their decoded shard.
+        # One whole shard (shard_region) written as a region of the array; the harness removes
+        # the shard before each sample, so there is nothing stored to merge with. The input is
+        # made contiguous untimed, as the Rust rows get their decoded shard.
         path = self.m["shard_write_dirs"][impl]
         (r0, r1), (c0, c1) = self.m["shard_region"]
         data = np.ascontiguousarray(self.data[r0:r1, c0:c1])
