@@ -153,6 +153,34 @@ pub fn check_can_end_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
     }
 }
 
+/// Objects from this size up are allocated on disk before they are written
+/// ([`preallocate`]); below it the extra system call costs more than it saves (ext4, the
+/// benchmark's VM: a new 4 KiB file 15.6 → 19.5 µs, 64 KiB 26.3 → 26.1 µs, 256 KiB 50.8 →
+/// 39.9 µs).
+const PREALLOCATE_FROM: u64 = 64 << 10;
+
+/// Allocate the `len` bytes of a new file on disk before they are written (Linux
+/// `fallocate`, mode 0), when `len` is at least [`PREALLOCATE_FROM`]. On ext4 the write then
+/// fills blocks allocated in one extent instead of reserving each 4 KiB block for delayed
+/// allocation: a new 1.52 MB file (the benchmark's shard) took 237–246 µs to create and write,
+/// 144–152 µs with `fallocate` first, and 721–724 → 612–614 µs with an `fsync` after (so the
+/// saving is not work moved to writeback). Best effort: an error (a file system without
+/// `fallocate`, no space left) is ignored and the write that follows reports what matters.
+/// Never `posix_fallocate`, which glibc emulates by writing zeros where the file system
+/// cannot allocate. Elsewhere (and under Miri) nothing.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn preallocate(f: &File, len: u64) {
+    use nix::fcntl::{fallocate, FallocateFlags};
+    if len >= PREALLOCATE_FROM {
+        if let Ok(len) = libc::off_t::try_from(len) {
+            let _ = fallocate(f, FallocateFlags::empty(), 0, len);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn preallocate(_: &File, _: u64) {}
+
 /// Write every byte of `parts`, in order, with as few `writev` calls as the kernel allows.
 fn write_all_parts(f: &mut File, parts: &[&[u8]]) -> std::io::Result<()> {
     use std::io::{ErrorKind, IoSlice, Write};
@@ -496,9 +524,13 @@ impl ShardIo for FileIo {
         let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
         tmp_name.push(format!(".tmp-{}", std::process::id()));
         let tmp = self.path.with_file_name(tmp_name);
+        let len = parts.iter().map(|p| p.len() as u64).sum();
         let result = self
             .with_parent(|| File::create(&tmp))?
-            .and_then(|mut f| write_all_parts(&mut f, parts))
+            .and_then(|mut f| {
+                preallocate(&f, len);
+                write_all_parts(&mut f, parts)
+            })
             .and_then(|_| std::fs::rename(&tmp, &self.path));
         if let Err(e) = result {
             let _ = std::fs::remove_file(&tmp);
@@ -615,5 +647,32 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
     }
     fn delete(&self) -> Result<()> {
         self.inner.delete()
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(miri)))]
+mod tests {
+    use super::*;
+
+    /// `preallocate` gives a new file its length (what `fallocate` mode 0 does) from
+    /// [`PREALLOCATE_FROM`] up, and leaves smaller files alone. Skips, saying so, where the
+    /// temporary directory's file system cannot allocate.
+    #[test]
+    fn preallocates_large_objects_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = File::create(dir.path().join("probe")).unwrap();
+        let flags = nix::fcntl::FallocateFlags::empty();
+        if let Err(e) = nix::fcntl::fallocate(&probe, flags, 0, 4096) {
+            eprintln!("skipped: no fallocate under {} ({e})", dir.path().display());
+            return;
+        }
+        let len_after = |len: u64| {
+            let f = File::create(dir.path().join(format!("f{len}"))).unwrap();
+            preallocate(&f, len);
+            f.metadata().unwrap().len()
+        };
+        assert_eq!(len_after(PREALLOCATE_FROM - 1), 0);
+        assert_eq!(len_after(PREALLOCATE_FROM), PREALLOCATE_FROM);
+        assert_eq!(len_after(3 << 20), 3 << 20);
     }
 }

@@ -140,6 +140,33 @@ fn put_parts_is_put_of_the_concatenation() {
     }
 }
 
+/// A large object (on Linux, allocated on disk before it is written) is written whole and
+/// exactly: its size is the parts' total and its bytes theirs, whether it replaces a longer
+/// object or a shorter one, and no temporary file is left beside it.
+#[test]
+fn put_parts_of_a_large_object_is_exact() {
+    let parts: Vec<Vec<u8>> = (0..200u32)
+        .map(|i| (0..(i * 37) % 4099).map(|k| (i ^ k) as u8).collect())
+        .collect();
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let want = parts.concat();
+    assert!(want.len() > 256 << 10, "{} bytes", want.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c/0/0");
+    let file = FileIo::new(&path);
+    for before in [want.len() + 5000, 10] {
+        file.put(&vec![9u8; before]).unwrap();
+        file.put_parts(&refs).unwrap();
+        assert_eq!(file.size().unwrap(), Some(want.len() as u64));
+        assert!(std::fs::read(&path).unwrap() == want, "the bytes written");
+        let names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["0"]);
+    }
+}
+
 /// `read_many_reusing` on files reads into the spare buffers (taken from the end, the
 /// allocation kept when large enough, a fresh one otherwise, unused ones left), returns exactly
 /// the bytes read (no stale bytes from a buffer's earlier contents, even on a short read), and
