@@ -421,47 +421,53 @@ fn import_reads_rows_while_encoding_and_reports_reader_errors() {
     zarrshard::set_threads(0).unwrap();
 }
 
-/// On one thread a region read fetches each row of shards into the buffers of the row before
+/// On one thread a region read fetches each pass of shards into the buffers of the pass before
 /// (files read into them): rows whose objects are larger, smaller or missing in turn must all
-/// read back as written, for the whole array and for a region cutting every row.
+/// read back as written, for the whole array and for a region cutting every row. Each row of
+/// shards here covers 2.15 MB, so two exceed a pass's 4 MiB and every row is a pass of its own;
+/// a small region across the same rows is read in one pass.
 #[test]
 fn one_thread_region_reads_reuse_buffers_across_rows_of_shards() {
+    const R: u64 = 512; // rows per shard
+    const W: u64 = 2100; // the array's width: one shard per row of shards
     let dir = tempfile::tempdir().unwrap();
-    let meta = metadata(&[40, 16], &[8, 8], &[4, 4], "zstd", false);
+    let meta = metadata(&[5 * R, W], &[R, W], &[128, 525], "zstd", false);
     let array = Array::create(
         FsStore::new(dir.path()),
         ArrayMetadata::from_json(&meta).unwrap(),
     )
     .unwrap();
-    let mut expected = vec![7u16; 40 * 16];
+    let mut expected = vec![7u16; (5 * R * W) as usize];
     // Rows of shards: noise, constant (small objects), noise, nothing stored, noise.
     for (row, seed) in [(0u64, Some(1)), (1, None), (2, Some(2)), (4, Some(3))] {
         let data = match seed {
-            Some(s) => values(8 * 16, s),
-            None => [3u16; 8 * 16]
+            Some(s) => values(R * W, s),
+            None => vec![3u16; (R * W) as usize]
                 .iter()
                 .flat_map(|v| v.to_ne_bytes())
                 .collect(),
         };
-        array.write_region(&[row * 8, 0], &[8, 16], &data).unwrap();
+        array.write_region(&[row * R, 0], &[R, W], &data).unwrap();
         for (k, v) in data.chunks(2).enumerate() {
-            expected[row as usize * 8 * 16 + k] = u16::from_ne_bytes([v[0], v[1]]);
+            expected[(row * R * W) as usize + k] = u16::from_ne_bytes([v[0], v[1]]);
         }
     }
     let region = |start: [u64; 2], shape: [u64; 2]| -> Vec<u8> {
         (start[0]..start[0] + shape[0])
             .flat_map(|r| {
-                let from = (r * 16 + start[1]) as usize;
+                let from = (r * W + start[1]) as usize;
                 expected[from..from + shape[1] as usize].to_vec()
             })
             .flat_map(|v| v.to_ne_bytes())
             .collect()
     };
     zarrshard::set_threads(1).unwrap();
-    for (start, shape) in [([0, 0], [40, 16]), ([3, 5], [34, 9]), ([0, 0], [40, 16])] {
-        assert_eq!(
-            array.read_region_vec(&start, &shape).unwrap(),
-            region(start, shape),
+    let whole = ([0, 0], [5 * R, W]);
+    let cutting = ([3, 5], [5 * R - 6, W - 9]);
+    let small = ([R - 3, 100], [3 * R + 6, 40]);
+    for (start, shape) in [whole, cutting, small, whole] {
+        assert!(
+            array.read_region_vec(&start, &shape).unwrap() == region(start, shape),
             "region at {start:?} of {shape:?}"
         );
     }
