@@ -384,6 +384,7 @@ fn in_shard(o: [u64; 2]) -> [u64; 2] {
 fn zs_warm_chunks<'a>(arr: ZsArray, ctx: &'a Ctx, timed: &'a [[u64; 2]], name: String) -> Runner<'a> {
     let first = in_shard(ctx.single[0]);
     Runner::zs(name, 1, move |check| {
+        zs_use_threads(0);
         let reader = arr.shard_reader(&SHARD).s()?;
         let mut buf = vec![0u8; CHUNK_BYTES];
         reader.read_chunk_into(&first, &mut buf).s()?;
@@ -1440,6 +1441,7 @@ fn main() {
             // `Array::read_region` of the shard's box into the same buffer every time: one
             // index read, one read of the chunk bytes, chunks copied (no decode step).
             runners.push(Runner::zs(zs_default.clone(), 2, move |check| {
+                zs_use_threads(0);
                 let clk = Clock::start();
                 arr.read_region(&[SHARD[0] * S, SHARD[1] * S], &[S, S], &mut out).s()?;
                 let s = clk.stop();
@@ -1457,6 +1459,7 @@ fn main() {
             let want = &want;
             let mut out = vec![0u8; SHARD_BYTES];
             runners.push(Runner::zs("zarrshard: ShardLayout::decode_shard_into (object in memory)", 2, move |check| {
+                zs_use_threads(0);
                 let clk = Clock::start();
                 layout.decode_shard_into(&object, &mut out).s()?;
                 let s = clk.stop();
@@ -1508,6 +1511,7 @@ fn main() {
             // `Array::shard_reader` (one read: the index) + `ShardReader::read_chunk_into`
             // (one read: the chunk), a new reader for every chunk.
             runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
+                zs_use_threads(0);
                 let mut buf = vec![0u8; CHUNK_BYTES];
                 let mut outs = Vec::new();
                 let clk = Clock::start();
@@ -1592,6 +1596,7 @@ fn main() {
             let first = in_shard(ctx.single[0]);
             // `ShardReader::read_chunk_raw`.
             runners.push(Runner::zs(zs_default.clone(), 1, move |_| {
+                zs_use_threads(0);
                 let reader = arr.shard_reader(&SHARD).s()?;
                 reader.read_chunk_raw(&first).s()?;
                 let clk = Clock::start();
@@ -1649,6 +1654,7 @@ fn main() {
             let (ctx, check_random) = (&ctx, &check_random);
             // A `ShardReader` per shard, opened on first use and kept; `read_chunk_into`.
             runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
+                zs_use_threads(0);
                 let mut buf = vec![0u8; CHUNK_BYTES];
                 let mut outs = Vec::new();
                 let clk = Clock::start();
@@ -1740,7 +1746,8 @@ fn main() {
             let want = &want;
             // `Array::read_region`: per shard touched, the index and then the covering inner
             // chunks' bytes as coalesced runs; decoded in parallel bands of output rows.
-            runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
+            runners.push(Runner::zs(zs_default.clone(), zs_default_threads().unwrap_or(1), move |check| {
+                zs_use_threads(0);
                 let clk = Clock::start();
                 let mut out = vec![0u8; (h * w) as usize * EL];
                 arr.read_region(&[r0, c0], &[h, w], &mut out).s()?;
@@ -1811,6 +1818,7 @@ fn main() {
             let (bytes, layout, index) = (&bytes, &layout, &index);
             // `ShardIndex::decode` (checksum + every entry validated against the object size).
             runners.push(Runner::zs(zs_default.clone(), 1, move |check| {
+                zs_use_threads(0);
                 let clk = Clock::start();
                 let got = zarrshard::ShardIndex::decode(bytes, layout, Some(object_size)).s()?;
                 let s = clk.stop();
@@ -1826,6 +1834,7 @@ fn main() {
             // returned (checksum + validation in place, no copy). The buffer is made outside
             // the clock, as the I/O makes it.
             runners.push(Runner::zs("zarrshard: ShardIndex::decode_owned (the reader's path, on the read buffer)", 1, move |check| {
+                zs_use_threads(0);
                 let owned = bytes.to_vec();
                 let clk = Clock::start();
                 let got = zarrshard::ShardIndex::decode_owned(owned, layout, Some(object_size)).s()?;
@@ -1841,6 +1850,7 @@ fn main() {
             // `ShardIndex::decode_unchecked`: the same without validating the entries (what
             // zarrs does), to show what validation costs.
             runners.push(Runner::zs("zarrshard: ShardIndex::decode_unchecked (checksum only, no entry validation)", 1, move |check| {
+                zs_use_threads(0);
                 let clk = Clock::start();
                 let got = zarrshard::ShardIndex::decode_unchecked(bytes, layout).s()?;
                 let s = clk.stop();
@@ -2444,7 +2454,7 @@ fn notes(zs_has_threads: bool) -> String {
         "**Columns.** Throughput is MB/s (10^6 bytes) of decoded bytes; single-chunk rows are time per inner chunk (8 KiB decoded). *cores busy*: process CPU time (user + system, all threads; `getrusage`, or `time.process_time()` in the Python peers) over wall time for the same interval. Encode rows end with the bytes the implementation wrote (→ MB). *ratio zarrshard/peer*: round by round, the peer's time divided by zarrshard's (its default-threads row, the first of each workload) in the same round; the median over rounds, and in parentheses the smallest and largest — above 1 zarrshard is faster (for peak heap: uses less). Pairing rounds matters on this VM: its speed drifts by up to 1.5× over seconds to minutes, which shifts every implementation's median but hardly the ratio of two samples taken a fraction of a second apart. *% of ceiling* (zarrshard rows): the time the raw codec needs for the same bytes on the cores zarrshard uses, divided by zarrshard's time: zstd-1 / gzip-1 compress for writes, zstd-1 decompress for reads (for the region: of the covering inner chunks), memcpy for uncompressed writes, crc32c + memcpy of the same bytes for the index. Whole-array rows use the codec over the array's own 4096 inner chunks (each once, cut out beforehand: the same chunks the workload compresses); rows on one shard or single chunks use the codec over shard [1, 1]'s 256 chunks. Workloads with a *ceiling in the same rounds* row (whole-array encodes and decode, one shard decoded or written) run that codec, one thread, as the second runner of every round and take the percentage round by round (median, smallest–largest); the others use section 0's figure (hot in cache for the one-shard codecs: an upper bound; a row slightly above 100% is within its noise).",
         "**Data.** 4096×4096 uint16, smooth gradient + 6 bits of noise (compression ratios in section 0); shards 1024×1024, inner chunks 64×64; `bytes` LE + zstd level 1 (no checksum) unless stated; index `bytes` + `crc32c`. Every implementation reads the same files (written once by zarrshard) and writes under the same `zarr.json` bytes; on the untimed warm-up run every written array was read back and compared with the source, and every read result was compared.",
         "**Repetitions.** Implementations alternate within each repetition (A B C … A B C …), the Python peers included: the harness drives `peers.py --serve` one sample at a time. 7 repetitions for whole-array decodes, the 1000-chunk reads, encoded-only reads and ceilings; 5 for peak heap; 9 otherwise (whole-array encodes included: writes through the page cache of this VM's ext4 show sporadic stalls of tens of ms, which the median absorbs). Median and min–max. Before every write sample (untimed) the previous sample's shards are deleted and `sync()` flushes dirty pages, so no sample pays for another's writeback.",
-        "**Threads.** zarrshard's default is one thread per core: a shard's inner chunks (encode, decode) and a region's fetches and bands of rows are shared between the calling thread and the pool's other threads; whole-array writes give whole shards to the pool; chunk, index and shard-writer calls run on the caller's thread. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",
+        "**Threads.** zarrshard's default is one thread per core: a shard's inner chunks (encode, decode) and a region's fetches and bands of rows are shared between the calling thread and the pool's other threads; whole-array writes give whole shards to the pool; chunk, index and shard-writer calls run on the caller's thread. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). Every zarrshard row labelled with the default sets it before its clock starts (until run Z3 of `BENCHMARKS.md` the rows after 2b, among them 2c and 4b, kept the one thread that 2b's one-thread row had set). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",
         "**zarrshard APIs used.** Encode: `Array::write_region` over the whole array from memory (each shard's inner chunks cut out of the caller's array and encoded on the pool, shards in parallel, each written with one `writev`); one row per encode shows `Array::import` from a reader (the CLI's path: a row of shards read while the previous one is encoded). Decode array: `Array::read_region` over the whole array (into a fresh buffer, and in one row into a buffer reused across calls). Decode shard: `Array::read_shard`. Chunks: `Array::shard_reader` + `ShardReader::read_chunk_into` (cold = a new reader per chunk: index read + chunk read); `read_chunk_raw` for encoded bytes. Region: `Array::read_region`. Index: `ShardIndex::decode` (crc32c + every entry validated). One shard: `Array::write_region` of the shard's extent from its decoded bytes (chunks encoded by the calling thread and the pool; the row 6a's ratios are taken against, its decoded shard made untimed as for every whole-shard row), and `ShardWriter` (streaming / buffered) over `FileIo`, fed chunk by chunk (6b's reference is the streaming writer).",
         "**zarrs APIs used** (sync API). Encode: `store_chunks_opt` over all shards, on a store that reads through zarrs' `FilesystemStore` and writes without fsync (`FilesystemStore` fsyncs every write; one row shows it as shipped). Decode: `retrieve_array_subset_opt` / `retrieve_chunk_opt` into `ArrayBytes` (no element conversion). Cold chunk: `retrieve_chunk_subset_opt` (a new sharding partial decoder per call). Warm chunk and 1000 chunks: `ArrayShardedReadableExt::retrieve_subchunk_opt` with an `ArrayShardedReadableExtCache` (its cached-index API), also over a `FilesystemStore` with `file_handle_cache_size(16)`; encoded bytes: `retrieve_encoded_subchunk`. Region: `retrieve_array_subset_opt`. Index: `ShardingCodec::decode_index` (checksum only; entries not validated). One shard: `store_chunk_opt` (needs the whole decoded shard: made untimed in 6a, inside the measurement in 6b), and `store_chunk_subset_opt` per inner chunk with `experimental_partial_encoding`.",
         "**Python peers.** tensorstore: `zarr3` driver, `file` kvstore; cold, region and whole-array/shard reads with a 0-byte cache pool (the index is re-read on every access); warm and 1000-chunk reads with a fresh 256 MiB pool per sample (index cached; every timed chunk is a different chunk, so no decoded-chunk cache hit); writes with `file_io_sync: false` except the row marked as shipped. zarr-python: `zarr.open_array(LocalStore)`, slicing and slice assignment; it keeps no shard index between calls, so its warm rows equal its cold ones. Timed inside Python (`perf_counter`) around the read/write call only; opening is outside. One shard (6a): the shard's region written into an array with nothing stored, from a contiguous copy made untimed. Not run for them: index parsing, chunk-by-chunk shard writes and peak heap (no comparable public API), I/O counts.",
