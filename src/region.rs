@@ -8,9 +8,10 @@
 //! time, so memory beyond the caller's buffer is bounded by one pass's *encoded* bytes; then
 //! the inner chunks are decoded in parallel, each task owning a band of rows of the output, so
 //! the copy into the caller's buffer is parallel too and needs no lock and no `unsafe`. A pass
-//! is one row of shards, or as many as cover at most 4 MiB of the region together: a
-//! small region across shard rows then fetches all its shards in one parallel step and decodes
-//! all its bands in another, instead of a step of each per row. The benchmark's 117-chunk
+//! is one row of shards, or as many as the inner chunks covering the region's part of them
+//! decode to at most 4 MiB together: a small region across shard rows then fetches all its
+//! shards in one parallel step and decodes all its bands in another, instead of a step of each
+//! per row. The benchmark's 117-chunk
 //! region across two shard rows (`bench/examples/profile.rs region`, two threads, alternated
 //! with the previous code): 0.59–0.64 → 0.56–0.57 ms back to back, 0.86–0.98 → 0.81–0.90 ms
 //! after 20 ms idle; one thread and whole-array reads (a pass per row) unchanged.
@@ -42,9 +43,10 @@ use crate::store::Store;
 use crate::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
 use std::sync::{Arc, Mutex};
 
-/// The most bytes of a region that one pass of a read covers when it takes more than one row
-/// of shards (see the module docs). A row of shards covering more is a pass of its own, so a
-/// whole-array read still holds one row of shards' fetched bytes at a time.
+/// The most decoded bytes of the inner chunks covering a region that one pass of a read
+/// fetches when it takes more than one row of shards (see the module docs). A row of shards
+/// covering more is a pass of its own, so a whole-array read still holds one row of shards'
+/// fetched bytes at a time.
 const PASS_BYTES: usize = 4 << 20;
 
 impl<S: Store> Array<S> {
@@ -89,11 +91,25 @@ impl<S: Store> Array<S> {
             let lo = start[0].max(g0.saturating_mul(cs[0]));
             (lo, (start[0] + shape[0]).min(g1.saturating_mul(cs[0])))
         };
+        // Decoded bytes of the inner chunks that cover one row of the region: what a pass
+        // fetches per output row, at most (encoded chunks are about that size or smaller). A
+        // thin region is covered by chunks much wider than it, so the pass is bounded by
+        // those, not by the region's own bytes.
+        let covering_row: u64 = (1..shape.len())
+            .map(|d| {
+                let (a, b) = (
+                    start[d] / inner[d],
+                    (start[d] + shape[d] - 1) / inner[d] + 1,
+                );
+                (b - a).saturating_mul(inner[d])
+            })
+            .fold(elem as u64, u64::saturating_mul);
         let (mut g0, last) = shard_ranges[0];
         while g0 < last {
             let g1 = pass_end(g0, last, |a, b| {
                 let (lo, hi) = rows_of(a, b);
-                (hi - lo) as usize * row_bytes
+                let rows = (hi.div_ceil(inner[0]) - lo / inner[0]).saturating_mul(inner[0]);
+                usize::try_from(rows.saturating_mul(covering_row)).unwrap_or(usize::MAX)
             });
             let shards = rows_of_boxes(&shard_ranges, g0, g1);
             spare.resize_with(shards.len(), Default::default);
@@ -474,8 +490,8 @@ fn boxes(ranges: &[(u64, u64)]) -> impl Iterator<Item = Vec<u64>> + '_ {
 }
 
 /// Where the pass of a region read that starts at shard row `g0` ends (exclusive): after as
-/// many rows as cover at most [`PASS_BYTES`] of the region together (`bytes(g0, g1)`), at
-/// least one, at most up to `last`.
+/// many rows as fetch at most [`PASS_BYTES`] together (`bytes(g0, g1)`), at least one, at most
+/// up to `last`.
 fn pass_end(g0: u64, last: u64, bytes: impl Fn(u64, u64) -> usize) -> u64 {
     let mut g1 = g0 + 1;
     while g1 < last && bytes(g0, g1 + 1) <= PASS_BYTES {
