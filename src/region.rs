@@ -95,14 +95,11 @@ impl<S: Store> Array<S> {
         // fetches per output row, at most (encoded chunks are about that size or smaller). A
         // thin region is covered by chunks much wider than it, so the pass is bounded by
         // those, not by the region's own bytes.
-        let covering_row: u64 = (1..shape.len())
-            .map(|d| {
-                let (a, b) = (
-                    start[d] / inner[d],
-                    (start[d] + shape[d] - 1) / inner[d] + 1,
-                );
-                (b - a).saturating_mul(inner[d])
-            })
+        let covering_row: u64 = cells(start, shape, &inner)
+            .iter()
+            .zip(&inner)
+            .skip(1)
+            .map(|((a, b), i)| (b - a).saturating_mul(*i))
             .fold(elem as u64, u64::saturating_mul);
         let (mut g0, last) = shard_ranges[0];
         while g0 < last {
