@@ -9,6 +9,7 @@ use crate::nd;
 use crate::parallel;
 use crate::reader::{ShardReader, DEFAULT_COALESCE_GAP};
 use crate::store::Store;
+use crate::streamed;
 use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::Value;
 use std::fmt;
@@ -521,7 +522,7 @@ impl<S: Store> Array<S> {
         let layout = Arc::new(meta.shard_layout().expect("sharded"));
         let inner = &layout.inner_repr().shape;
         let (rank, elem) = (inner.len(), meta.data_type.size());
-        let encoded = layout.encode_chunks_with(options.store_fill_chunks, |i, chunk| {
+        let cut = |i: usize, chunk: &mut [u8]| {
             let origin = layout.chunk_origin(i);
             // Where the chunk starts in the slab, and how much of it lies inside the array.
             let start: Vec<u64> = at.iter().zip(&origin).map(|(a, b)| a + b).collect();
@@ -541,8 +542,15 @@ impl<S: Store> Array<S> {
                 &part,
                 elem,
             );
-        })?;
+        };
         let io = self.store.shard_io(&self.shard_key(coords))?;
+        if parallel::shares_with_pool(layout.num_chunks()) && !self.store.io_on_caller_thread() {
+            if let Some(sink) = io.object_sink() {
+                // Chunks written while the rest still encode (`crate::streamed`).
+                return streamed::encode_and_write(&layout, &*io, sink, options, cut);
+            }
+        }
+        let encoded = layout.encode_chunks_with(options.store_fill_chunks, cut)?;
         let writer = ShardWriter::new(layout.clone(), io, WriteStrategy::Buffered, options)?;
         writer.finish_with(encoded)
     }

@@ -455,6 +455,140 @@ impl Drop for Appender<'_> {
     }
 }
 
+/// Segments taken from the free list for one encode whose finished chunks other threads read
+/// while it still runs (a shard written as it encodes, `crate::streamed`). They are handed
+/// out as slices that live as long as the reservation ([`Reserved::rooms`]): each thread cuts
+/// its chunks off the front of its slice, and a finished chunk is then an ordinary shared
+/// slice that any thread may write to storage, with no copy and no `unsafe`. The segments go
+/// back to the free list when the reservation is dropped. Since no segment can be added once
+/// slices are out, the reservation is made up front from an estimate; a chunk that finds no
+/// room left gets a buffer of its own, as one larger than a segment always does.
+pub(crate) struct Reserved {
+    segments: Vec<Box<[u8]>>,
+}
+
+/// The most segments one reservation takes (16 MiB): past that, chunks get buffers of their
+/// own rather than a larger shard holding the whole free list and more.
+pub(crate) const MAX_RESERVED: usize = 64;
+
+impl Reserved {
+    /// Room for about `bytes` of encoded chunks written by `threads` threads: the segments
+    /// they fill, plus one per thread for the partly filled one each ends with; at most
+    /// [`MAX_RESERVED`].
+    pub(crate) fn take(bytes: usize, threads: usize) -> Reserved {
+        let count = (bytes.div_ceil(SEGMENT) + threads).min(MAX_RESERVED);
+        Reserved {
+            segments: (0..count).map(|_| take_segment()).collect(),
+        }
+    }
+
+    /// The segments as rooms to hand out, first segment first.
+    pub(crate) fn rooms(&mut self) -> Rooms<'_> {
+        Rooms {
+            free: Mutex::new(self.segments.iter_mut().rev().map(|s| &mut s[..]).collect()),
+        }
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.segments));
+    }
+}
+
+/// The unused segments of a [`Reserved`], shared by the threads of one encode.
+pub(crate) struct Rooms<'s> {
+    free: Mutex<Vec<&'s mut [u8]>>,
+}
+
+impl<'s> Rooms<'s> {
+    /// One thread's end: an [`EncodeTarget`] cutting chunks off reserved segments.
+    pub(crate) fn cutter(&self) -> Cutter<'_, 's> {
+        Cutter {
+            rooms: self,
+            rest: &mut [],
+            own: None,
+        }
+    }
+}
+
+/// A chunk encoded by a [`Cutter`]: in a reserved segment (readable by every thread while the
+/// reservation lives), or in a buffer of its own.
+#[derive(Debug)]
+pub(crate) enum Cut<'s> {
+    /// In a reserved segment.
+    Reserved(&'s [u8]),
+    /// A buffer of its own (larger than a segment's room, or none was left).
+    Own(Vec<u8>),
+}
+
+impl Cut<'_> {
+    /// The chunk's encoded bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Cut::Reserved(b) => b,
+            Cut::Own(v) => v,
+        }
+    }
+}
+
+/// One thread's end of an encode into [`Rooms`]: each chunk's room is the front of the
+/// thread's current segment, which [`Cutter::cut`] then splits off as the chunk.
+pub(crate) struct Cutter<'r, 's> {
+    rooms: &'r Rooms<'s>,
+    /// What is left of this thread's current segment.
+    rest: &'s mut [u8],
+    /// The last room, when it is a buffer of its own.
+    own: Option<Vec<u8>>,
+}
+
+impl<'s> Cutter<'_, 's> {
+    /// Keep the first `n` bytes of the room last handed out as one chunk.
+    pub(crate) fn cut(&mut self, n: usize) -> Cut<'s> {
+        match self.own.take() {
+            Some(mut v) => {
+                v.truncate(n);
+                v.shrink_to_fit();
+                Cut::Own(v)
+            }
+            None => {
+                let (chunk, rest) = std::mem::take(&mut self.rest).split_at_mut(n);
+                self.rest = rest;
+                Cut::Reserved(chunk)
+            }
+        }
+    }
+}
+
+impl EncodeTarget for Cutter<'_, '_> {
+    fn room(&mut self, bound: usize) -> &mut [u8] {
+        if bound <= SEGMENT && self.rest.len() < bound {
+            // The rest of this segment is too short: left unused.
+            let next = self
+                .rooms
+                .free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop();
+            if let Some(next) = next {
+                self.rest = next;
+            }
+        }
+        if self.rest.len() >= bound {
+            self.own = None;
+            return &mut self.rest[..];
+        }
+        self.own.insert(vec![0u8; bound])
+    }
+
+    fn current(&mut self) -> &mut [u8] {
+        match &mut self.own {
+            Some(own) => own,
+            None => &mut self.rest[..],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,6 +609,55 @@ mod tests {
                 Some(out.commit(bytes.len()))
             })
             .collect()
+    }
+
+    #[test]
+    fn cutters_cut_chunks_off_reserved_segments_then_take_buffers_of_their_own() {
+        let mut reserved = Reserved::take(SEGMENT, 0);
+        assert_eq!(reserved.segments.len(), 1);
+        let rooms = reserved.rooms();
+        let (mut a, mut b) = (rooms.cutter(), rooms.cutter());
+        fn put<'s>(c: &mut Cutter<'_, 's>, bound: usize, byte: u8, n: usize) -> Cut<'s> {
+            let room = c.room(bound);
+            assert!(room.len() >= bound);
+            room[..n].fill(byte);
+            c.cut(n)
+        }
+        // `a` takes the one segment: two chunks fit in it, one after the other.
+        let first = put(&mut a, 100_000, 1, 1000);
+        let second = put(&mut a, 200_000, 2, 5);
+        // A bound the rest does not hold, with no segment left; a bound over a segment;
+        // and `b`, which finds no segment at all.
+        let third = put(&mut a, SEGMENT - 1000, 3, 7);
+        let fourth = put(&mut a, SEGMENT + 1, 4, SEGMENT + 1);
+        let fifth = put(&mut b, 10, 5, 10);
+        let all = [&first, &second, &third, &fourth, &fifth];
+        for (cut, (byte, n)) in
+            all.iter()
+                .zip([(1, 1000), (2, 5), (3, 7), (4, SEGMENT + 1), (5, 10)])
+        {
+            assert_eq!(cut.bytes(), vec![byte; n]);
+        }
+        match (&first, &second) {
+            (Cut::Reserved(x), Cut::Reserved(y)) => {
+                assert_eq!(
+                    x.as_ptr_range().end,
+                    y.as_ptr(),
+                    "the second follows the first"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!([&third, &fourth, &fifth]
+            .iter()
+            .all(|c| matches!(c, Cut::Own(_))));
+    }
+
+    #[test]
+    fn a_reservation_holds_room_for_its_bytes_and_each_threads_last_segment() {
+        assert_eq!(Reserved::take(1, 1).segments.len(), 2);
+        assert_eq!(Reserved::take(3 * SEGMENT + 1, 2).segments.len(), 6);
+        assert_eq!(Reserved::take(usize::MAX, 2).segments.len(), MAX_RESERVED);
     }
 
     #[test]

@@ -112,6 +112,29 @@ pub trait ShardIo: Send + Sync {
     fn delete(&self) -> Result<()> {
         Err(Error::Unsupported("delete".into()))
     }
+
+    /// A new object to be written in pieces and then put in place of this one at
+    /// [`ObjectSink::commit`], or `None` when the back end writes whole objects only (the
+    /// default). A buffered shard written from a caller's array (`Array::write_region`) then
+    /// writes the chunks already encoded while the rest are still being encoded, instead of
+    /// everything at the end (see `BENCHMARKS.md`, *One shard written while it encodes*).
+    /// Until `commit` the old object (or its absence) is what readers see; a sink dropped
+    /// without `commit` leaves nothing behind. [`FileIo`] and [`MemoryIo`] have one; the C
+    /// callback table does not (a host's write callback has no temporary-object contract).
+    fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
+        None
+    }
+}
+
+/// A new object written in pieces ([`ShardIo::object_sink`]). Used by one thread at a time.
+pub trait ObjectSink: Send {
+    /// Write the concatenation of `parts` at `offset`. The shard writer writes its chunks in
+    /// increasing order of offset, without gaps, then the index: after them, or at 0 when it
+    /// is at the start (the chunks then begin at the index's size).
+    fn write_parts_at(&mut self, offset: u64, parts: &[&[u8]]) -> Result<()>;
+
+    /// Put the object, `len` bytes (every one of them written), in place of the old one.
+    fn commit(self: Box<Self>, len: u64) -> Result<()>;
 }
 
 /// Make `len` the end of an object just written up to `len`: truncate it, or, when the back
@@ -159,7 +182,7 @@ pub fn check_can_end_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
 /// 39.9 µs).
 const PREALLOCATE_FROM: u64 = 64 << 10;
 
-/// Allocate the `len` bytes of a new file on disk before they are written (Linux
+/// Allocate the `len` bytes at `offset` of a new file on disk before they are written (Linux
 /// `fallocate`, mode 0), when `len` is at least [`PREALLOCATE_FROM`]. On ext4 the write then
 /// fills blocks allocated in one extent instead of reserving each 4 KiB block for delayed
 /// allocation: a new 1.52 MB file (the benchmark's shard) took 237–246 µs to create and write,
@@ -169,17 +192,17 @@ const PREALLOCATE_FROM: u64 = 64 << 10;
 /// Never `posix_fallocate`, which glibc emulates by writing zeros where the file system
 /// cannot allocate. Elsewhere (and under Miri) nothing.
 #[cfg(all(target_os = "linux", not(miri)))]
-fn preallocate(f: &File, len: u64) {
+fn preallocate(f: &File, offset: u64, len: u64) {
     use nix::fcntl::{fallocate, FallocateFlags};
     if len >= PREALLOCATE_FROM {
-        if let Ok(len) = libc::off_t::try_from(len) {
-            let _ = fallocate(f, FallocateFlags::empty(), 0, len);
+        if let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) {
+            let _ = fallocate(f, FallocateFlags::empty(), offset, len);
         }
     }
 }
 
 #[cfg(not(all(target_os = "linux", not(miri))))]
-fn preallocate(_: &File, _: u64) {}
+fn preallocate(_: &File, _: u64, _: u64) {}
 
 /// Write every byte of `parts`, in order, with as few `writev` calls as the kernel allows.
 fn write_all_parts(f: &mut File, parts: &[&[u8]]) -> std::io::Result<()> {
@@ -238,6 +261,9 @@ macro_rules! forward_shard_io {
             }
             fn delete(&self) -> Result<()> {
                 (**self).delete()
+            }
+            fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
+                (**self).object_sink()
             }
         }
     )*};
@@ -322,6 +348,43 @@ impl ShardIo for MemoryIo {
     }
     fn delete(&self) -> Result<()> {
         *self.data.write().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+    fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
+        Some(Box::new(MemorySink {
+            io: self,
+            bytes: Vec::new(),
+        }))
+    }
+}
+
+/// [`MemoryIo`]'s new object: built aside, swapped in at commit.
+struct MemorySink<'a> {
+    io: &'a MemoryIo,
+    bytes: Vec<u8>,
+}
+
+impl ObjectSink for MemorySink<'_> {
+    fn write_parts_at(&mut self, offset: u64, parts: &[&[u8]]) -> Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let end = usize::try_from(offset)
+            .ok()
+            .and_then(|o| o.checked_add(len))
+            .ok_or_else(|| Error::InvalidArgument(format!("write at {offset} overflows")))?;
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
+        let mut at = end - len;
+        for p in parts {
+            self.bytes[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>, len: u64) -> Result<()> {
+        self.bytes.resize(len as usize, 0);
+        *self.io.data.write().unwrap_or_else(|e| e.into_inner()) = Some(self.bytes);
         Ok(())
     }
 }
@@ -447,6 +510,18 @@ impl FileIo {
         }
     }
 
+    /// The temporary sibling a whole object is written to before it is renamed over the file.
+    fn temporary(&self) -> PathBuf {
+        let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        self.path.with_file_name(tmp_name)
+    }
+
+    /// After a rename over the file: the cached descriptor (if any) is the replaced file's.
+    fn replaced(&self) {
+        *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// [`ShardIo::read`] into `spare`'s allocation when it is large enough.
     fn read_into(&self, range: ByteRange, spare: Option<Vec<u8>>) -> Result<Option<ReadOutput>> {
         let Some(f) = self.handle(false)? else {
@@ -524,14 +599,12 @@ impl ShardIo for FileIo {
     }
 
     fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
-        let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = self.path.with_file_name(tmp_name);
+        let tmp = self.temporary();
         let len = parts.iter().map(|p| p.len() as u64).sum();
         let result = self
             .with_parent(|| File::create(&tmp))?
             .and_then(|mut f| {
-                preallocate(&f, len);
+                preallocate(&f, 0, len);
                 write_all_parts(&mut f, parts)
             })
             .and_then(|_| std::fs::rename(&tmp, &self.path));
@@ -539,9 +612,16 @@ impl ShardIo for FileIo {
             let _ = std::fs::remove_file(&tmp);
             return Err(Error::io_at(&self.path, e));
         }
-        // The cached descriptor (if any) still refers to the replaced file.
-        *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
+        self.replaced();
         Ok(())
+    }
+
+    fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
+        Some(Box::new(FileSink {
+            io: self,
+            tmp: self.temporary(),
+            file: None,
+        }))
     }
 
     fn truncate(&self, len: u64) -> Result<()> {
@@ -560,6 +640,87 @@ impl ShardIo for FileIo {
         match std::fs::remove_file(&self.path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_at(&self.path, e)),
             _ => Ok(()),
+        }
+    }
+}
+
+/// [`FileIo`]'s new object: the temporary sibling of [`ShardIo::put_parts`], created at the
+/// first write, written at a cursor (each piece of 64 KiB or more allocated on disk first, as
+/// a whole object is), renamed over the file at commit; removed when dropped before.
+struct FileSink<'a> {
+    io: &'a FileIo,
+    tmp: PathBuf,
+    /// The temporary file and the offset its cursor is at.
+    file: Option<(File, u64)>,
+}
+
+impl FileSink<'_> {
+    fn write(&mut self, offset: u64, parts: &[&[u8]]) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let path = &self.io.path;
+        let (f, at) = match &mut self.file {
+            Some((f, at)) => (f, at),
+            None => {
+                let f = self
+                    .io
+                    .with_parent(|| File::create(&self.tmp))?
+                    .map_err(|e| Error::io_at(path, e))?;
+                let (f, at) = self.file.insert((f, 0));
+                (f, at)
+            }
+        };
+        let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let written = (if *at == offset {
+            Ok(offset)
+        } else {
+            f.seek(SeekFrom::Start(offset))
+        })
+        .and_then(|_| {
+            preallocate(f, offset, len);
+            write_all_parts(f, parts)
+        });
+        // After an error the cursor is unknown: the next write seeks.
+        *at = if written.is_ok() {
+            offset + len
+        } else {
+            u64::MAX
+        };
+        written.map_err(|e| Error::io_at(path, e))
+    }
+}
+
+impl ObjectSink for FileSink<'_> {
+    fn write_parts_at(&mut self, offset: u64, parts: &[&[u8]]) -> Result<()> {
+        self.write(offset, parts)
+    }
+
+    fn commit(mut self: Box<Self>, len: u64) -> Result<()> {
+        if self.file.is_none() {
+            self.write(0, &[])?;
+        }
+        // Every byte up to `len` was written (the contract), none past it: the file created
+        // empty grew only by these writes, so its size needs no call.
+        let _ = len;
+        drop(self.file.take());
+        let done = std::fs::rename(&self.tmp, &self.io.path);
+        match done {
+            Ok(()) => {
+                self.io.replaced();
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&self.tmp);
+                Err(Error::io_at(&self.io.path, e))
+            }
+        }
+    }
+}
+
+impl Drop for FileSink<'_> {
+    /// Not committed: the temporary file goes; the object stays as it was.
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
         }
     }
 }
@@ -651,6 +812,81 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
     fn delete(&self) -> Result<()> {
         self.inner.delete()
     }
+    fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
+        self.inner.object_sink()
+    }
+}
+
+#[cfg(test)]
+mod sink_tests {
+    use super::*;
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_file_sink_replaces_the_object_at_commit_and_only_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c").join("0");
+        let io = FileIo::new(&path);
+        io.put(b"old object").unwrap();
+        let whole = || {
+            io.read(ByteRange::FromStart(0, None))
+                .unwrap()
+                .unwrap()
+                .data
+        };
+        assert_eq!(whole(), b"old object");
+        let mut sink = io.object_sink().unwrap();
+        // Chunks from 4 on in two pieces, then what goes first (an index at the start).
+        sink.write_parts_at(4, &[b"ab", b"", b"cd"]).unwrap();
+        sink.write_parts_at(8, &[b"ef"]).unwrap();
+        assert_eq!(whole(), b"old object", "not committed yet");
+        sink.write_parts_at(0, &[b"0123"]).unwrap();
+        sink.commit(10).unwrap();
+        // Read through the same `FileIo`, whose descriptor was the old file's.
+        assert_eq!(whole(), b"0123abcdef");
+        assert_eq!(listing(path.parent().unwrap()), ["0"]);
+
+        // Dropped without a commit: the temporary goes, the object stays.
+        let mut sink = io.object_sink().unwrap();
+        sink.write_parts_at(0, &[b"xyz"]).unwrap();
+        assert_eq!(listing(path.parent().unwrap()).len(), 2);
+        drop(sink);
+        assert_eq!(whole(), b"0123abcdef");
+        assert_eq!(listing(path.parent().unwrap()), ["0"]);
+
+        // A sink that writes nothing makes nothing, not even the directory.
+        let elsewhere = FileIo::new(dir.path().join("d").join("0"));
+        drop(elsewhere.object_sink().unwrap());
+        assert_eq!(listing(dir.path()), ["c"]);
+    }
+
+    #[test]
+    fn a_memory_sink_replaces_the_object_at_commit_and_only_then() {
+        let io = MemoryIo::from_bytes(b"old".to_vec());
+        let mut sink = io.object_sink().unwrap();
+        sink.write_parts_at(2, &[b"cd", b"e"]).unwrap();
+        sink.write_parts_at(0, &[b"ab"]).unwrap();
+        assert_eq!(io.bytes().unwrap(), b"old");
+        sink.commit(5).unwrap();
+        assert_eq!(io.bytes().unwrap(), b"abcde");
+        let mut sink = io.object_sink().unwrap();
+        sink.write_parts_at(0, &[b"zz"]).unwrap();
+        drop(sink);
+        assert_eq!(io.bytes().unwrap(), b"abcde");
+        assert!(io
+            .object_sink()
+            .unwrap()
+            .write_parts_at(u64::MAX, &[b"a"])
+            .is_err());
+    }
 }
 
 #[cfg(all(test, target_os = "linux", not(miri)))]
@@ -671,7 +907,7 @@ mod tests {
         }
         let len_after = |len: u64| {
             let f = File::create(dir.path().join(format!("f{len}"))).unwrap();
-            preallocate(&f, len);
+            preallocate(&f, 0, len);
             f.metadata().unwrap().len()
         };
         assert_eq!(len_after(PREALLOCATE_FROM - 1), 0);

@@ -40,6 +40,7 @@ pub mod repair;
 pub mod retained;
 pub mod sharding;
 pub mod store;
+pub mod streamed;
 pub mod writer;
 
 pub use array::{Array, Format, Problem};
@@ -48,7 +49,7 @@ pub use dtype::{DataType, FillValue};
 pub use encoded::{segment_counts, EncodedChunks, SegmentCounts};
 pub use error::{Error, Result};
 pub use index::{ChunkLocation, ShardIndex};
-pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ReadOutput, ShardIo};
+pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ObjectSink, ReadOutput, ShardIo};
 pub use limits::{memory_limit, set_memory_limit};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads, MAX_THREADS};

@@ -181,6 +181,15 @@ pub(crate) fn map_init<S: Send, T: Send>(
     }
 }
 
+/// True when [`map`] or [`map_init`] of `n` items called here would share them between this
+/// thread and pool tasks (not: one thread, one item, or a call from a pool thread or from
+/// inside a shared item). A shard written as it encodes (`crate::streamed`) needs that: its
+/// writes overlap the encoding only when another thread goes on encoding meanwhile, and
+/// shards encoded side by side on the pool already overlap one's write with another's encode.
+pub(crate) fn shares_with_pool(n: usize) -> bool {
+    matches!(how(n), How::Shared(..))
+}
+
 /// `f(0..n)` on the pool, in order of the results, the calling thread waiting; for items that
 /// start parallel work themselves (see the module docs). On the calling thread when the pool
 /// has one thread or there is only one item. On a failure, the lowest failed item's error

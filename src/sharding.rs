@@ -480,37 +480,50 @@ impl ShardLayout {
         store_fill_chunks: bool,
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
     ) -> Result<EncodedChunks> {
-        let n = self.inner_byte_size();
         let collector = Collector::default();
         let held = parallel::map_init(
             self.num_chunks,
             || collector.appender(),
             |out, i| {
-                if self.plain {
-                    // Stored as is: the chunk is cut straight into its place among the encoded.
-                    let room = &mut out.room(n)[..n];
-                    fill(i, room);
-                    let keep = store_fill_chunks || !self.is_fill(room);
-                    return Ok(keep.then(|| out.commit(n)));
-                }
-                // The decoded chunk lives in a buffer reused by this thread (taken out while in
-                // use, so a nested sharding codec gets its own).
-                let mut chunk = SCRATCH.take();
-                chunk.resize(n, 0);
-                fill(i, &mut chunk[..n]);
-                let encoded = match !store_fill_chunks && self.is_fill(&chunk[..n]) {
-                    true => Ok(None),
-                    false => self
-                        .codec
-                        .codecs
-                        .encode_to(&chunk[..n], &self.inner, out)
-                        .map(|len| Some(out.commit(len))),
-                };
-                SCRATCH.set(chunk);
-                encoded
+                let kept = self.encode_chunk_to(i, store_fill_chunks, &fill, out)?;
+                Ok(kept.map(|n| out.commit(n)))
             },
         )?;
         Ok(collector.finish(held))
+    }
+
+    /// Encode inner chunk `i`, which `fill` writes decoded, into `out`'s room: its encoded
+    /// size, or `None` for a chunk equal to the fill value that is not to be stored.
+    pub(crate) fn encode_chunk_to(
+        &self,
+        i: usize,
+        store_fill_chunks: bool,
+        fill: &(impl Fn(usize, &mut [u8]) + Sync),
+        out: &mut dyn EncodeTarget,
+    ) -> Result<Option<usize>> {
+        let n = self.inner_byte_size();
+        if self.plain {
+            // Stored as is: the chunk is cut straight into its place among the encoded.
+            let room = &mut out.room(n)[..n];
+            fill(i, room);
+            let keep = store_fill_chunks || !self.is_fill(room);
+            return Ok(keep.then_some(n));
+        }
+        // The decoded chunk lives in a buffer reused by this thread (taken out while in use,
+        // so a nested sharding codec gets its own).
+        let mut chunk = SCRATCH.take();
+        chunk.resize(n, 0);
+        fill(i, &mut chunk[..n]);
+        let encoded = match !store_fill_chunks && self.is_fill(&chunk[..n]) {
+            true => Ok(None),
+            false => self
+                .codec
+                .codecs
+                .encode_to(&chunk[..n], &self.inner, out)
+                .map(Some),
+        };
+        SCRATCH.set(chunk);
+        encoded
     }
 
     /// Encode a whole decoded shard: inner chunks in C order, chunks equal to the fill value

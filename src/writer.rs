@@ -136,6 +136,24 @@ enum WriterState {
     Failed,
 }
 
+/// The linear numbers of a shard's inner chunks in the order a buffered write lays them out.
+pub(crate) fn file_order(layout: &ShardLayout, order: ChunkOrder) -> Vec<u64> {
+    match order {
+        ChunkOrder::C => (0..layout.num_chunks() as u64).collect(),
+        ChunkOrder::Morton => nd::morton_order(layout.chunks_per_shard()),
+    }
+}
+
+/// Finalize a shard with no stored chunk: delete its object. A back end that cannot delete is
+/// fine when there is nothing to delete (`touched`: this write wrote some of the object).
+pub(crate) fn delete_unstored<I: ShardIo + ?Sized>(io: &I, touched: bool) -> Result<Finalized> {
+    match io.delete() {
+        Err(Error::Unsupported(_)) if !touched && matches!(io.size(), Ok(None)) => {}
+        other => other?,
+    }
+    Ok(Finalized::Deleted)
+}
+
 /// The index entry of a chunk a buffered writer holds: stored, `nbytes` long; its offset is
 /// assigned at finalize.
 fn buffered(nbytes: usize) -> Option<ChunkLocation> {
@@ -511,23 +529,14 @@ impl<I: ShardIo> ShardWriter<I> {
 
     fn finish(&mut self) -> Result<Finalized> {
         if self.index.stored().next().is_none() {
-            match self.io.delete() {
-                // A back end that cannot delete is fine when there is nothing to delete.
-                Err(Error::Unsupported(_))
-                    if !self.touched && matches!(self.io.size(), Ok(None)) => {}
-                other => other?,
-            }
-            return Ok(Finalized::Deleted);
+            return delete_unstored(&self.io, self.touched);
         }
         let layout = self.layout.clone();
         let layout = &*layout;
         let index_size = layout.index_size();
         match &mut self.mode {
             Mode::Buffered { chunks } => {
-                let order = match self.options.order {
-                    ChunkOrder::C => (0..layout.num_chunks() as u64).collect(),
-                    ChunkOrder::Morton => nd::morton_order(layout.chunks_per_shard()),
-                };
+                let order = file_order(layout, self.options.order);
                 let at_start = layout.codec().index_location == IndexLocation::Start;
                 // The object is handed over as parts (chunks in order, the index first or
                 // last): never assembled into one buffer here.

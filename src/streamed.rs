@@ -1,0 +1,191 @@
+//! A buffered shard written while its inner chunks are still being encoded.
+//!
+//! `Array::write_region` over a whole shard encodes its inner chunks on the calling thread and
+//! the pool. Written only once every chunk was encoded, the object's write (creating the
+//! temporary file, copying 1.5 MB into the page cache, the rename) ran on one thread while
+//! the other idled: 12–15 % of the call for the benchmark's shard on two threads
+//! (`BENCHMARKS.md`, *One shard written while it encodes*). Here the chunks are encoded in the
+//! order they are laid out, and after each chunk the thread that finished it, unless another
+//! is writing, writes the finished chunks at the front of what is not written yet, in pieces
+//! ending on multiples of [`PIECE`] bytes. The remainder and the index follow when every chunk is encoded.
+//!
+//! The object goes through the back end's [`ObjectSink`] (for files, the temporary sibling
+//! that is renamed over the shard at the end), so readers see the old object until the new
+//! one is complete, as with a whole-object write, and a failure leaves it as it was. The
+//! bytes are exactly those of [`crate::writer::WriteStrategy::Buffered`]: the same order
+//! (C or Morton), the same index, chunks equal to the fill value left out the same way.
+//!
+//! Used when the calling thread shares a shard's chunks with the pool (two threads or more,
+//! the shard written from the host's thread, a back end with an [`ObjectSink`] whose I/O may
+//! run on any thread). Shards written side by side on the pool (a whole-array write) already
+//! overlap one shard's write with the others' encoding: there, and on one thread, the
+//! buffered writer writes each object at once, which costs less (one aligned write).
+//!
+//! The encoded chunks live in segments reserved for the call (`encoded::Reserved`), so a
+//! finished chunk is a shared slice that whichever thread writes can read, without a copy and
+//! without `unsafe`.
+//!
+//! Where we differ: zarrs and tensorstore encode every inner chunk of a shard, assemble the
+//! shard in one buffer and then write it; zarr-python the same, a chunk at a time.
+
+use crate::encoded::{Cut, Reserved};
+use crate::error::Result;
+use crate::index::{ChunkLocation, ShardIndex};
+use crate::io::{ObjectSink, ShardIo};
+use crate::parallel;
+use crate::sharding::{IndexLocation, ShardLayout};
+use crate::writer::{delete_unstored, file_order, Finalized, WriteOptions};
+use std::sync::{Mutex, OnceLock, TryLockError};
+
+/// Chunks are written during the encode in pieces that end on multiples of this many bytes of
+/// the object (see `Progress::advance`): large enough that a system call is small beside the
+/// copy, small enough that little is left for the end (the benchmark's 1.52 MB shard is
+/// written in six pieces).
+pub const PIECE: u64 = 256 << 10;
+
+/// Encode shard `layout`'s inner chunks, which `fill(i, chunk)` writes decoded, and write them
+/// with the index through `sink`, a new object of `io` (see the module docs). Chunks are
+/// encoded on the calling thread and the pool ([`parallel::map_init`]). Returns what was
+/// written; a shard with no stored chunk deletes the object instead (nothing is written).
+///
+/// Errors: the codecs' and the back end's, the lowest chunk's first; the old object is then
+/// unchanged.
+pub(crate) fn encode_and_write(
+    layout: &ShardLayout,
+    io: &dyn ShardIo,
+    sink: Box<dyn ObjectSink + '_>,
+    options: WriteOptions,
+    fill: impl Fn(usize, &mut [u8]) + Sync + Send,
+) -> Result<Finalized> {
+    let n = layout.num_chunks();
+    let order = file_order(layout, options.order);
+    // What the chunks take at most, about: their decoded size (what stored and most
+    // compressed chunks stay under) and a little for codecs' headers.
+    let raw = layout.inner_byte_size();
+    let estimate = n.saturating_mul(raw.saturating_add(raw / 128 + 64));
+    let mut reserved = Reserved::take(estimate, parallel::threads().min(n));
+    let rooms = reserved.rooms();
+    // By position in the file order: set once the chunk there is encoded (`None`: not stored).
+    let done: Vec<OnceLock<Option<Cut>>> = (0..n).map(|_| OnceLock::new()).collect();
+    let at_start = layout.codec().index_location == IndexLocation::Start;
+    let progress = Mutex::new(Progress {
+        sink,
+        next: 0,
+        partial: 0,
+        offset: if at_start { layout.index_size() } else { 0 },
+        index: ShardIndex::new_empty(n),
+    });
+    parallel::map_init(
+        n,
+        || rooms.cutter(),
+        |out, k| {
+            let i = order[k] as usize;
+            let kept = layout.encode_chunk_to(i, options.store_fill_chunks, &fill, out)?;
+            let _ = done[k].set(kept.map(|len| out.cut(len)));
+            match progress.try_lock() {
+                Ok(mut p) => p.advance(&done, &order),
+                // Another thread is writing: this one goes on encoding.
+                Err(TryLockError::WouldBlock) => Ok(()),
+                Err(TryLockError::Poisoned(p)) => p.into_inner().advance(&done, &order),
+            }
+        },
+    )?;
+    let mut p = progress.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (at, mut rest) = p.take(&done, &order, None);
+    if p.index.stored().next().is_none() {
+        // Nothing was written, so the sink made nothing.
+        drop(p.sink);
+        return delete_unstored(io, false);
+    }
+    // The rest of the chunks and the index after them in one write, or the index at 0.
+    let index = p.index.encode(layout)?;
+    let size = match at_start {
+        true => {
+            if !rest.is_empty() {
+                p.sink.write_parts_at(at, &rest)?;
+            }
+            p.sink.write_parts_at(0, &[&index])?;
+            p.offset
+        }
+        false => {
+            rest.push(&index);
+            p.sink.write_parts_at(at, &rest)?;
+            p.offset + index.len() as u64
+        }
+    };
+    p.sink.commit(size)?;
+    Ok(Finalized::Written { size })
+}
+
+/// How far the object is written: behind the lock that one writing thread holds.
+struct Progress<'a> {
+    sink: Box<dyn ObjectSink + 'a>,
+    /// The position, in the file order, of the first chunk not yet written whole.
+    next: usize,
+    /// How many of that chunk's bytes are written (a piece ends inside it).
+    partial: usize,
+    /// Where the next byte goes.
+    offset: u64,
+    /// The entries of the chunks written (or begun) so far.
+    index: ShardIndex,
+}
+
+impl Progress<'_> {
+    /// Write the finished chunks' bytes from `offset` up to the last multiple of [`PIECE`]
+    /// they reach. Pieces end there because the page cache then takes them in large folios:
+    /// in a scratch program, a 1.52 MB file written in 256 KiB pieces took 173 µs when they
+    /// were aligned to 256 KiB, 194 µs to 64 KiB and 224 µs unaligned (one write: 140 µs).
+    fn advance(&mut self, done: &[OnceLock<Option<Cut>>], order: &[u64]) -> Result<()> {
+        let (at, parts) = self.take(done, order, Some(PIECE));
+        match parts.is_empty() {
+            true => Ok(()),
+            false => self.sink.write_parts_at(at, &parts),
+        }
+    }
+
+    /// The finished chunks' bytes from `offset` up to the last multiple of `piece` they reach
+    /// (all of them, with `None`), with the offset they go to, entering each chunk in the index
+    /// as its first byte is taken; `offset` moves past them.
+    fn take<'d>(
+        &mut self,
+        done: &'d [OnceLock<Option<Cut>>],
+        order: &[u64],
+        piece: Option<u64>,
+    ) -> (u64, Vec<&'d [u8]>) {
+        let start = self.offset;
+        let finished = || done[self.next..].iter().map_while(OnceLock::get);
+        let ready: u64 = finished().flatten().map(|c| c.bytes().len() as u64).sum();
+        let end = start + ready - self.partial as u64;
+        let end = piece.map_or(end, |piece| end / piece * piece);
+        let mut parts = Vec::new();
+        if end <= start && piece.is_some() {
+            return (start, parts);
+        }
+        // Chunks finished since `ready` was summed are left for the next piece.
+        while let Some(kept) = done.get(self.next).and_then(OnceLock::get) {
+            if self.offset == end && piece.is_some() {
+                break;
+            }
+            if let Some(c) = kept {
+                let bytes = &c.bytes()[self.partial..];
+                if self.partial == 0 {
+                    let loc = ChunkLocation {
+                        offset: self.offset,
+                        nbytes: bytes.len() as u64,
+                    };
+                    self.index.set(order[self.next] as usize, Some(loc));
+                }
+                let take = bytes.len().min((end - self.offset) as usize);
+                parts.push(&bytes[..take]);
+                self.offset += take as u64;
+                if take < bytes.len() {
+                    self.partial += take;
+                    break;
+                }
+            }
+            self.next += 1;
+            self.partial = 0;
+        }
+        (start, parts)
+    }
+}
