@@ -8,6 +8,7 @@ use crate::metadata::ArrayMetadata;
 use crate::nd;
 use crate::parallel;
 use crate::reader::{ShardReader, DEFAULT_COALESCE_GAP};
+use crate::sharding::ShardLayout;
 use crate::store::Store;
 use crate::streamed;
 use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
@@ -282,8 +283,13 @@ impl<S: Store> Array<S> {
     }
 
     /// Encode a whole decoded shard (C order, native byte order, the chunk grid's chunk shape)
-    /// through the full codec chain and store it in one write. A shard that is entirely the
-    /// fill value is deleted instead of written.
+    /// through the full codec chain and store it. A shard that is entirely the fill value is
+    /// deleted instead of written. Its inner chunks are encoded in parallel; where the array
+    /// has no bytes→bytes codec after sharding, they are handed to the store without first
+    /// being assembled into one buffer (as [`Array::write_shard_with`] with
+    /// [`WriteStrategy::Buffered`] and the default options), and with two threads or more,
+    /// from the host's thread, written while the rest still encode (see
+    /// [`crate::ShardIo::object_sink`]). The object is the same either way.
     ///
     /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
     /// (checked before anything else: a short buffer of fill bytes never deletes the shard),
@@ -294,6 +300,10 @@ impl<S: Store> Array<S> {
         if self.meta.fill_value.fills(data) {
             self.store.delete(&key)?;
             return Ok(Finalized::Deleted);
+        }
+        if self.meta.supports_partial_reads() {
+            let options = WriteOptions::default();
+            return self.write_shard_with(coords, data, WriteStrategy::Buffered, options);
         }
         let encoded = self.meta.codecs.encode(data, &self.meta.chunk_repr())?;
         self.store.set(&key, &encoded)?;
@@ -543,14 +553,28 @@ impl<S: Store> Array<S> {
                 elem,
             );
         };
+        self.write_buffered(coords, &layout, options, cut)
+    }
+
+    /// Encode shard `coords`'s inner chunks, which `fill(i, chunk)` writes decoded, in
+    /// parallel and write them with the buffered strategy. When the calling thread shares the
+    /// chunks with the pool and the store's objects have an [`crate::ObjectSink`], finished
+    /// chunks are written while the rest still encode (`crate::streamed`); otherwise the whole
+    /// object is written at the end. The bytes are the same either way.
+    fn write_buffered(
+        &self,
+        coords: &[u64],
+        layout: &Arc<ShardLayout>,
+        options: WriteOptions,
+        fill: impl Fn(usize, &mut [u8]) + Sync + Send,
+    ) -> Result<Finalized> {
         let io = self.store.shard_io(&self.shard_key(coords))?;
         if parallel::shares_with_pool(layout.num_chunks()) && !self.store.io_on_caller_thread() {
             if let Some(sink) = io.object_sink() {
-                // Chunks written while the rest still encode (`crate::streamed`).
-                return streamed::encode_and_write(&layout, &*io, sink, options, cut);
+                return streamed::encode_and_write(layout, &*io, sink, options, fill);
             }
         }
-        let encoded = layout.encode_chunks_with(options.store_fill_chunks, cut)?;
+        let encoded = layout.encode_chunks_with(options.store_fill_chunks, fill)?;
         let writer = ShardWriter::new(layout.clone(), io, WriteStrategy::Buffered, options)?;
         writer.finish_with(encoded)
     }
@@ -575,13 +599,14 @@ impl<S: Store> Array<S> {
             .meta
             .codecs
             .encode_arrays(data, &self.meta.chunk_repr())?;
-        let io = self.store.shard_io(&self.shard_key(coords))?;
-        let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
         if strategy == WriteStrategy::Buffered {
             // The whole shard is in memory anyway: encode its chunks in parallel.
-            let encoded = layout.encode_chunks(&data, options.store_fill_chunks)?;
-            return writer.finish_with(encoded);
+            return self.write_buffered(coords, &layout, options, |i, chunk| {
+                layout.extract_chunk(i, &data, chunk)
+            });
         }
+        let io = self.store.shard_io(&self.shard_key(coords))?;
+        let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
         let mut chunk = vec![0u8; layout.inner_byte_size()];
         for i in 0..layout.num_chunks() {
             layout.extract_chunk(i, &data, &mut chunk);

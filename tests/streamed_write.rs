@@ -333,3 +333,37 @@ fn a_write_failing_part_way_leaves_the_old_object() {
         assert_eq!(array.read_region_vec(&[0, 0], &[512, 512]).unwrap(), first);
     }
 }
+
+#[test]
+fn a_whole_shard_given_decoded_is_written_while_it_encodes_too() {
+    let _turn = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let image = image();
+    let shard: Vec<u8> = (0..512)
+        .flat_map(|r| &image[r * 1200..r * 1200 + 1024])
+        .copied()
+        .collect();
+    for codecs in [raw(), zstd()] {
+        for location in ["end", "start"] {
+            let what = format!("{codecs} {location}");
+            let m = meta(codecs.clone(), location);
+            // What the codec chain makes of the shard (the sharding codec's buffered encode).
+            let expected = m.codecs.encode(&shard, &m.chunk_repr()).unwrap();
+            for threads in [1, 2] {
+                set_threads(threads).unwrap();
+                let store = recording(MemoryStore::new(), 0);
+                let writes = store.writes.clone();
+                let array = Array::create(store, m.clone()).unwrap();
+                let done = array.write_shard(&[0, 0], &shard).unwrap();
+                let object = array.read_shard_object(&[0, 0]).unwrap();
+                assert_eq!(object, expected, "{what}, {threads} threads");
+                let len = object.len() as u64;
+                assert_eq!(done, Finalized::Written { size: len });
+                let writes = writes.lock().unwrap().clone();
+                match threads {
+                    1 => assert!(writes.is_empty(), "{what}"),
+                    _ => check_pieces(&writes, len, 256 * 16 + 4, location == "start", &what),
+                }
+            }
+        }
+    }
+}
