@@ -473,10 +473,11 @@ pub(crate) const MAX_RESERVED: usize = 64;
 
 impl Reserved {
     /// Room for about `bytes` of encoded chunks written by `threads` threads: the segments
-    /// they fill, plus one per thread for the partly filled one each ends with; at most
-    /// [`MAX_RESERVED`].
+    /// they fill, plus one for each thread but the first, since each thread ends with a
+    /// segment of its own partly filled (half, on average: `bytes` should have some headroom);
+    /// at most [`MAX_RESERVED`].
     pub(crate) fn take(bytes: usize, threads: usize) -> Reserved {
-        let count = (bytes.div_ceil(SEGMENT) + threads).min(MAX_RESERVED);
+        let count = (bytes.div_ceil(SEGMENT) + threads.saturating_sub(1)).min(MAX_RESERVED);
         Reserved {
             segments: (0..count).map(|_| take_segment()).collect(),
         }
@@ -613,7 +614,7 @@ mod tests {
 
     #[test]
     fn cutters_cut_chunks_off_reserved_segments_then_take_buffers_of_their_own() {
-        let mut reserved = Reserved::take(SEGMENT, 0);
+        let mut reserved = Reserved::take(SEGMENT, 1);
         assert_eq!(reserved.segments.len(), 1);
         let rooms = reserved.rooms();
         let (mut a, mut b) = (rooms.cutter(), rooms.cutter());
@@ -654,9 +655,9 @@ mod tests {
     }
 
     #[test]
-    fn a_reservation_holds_room_for_its_bytes_and_each_threads_last_segment() {
-        assert_eq!(Reserved::take(1, 1).segments.len(), 2);
-        assert_eq!(Reserved::take(3 * SEGMENT + 1, 2).segments.len(), 6);
+    fn a_reservation_holds_room_for_its_bytes_and_the_other_threads_last_segments() {
+        assert_eq!(Reserved::take(1, 1).segments.len(), 1);
+        assert_eq!(Reserved::take(3 * SEGMENT + 1, 2).segments.len(), 5);
         assert_eq!(Reserved::take(usize::MAX, 2).segments.len(), MAX_RESERVED);
     }
 
