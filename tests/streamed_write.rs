@@ -367,3 +367,34 @@ fn a_whole_shard_given_decoded_is_written_while_it_encodes_too() {
         }
     }
 }
+
+#[test]
+fn a_shard_less_compressible_than_the_one_before_is_written_exactly() {
+    let _turn = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    // The room reserved for a shard's encoded chunks follows the last shard's ratio: after a
+    // shard that compresses to almost nothing, a shard of noise overflows it (its chunks get
+    // buffers of their own), and must still come out as the buffered writer writes it.
+    let m = meta(zstd(), "end");
+    let flat = vec![7u8; 512 * 512 * 2];
+    let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
+    let noise: Vec<u8> = (0..512 * 512 * 2)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect();
+    let mut objects = Vec::new();
+    for threads in [1, 2] {
+        set_threads(threads).unwrap();
+        let array = Array::create(MemoryStore::new(), m.clone()).unwrap();
+        array.write_shard(&[0, 0], &flat).unwrap();
+        array.write_shard(&[0, 0], &noise).unwrap();
+        assert_eq!(array.read_shard(&[0, 0]).unwrap().unwrap(), noise);
+        objects.push(array.read_shard_object(&[0, 0]).unwrap());
+    }
+    assert_eq!(objects[0], objects[1]);
+    // Noise does not compress: the chunks alone take more than the shard's decoded size.
+    assert!(objects[1].len() > noise.len());
+}
