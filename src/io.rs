@@ -134,6 +134,8 @@ pub trait ObjectSink: Send {
     fn write_parts_at(&mut self, offset: u64, parts: &[&[u8]]) -> Result<()>;
 
     /// Put the object, `len` bytes (every one of them written), in place of the old one.
+    /// [`FileIo`]'s and [`MemoryIo`]'s sinks refuse a `len` other than the end of the last
+    /// byte written ([`Error::InvalidArgument`]), leaving the old object.
     fn commit(self: Box<Self>, len: u64) -> Result<()>;
 }
 
@@ -382,10 +384,21 @@ impl ObjectSink for MemorySink<'_> {
         Ok(())
     }
 
-    fn commit(mut self: Box<Self>, len: u64) -> Result<()> {
-        self.bytes.resize(len as usize, 0);
+    fn commit(self: Box<Self>, len: u64) -> Result<()> {
+        check_written(len, self.bytes.len() as u64)?;
         *self.io.data.write().unwrap_or_else(|e| e.into_inner()) = Some(self.bytes);
         Ok(())
+    }
+}
+
+/// A sink's commit of `len` bytes when its writes ended at `end`: a caller that lost count
+/// would otherwise publish a cut or padded object.
+fn check_written(len: u64, end: u64) -> Result<()> {
+    match len == end {
+        true => Ok(()),
+        false => Err(Error::InvalidArgument(format!(
+            "a new object committed as {len} bytes, but its writes end at {end}"
+        ))),
     }
 }
 
@@ -510,10 +523,14 @@ impl FileIo {
         }
     }
 
-    /// The temporary sibling a whole object is written to before it is renamed over the file.
+    /// The temporary sibling a whole object is written to before it is renamed over the file:
+    /// named for this process and this write, so that two writes of one object at once (two
+    /// threads, two sinks) never write into one temporary; the last renamed wins whole.
     fn temporary(&self) -> PathBuf {
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, Ordering::Relaxed);
         let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        tmp_name.push(format!(".tmp-{}-{n}", std::process::id()));
         self.path.with_file_name(tmp_name)
     }
 
@@ -621,6 +638,7 @@ impl ShardIo for FileIo {
             io: self,
             tmp: self.temporary(),
             file: None,
+            end: 0,
         }))
     }
 
@@ -652,6 +670,8 @@ struct FileSink<'a> {
     tmp: PathBuf,
     /// The temporary file and the offset its cursor is at.
     file: Option<(File, u64)>,
+    /// The end of the last byte written.
+    end: u64,
 }
 
 impl FileSink<'_> {
@@ -685,7 +705,9 @@ impl FileSink<'_> {
         } else {
             u64::MAX
         };
-        written.map_err(|e| Error::io_at(path, e))
+        written.map_err(|e| Error::io_at(path, e))?;
+        self.end = self.end.max(offset + len);
+        Ok(())
     }
 }
 
@@ -695,12 +717,11 @@ impl ObjectSink for FileSink<'_> {
     }
 
     fn commit(mut self: Box<Self>, len: u64) -> Result<()> {
+        check_written(len, self.end)?;
         if self.file.is_none() {
             self.write(0, &[])?;
         }
-        // Every byte up to `len` was written (the contract), none past it: the file created
-        // empty grew only by these writes, so its size needs no call.
-        let _ = len;
+        // The file was created empty and grew only by the writes: its size is `len`.
         drop(self.file.take());
         let done = std::fs::rename(&self.tmp, &self.io.path);
         match done {
@@ -849,6 +870,21 @@ mod sink_tests {
         sink.write_parts_at(8, &[b"ef"]).unwrap();
         assert_eq!(whole(), b"old object", "not committed yet");
         sink.write_parts_at(0, &[b"0123"]).unwrap();
+        // Another sink of the same object at the same time has a temporary of its own; one
+        // committed with a length other than where its writes end is refused.
+        let mut short = io.object_sink().unwrap();
+        short.write_parts_at(0, &[b"0123456789"]).unwrap();
+        assert_eq!(listing(path.parent().unwrap()).len(), 3);
+        let err = short.commit(9).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            Error::InvalidArgument(
+                "a new object committed as 9 bytes, but its writes end at 10".into()
+            )
+            .to_string()
+        );
+        assert_eq!(whole(), b"old object");
+        assert_eq!(listing(path.parent().unwrap()).len(), 2);
         sink.commit(10).unwrap();
         // Read through the same `FileIo`, whose descriptor was the old file's.
         assert_eq!(whole(), b"0123abcdef");
@@ -874,6 +910,10 @@ mod sink_tests {
         let mut sink = io.object_sink().unwrap();
         sink.write_parts_at(2, &[b"cd", b"e"]).unwrap();
         sink.write_parts_at(0, &[b"ab"]).unwrap();
+        assert_eq!(io.bytes().unwrap(), b"old");
+        let mut padded = io.object_sink().unwrap();
+        padded.write_parts_at(0, &[b"ab"]).unwrap();
+        assert!(padded.commit(3).is_err());
         assert_eq!(io.bytes().unwrap(), b"old");
         sink.commit(5).unwrap();
         assert_eq!(io.bytes().unwrap(), b"abcde");

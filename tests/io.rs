@@ -227,3 +227,30 @@ fn read_many_reusing_recycles_buffers_and_never_returns_stale_bytes() {
     counting.read_many(&ranges).unwrap();
     assert_eq!((counting.reads(), counting.bytes_read()), (5, 14));
 }
+
+#[test]
+fn two_whole_writes_of_one_file_at_once_leave_one_of_them_whole() {
+    // Each write goes through a temporary of its own: with one temporary per process (as
+    // before), one write's `O_TRUNC` and bytes could land in the other's file, and the rename
+    // publish a mixture.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("0");
+    let a = vec![b'a'; 300_000];
+    let b = vec![b'b'; 200_000];
+    for _ in 0..20 {
+        std::thread::scope(|s| {
+            for (bytes, half) in [(&a, 150_000), (&b, 100_000)] {
+                let path = &path;
+                s.spawn(move || {
+                    for _ in 0..5 {
+                        let io = FileIo::new(path);
+                        io.put_parts(&[&bytes[..half], &bytes[half..]]).unwrap();
+                    }
+                });
+            }
+        });
+        let now = std::fs::read(&path).unwrap();
+        assert!(now == a || now == b, "a mixture of {} bytes", now.len());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
