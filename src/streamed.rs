@@ -1,13 +1,14 @@
 //! A buffered shard written while its inner chunks are still being encoded.
 //!
-//! `Array::write_region` over a whole shard encodes its inner chunks on the calling thread and
-//! the pool. Written only once every chunk was encoded, the object's write (creating the
-//! temporary file, copying 1.5 MB into the page cache, the rename) ran on one thread while
-//! the other idled: 12–15 % of the call for the benchmark's shard on two threads
-//! (`BENCHMARKS.md`, *One shard written while it encodes*). Here the chunks are encoded in the
-//! order they are laid out, and after each chunk the thread that finished it, unless another
-//! is writing, writes the finished chunks at the front of what is not written yet, in pieces
-//! ending on multiples of [`PIECE`] bytes. The remainder and the index follow when every chunk is encoded.
+//! A whole shard written through the `Array` (`write_region` of its extent, `write_shard`,
+//! `write_shard_with` buffered) has its inner chunks encoded on the calling thread and the pool.
+//! Written only once every chunk was encoded, the object's write (creating the temporary file,
+//! copying 1.5 MB into the page cache, the rename) ran on one thread while the other idled:
+//! 12–15 % of the call for the benchmark's shard on two threads (`BENCHMARKS.md`, *One shard
+//! written while it encodes*). Here the chunks are encoded in the order they are laid out, and
+//! after each chunk the thread that finished it, unless another is writing, writes the
+//! finished chunks at the front of what is not written yet, in pieces ending on multiples of
+//! [`PIECE`] bytes. The remainder and the index follow when every chunk is encoded.
 //!
 //! The object goes through the back end's [`ObjectSink`] (for files, the temporary sibling
 //! that is renamed over the shard at the end), so readers see the old object until the new
