@@ -21,6 +21,10 @@
 //! Where we differ: zarrs encodes each inner chunk into a new `Vec` (with a new zstd context)
 //! and then copies the chunks into a shard-sized buffer it allocates for every shard.
 //!
+//! A shard written while it encodes (`crate::streamed`) takes its segments from the same list,
+//! but up front (`Reserved`): other threads write its finished chunks to storage while it
+//! still runs, which needs them in memory that outlives the threads filling it.
+//!
 //! A buffered writer's chunks given one at a time (`ShardWriter::write_chunk`) are appended to
 //! segments of the writer's own in the same way (`EncodedChunks::put_with`); chunks handed
 //! over already encoded ([`EncodedChunks::set`]: `write_chunk_encoded`, chunks copied by
