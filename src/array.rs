@@ -45,6 +45,9 @@ pub struct Array<S: Store> {
     format: Format,
     /// Given to every shard reader the array opens ([`Array::set_coalesce_gap`]).
     coalesce_gap: AtomicU64,
+    /// What the last shard written while it encoded compressed to (`crate::streamed`): the
+    /// next one's memory estimate.
+    write_ratio: streamed::Ratio,
 }
 
 /// One problem `verify` found: the shard key, and what is wrong (the error names the inner
@@ -130,6 +133,7 @@ impl<S: Store> Array<S> {
             store,
             format,
             coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
+            write_ratio: streamed::Ratio::default(),
         }
     }
 
@@ -571,7 +575,8 @@ impl<S: Store> Array<S> {
         let io = self.store.shard_io(&self.shard_key(coords))?;
         if parallel::shares_with_pool(layout.num_chunks()) && !self.store.io_on_caller_thread() {
             if let Some(sink) = io.object_sink() {
-                return streamed::encode_and_write(layout, &*io, sink, options, fill);
+                let ratio = &self.write_ratio;
+                return streamed::encode_and_write(layout, &*io, sink, options, ratio, fill);
             }
         }
         let encoded = layout.encode_chunks_with(options.store_fill_chunks, fill)?;

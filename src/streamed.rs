@@ -57,12 +57,13 @@ pub(crate) fn encode_and_write(
     io: &dyn ShardIo,
     sink: Box<dyn ObjectSink + '_>,
     options: WriteOptions,
+    ratio: &Ratio,
     fill: impl Fn(usize, &mut [u8]) + Sync + Send,
 ) -> Result<Finalized> {
     let n = layout.num_chunks();
     let order = file_order(layout, options.order);
     let raw = n.saturating_mul(layout.inner_byte_size());
-    let mut reserved = Reserved::take(estimate(raw, n), parallel::threads().min(n));
+    let mut reserved = Reserved::take(ratio.estimate(raw, n), parallel::threads().min(n));
     let rooms = reserved.rooms();
     // By position in the file order: set once the chunk there is encoded (`None`: not stored).
     let done: Vec<OnceLock<Option<Cut>>> = (0..n).map(|_| OnceLock::new()).collect();
@@ -113,28 +114,37 @@ pub(crate) fn encode_and_write(
         }
     };
     p.sink.commit(size)?;
-    let encoded = size - index.len() as u64;
-    let ratio = encoded.saturating_mul(1024) / (raw as u64).max(1);
-    LAST_RATIO.store(ratio.clamp(1, 4096) as usize, Ordering::Relaxed);
+    ratio.note(size - index.len() as u64, raw);
     Ok(Finalized::Written { size })
 }
 
-/// Encoded over decoded bytes of the last shard written here, in 1024ths (0 before the first).
-static LAST_RATIO: AtomicUsize = AtomicUsize::new(0);
+/// Encoded over decoded bytes of the last shard an array wrote here, in 1024ths (0 before the
+/// first): how much room the next one reserves. One per array, since arrays differ in how
+/// their data compresses.
+#[derive(Debug, Default)]
+pub(crate) struct Ratio(AtomicUsize);
 
-/// The bytes to reserve for the `n` chunks of a shard of `raw` decoded bytes: what the last
-/// shard's ratio makes of them, plus 1/16 and a little per chunk for codecs' headers; the
-/// decoded size before any shard was written (what stored and most compressed chunks stay
-/// under). Reserving the decoded size every time held 2.75 MiB for the benchmark's shard,
-/// which encodes to 1.45 MiB. An estimate that falls short only costs the chunks past it a
-/// buffer of their own.
-fn estimate(raw: usize, n: usize) -> usize {
-    let per_chunk = n.saturating_mul(64);
-    match LAST_RATIO.load(Ordering::Relaxed) {
-        0 => raw.saturating_add(per_chunk),
-        r => (raw / 1024)
-            .saturating_mul(r + r / 16)
-            .saturating_add(per_chunk),
+impl Ratio {
+    /// The bytes to reserve for the `n` chunks of a shard of `raw` decoded bytes: what the
+    /// last shard's ratio makes of them, plus 1/16 and a little per chunk for codecs' headers;
+    /// the decoded size before any shard was written (what stored and most compressed chunks
+    /// stay under). Reserving the decoded size every time held 2.75 MiB for the benchmark's
+    /// shard, which encodes to 1.45 MiB. An estimate that falls short only costs the chunks
+    /// past it a buffer of their own.
+    fn estimate(&self, raw: usize, n: usize) -> usize {
+        let per_chunk = n.saturating_mul(64);
+        match self.0.load(Ordering::Relaxed) {
+            0 => raw.saturating_add(per_chunk),
+            r => (raw / 1024)
+                .saturating_mul(r + r / 16)
+                .saturating_add(per_chunk),
+        }
+    }
+
+    /// A shard of `raw` decoded bytes was written as `encoded` bytes of chunks.
+    fn note(&self, encoded: u64, raw: usize) {
+        let r = encoded.saturating_mul(1024) / (raw as u64).max(1);
+        self.0.store(r.clamp(1, 4096) as usize, Ordering::Relaxed);
     }
 }
 
