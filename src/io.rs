@@ -534,6 +534,16 @@ impl FileIo {
         self.path.with_file_name(tmp_name)
     }
 
+    /// A new object for this file, written to a temporary of its own (see [`FileSink`]).
+    fn sink(&self) -> FileSink<'_> {
+        FileSink {
+            io: self,
+            tmp: self.temporary(),
+            file: None,
+            end: 0,
+        }
+    }
+
     /// After a rename over the file: the cached descriptor (if any) is the replaced file's.
     fn replaced(&self) {
         *self.file.write().unwrap_or_else(|e| e.into_inner()) = None;
@@ -616,30 +626,15 @@ impl ShardIo for FileIo {
     }
 
     fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
-        let tmp = self.temporary();
-        let len = parts.iter().map(|p| p.len() as u64).sum();
-        let result = self
-            .with_parent(|| File::create(&tmp))?
-            .and_then(|mut f| {
-                preallocate(&f, 0, len);
-                write_all_parts(&mut f, parts)
-            })
-            .and_then(|_| std::fs::rename(&tmp, &self.path));
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Error::io_at(&self.path, e));
-        }
-        self.replaced();
-        Ok(())
+        // The object sink, written in one piece.
+        let mut sink = Box::new(self.sink());
+        sink.write(0, parts)?;
+        let len = sink.end;
+        sink.commit(len)
     }
 
     fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
-        Some(Box::new(FileSink {
-            io: self,
-            tmp: self.temporary(),
-            file: None,
-            end: 0,
-        }))
+        Some(Box::new(self.sink()))
     }
 
     fn truncate(&self, len: u64) -> Result<()> {
@@ -662,9 +657,9 @@ impl ShardIo for FileIo {
     }
 }
 
-/// [`FileIo`]'s new object: the temporary sibling of [`ShardIo::put_parts`], created at the
-/// first write, written at a cursor (each piece of 64 KiB or more allocated on disk first, as
-/// a whole object is), renamed over the file at commit; removed when dropped before.
+/// [`FileIo`]'s new object: a temporary sibling, created at the first write, written at a
+/// cursor (each piece of 64 KiB or more allocated on disk first), renamed over the file at
+/// commit; removed when dropped before. [`ShardIo::put_parts`] is this, written in one piece.
 struct FileSink<'a> {
     io: &'a FileIo,
     tmp: PathBuf,

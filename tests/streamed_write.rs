@@ -5,6 +5,8 @@
 //! during the encode must follow one another and end on multiples of `streamed::PIECE`; and a
 //! write that fails part way must leave the old object as it was, with no temporary file.
 
+mod common;
+
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use zarrshard::streamed::PIECE;
@@ -39,21 +41,14 @@ fn zstd() -> serde_json::Value {
 /// The whole array: noise (so zstd leaves it about as large as it is), with a band of rows
 /// and a block of columns at the fill value, so some inner chunks are left out.
 fn image() -> Vec<u8> {
-    let mut s: u64 = 0x243F_6A88_85A3_08D3;
-    (0..700 * 600)
-        .flat_map(|i: usize| {
-            let (y, x) = (i / 600, i % 600);
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let v = if (100..164).contains(&y) || (x >= 480 && y < 300) {
-                0
-            } else {
-                s as u16
-            };
-            v.to_le_bytes()
-        })
-        .collect()
+    let mut image = common::noise(700 * 600 * 2, 0x243F_6A88_85A3_08D3);
+    for (i, v) in image.chunks_exact_mut(2).enumerate() {
+        let (y, x) = (i / 600, i % 600);
+        if (100..164).contains(&y) || (x >= 480 && y < 300) {
+            v.fill(0);
+        }
+    }
+    image
 }
 
 /// Every write an object sink took: (offset, bytes).
@@ -376,15 +371,7 @@ fn a_shard_less_compressible_than_the_one_before_is_written_exactly() {
     // buffers of their own), and must still come out as the buffered writer writes it.
     let m = meta(zstd(), "end");
     let flat = vec![7u8; 512 * 512 * 2];
-    let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
-    let noise: Vec<u8> = (0..512 * 512 * 2)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s as u8
-        })
-        .collect();
+    let noise = common::noise(512 * 512 * 2, 0x9E37_79B9_7F4A_7C15);
     let mut objects = Vec::new();
     for threads in [1, 2] {
         set_threads(threads).unwrap();
