@@ -466,6 +466,8 @@ mod plain_store;
 
 #[path = "../chunks.rs"]
 mod chunks;
+#[path = "../two_threads.rs"]
+mod two_threads;
 
 mod zstores {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -670,6 +672,9 @@ enum Kind {
     Peer,
     /// A raw ceiling: neither.
     Ceiling,
+    /// The raw codec on two plain threads (`two_threads.rs`): % of the ceiling, as a
+    /// zarrshard row, for reference; no ratio.
+    RawTwo,
 }
 
 struct Runner<'a> {
@@ -788,6 +793,10 @@ impl Table {
     ) {
         if let Some(c) = ceiling {
             runners.insert(1.min(runners.len()), codec.same_round(c.name, c.bytes as usize));
+            let two_cores = runners.iter().any(|r| r.kind == Kind::Zarrshard && r.cores == 2);
+            if let Some(raw) = codec.two_threads(c.name).filter(|_| two_cores) {
+                runners.insert(2.min(runners.len()), raw);
+            }
         }
         self.measure(workload, unit, reps, ceiling, runners);
     }
@@ -926,16 +935,27 @@ impl Table {
                 _ => "—".to_string(),
             };
             let same_round = runners.iter().position(|r| r.same_round_bytes.is_some()).filter(|&k| errors[k].is_none());
+            let raw_two = runners.iter().position(|r| r.kind == Kind::RawTwo).filter(|&k| errors[k].is_none());
             let pct = match (ceiling, r.kind, same_round) {
-                (Some(c), Kind::Zarrshard, Some(k)) => {
+                (Some(c), Kind::Zarrshard | Kind::RawTwo, Some(k)) => {
                     // The raw codec ran `bytes_k` on one core in t_k: at that speed the
                     // workload's bytes on `cores` cores take c.bytes · t_k / (bytes_k · cores).
                     let bytes_k = runners[k].same_round_bytes.unwrap_or(f64::NAN);
                     let cores = r.cores as f64;
                     let pct = per_round(k, &|t, tk| c.bytes * tk / (bytes_k * cores) / t);
                     let (lo, hi) = lo_hi(&pct);
+                    // Two-core zarrshard rows also against the raw codec on two plain threads
+                    // (time over time, round by round).
+                    let against_raw = match raw_two {
+                        Some(j) if r.kind == Kind::Zarrshard && r.cores == 2 => {
+                            let v = per_round(j, &|t, tj| tj / t);
+                            let (lo, hi) = lo_hi(&v);
+                            format!("; {:.0}% ({:.0}–{:.0}%) of the raw codec on 2 plain threads", 100.0 * median(&v), 100.0 * lo, 100.0 * hi)
+                        }
+                        _ => String::new(),
+                    };
                     format!(
-                        "{:.0}% ({:.0}–{:.0}%) of {} × {} core{}, same rounds",
+                        "{:.0}% ({:.0}–{:.0}%) of {} × {} core{}, same rounds{against_raw}",
                         100.0 * median(&pct),
                         100.0 * lo,
                         100.0 * hi,
@@ -2074,6 +2094,72 @@ impl CodecData {
             _ => unreachable!("no same-round ceiling named {what}"),
         }
     }
+
+    /// The one-shard raw codec `what` (one pass over shard [1, 1]'s chunks) on two plain
+    /// threads (`two_threads.rs`), for the workloads held to it with two threads; `None` for
+    /// other ceilings.
+    fn two_threads<'a>(&self, what: &'static str) -> Option<Runner<'a>> {
+        use std::sync::atomic::AtomicUsize;
+        use two_threads::{TwoThreads, Work};
+        thread_local! {
+            static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+            static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+            static OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        let label = format!("raw {what} on 2 plain threads, placed (no zarrshard code; reference)");
+        let (work, frames): (Work, Option<Arc<Vec<Vec<u8>>>>) = match what {
+            "zstd-1 compress" => {
+                let hot = Arc::new(self.hot.clone());
+                let work: Work = Arc::new(move |next: &AtomicUsize| {
+                    COMPRESSOR.with_borrow_mut(|c| {
+                        let c = c.get_or_insert_with(|| zstd::bulk::Compressor::new(1).unwrap());
+                        OUT.with_borrow_mut(|out| {
+                            out.resize(zstd::zstd_safe::compress_bound(CHUNK_BYTES), 0);
+                            let n = hot.len() / CHUNK_BYTES;
+                            loop {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                if i >= n {
+                                    break;
+                                }
+                                let ch = &hot[i * CHUNK_BYTES..(i + 1) * CHUNK_BYTES];
+                                std::hint::black_box(c.compress_to_buffer(ch, &mut out[..]).unwrap());
+                            }
+                        })
+                    })
+                });
+                (work, None)
+            }
+            "zstd-1 decompress" => {
+                let frames = Arc::new(self.hot_zstd.clone());
+                let f = frames.clone();
+                let work: Work = Arc::new(move |next: &AtomicUsize| {
+                    DECOMPRESSOR.with_borrow_mut(|d| {
+                        let d = d.get_or_insert_with(|| zstd::bulk::Decompressor::new().unwrap());
+                        OUT.with_borrow_mut(|out| {
+                            out.resize(CHUNK_BYTES, 0);
+                            loop {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(frame) = f.get(i) else { break };
+                                std::hint::black_box(d.decompress_to_buffer(frame, &mut out[..]).unwrap());
+                            }
+                        })
+                    })
+                });
+                (work, Some(frames))
+            }
+            _ => return None,
+        };
+        let two = TwoThreads::new(work);
+        Some(Runner::new(label, Kind::RawTwo, 2, move |_| {
+            if let Some(frames) = &frames {
+                // As the one-thread decode ceiling: input read once, untimed.
+                warm(frames);
+            }
+            let clk = Clock::start();
+            two.run();
+            Ok(clk.stop())
+        }))
+    }
 }
 
 /// Ceilings on this machine, one thread: returns bytes/s per core by name. Two sets of codec
@@ -2463,7 +2549,7 @@ fn glibc_defaults() -> bool {
 fn notes(zs_has_threads: bool) -> String {
     let mut s = String::from("\n## Notes\n\n");
     let items = [
-        "**Columns.** Throughput is MB/s (10^6 bytes) of decoded bytes; single-chunk rows are time per inner chunk (8 KiB decoded). *cores busy*: process CPU time (user + system, all threads; `getrusage`, or `time.process_time()` in the Python peers) over wall time for the same interval. Encode rows end with the bytes the implementation wrote (→ MB). *ratio zarrshard/peer*: round by round, the peer's time divided by zarrshard's (its default-threads row, the first of each workload) in the same round; the median over rounds, and in parentheses the smallest and largest — above 1 zarrshard is faster (for peak heap: uses less). Pairing rounds matters on this VM: its speed drifts by up to 1.5× over seconds to minutes, which shifts every implementation's median but hardly the ratio of two samples taken a fraction of a second apart. *% of ceiling* (zarrshard rows): the time the raw codec needs for the same bytes on the cores zarrshard uses, divided by zarrshard's time: zstd-1 / gzip-1 compress for writes, zstd-1 decompress for reads (for the region: of the covering inner chunks), memcpy for uncompressed writes, crc32c + memcpy of the same bytes for the index. Whole-array rows use the codec over the array's own 4096 inner chunks (each once, cut out beforehand: the same chunks the workload compresses); rows on one shard or single chunks use the codec over shard [1, 1]'s 256 chunks. Workloads with a *ceiling in the same rounds* row (whole-array encodes and decode, one shard decoded or written) run that codec, one thread, as the second runner of every round and take the percentage round by round (median, smallest–largest); decode ceilings read their compressed input once, untimed, before their clock starts (from run AA4 of `BENCHMARKS.md`: zarrshard's reads copy what they decode, which leaves it in cache); the others use section 0's figure (hot in cache for the one-shard codecs: an upper bound; a row slightly above 100% is within its noise).",
+        "**Columns.** Throughput is MB/s (10^6 bytes) of decoded bytes; single-chunk rows are time per inner chunk (8 KiB decoded). *cores busy*: process CPU time (user + system, all threads; `getrusage`, or `time.process_time()` in the Python peers) over wall time for the same interval. Encode rows end with the bytes the implementation wrote (→ MB). *ratio zarrshard/peer*: round by round, the peer's time divided by zarrshard's (its default-threads row, the first of each workload) in the same round; the median over rounds, and in parentheses the smallest and largest — above 1 zarrshard is faster (for peak heap: uses less). Pairing rounds matters on this VM: its speed drifts by up to 1.5× over seconds to minutes, which shifts every implementation's median but hardly the ratio of two samples taken a fraction of a second apart. *% of ceiling* (zarrshard rows): the time the raw codec needs for the same bytes on the cores zarrshard uses, divided by zarrshard's time: zstd-1 / gzip-1 compress for writes, zstd-1 decompress for reads (for the region: of the covering inner chunks), memcpy for uncompressed writes, crc32c + memcpy of the same bytes for the index. Whole-array rows use the codec over the array's own 4096 inner chunks (each once, cut out beforehand: the same chunks the workload compresses); rows on one shard or single chunks use the codec over shard [1, 1]'s 256 chunks. Workloads with a *ceiling in the same rounds* row (whole-array encodes and decode, one shard decoded or written) run that codec, one thread, as the second runner of every round and take the percentage round by round (median, smallest–largest); decode ceilings read their compressed input once, untimed, before their clock starts (from run AA4 of `BENCHMARKS.md`: zarrshard's reads copy what they decode, which leaves it in cache); the others use section 0's figure (hot in cache for the one-shard codecs: an upper bound; a row slightly above 100% is within its noise). The one-shard workloads (2b, 6a) also run the same raw codec on *2 plain threads* (no zarrshard code, `bench/two_threads.rs`: the calling thread and a helper that sleeps between samples take chunks from one counter, the helper moved off the caller's CPU if woken there, as zarrshard's pool task is): a reference for what the machine's two vCPUs give the codec itself in those rounds, held to the same ceiling; zarrshard's two-thread row adds its time as a percentage of that reference's, round by round. The issue's ceiling stays one thread's speed × cores.",
         "**Data.** 4096×4096 uint16, smooth gradient + 6 bits of noise (compression ratios in section 0); shards 1024×1024, inner chunks 64×64; `bytes` LE + zstd level 1 (no checksum) unless stated; index `bytes` + `crc32c`. Every implementation reads the same files (written once by zarrshard) and writes under the same `zarr.json` bytes; on the untimed warm-up run every written array was read back and compared with the source, and every read result was compared.",
         "**Repetitions.** Implementations alternate within each repetition (A B C … A B C …), the Python peers included: the harness drives `peers.py --serve` one sample at a time. 7 repetitions for whole-array decodes, the 1000-chunk reads, encoded-only reads and ceilings; 5 for peak heap; 9 otherwise (whole-array encodes included: writes through the page cache of this VM's ext4 show sporadic stalls of tens of ms, which the median absorbs). Median and min–max. Before every write sample (untimed) the previous sample's shards are deleted and `sync()` flushes dirty pages, so no sample pays for another's writeback.",
         "**Threads.** zarrshard's default is one thread per core: a shard's inner chunks (encode, decode) and a region's fetches and bands of rows are shared between the calling thread and the pool's other threads; whole-array writes give whole shards to the pool; chunk, index and shard-writer calls run on the caller's thread. When a row switches zarrshard's thread setting, the operation runs once untimed first (a new pool starts with cold threads and per-thread codec contexts). Every zarrshard row labelled with the default sets it before its clock starts (until run Z3 of `BENCHMARKS.md` the rows after 2b, among them 2c and 4b, kept the one thread that 2b's one-thread row had set). zarrs: default `CodecOptions` (concurrent target = its rayon pool = cores); its 1-thread rows also set `chunk_concurrent_minimum(1)`, because zarrs keeps at least 4 chunks in flight whatever the target. tensorstore: default context (own thread pools sized to the cores). zarr-python 3.1.6: default config.",

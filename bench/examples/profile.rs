@@ -157,9 +157,12 @@ fn main() {
                 thread_local!(static ZSTD: std::cell::RefCell<zstd::bulk::Compressor<'static>> =
                     std::cell::RefCell::new(zstd::bulk::Compressor::new(1).unwrap()));
                 let pool = POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
+                // The shard's inner chunks, as `ceiling-hot` (until 2026-11 this took 8 KiB
+                // runs of the shard's rows instead: other data, 40 % faster to compress).
+                let hot = &chunks[(256 * 4 + 256) * 8192..][..256 * 8192];
                 let compress = |i: usize| {
                     let mut buf = vec![0u8; 16384];
-                    ZSTD.with(|c| c.borrow_mut().compress_to_buffer(&shard[i * 8192..][..8192], &mut buf[..]).unwrap());
+                    ZSTD.with(|c| c.borrow_mut().compress_to_buffer(&hot[i * 8192..][..8192], &mut buf[..]).unwrap());
                     // SAFETY: sched_getcpu has no preconditions.
                     unsafe { libc::sched_getcpu() }
                 };
