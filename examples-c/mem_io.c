@@ -20,6 +20,10 @@ struct mem_io {
     uint64_t fail_nth;
     int32_t fail_code;
     int fired;
+    /* The new object (mem_io_new_object_callbacks): its bytes, and whether it is live. */
+    uint8_t *next;
+    size_t next_len;
+    int next_live;
 };
 
 mem_io *mem_io_new(const uint8_t *initial, size_t len) {
@@ -47,6 +51,7 @@ void mem_io_release(mem_io *m) {
     if (!last) return;
     pthread_mutex_destroy(&m->lock);
     free(m->data);
+    free(m->next);
     free(m);
 }
 
@@ -279,6 +284,102 @@ static int cb_remove(void *ud) {
 }
 
 static void cb_destroy(void *ud) { mem_io_release((mem_io *)ud); }
+
+/* The new object's handle is the mem_io itself: one at a time per object. */
+static int cb_create_new(void *ud, void **new_out) {
+    mem_io *m = (mem_io *)ud;
+    int32_t rc;
+    pthread_mutex_lock(&m->lock);
+    if ((rc = enter(m, MEM_IO_CREATE_NEW)) == 0) {
+        if (m->next_live) {
+            rc = EBUSY;
+        } else {
+            m->next_live = 1;
+            m->next_len = 0;
+            *new_out = m;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static int cb_write_new(void *ud, void *new_object, uint64_t offset, const uint8_t *buf,
+                        size_t len) {
+    mem_io *m = (mem_io *)ud;
+    int32_t rc;
+    pthread_mutex_lock(&m->lock);
+    if ((rc = enter(m, MEM_IO_WRITE_NEW)) == 0) {
+        uint64_t end = offset + len;
+        if (new_object != m || !m->next_live) {
+            rc = EINVAL;
+        } else if (end < offset || end > (uint64_t)((size_t)-1)) {
+            rc = EFBIG;
+        } else if ((size_t)end > m->next_len) {
+            uint8_t *d = (uint8_t *)realloc(m->next, (size_t)end);
+            if (d == NULL) {
+                rc = ENOMEM;
+            } else {
+                m->next = d;
+                memset(d + m->next_len, 0, (size_t)end - m->next_len);
+                m->next_len = (size_t)end;
+            }
+        }
+        if (rc == 0 && len > 0) memcpy(m->next + offset, buf, len);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static int cb_commit_new(void *ud, void *new_object, uint64_t len) {
+    mem_io *m = (mem_io *)ud;
+    int32_t rc;
+    pthread_mutex_lock(&m->lock);
+    if ((rc = enter(m, MEM_IO_COMMIT_NEW)) == 0) {
+        if (new_object != m || !m->next_live || len != m->next_len) {
+            rc = EINVAL;
+        } else {
+            /* Swap: the new bytes become the object's (holding exactly `len`); the old buffer
+             * is grown again by the next new object's writes. */
+            uint8_t *old = m->data;
+            m->data = m->next;
+            m->len = m->cap = m->next_len;
+            m->exists = 1;
+            m->next = old;
+        }
+    }
+    /* Released whether or not the commit succeeded, as the contract says. */
+    m->next_live = 0;
+    m->next_len = 0;
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static void cb_discard_new(void *ud, void *new_object) {
+    mem_io *m = (mem_io *)ud;
+    pthread_mutex_lock(&m->lock);
+    (void)enter(m, MEM_IO_DISCARD_NEW);
+    if (new_object == m) {
+        m->next_live = 0;
+        m->next_len = 0;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void mem_io_new_object_callbacks(mem_io *m, shard_io_callbacks *io) {
+    mem_io_callbacks(m, io);
+    io->create_new = cb_create_new;
+    io->write_new = cb_write_new;
+    io->commit_new = cb_commit_new;
+    io->discard_new = cb_discard_new;
+}
+
+int mem_io_new_object_live(mem_io *m) {
+    int live;
+    pthread_mutex_lock(&m->lock);
+    live = m->next_live;
+    pthread_mutex_unlock(&m->lock);
+    return live;
+}
 
 void mem_io_callbacks(mem_io *m, shard_io_callbacks *io) {
     pthread_mutex_lock(&m->lock);

@@ -38,7 +38,11 @@ typedef enum {
     MEM_IO_WRITE,
     MEM_IO_TRUNCATE,
     MEM_IO_REMOVE,
-    MEM_IO_ANY, /* every kind above, counted together */
+    MEM_IO_CREATE_NEW, /* the new-object callbacks (mem_io_new_object_callbacks) */
+    MEM_IO_WRITE_NEW,
+    MEM_IO_COMMIT_NEW,
+    MEM_IO_DISCARD_NEW, /* counted; a discard cannot fail */
+    MEM_IO_ANY,         /* every kind above, counted together */
     MEM_IO_KINDS
 } mem_io_kind;
 
@@ -62,6 +66,18 @@ int mem_io_refs(mem_io *m);
  * which the table's destroy drops. Tests may clear optional callbacks afterwards.
  */
 void mem_io_callbacks(mem_io *m, shard_io_callbacks *io);
+
+/**
+ * mem_io_callbacks plus the version-3 new-object callbacks: a whole object is built aside
+ * (create_new, write_new) and swapped in at commit_new, so readers see the old bytes until
+ * then, and discard_new drops it. One new object at a time per mem_io (a second create_new
+ * before the first is committed or discarded fails with EBUSY); commit_new of a length other
+ * than the end of the writes fails with EINVAL and keeps the old bytes.
+ */
+void mem_io_new_object_callbacks(mem_io *m, shard_io_callbacks *io);
+
+/** Whether a new object is being written (created, neither committed nor discarded yet). */
+int mem_io_new_object_live(mem_io *m);
 
 /** Whether the object exists, and a copy of its bytes. */
 int mem_io_exists(mem_io *m);

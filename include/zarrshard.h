@@ -36,8 +36,9 @@
 
 /**
  * `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
- * hands out, are thread-safe, so the library may call them from its worker threads to fetch
- * several shards at once. Without it every callback runs on the thread that called
+ * hands out, are thread-safe, so the library may call them from its worker threads to read
+ * and write several shards at once (and to write one shard's finished inner chunks while the
+ * rest still encode, through the object tables' version-3 new-object callbacks). Without it every callback runs on the thread that called
  * `shard_array_*` (decoding is still parallel).
  */
 #define SHARD_STORE_THREAD_SAFE 1
@@ -54,9 +55,10 @@
 
 /**
  * The callback table version this header defines. Version 1: `read` … `destroy`; version 2
- * appends `read_vectored`.
+ * appends `read_vectored`; version 3 appends `create_new`, `write_new`, `commit_new` and
+ * `discard_new`.
  */
-#define SHARD_IO_VERSION 2
+#define SHARD_IO_VERSION 3
 
 /**
  * Return this from `read`, `read_suffix` or `size` when the object does not exist: it then
@@ -159,7 +161,10 @@ typedef enum {
    * Write, buffered: chunks are kept encoded in memory; `shard_finalize` writes the whole
    * shard with one `write` (plus `truncate`). Without `truncate`, when `size` reports an
    * object longer than the new shard, finalize refuses (`SHARD_ERR_UNSUPPORTED`) before
-   * writing any byte, so the old shard stays as it was.
+   * writing any byte, so the old shard stays as it was. A table with the version-3
+   * new-object callbacks gets the shard as a new object instead (`create_new`, one
+   * `write_new`, `commit_new`; `discard_new` on a failure), which replaces the old one only
+   * when complete.
    */
   SHARD_MODE_WRITE_BUFFERED = 1,
   /**
@@ -234,7 +239,26 @@ typedef struct shard_handle shard_handle;
  * * Error mid-write: a failing `write` leaves the object partly written; the write handle
  *   reports `SHARD_ERR_IO` and should be closed. To keep the previous shard intact, write to a
  *   temporary object and commit it (rename, S3 multipart complete) only after `shard_finalize`
- *   returns `SHARD_OK`; discard it otherwise (examples-c/posix_io.c does this).
+ *   returns `SHARD_OK`; discard it otherwise (examples-c/posix_io.c does this). Or give the
+ *   table the version-3 *new object* callbacks (below): whole objects are then written through
+ *   them and replace the old one only when complete.
+ * * New objects (version 3, optional: `create_new`, `write_new`, `commit_new` and
+ *   `discard_new`, all four or none — a table with some but not all is refused with
+ *   `SHARD_ERR_INVALID_ARGUMENT`). The library writes a whole object — a buffered
+ *   `shard_finalize`, a shard that `shard_array_write_region` covers entirely — as a new object
+ *   beside the old one: `create_new`, then `write_new` calls at increasing offsets without gaps
+ *   (or the index last, at 0, when it is at the start), then `commit_new` with its size, which
+ *   must put it in place of the old object as one step (a rename, an S3 multipart upload
+ *   completed). On any error before that it calls `discard_new` instead, and the old object is
+ *   untouched. Exactly one of `commit_new` and `discard_new` follows each successful
+ *   `create_new`, and nothing after it for that new object. Without them such writes go
+ *   through `write` in place (and `truncate`). Appends and streaming writes always use
+ *   `write`.
+ * * Threads for new objects: calls for one new object never overlap, and come from one thread
+ *   at a time. Through a store with `SHARD_STORE_THREAD_SAFE` and two threads or more, any of
+ *   them may run on the library's worker threads (several shards are written at once, and one
+ *   shard's finished inner chunks are written while the rest still encode); otherwise every
+ *   call runs on the thread of the `shard_*` call.
  */
 typedef struct {
   /**
@@ -297,6 +321,30 @@ typedef struct {
                            const size_t *lens,
                            uint8_t *const *bufs,
                            size_t *read_outs);
+  /**
+   * Version 3, optional (with the three below). Begin a new, empty object that will replace
+   * this one at `commit_new` (a temporary file beside it, say); store the host's handle for
+   * it in `*new_out`. Readers see the old object until then. Return 0 or an error code.
+   */
+  int32_t (*create_new)(void *userdata, void **new_out);
+  /**
+   * Version 3. Write `len` bytes from `buf` at `offset` of the new object `new_object`.
+   */
+  int32_t (*write_new)(void *userdata,
+                       void *new_object,
+                       uint64_t offset,
+                       const uint8_t *buf,
+                       size_t len);
+  /**
+   * Version 3. Put `new_object`, whose writes end at `len`, in place of this object as one
+   * step (a rename), and release it. On failure return an error code, leave the old object
+   * as it was and release `new_object` all the same: the library calls nothing more for it.
+   */
+  int32_t (*commit_new)(void *userdata, void *new_object, uint64_t len);
+  /**
+   * Version 3. Release `new_object` unused (delete the temporary); the old object stays.
+   */
+  void (*discard_new)(void *userdata, void *new_object);
 } shard_io_callbacks;
 
 /**

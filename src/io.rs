@@ -81,9 +81,7 @@ pub trait ShardIo: Send + Sync {
     /// temporary sibling and renames it over the file, so the old shard stays intact until
     /// the new one is complete.
     fn put(&self, data: &[u8]) -> Result<()> {
-        check_can_end_at(self, data.len() as u64)?;
-        self.write_at(0, data)?;
-        end_object_at(self, data.len() as u64)
+        put_in_place(self, data)
     }
 
     /// [`ShardIo::put`] of the concatenation of `parts`: a buffered shard hands over its
@@ -137,6 +135,15 @@ pub trait ObjectSink: Send {
     /// [`FileIo`]'s and [`MemoryIo`]'s sinks refuse a `len` other than the end of the last
     /// byte written ([`Error::InvalidArgument`]), leaving the old object.
     fn commit(self: Box<Self>, len: u64) -> Result<()>;
+}
+
+/// The default [`ShardIo::put`]: `data` written at 0 over the old object, which is then cut
+/// to its length ([`check_can_end_at`] first, so a back end that could not cut it is refused
+/// before anything is written).
+pub fn put_in_place<T: ShardIo + ?Sized>(io: &T, data: &[u8]) -> Result<()> {
+    check_can_end_at(io, data.len() as u64)?;
+    io.write_at(0, data)?;
+    end_object_at(io, data.len() as u64)
 }
 
 /// Make `len` the end of an object just written up to `len`: truncate it, or, when the back
@@ -393,7 +400,7 @@ impl ObjectSink for MemorySink<'_> {
 
 /// A sink's commit of `len` bytes when its writes ended at `end`: a caller that lost count
 /// would otherwise publish a cut or padded object.
-fn check_written(len: u64, end: u64) -> Result<()> {
+pub(crate) fn check_written(len: u64, end: u64) -> Result<()> {
     match len == end {
         true => Ok(()),
         false => Err(Error::InvalidArgument(format!(

@@ -151,6 +151,10 @@ fn callbacks(m: &Mem) -> shard_io_callbacks {
         remove: Some(cb_remove),
         destroy: Some(cb_destroy),
         read_vectored: None,
+        create_new: None,
+        write_new: None,
+        commit_new: None,
+        discard_new: None,
     }
 }
 

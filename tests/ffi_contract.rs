@@ -134,6 +134,10 @@ fn callbacks(m: &Mem) -> shard_io_callbacks {
         remove: Some(cb_remove),
         destroy: None,
         read_vectored: None,
+        create_new: None,
+        write_new: None,
+        commit_new: None,
+        discard_new: None,
     }
 }
 

@@ -897,6 +897,10 @@ fn c_host_without_size_and_a_terabyte_entry() {
         remove: None,
         destroy: None,
         read_vectored: None,
+        create_new: None,
+        write_new: None,
+        commit_new: None,
+        discard_new: None,
     };
     let mut h = std::ptr::null_mut();
     assert_eq!(

@@ -384,6 +384,20 @@ template <class T>
 using truncate_op = decltype(std::declval<T &>().truncate(std::uint64_t{}));
 template <class T>
 using remove_op = decltype(std::declval<T &>().remove());
+// The new-object members (C `create_new` … `discard_new`): all four, or the table has none.
+template <class T>
+using begin_new_op = decltype(std::declval<T &>().begin_new());
+template <class T>
+using write_new_op =
+    decltype(std::declval<T &>().write_new(std::uint64_t{}, span<const std::uint8_t>{}));
+template <class T>
+using commit_new_op = decltype(std::declval<T &>().commit_new(std::uint64_t{}));
+template <class T>
+using discard_new_op = decltype(std::declval<T &>().discard_new());
+template <class T>
+inline constexpr bool has_new_objects_v =
+    detect<T, begin_new_op>::value && detect<T, write_new_op>::value &&
+    detect<T, commit_new_op>::value && detect<T, discard_new_op>::value;
 
 // Smart pointers and reference_wrapper are looked through: the I/O object is what they point at.
 // `is_null` says whether a smart pointer holds nothing: such an object is refused before any
@@ -534,6 +548,44 @@ struct Adapter final : AdapterBase {
         }
     }
 
+    // The new object's handle is the adapter itself: one new object per I/O object at a time.
+    static std::int32_t create_new(void *ud, void **new_out) noexcept {
+        try {
+            self(ud).obj().begin_new();
+            *new_out = ud;
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t write_new(void *ud, void *, std::uint64_t offset, const std::uint8_t *buf,
+                                  std::size_t len) noexcept {
+        try {
+            self(ud).obj().write_new(offset, span<const std::uint8_t>(buf, len));
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    static std::int32_t commit_new(void *ud, void *, std::uint64_t len) noexcept {
+        try {
+            self(ud).obj().commit_new(len);
+            return 0;
+        } catch (...) {
+            return current_exception_code();
+        }
+    }
+
+    // Nothing to report to: an exception is swallowed.
+    static void discard_new(void *ud, void *) noexcept {
+        try {
+            self(ud).obj().discard_new();
+        } catch (...) {
+        }
+    }
+
     static void destroy(void *ud) noexcept { delete static_cast<AdapterBase *>(ud); }
 
     /// The table for this adapter; `userdata` is `this` as an `AdapterBase *`.
@@ -548,6 +600,12 @@ struct Adapter final : AdapterBase {
         if constexpr (detect<Object, write_op>::value) t.write = &Adapter::write;
         if constexpr (detect<Object, truncate_op>::value) t.truncate = &Adapter::truncate;
         if constexpr (detect<Object, remove_op>::value) t.remove = &Adapter::remove;
+        if constexpr (has_new_objects_v<Object>) {
+            t.create_new = &Adapter::create_new;
+            t.write_new = &Adapter::write_new;
+            t.commit_new = &Adapter::commit_new;
+            t.discard_new = &Adapter::discard_new;
+        }
         t.destroy = &Adapter::destroy;
         return t;
     }

@@ -450,6 +450,10 @@ impl Sequence<'_> {
             remove: (opt & 32 == 0).then_some(cb_remove as _),
             destroy: Some(cb_destroy),
             read_vectored: (opt & 64 != 0).then_some(cb_read_vectored as _),
+            create_new: None,
+            write_new: None,
+            commit_new: None,
+            discard_new: None,
         };
         // The contract: a host without `truncate` or `size` writes shards to a new object.
         if (mode == 1 || mode == 2) && opt & 16 != 0 && opt & 4 == 0 {

@@ -35,8 +35,9 @@ pub type shard_key_fn =
     Option<unsafe extern "C" fn(list_state: *mut c_void, key: *const c_char, key_len: usize)>;
 
 /// `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
-/// hands out, are thread-safe, so the library may call them from its worker threads to fetch
-/// several shards at once. Without it every callback runs on the thread that called
+/// hands out, are thread-safe, so the library may call them from its worker threads to read
+/// and write several shards at once (and to write one shard's finished inner chunks while the
+/// rest still encode, through the object tables' version-3 new-object callbacks). Without it every callback runs on the thread that called
 /// `shard_array_*` (decoding is still parallel).
 pub const SHARD_STORE_THREAD_SAFE: u32 = 1;
 
@@ -181,18 +182,7 @@ impl Store for CallbackStore {
         let open = self.cb.open_object.expect("checked at open");
         let c_key = CString::new(key)
             .map_err(|_| Error::InvalidArgument(format!("key `{key}` contains NUL")))?;
-        let mut table = shard_io_callbacks {
-            version: 0,
-            userdata: std::ptr::null_mut(),
-            read: None,
-            read_suffix: None,
-            size: None,
-            write: None,
-            truncate: None,
-            remove: None,
-            destroy: None,
-            read_vectored: None,
-        };
+        let mut table = super::io::NO_CALLBACKS;
         // SAFETY: `c_key` and `table` are valid for the call.
         match unsafe { open(self.cb.userdata, c_key.as_ptr(), &mut table) } {
             0 => Ok(Box::new(CallbackIo::owning(&table)?)),

@@ -3,12 +3,13 @@
 //! for NULL with a fallback) and its [`ShardIo`] implementation.
 
 use crate::error::{Error, Result};
-use crate::io::{ByteRange, ReadOutput, ShardIo};
+use crate::io::{ByteRange, ObjectSink, ReadOutput, ShardIo};
 use std::ffi::c_void;
 
 /// The callback table version this header defines. Version 1: `read` … `destroy`; version 2
-/// appends `read_vectored`.
-pub const SHARD_IO_VERSION: u32 = 2;
+/// appends `read_vectored`; version 3 appends `create_new`, `write_new`, `commit_new` and
+/// `discard_new`.
+pub const SHARD_IO_VERSION: u32 = 3;
 
 /// Return this from `read`, `read_suffix` or `size` when the object does not exist: it then
 /// reads as all fill value. Any other non-zero return is an error code that zarrshard keeps
@@ -44,7 +45,26 @@ pub const SHARD_IO_CONTRACT_VIOLATION: i32 = 2147483646;
 /// * Error mid-write: a failing `write` leaves the object partly written; the write handle
 ///   reports `SHARD_ERR_IO` and should be closed. To keep the previous shard intact, write to a
 ///   temporary object and commit it (rename, S3 multipart complete) only after `shard_finalize`
-///   returns `SHARD_OK`; discard it otherwise (examples-c/posix_io.c does this).
+///   returns `SHARD_OK`; discard it otherwise (examples-c/posix_io.c does this). Or give the
+///   table the version-3 *new object* callbacks (below): whole objects are then written through
+///   them and replace the old one only when complete.
+/// * New objects (version 3, optional: `create_new`, `write_new`, `commit_new` and
+///   `discard_new`, all four or none — a table with some but not all is refused with
+///   `SHARD_ERR_INVALID_ARGUMENT`). The library writes a whole object — a buffered
+///   `shard_finalize`, a shard that `shard_array_write_region` covers entirely — as a new object
+///   beside the old one: `create_new`, then `write_new` calls at increasing offsets without gaps
+///   (or the index last, at 0, when it is at the start), then `commit_new` with its size, which
+///   must put it in place of the old object as one step (a rename, an S3 multipart upload
+///   completed). On any error before that it calls `discard_new` instead, and the old object is
+///   untouched. Exactly one of `commit_new` and `discard_new` follows each successful
+///   `create_new`, and nothing after it for that new object. Without them such writes go
+///   through `write` in place (and `truncate`). Appends and streaming writes always use
+///   `write`.
+/// * Threads for new objects: calls for one new object never overlap, and come from one thread
+///   at a time. Through a store with `SHARD_STORE_THREAD_SAFE` and two threads or more, any of
+///   them may run on the library's worker threads (several shards are written at once, and one
+///   shard's finished inner chunks are written while the rest still encode); otherwise every
+///   call runs on the thread of the `shard_*` call.
 #[repr(C)]
 #[derive(Clone, Copy)]
 #[allow(non_camel_case_types)]
@@ -107,6 +127,29 @@ pub struct shard_io_callbacks {
             read_outs: *mut usize,
         ) -> i32,
     >,
+    /// Version 3, optional (with the three below). Begin a new, empty object that will replace
+    /// this one at `commit_new` (a temporary file beside it, say); store the host's handle for
+    /// it in `*new_out`. Readers see the old object until then. Return 0 or an error code.
+    pub create_new:
+        Option<unsafe extern "C" fn(userdata: *mut c_void, new_out: *mut *mut c_void) -> i32>,
+    /// Version 3. Write `len` bytes from `buf` at `offset` of the new object `new_object`.
+    pub write_new: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            new_object: *mut c_void,
+            offset: u64,
+            buf: *const u8,
+            len: usize,
+        ) -> i32,
+    >,
+    /// Version 3. Put `new_object`, whose writes end at `len`, in place of this object as one
+    /// step (a rename), and release it. On failure return an error code, leave the old object
+    /// as it was and release `new_object` all the same: the library calls nothing more for it.
+    pub commit_new: Option<
+        unsafe extern "C" fn(userdata: *mut c_void, new_object: *mut c_void, len: u64) -> i32,
+    >,
+    /// Version 3. Release `new_object` unused (delete the temporary); the old object stays.
+    pub discard_new: Option<unsafe extern "C" fn(userdata: *mut c_void, new_object: *mut c_void)>,
 }
 
 /// The fields of a version-1 table, as laid out at the start of every later version.
@@ -125,6 +168,23 @@ struct CallbacksV1 {
     destroy: Option<unsafe extern "C" fn(*mut c_void)>,
 }
 
+/// The fields of a version-2 table: version 1's, then `read_vectored`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CallbacksV2 {
+    v1: CallbacksV1,
+    read_vectored: Option<
+        unsafe extern "C" fn(
+            *mut c_void,
+            usize,
+            *const u64,
+            *const usize,
+            *const *mut u8,
+            *mut usize,
+        ) -> i32,
+    >,
+}
+
 /// Copy a host's table, reading only the fields its version has.
 ///
 /// # Safety
@@ -132,10 +192,15 @@ struct CallbacksV1 {
 pub(crate) unsafe fn read_table(p: *const shard_io_callbacks) -> shard_io_callbacks {
     // SAFETY: every version starts with the version-1 fields.
     let v1 = unsafe { std::ptr::read(p.cast::<CallbacksV1>()) };
-    if v1.version >= 2 {
-        // SAFETY: a version-2 (or later) table holds at least the version-2 fields.
+    if v1.version >= 3 {
+        // SAFETY: a version-3 (or later) table holds at least the version-3 fields.
         return unsafe { std::ptr::read(p) };
     }
+    let read_vectored = match v1.version {
+        // SAFETY: a version-2 table holds the version-2 fields.
+        2 => unsafe { std::ptr::read(p.cast::<CallbacksV2>()) }.read_vectored,
+        _ => None,
+    };
     shard_io_callbacks {
         version: v1.version,
         userdata: v1.userdata,
@@ -146,9 +211,28 @@ pub(crate) unsafe fn read_table(p: *const shard_io_callbacks) -> shard_io_callba
         truncate: v1.truncate,
         remove: v1.remove,
         destroy: v1.destroy,
-        read_vectored: None,
+        read_vectored,
+        ..NO_CALLBACKS
     }
 }
+
+/// A table with no callbacks (version 0): what fields a version lacks are set to.
+pub(crate) const NO_CALLBACKS: shard_io_callbacks = shard_io_callbacks {
+    version: 0,
+    userdata: std::ptr::null_mut(),
+    read: None,
+    read_suffix: None,
+    size: None,
+    write: None,
+    truncate: None,
+    remove: None,
+    destroy: None,
+    read_vectored: None,
+    create_new: None,
+    write_new: None,
+    commit_new: None,
+    discard_new: None,
+};
 
 /// The callback table as a [`ShardIo`]. It does not own `userdata`: a successful `shard_open`
 /// wraps the table's `destroy` in a [`UserdataOwner`] that outlives every use.
@@ -161,7 +245,8 @@ pub(crate) struct CallbackIo {
 
 // SAFETY: the contract above makes the host responsible for the thread-safety of `read`,
 // `read_suffix` and `size`; the library never calls write-side callbacks concurrently (the write
-// handle holds a mutex while it writes).
+// handle holds a mutex while it writes; one new object is written by one thread at a time, and
+// from worker threads only for stores that declared their callbacks thread-safe).
 unsafe impl Send for CallbackIo {}
 unsafe impl Sync for CallbackIo {}
 
@@ -179,9 +264,34 @@ impl CallbackIo {
                 "shard_io_callbacks.read is required".into(),
             ));
         }
-        Ok(CallbackIo {
-            cb: *cb,
-            _owner: None,
+        let mut cb = *cb;
+        if cb.version < 3 {
+            // Fields past the table's version are not the host's.
+            (cb.create_new, cb.write_new, cb.commit_new, cb.discard_new) = (None, None, None, None);
+        }
+        let new_object = [
+            cb.create_new.is_some(),
+            cb.write_new.is_some(),
+            cb.commit_new.is_some(),
+            cb.discard_new.is_some(),
+        ];
+        if new_object.contains(&true) && new_object.contains(&false) {
+            return Err(Error::InvalidArgument(
+                "shard_io_callbacks: create_new, write_new, commit_new and discard_new go \
+                 together (set all four or none)"
+                    .into(),
+            ));
+        }
+        Ok(CallbackIo { cb, _owner: None })
+    }
+
+    /// The new object of the version-3 callbacks, when the table has them.
+    fn new_object(&self) -> Option<NewObject<'_>> {
+        self.cb.create_new.map(|_| NewObject {
+            io: self,
+            handle: None,
+            end: 0,
+            joined: Vec::new(),
         })
     }
 
@@ -444,6 +554,26 @@ impl ShardIo for CallbackIo {
         }
     }
 
+    fn put(&self, data: &[u8]) -> Result<()> {
+        self.put_parts(&[data])
+    }
+
+    /// Through the new-object callbacks when the table has them (the old object stays until
+    /// the new one is complete); otherwise in place, as [`ShardIo::put`] does by default.
+    fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
+        let Some(mut new) = self.new_object() else {
+            return crate::io::put_in_place(self, &parts.concat());
+        };
+        new.write_parts_at(0, parts)?;
+        let len = new.end;
+        Box::new(new).commit(len)
+    }
+
+    fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
+        self.new_object()
+            .map(|n| Box::new(n) as Box<dyn ObjectSink + '_>)
+    }
+
     fn delete(&self) -> Result<()> {
         let remove = self.cb.remove.ok_or_else(|| {
             Error::Unsupported("remove (a shard with no stored chunk must be removed)".into())
@@ -452,6 +582,94 @@ impl ShardIo for CallbackIo {
         match unsafe { remove(self.cb.userdata) } {
             0 | SHARD_IO_NOT_FOUND => Ok(()),
             code => Err(self.fail("remove", code)),
+        }
+    }
+}
+
+/// A new object made by the host's version-3 callbacks: created at the first write (or at
+/// commit when nothing was written), committed once, discarded when dropped before.
+struct NewObject<'a> {
+    io: &'a CallbackIo,
+    /// The host's handle, once `create_new` succeeded.
+    handle: Option<*mut c_void>,
+    /// The end of the last byte written.
+    end: u64,
+    /// Where several parts are joined for one `write_new` call (kept for the next piece).
+    joined: Vec<u8>,
+}
+
+// SAFETY: the handle is the host's; the contract lets the library use it from worker threads
+// (stores declaring thread-safe callbacks), one call at a time, which `&mut self` ensures.
+unsafe impl Send for NewObject<'_> {}
+
+impl NewObject<'_> {
+    /// The host's handle, created now if this is the first use.
+    fn handle(&mut self) -> Result<*mut c_void> {
+        if let Some(h) = self.handle {
+            return Ok(h);
+        }
+        let create = self.io.cb.create_new.expect("checked in new_object");
+        let mut h: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `h` is valid for one pointer during the call.
+        match unsafe { create(self.io.cb.userdata, &mut h) } {
+            0 => Ok(*self.handle.insert(h)),
+            code => Err(self.io.fail("create_new", code)),
+        }
+    }
+}
+
+impl ObjectSink for NewObject<'_> {
+    /// One `write_new` call per piece: its parts are joined first (one host call costs a system
+    /// call or a request, a copy of the piece much less).
+    fn write_parts_at(&mut self, offset: u64, parts: &[&[u8]]) -> Result<()> {
+        let handle = self.handle()?;
+        let data: &[u8] = match parts {
+            [one] => one,
+            _ => {
+                self.joined.clear();
+                for p in parts {
+                    self.joined.extend_from_slice(p);
+                }
+                &self.joined
+            }
+        };
+        if data.is_empty() {
+            return Ok(());
+        }
+        let write = self.io.cb.write_new.expect("checked in new_object");
+        let (ud, ptr, len) = (self.io.cb.userdata, data.as_ptr(), data.len());
+        // SAFETY: `data` is valid for `len` bytes during the call; `handle` came from
+        // `create_new` and is neither committed nor discarded yet.
+        match unsafe { write(ud, handle, offset, ptr, len) } {
+            0 => {
+                self.end = self.end.max(offset + data.len() as u64);
+                Ok(())
+            }
+            code => Err(self.io.fail("write_new", code)),
+        }
+    }
+
+    fn commit(mut self: Box<Self>, len: u64) -> Result<()> {
+        crate::io::check_written(len, self.end)?;
+        let handle = self.handle()?;
+        // From here the host owns the handle's fate: Drop must not discard it.
+        self.handle = None;
+        let commit = self.io.cb.commit_new.expect("checked in new_object");
+        // SAFETY: `handle` came from `create_new`; it is handed back exactly once.
+        match unsafe { commit(self.io.cb.userdata, handle, len) } {
+            0 => Ok(()),
+            code => Err(self.io.fail("commit_new", code)),
+        }
+    }
+}
+
+impl Drop for NewObject<'_> {
+    /// Not committed: the host discards the new object; the old one stays.
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            let discard = self.io.cb.discard_new.expect("checked in new_object");
+            // SAFETY: `handle` came from `create_new` and was not committed.
+            unsafe { discard(self.io.cb.userdata, handle) }
         }
     }
 }

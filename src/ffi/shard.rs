@@ -20,7 +20,10 @@ pub enum shard_mode {
     /// Write, buffered: chunks are kept encoded in memory; `shard_finalize` writes the whole
     /// shard with one `write` (plus `truncate`). Without `truncate`, when `size` reports an
     /// object longer than the new shard, finalize refuses (`SHARD_ERR_UNSUPPORTED`) before
-    /// writing any byte, so the old shard stays as it was.
+    /// writing any byte, so the old shard stays as it was. A table with the version-3
+    /// new-object callbacks gets the shard as a new object instead (`create_new`, one
+    /// `write_new`, `commit_new`; `discard_new` on a failure), which replaces the old one only
+    /// when complete.
     SHARD_MODE_WRITE_BUFFERED = 1,
     /// Write, streaming: each chunk is written as it is given; the index at finalize. The
     /// final size is known only then: without `truncate`, an existing object longer than the

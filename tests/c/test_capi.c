@@ -246,7 +246,7 @@ static void test_version_and_status_strings(void) {
     CHECK(strcmp(shard_status_str(13), "unknown status") == 0);
     CHECK(strcmp(shard_status_str(0xFFFFFFFFu), "unknown status") == 0);
     CHECK(strcmp(shard_status_str(SHARD_ERR_IO), shard_status_str(SHARD_ERR_CORRUPT)) != 0);
-    CHECK(SHARD_IO_VERSION == 2 && SHARD_IO_NOT_FOUND == 2147483647);
+    CHECK(SHARD_IO_VERSION == 3 && SHARD_IO_NOT_FOUND == 2147483647);
     CHECK(SHARD_OK == 0 && SHARD_ERR_NULL_POINTER == 1 && SHARD_ERR_INVALID_METADATA == 2 &&
           SHARD_ERR_UNSUPPORTED_CODEC == 3 && SHARD_ERR_CORRUPT == 4 && SHARD_ERR_CHECKSUM == 5 &&
           SHARD_ERR_IO == 6 && SHARD_ERR_BUFFER_SIZE == 7 && SHARD_ERR_INVALID_ARGUMENT == 8 &&
@@ -601,6 +601,16 @@ static void test_bad_arguments(void) {
     io.version = SHARD_IO_VERSION + 1;
     EXPECT(shard_open(c, &io, SHARD_MODE_READ, &h), SHARD_OK);
     shard_close(h);
+
+    /* The version-3 new-object callbacks go together: some but not all is refused. */
+    mem_io_new_object_callbacks(m, &io);
+    io.discard_new = NULL;
+    h = NULL;
+    EXPECT(shard_open(c, &io, SHARD_MODE_WRITE_BUFFERED, &h), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(h == NULL);
+    CHECK(last_error_contains("go together"));
+    CHECK(mem_io_refs(m) == 2); /* no destroy */
+    io.destroy(io.userdata);
 
     /* Thread counts past SHARD_MAX_THREADS are refused, the setting unchanged. */
     EXPECT(shard_set_threads(1), SHARD_OK);

@@ -74,6 +74,7 @@ typedef struct {
     pthread_cond_t cond;
     int hold, holding;
     int vectored; /* non-zero: object tables get store_read_vectored */
+    int new_objects; /* non-zero: object tables get the version-3 new-object callbacks */
     int opens;    /* open_object calls */
     /* Listing test: list calls, the last prefix, and what list returns after its keys. */
     int list_calls;
@@ -115,7 +116,10 @@ static int32_t store_open(void *ud, const char *key, shard_io_callbacks *io) {
         s->objects[i] = mem_io_new(NULL, 0);
         s->count++;
     }
-    mem_io_callbacks(s->objects[i], io);
+    if (s->new_objects)
+        mem_io_new_object_callbacks(s->objects[i], io);
+    else
+        mem_io_callbacks(s->objects[i], io);
     if (s->vectored) {
         g_object_read = io->read;
         io->read_vectored = store_read_vectored;
@@ -311,6 +315,98 @@ static void test_regions_on_one_thread_reuse_buffers(void) {
     EXPECT(shard_set_threads(0), SHARD_OK);
     free(data);
     free(got);
+}
+
+/* 1024x1024 uint16 in one shard of 64x64 inner chunks, uncompressed: a 2 MiB shard. */
+static const char BIG_JSON[] =
+    "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [1024, 1024],"
+    " \"data_type\": \"uint16\", \"chunk_grid\": {\"name\": \"regular\","
+    " \"configuration\": {\"chunk_shape\": [1024, 1024]}}, \"chunk_key_encoding\": {\"name\": \"default\"},"
+    " \"fill_value\": 0, \"codecs\": [{\"name\": \"sharding_indexed\", \"configuration\": {"
+    "\"chunk_shape\": [64, 64], \"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}],"
+    " \"index_codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}},"
+    " {\"name\": \"crc32c\"}]}}]}";
+
+/* Write the whole BIG_JSON array from `data` through `s` (thread-safe); the status. */
+static shard_status write_big(mem_store *s, const uint16_t *data) {
+    shard_store_callbacks t = store_table(s);
+    shard_array *a = NULL;
+    uint64_t start[2] = {0, 0}, whole[2] = {1024, 1024};
+    shard_status st;
+    t.flags = SHARD_STORE_THREAD_SAFE;
+    EXPECT(shard_array_open(BIG_JSON, strlen(BIG_JSON), &t, &a), SHARD_OK);
+    st = shard_array_write_region(a, start, whole, 2, (const uint8_t *)data, 1024 * 1024 * 2);
+    shard_array_close(a);
+    return st;
+}
+
+/* The version-3 new-object callbacks through a thread-safe store, two threads: one shard
+ * goes to a new object in several pieces while it encodes and is swapped in at the commit,
+ * byte for byte what the in-place path writes; a failed piece or commit leaves the old shard,
+ * and the new object is discarded (or released by the failed commit). */
+static void test_new_objects(void) {
+    mem_store s, ref;
+    mem_io *m;
+    size_t k, n = 1024 * 1024;
+    uint16_t *data = malloc(n * 2), *got = malloc(n * 2);
+    uint8_t *bytes = malloc(3 << 20), *want = malloc(3 << 20);
+    size_t len, want_len;
+    shard_store_callbacks t;
+    shard_array *a = NULL;
+    uint64_t start[2] = {0, 0}, whole[2] = {1024, 1024};
+    EXPECT(shard_set_threads(2), SHARD_OK);
+    for (k = 0; k < n; k++) data[k] = (uint16_t)((k * 2654435761u) >> 16);
+    store_init(&ref);
+    EXPECT(write_big(&ref, data), SHARD_OK);
+    CHECK(ref.count == 1 && mem_io_calls(ref.objects[0], MEM_IO_CREATE_NEW) == 0);
+    want_len = mem_io_copy(ref.objects[0], want, 3 << 20);
+
+    store_init(&s);
+    s.new_objects = 1;
+    EXPECT(write_big(&s, data), SHARD_OK);
+    CHECK(s.count == 1);
+    m = s.objects[0];
+    CHECK(mem_io_calls(m, MEM_IO_CREATE_NEW) == 1);
+    CHECK(mem_io_calls(m, MEM_IO_COMMIT_NEW) == 1);
+    CHECK(mem_io_calls(m, MEM_IO_DISCARD_NEW) == 0);
+    CHECK(mem_io_calls(m, MEM_IO_WRITE) == 0);
+    /* Pieces, not one write at the end: how many depends on the threads' timing (a thread
+     * writing while the other encodes the rest leaves more for the end), at least two. */
+    CHECK(mem_io_calls(m, MEM_IO_WRITE_NEW) >= 2);
+    len = mem_io_copy(m, bytes, 3 << 20);
+    CHECK(len == want_len && memcmp(bytes, want, len) == 0);
+    t = store_table(&s);
+    EXPECT(shard_array_open(BIG_JSON, strlen(BIG_JSON), &t, &a), SHARD_OK);
+    EXPECT(shard_array_read_region(a, start, whole, 2, (uint8_t *)got, n * 2), SHARD_OK);
+    CHECK(memcmp(got, data, n * 2) == 0);
+    shard_array_close(a);
+
+    /* Another version of the shard, failing at the first piece (written while the rest
+     * encode), then at the commit. */
+    for (k = 0; k < n; k++) data[k] ^= 0x5555;
+    mem_io_reset_counters(m);
+    mem_io_fail(m, MEM_IO_WRITE_NEW, 1, 61);
+    EXPECT(write_big(&s, data), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 61);
+    CHECK(mem_io_calls(m, MEM_IO_DISCARD_NEW) == 1 && mem_io_calls(m, MEM_IO_COMMIT_NEW) == 0);
+    CHECK(mem_io_copy(m, bytes, 3 << 20) == want_len && memcmp(bytes, want, want_len) == 0);
+    CHECK(!mem_io_new_object_live(m));
+    mem_io_reset_counters(m);
+    mem_io_fail(m, MEM_IO_COMMIT_NEW, 1, 62);
+    EXPECT(write_big(&s, data), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == 62);
+    CHECK(mem_io_calls(m, MEM_IO_DISCARD_NEW) == 0 && mem_io_calls(m, MEM_IO_COMMIT_NEW) == 1);
+    CHECK(mem_io_copy(m, bytes, 3 << 20) == want_len && memcmp(bytes, want, want_len) == 0);
+    CHECK(!mem_io_new_object_live(m));
+    mem_io_fail(m, MEM_IO_COMMIT_NEW, 0, 0);
+
+    store_free(&s);
+    store_free(&ref);
+    EXPECT(shard_set_threads(0), SHARD_OK);
+    free(data);
+    free(got);
+    free(bytes);
+    free(want);
 }
 
 static void test_requests_per_region(void) {
@@ -1141,6 +1237,7 @@ int main(int argc, char **argv) {
     RUN(test_reference_set_streamed);
     RUN(test_verify);
     RUN(test_listing_store);
+    RUN(test_new_objects);
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);

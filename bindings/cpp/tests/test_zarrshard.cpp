@@ -255,6 +255,46 @@ struct ThrowingSizeIO {
     std::optional<std::uint64_t> size() { throw 42; }
 };
 
+// MemoryIO with the new-object members: the new object is built aside and set at commit_new.
+// Copies share everything (the adapter holds a copy), so a test sees what the shard did.
+struct NewObjectIO {
+    struct State {
+        std::vector<std::uint8_t> next;
+        int begins = 0, commits = 0, discards = 0, in_place = 0;
+        std::string fail; // "write_new" or "commit_new": that member throws IoError
+    };
+    MemoryIO mem;
+    std::shared_ptr<State> st = std::make_shared<State>();
+
+    std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) { return mem.read(offset, buf); }
+    std::optional<std::uint64_t> size() { return mem.size(); }
+    void write(std::uint64_t offset, span<const std::uint8_t> data) {
+        st->in_place++;
+        mem.write(offset, data);
+    }
+    void truncate(std::uint64_t len) { mem.truncate(len); }
+    void remove() { mem.remove(); }
+    void begin_new() {
+        st->begins++;
+        st->next.clear();
+    }
+    void write_new(std::uint64_t offset, span<const std::uint8_t> data) {
+        if (st->fail == "write_new") throw zarrshard::IoError(77, "no space for the new object");
+        if (st->next.size() < offset + data.size()) st->next.resize(offset + data.size());
+        std::copy(data.begin(), data.end(), st->next.begin() + static_cast<std::ptrdiff_t>(offset));
+    }
+    void commit_new(std::uint64_t len) {
+        st->commits++;
+        if (st->fail == "commit_new") throw zarrshard::IoError(78, "rename failed");
+        if (len != st->next.size()) throw zarrshard::IoError(79, "wrong length");
+        mem.set(st->next);
+    }
+    void discard_new() {
+        st->discards++;
+        st->next.clear();
+    }
+};
+
 static MemoryIO written_shard(int seed) {
     MemoryIO mem;
     Codec codec = codec_end();
@@ -893,6 +933,41 @@ static void test_throwing_adapter() {
 }
 
 // ---- tests: ownership, moves, threads -----------------------------------------------------------
+
+// An I/O object with begin_new … discard_new: a buffered shard is a new object committed at the
+// end with the bytes the in-place path writes; a failing write_new or commit_new leaves the old
+// object, as Error(SHARD_ERR_IO) with the host's code.
+static void test_new_objects() {
+    const Codec codec = codec_end();
+    const std::vector<std::uint8_t> want = written_shard(1).bytes();
+    NewObjectIO io;
+    {
+        auto shard = Shard::open(codec, io, Mode::WriteBuffered);
+        write_all(shard, 1);
+        CHECK(shard.finalize() == want.size());
+    }
+    CHECK(io.mem.bytes() == want);
+    CHECK(io.st->begins == 1 && io.st->commits == 1 && io.st->discards == 0);
+    CHECK(io.st->in_place == 0);
+    for (const std::string where : {"write_new", "commit_new"}) {
+        NewObjectIO f;
+        f.mem.set(want);
+        f.st->fail = where;
+        int code = 0;
+        try {
+            auto shard = Shard::open(codec, f, Mode::WriteBuffered);
+            write_all(shard, 2);
+            (void)shard.finalize();
+        } catch (const zarrshard::Error &e) {
+            code = e.status() == SHARD_ERR_IO ? e.io_code() : -1;
+        }
+        CHECK(code == (where == "write_new" ? 77 : 78));
+        CHECK(f.mem.bytes() == want); // the old shard
+        CHECK(f.st->discards == (where == "write_new" ? 1 : 0));
+        CHECK(f.st->commits == (where == "commit_new" ? 1 : 0));
+        CHECK(f.st->in_place == 0);
+    }
+}
 
 static void test_io_lifetime() {
     const Codec codec = codec_end();
@@ -2699,6 +2774,7 @@ int main(int argc, char **argv) {
     RUN(test_contract_violation);
     RUN(test_missing_callbacks);
     RUN(test_throwing_adapter);
+    RUN(test_new_objects);
     RUN(test_io_lifetime);
     RUN(test_move_semantics);
     RUN(test_concurrent_reads);

@@ -35,7 +35,7 @@ const SHARD_STORE_CANNOT_LIST = Int32(2147483645)
 "`shard_store_callbacks.flags`: the store's and its objects' callbacks are thread-safe."
 const SHARD_STORE_THREAD_SAFE = UInt32(1)
 "The callback table version this header defines (`shard_io_callbacks.version`)."
-const SHARD_IO_VERSION = UInt32(2)
+const SHARD_IO_VERSION = UInt32(3)
 "Returned by `read`, `read_suffix`, `size` when the object does not exist (reads as fill)."
 const SHARD_IO_NOT_FOUND = Int32(2147483647)
 "`shard_last_io_code` after a callback reported more bytes than it was asked for."
@@ -109,6 +109,10 @@ struct shard_io_callbacks
     remove::Ptr{Cvoid}      # int32_t (*)(void *)
     destroy::Ptr{Cvoid}     # void (*)(void *)
     read_vectored::Ptr{Cvoid} # int32_t (*)(void *, size_t, const uint64_t *, const size_t *, uint8_t *const *, size_t *)
+    create_new::Ptr{Cvoid}  # int32_t (*)(void *, void **)
+    write_new::Ptr{Cvoid}   # int32_t (*)(void *, void *, uint64_t, const uint8_t *, size_t)
+    commit_new::Ptr{Cvoid}  # int32_t (*)(void *, void *, uint64_t)
+    discard_new::Ptr{Cvoid} # void (*)(void *, void *)
 end
 
 "Opaque: an array over a host store (`shard_array *`). Only ever used as `Ptr{shard_array}`."

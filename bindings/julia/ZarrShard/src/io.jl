@@ -16,9 +16,18 @@ The storage of one shard object, implemented in Julia. Subtypes must be `mutable
 | `remove_object!(io)`                  | optional, write modes | remove the object (a shard with nothing stored is removed; also as `truncate_object!`) |
 | `writable(io)::Bool`                  | optional              | whether write modes may use it (default: a `write_at` method exists) |
 | `commit!(io)`                         | optional              | make a finished write visible; called after a successful `finalize_shard!` |
+| `begin_new!(io)`                      | optional, with the next three | start a new object beside the current one (a temporary file); readers keep seeing the current one |
+| `write_new(io, offset::UInt64, data)` | with `begin_new!`     | write all of `data` at `offset` of the new object |
+| `commit_new!(io, len::UInt64)`        | with `begin_new!`     | put the new object (`len` bytes) in place of the current one as one step (a rename); on failure throw, keep the current one, and forget the new one |
+| `discard_new!(io)`                    | with `begin_new!`     | forget the new object; the current one stays |
 | `release!(io)`                        | optional              | free resources; called exactly once, from `close(shard)` (maybe from a finalizer: do not block or yield) |
 
-`buf` and `data` are `Vector{UInt8}`s wrapping the library's memory: valid only during the
+With the four new-object methods (C `create_new` … `discard_new`, version 3 of the table), a
+whole shard — `finalize_shard!` of a `:buffered` shard, a shard a `ShardArray` region write
+covers entirely — goes to a new object that replaces the current one only once complete: any
+failure before `commit_new!` calls `discard_new!` and leaves the current object as it was.
+There is at most one new object per `ShardIO` at a time. Without them such writes go through
+`write_at` in place. `buf` and `data` are `Vector{UInt8}`s wrapping the library's memory: valid only during the
 call, never keep them. `read_at!`, `objectsize` may be called from many threads at once (make
 them thread-safe); write-side methods from one thread at a time. Any exception is caught at
 the C boundary and becomes an error code: `ObjectNotFound` -> `SHARD_IO_NOT_FOUND`,
@@ -50,6 +59,20 @@ function objectsize end
 function truncate_object! end
 "Remove the object (optional, see [`ShardIO`](@ref))."
 function remove_object! end
+
+"Start a new object beside the current one (optional, see [`ShardIO`](@ref))."
+function begin_new! end
+"Write all of `data` at `offset` of the new object (see [`ShardIO`](@ref))."
+function write_new end
+"Put the new object, `len` bytes, in place of the current one (see [`ShardIO`](@ref))."
+function commit_new! end
+"Forget the new object; the current one stays (see [`ShardIO`](@ref))."
+function discard_new! end
+
+"Whether `io` has the four new-object methods (see [`ShardIO`](@ref))."
+new_objects(io::ShardIO) = applicable(begin_new!, io) &&
+    applicable(write_new, io, UInt64(0), UInt8[]) &&
+    applicable(commit_new!, io, UInt64(0)) && applicable(discard_new!, io)
 
 "Whether write modes may use `io`; by default, whether it has a `write_at` method."
 writable(io::ShardIO) = applicable(write_at, io, UInt64(0), UInt8[])
@@ -223,6 +246,49 @@ function cb_remove(ud::Ptr{Cvoid})::Int32
     end
 end
 
+# int32_t (*create_new)(void *userdata, void **new_out): version 3. The new object's handle is
+# the userdata itself: one new object per ShardIO at a time.
+function cb_create_new(ud::Ptr{Cvoid}, new_out::Ptr{Ptr{Cvoid}})::Int32
+    try
+        begin_new!(_shardio(ud))
+        unsafe_store!(new_out, ud)
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*write_new)(void *userdata, void *new_object, uint64_t offset, const uint8_t *buf,
+#                      size_t len)
+function cb_write_new(ud::Ptr{Cvoid}, new_object::Ptr{Cvoid}, offset::UInt64, buf::Ptr{UInt8},
+                      len::Csize_t)::Int32
+    try
+        write_new(_shardio(ud), offset, unsafe_wrap(Array, buf, Int(len)))
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# int32_t (*commit_new)(void *userdata, void *new_object, uint64_t len)
+function cb_commit_new(ud::Ptr{Cvoid}, new_object::Ptr{Cvoid}, len::UInt64)::Int32
+    try
+        commit_new!(_shardio(ud), len)
+        return Int32(0)
+    catch e
+        return _callback_failed(e)
+    end
+end
+
+# void (*discard_new)(void *userdata, void *new_object): a failure can only be swallowed.
+function cb_discard_new(ud::Ptr{Cvoid}, new_object::Ptr{Cvoid})::Cvoid
+    try
+        discard_new!(_shardio(ud))
+    catch
+    end
+    return nothing
+end
+
 # void (*destroy)(void *userdata): the last callback; a failure can only be swallowed.
 function cb_destroy(ud::Ptr{Cvoid})::Cvoid
     try
@@ -243,6 +309,10 @@ const CB_TRUNCATE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_REMOVE = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_READ_VECTORED = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_CREATE_NEW = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_WRITE_NEW = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_COMMIT_NEW = Ref{Ptr{Cvoid}}(C_NULL)
+const CB_DISCARD_NEW = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_OPEN_OBJECT = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_DESTROY = Ref{Ptr{Cvoid}}(C_NULL)
 const CB_STORE_LIST = Ref{Ptr{Cvoid}}(C_NULL)
@@ -262,6 +332,11 @@ function __init__()
     CB_READ_VECTORED[] = @cfunction(cb_read_vectored, Int32,
                                     (Ptr{Cvoid}, Csize_t, Ptr{UInt64}, Ptr{Csize_t},
                                      Ptr{Ptr{UInt8}}, Ptr{Csize_t}))
+    CB_CREATE_NEW[] = @cfunction(cb_create_new, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}))
+    CB_WRITE_NEW[] = @cfunction(cb_write_new, Int32,
+                                (Ptr{Cvoid}, Ptr{Cvoid}, UInt64, Ptr{UInt8}, Csize_t))
+    CB_COMMIT_NEW[] = @cfunction(cb_commit_new, Int32, (Ptr{Cvoid}, Ptr{Cvoid}, UInt64))
+    CB_DISCARD_NEW[] = @cfunction(cb_discard_new, Cvoid, (Ptr{Cvoid}, Ptr{Cvoid}))
     CB_STORE_OPEN_OBJECT[] = @cfunction(cb_store_open_object, Int32,
                                         (Ptr{Cvoid}, Ptr{UInt8}, Ptr{L.shard_io_callbacks}))
     CB_STORE_DESTROY[] = @cfunction(cb_store_destroy, Cvoid, (Ptr{Cvoid},))
@@ -276,13 +351,15 @@ end
 """
     callback_table(io, userdata, write) -> LibZarrShard.shard_io_callbacks
 
-The C callback table for `io` (version 2). `read`, `read_vectored` and `destroy` always; `read_suffix` and `size` when
+The C callback table for `io` (version 3). `read`, `read_vectored` and `destroy` always; `read_suffix` and `size` when
 `io` has an `objectsize` method; for write modes `write`, and `truncate`/`remove` when `io`
-has those methods. The caller must keep `io` alive (and `userdata` is its address).
+has those methods, and the four new-object callbacks when it has all four methods
+([`new_objects`](@ref)). The caller must keep `io` alive (and `userdata` is its address).
 """
 function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
     sized = applicable(objectsize, io)
     w = write && writable(io)
+    n = w && new_objects(io)
     return L.shard_io_callbacks(
         L.SHARD_IO_VERSION,
         userdata,
@@ -294,6 +371,10 @@ function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
         w && applicable(remove_object!, io) ? CB_REMOVE[] : C_NULL,
         CB_DESTROY[],
         CB_READ_VECTORED[],
+        n ? CB_CREATE_NEW[] : C_NULL,
+        n ? CB_WRITE_NEW[] : C_NULL,
+        n ? CB_COMMIT_NEW[] : C_NULL,
+        n ? CB_DISCARD_NEW[] : C_NULL,
     )
 end
 

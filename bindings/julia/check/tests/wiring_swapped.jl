@@ -4,6 +4,7 @@
 function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
     sized = applicable(objectsize, io)
     w = write && writable(io)
+    n = w && new_objects(io)
     return L.shard_io_callbacks(
         L.SHARD_IO_VERSION,
         userdata,
@@ -15,5 +16,9 @@ function callback_table(io::ShardIO, userdata::Ptr{Cvoid}, write::Bool)
         w && applicable(remove_object!, io) ? CB_REMOVE[] : C_NULL,
         CB_DESTROY[],
         CB_READ_VECTORED[],
+        n ? CB_CREATE_NEW[] : C_NULL,
+        n ? CB_WRITE_NEW[] : C_NULL,
+        n ? CB_COMMIT_NEW[] : C_NULL,
+        n ? CB_DISCARD_NEW[] : C_NULL,
     )
 end
