@@ -38,8 +38,8 @@
  * `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
  * hands out, are thread-safe, so the library may call them from its worker threads to read
  * and write several shards at once (and to write one shard's finished inner chunks while the
- * rest still encode, through the object tables' version-3 new-object callbacks). Without it every callback runs on the thread that called
- * `shard_array_*` (decoding is still parallel).
+ * rest still encode, through the object tables' version-3 new-object callbacks). Without it
+ * every callback runs on the thread that called `shard_array_*` (decoding is still parallel).
  */
 #define SHARD_STORE_THREAD_SAFE 1
 

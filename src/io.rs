@@ -117,8 +117,9 @@ pub trait ShardIo: Send + Sync {
     /// writes the chunks already encoded while the rest are still being encoded, instead of
     /// everything at the end (see `BENCHMARKS.md`, *One shard written while it encodes*).
     /// Until `commit` the old object (or its absence) is what readers see; a sink dropped
-    /// without `commit` leaves nothing behind. [`FileIo`] and [`MemoryIo`] have one; the C
-    /// callback table does not (a host's write callback has no temporary-object contract).
+    /// without `commit` leaves nothing behind. [`FileIo`] and [`MemoryIo`] have one; a C
+    /// callback table has one when it carries the version-3 new-object callbacks
+    /// (`create_new` … `discard_new`).
     fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
         None
     }

@@ -37,8 +37,8 @@ pub type shard_key_fn =
 /// `shard_store_callbacks.flags`: the store's callbacks, and those of every object table it
 /// hands out, are thread-safe, so the library may call them from its worker threads to read
 /// and write several shards at once (and to write one shard's finished inner chunks while the
-/// rest still encode, through the object tables' version-3 new-object callbacks). Without it every callback runs on the thread that called
-/// `shard_array_*` (decoding is still parallel).
+/// rest still encode, through the object tables' version-3 new-object callbacks). Without it
+/// every callback runs on the thread that called `shard_array_*` (decoding is still parallel).
 pub const SHARD_STORE_THREAD_SAFE: u32 = 1;
 
 /// The host's storage for a whole array: it maps a key (`c/0/1`, per the array's
