@@ -213,8 +213,12 @@ int main(int argc, char **argv) {
         if (io == NULL || shard_url == NULL) return 1;
         sprintf(shard_url, "%s/%s", base, key);
         *io = (http_io){curl, shard_url, &t};
-        shard_io_callbacks cb = {SHARD_IO_VERSION, io, http_read_at, http_read_suffix, NULL, NULL,
-                                 NULL, NULL, http_destroy, NULL};
+        /* Designated initializers: fields a later header appends stay NULL. */
+        shard_io_callbacks cb = {.version = SHARD_IO_VERSION,
+                                 .userdata = io,
+                                 .read = http_read_at,
+                                 .read_suffix = http_read_suffix,
+                                 .destroy = http_destroy};
         shard_handle *shard = NULL;
         st = shard_open(codec, &cb, SHARD_MODE_READ, &shard);
         if (st != SHARD_OK) {
