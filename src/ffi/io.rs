@@ -23,10 +23,13 @@ pub const SHARD_IO_CONTRACT_VIOLATION: i32 = 2147483646;
 /// The host's storage for one shard object.
 ///
 /// **Contract.**
-/// * `version` is the table's version (`SHARD_IO_VERSION`, or 1 for a table from an older
-///   header, which then ends after `destroy`). The library reads only the fields the given
-///   version has, so old tables keep working; a table from a newer header works too (fields the
-///   library does not know are ignored). Later versions only append fields.
+/// * `version` is the table's version (`SHARD_IO_VERSION`, or 1 or 2 for a table from an
+///   older header, which then ends after `destroy` or `read_vectored`). The library reads only
+///   the fields the given version has, so old tables keep working; a table from a newer header
+///   works too (fields the library does not know are ignored). Later versions only append
+///   fields: zero the table first (`memset`, `= {0}`) or fill it with designated initializers,
+///   so that a field a newer header appends is NULL (a positional initializer then misses it,
+///   which `-Wmissing-field-initializers` reports).
 /// * `userdata` is passed to every callback. It is owned by the host until `shard_open`
 ///   succeeds; from then on the handle owns it and calls `destroy(userdata)` exactly once, from
 ///   `shard_close`. When `shard_open` fails, `destroy` is not called.
