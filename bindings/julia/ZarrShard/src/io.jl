@@ -27,7 +27,9 @@ whole shard — `finalize_shard!` of a `:buffered` shard, a shard a `ShardArray`
 covers entirely — goes to a new object that replaces the current one only once complete: any
 failure before `commit_new!` calls `discard_new!` and leaves the current object as it was.
 There is at most one new object per `ShardIO` at a time. Without them such writes go through
-`write_at` in place. `buf` and `data` are `Vector{UInt8}`s wrapping the library's memory: valid only during the
+`write_at` in place.
+
+`buf` and `data` are `Vector{UInt8}`s wrapping the library's memory: valid only during the
 call, never keep them. `read_at!`, `objectsize` may be called from many threads at once (make
 them thread-safe); write-side methods from one thread at a time. Any exception is caught at
 the C boundary and becomes an error code: `ObjectNotFound` -> `SHARD_IO_NOT_FOUND`,
