@@ -41,6 +41,7 @@
 #define CAP_READ_SUFFIX 1
 #define CAP_TRUNCATE 2
 #define CAP_REMOVE 4
+#define CAP_NEW_OBJECTS 8 /* beginNew, writeNew, commitNew, discardNew: all four */
 
 static JavaVM *g_vm;
 
@@ -50,7 +51,8 @@ static jclass g_Capabilities, g_Listing;
 static jmethodID g_OutputStream_write;
 static jmethodID g_store_open, g_store_release, g_Capabilities_of, g_Listing_of;
 static jmethodID g_ShardException_fromNative, g_io_read, g_io_readSuffix, g_io_size, g_io_write,
-    g_io_truncate, g_io_remove, g_ByteBuffer_asReadOnlyBuffer, g_ByteBuffer_position;
+    g_io_truncate, g_io_remove, g_io_beginNew, g_io_writeNew, g_io_commitNew, g_io_discardNew,
+    g_ByteBuffer_asReadOnlyBuffer, g_ByteBuffer_position;
 
 /* ---- per-thread record of a ShardIO exception --------------------------------------- */
 
@@ -430,7 +432,9 @@ static int32_t cb_past_long(JNIEnv *env, const char *what, uint64_t offset, uint
     return cb_exception(env, 0);
 }
 
-static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
+/* `method` (ShardIO.write or writeNew) over `len` bytes at `offset`, in pieces of MAX_PIECE. */
+static int32_t write_pieces(void *ud, jmethodID method, const char *what, uint64_t offset,
+                            const uint8_t *buf, size_t len) {
     jni_io *io = (jni_io *)ud;
     int attached;
     JNIEnv *env = cb_enter(&attached);
@@ -438,7 +442,7 @@ static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t le
     int32_t rc = 0;
     if (env == NULL) return IO_NO_JVM;
     if (offset > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - offset) {
-        rc = cb_past_long(env, "write", offset, len);
+        rc = cb_past_long(env, what, offset, len);
         cb_leave(attached);
         return rc;
     }
@@ -455,7 +459,7 @@ static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t le
             rc = (*env)->ExceptionCheck(env) ? cb_exception(env, 0) : IO_JAVA_EXCEPTION;
             break;
         }
-        (*env)->CallVoidMethod(env, io->io, g_io_write, (jlong)(offset + done), bb);
+        (*env)->CallVoidMethod(env, io->io, method, (jlong)(offset + done), bb);
         (*env)->DeleteLocalRef(env, bb);
         if ((rc = cb_exception(env, 0)) != 0) break;
         done += piece;
@@ -463,6 +467,62 @@ static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t le
     (*env)->PopLocalFrame(env, NULL);
     cb_leave(attached);
     return rc;
+}
+
+static int32_t cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
+    return write_pieces(ud, g_io_write, "write", offset, buf, len);
+}
+
+/* The version-3 new-object callbacks: ShardIO.beginNew, writeNew, commitNew, discardNew. The
+ * new object's handle is the jni_io itself (one new object per ShardIO at a time). */
+static int32_t cb_create_new(void *ud, void **new_out) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc;
+    if (env == NULL) return IO_NO_JVM;
+    (*env)->CallVoidMethod(env, io->io, g_io_beginNew);
+    rc = cb_exception(env, 0);
+    if (rc == 0) *new_out = ud;
+    cb_leave(attached);
+    return rc;
+}
+
+static int32_t cb_write_new(void *ud, void *new_object, uint64_t offset, const uint8_t *buf,
+                            size_t len) {
+    (void)new_object;
+    return write_pieces(ud, g_io_writeNew, "writeNew", offset, buf, len);
+}
+
+static int32_t cb_commit_new(void *ud, void *new_object, uint64_t len) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    int32_t rc;
+    (void)new_object;
+    if (env == NULL) return IO_NO_JVM;
+    if (len > (uint64_t)INT64_MAX) {
+        rc = cb_past_long(env, "commitNew", 0, len);
+        cb_leave(attached);
+        return rc;
+    }
+    (*env)->CallVoidMethod(env, io->io, g_io_commitNew, (jlong)len);
+    rc = cb_exception(env, 0);
+    cb_leave(attached);
+    return rc;
+}
+
+/* Returns nothing: an exception is remembered like a callback's (as the cause of a call that
+ * fails for another reason) and otherwise dropped. */
+static void cb_discard_new(void *ud, void *new_object) {
+    jni_io *io = (jni_io *)ud;
+    int attached;
+    JNIEnv *env = cb_enter(&attached);
+    (void)new_object;
+    if (env == NULL) return;
+    (*env)->CallVoidMethod(env, io->io, g_io_discardNew);
+    cb_exception(env, 0);
+    cb_leave(attached);
 }
 
 static int32_t cb_truncate(void *ud, uint64_t len) {
@@ -527,6 +587,12 @@ static void io_table(shard_io_callbacks *cb, jni_io *io, jint caps) {
     cb->write = cb_write;
     cb->truncate = (caps & CAP_TRUNCATE) ? cb_truncate : NULL;
     cb->remove = (caps & CAP_REMOVE) ? cb_remove : NULL;
+    if (caps & CAP_NEW_OBJECTS) {
+        cb->create_new = cb_create_new;
+        cb->write_new = cb_write_new;
+        cb->commit_new = cb_commit_new;
+        cb->discard_new = cb_discard_new;
+    }
     cb->destroy = cb_destroy;
 }
 
@@ -741,8 +807,13 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
         g_io_write = (*env)->GetMethodID(env, io, "write", "(JLjava/nio/ByteBuffer;)V");
     if (g_io_write != NULL) g_io_truncate = (*env)->GetMethodID(env, io, "truncate", "(J)V");
     if (g_io_truncate != NULL) g_io_remove = (*env)->GetMethodID(env, io, "remove", "()V");
+    if (g_io_remove != NULL) g_io_beginNew = (*env)->GetMethodID(env, io, "beginNew", "()V");
+    if (g_io_beginNew != NULL)
+        g_io_writeNew = (*env)->GetMethodID(env, io, "writeNew", "(JLjava/nio/ByteBuffer;)V");
+    if (g_io_writeNew != NULL) g_io_commitNew = (*env)->GetMethodID(env, io, "commitNew", "(J)V");
+    if (g_io_commitNew != NULL) g_io_discardNew = (*env)->GetMethodID(env, io, "discardNew", "()V");
     (*env)->DeleteLocalRef(env, io);
-    if (g_io_remove == NULL) return JNI_ERR;
+    if (g_io_discardNew == NULL) return JNI_ERR;
     if ((g_Capabilities = global_class(env, "io/zarrshard/Capabilities")) == NULL) return JNI_ERR;
     g_Capabilities_of =
         (*env)->GetStaticMethodID(env, g_Capabilities, "of", "(Lio/zarrshard/ShardIO;)I");

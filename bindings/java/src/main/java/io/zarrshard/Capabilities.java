@@ -19,6 +19,13 @@ final class Capabilities {
             if (overrides(type, "remove")) {
                 caps |= Native.CAP_REMOVE;
             }
+            // The new-object methods go together: all four, or the table has none.
+            if (overrides(type, "beginNew")
+                    && overrides(type, "writeNew", long.class, ByteBuffer.class)
+                    && overrides(type, "commitNew", long.class)
+                    && overrides(type, "discardNew")) {
+                caps |= Native.CAP_NEW_OBJECTS;
+            }
             return caps;
         }
     };

@@ -32,7 +32,7 @@ final class Native {
     static final int SHAPE_SHARD = 0, SHAPE_INNER_CHUNK = 1, SHAPE_CHUNKS_PER_SHARD = 2,
             SHAPE_ARRAY = 3, SHAPE_GRID = 4;
     // shardOpen capabilities: optional ShardIO methods the host overrides
-    static final int CAP_READ_SUFFIX = 1, CAP_TRUNCATE = 2, CAP_REMOVE = 4;
+    static final int CAP_READ_SUFFIX = 1, CAP_TRUNCATE = 2, CAP_REMOVE = 4, CAP_NEW_OBJECTS = 8;
 
     static native byte[] version();
 

@@ -139,4 +139,51 @@ public interface ShardIO {
     default void remove() throws IOException {
         throw new UnsupportedOperationException("remove");
     }
+
+    /**
+     * Optional, with {@link #writeNew}, {@link #commitNew} and {@link #discardNew} (all four, or
+     * none is used: C {@code create_new} … {@code discard_new}): start a new, empty object
+     * beside this one (a temporary file, say) that replaces it only at {@link #commitNew}.
+     * Whole shards (a buffered shard's {@code finalizeShard}, a shard a {@link ShardArray}
+     * region write covers entirely) are then written this way, and any failure before the
+     * commit calls {@link #discardNew} instead, leaving this object as it was. At most one new
+     * object at a time. Called from one thread at a time.
+     *
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
+     */
+    default void beginNew() throws IOException {
+        throw new UnsupportedOperationException("beginNew");
+    }
+
+    /**
+     * Optional (see {@link #beginNew}): write all of {@code src} at {@code offset} of the new
+     * object. Offsets increase without gaps, except that an index at the start comes last, at 0.
+     *
+     * @param offset where {@code src}'s first byte goes
+     * @param src a read-only direct buffer over library memory, valid only during the call
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
+     */
+    default void writeNew(long offset, ByteBuffer src) throws IOException {
+        throw new UnsupportedOperationException("writeNew");
+    }
+
+    /**
+     * Optional (see {@link #beginNew}): put the new object, {@code length} bytes, in place of
+     * this one in one step (a rename). On failure throw, leave this object as it was and forget
+     * the new one: nothing more is called for it.
+     *
+     * @param length the new object's size (the end of its writes)
+     * @throws IOException (or any other exception) to fail the call with {@link Status#IO}
+     */
+    default void commitNew(long length) throws IOException {
+        throw new UnsupportedOperationException("commitNew");
+    }
+
+    /**
+     * Optional (see {@link #beginNew}): forget the new object; this one stays. An exception is
+     * dropped (it is only reported as the cause of a call that fails for another reason).
+     */
+    default void discardNew() {
+        throw new UnsupportedOperationException("discardNew");
+    }
 }
