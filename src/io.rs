@@ -138,6 +138,13 @@ pub trait ObjectSink: Send {
     fn commit(self: Box<Self>, len: u64) -> Result<()>;
 }
 
+/// A whole object through a back end's `sink`: `parts` written from 0 in one piece, then
+/// committed (what [`FileIo`]'s and the C tables' `put_parts` are).
+pub(crate) fn put_whole(mut sink: Box<dyn ObjectSink + '_>, parts: &[&[u8]]) -> Result<()> {
+    sink.write_parts_at(0, parts)?;
+    sink.commit(parts.iter().map(|p| p.len() as u64).sum())
+}
+
 /// The default [`ShardIo::put`]: `data` written at 0 over the old object, which is then cut
 /// to its length ([`check_can_end_at`] first, so a back end that could not cut it is refused
 /// before anything is written).
@@ -634,11 +641,7 @@ impl ShardIo for FileIo {
     }
 
     fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
-        // The object sink, written in one piece.
-        let mut sink = Box::new(self.sink());
-        sink.write(0, parts)?;
-        let len = sink.end;
-        sink.commit(len)
+        put_whole(Box::new(self.sink()), parts)
     }
 
     fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {

@@ -447,6 +447,8 @@ fn a_version_2_table_keeps_writing_in_place() {
 struct Store {
     objects: Mutex<HashMap<String, Arc<Obj>>>,
     new_objects: bool,
+    /// The version the object tables say they are.
+    version: u32,
     /// Faults for objects the store creates (`fail_write_new_at`).
     fail_write_new_at: usize,
 }
@@ -456,6 +458,7 @@ impl Store {
         Store {
             objects: Mutex::new(HashMap::new()),
             new_objects,
+            version: SHARD_IO_VERSION,
             fail_write_new_at: 0,
         }
     }
@@ -483,7 +486,7 @@ unsafe extern "C" fn store_open(
     let key = unsafe { CStr::from_ptr(key) }.to_str().unwrap();
     // The Arc stays in the store's map, so the object outlives the table.
     let o = store.object(key);
-    unsafe { *io_out = table(&o, store.new_objects, SHARD_IO_VERSION) };
+    unsafe { *io_out = table(&o, store.new_objects, store.version) };
     0
 }
 
@@ -606,6 +609,24 @@ fn a_store_without_thread_safety_gets_the_shard_in_one_piece() {
     let len = o.committed().unwrap().len();
     assert_eq!(*o.new_writes.lock().unwrap(), vec![(0, len)]);
     assert_eq!(shard_set_threads(0), SHARD_OK);
+}
+
+#[test]
+fn a_store_table_of_version_2_keeps_writing_in_place() {
+    let _s = serial();
+    // A store fills the library's table of this header's size: fields past the version it
+    // says are not the host's, even when set.
+    let store = Store {
+        version: 2,
+        ..Store::new(true)
+    };
+    assert_eq!(
+        write_array(&store, SHARD_STORE_THREAD_SAFE, &image(1)),
+        SHARD_OK
+    );
+    let o = store.object("c/0/0");
+    assert_eq!(o.count(&o.creates), 0);
+    assert!(o.count(&o.in_place_writes) > 0);
 }
 
 #[test]

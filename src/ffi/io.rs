@@ -219,6 +219,27 @@ pub(crate) unsafe fn read_table(p: *const shard_io_callbacks) -> shard_io_callba
     }
 }
 
+/// `cb` with the fields its version does not have cleared: they are not the host's (a store's
+/// `open_object` fills the library's zeroed table of this header's size, whatever version it
+/// says). [`read_table`] reads only those fields in the first place.
+fn up_to_version(cb: shard_io_callbacks) -> shard_io_callbacks {
+    let v3 = shard_io_callbacks {
+        create_new: None,
+        write_new: None,
+        commit_new: None,
+        discard_new: None,
+        ..cb
+    };
+    match cb.version {
+        0 | 1 => shard_io_callbacks {
+            read_vectored: None,
+            ..v3
+        },
+        2 => v3,
+        _ => cb,
+    }
+}
+
 /// A table with no callbacks (version 0): what fields a version lacks are set to.
 pub(crate) const NO_CALLBACKS: shard_io_callbacks = shard_io_callbacks {
     version: 0,
@@ -267,11 +288,7 @@ impl CallbackIo {
                 "shard_io_callbacks.read is required".into(),
             ));
         }
-        let mut cb = *cb;
-        if cb.version < 3 {
-            // Fields past the table's version are not the host's.
-            (cb.create_new, cb.write_new, cb.commit_new, cb.discard_new) = (None, None, None, None);
-        }
+        let cb = up_to_version(*cb);
         let new_object = [
             cb.create_new.is_some(),
             cb.write_new.is_some(),
@@ -286,16 +303,6 @@ impl CallbackIo {
             ));
         }
         Ok(CallbackIo { cb, _owner: None })
-    }
-
-    /// The new object of the version-3 callbacks, when the table has them.
-    fn new_object(&self) -> Option<NewObject<'_>> {
-        self.cb.create_new.map(|_| NewObject {
-            io: self,
-            handle: None,
-            end: 0,
-            joined: Vec::new(),
-        })
     }
 
     /// Like [`CallbackIo::new`], taking ownership of `userdata` at once: `destroy` runs when
@@ -557,24 +564,33 @@ impl ShardIo for CallbackIo {
         }
     }
 
-    fn put(&self, data: &[u8]) -> Result<()> {
-        self.put_parts(&[data])
-    }
-
     /// Through the new-object callbacks when the table has them (the old object stays until
     /// the new one is complete); otherwise in place, as [`ShardIo::put`] does by default.
-    fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
-        let Some(mut new) = self.new_object() else {
-            return crate::io::put_in_place(self, &parts.concat());
-        };
-        new.write_parts_at(0, parts)?;
-        let len = new.end;
-        Box::new(new).commit(len)
+    fn put(&self, data: &[u8]) -> Result<()> {
+        match self.object_sink() {
+            Some(sink) => crate::io::put_whole(sink, &[data]),
+            None => crate::io::put_in_place(self, data),
+        }
     }
 
+    /// As [`ShardIo::put`] of the concatenation of `parts` (joined once, by the new object or
+    /// here).
+    fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
+        match self.object_sink() {
+            Some(sink) => crate::io::put_whole(sink, parts),
+            None => crate::io::put_in_place(self, &parts.concat()),
+        }
+    }
+
+    /// The version-3 new object, when the table has those callbacks.
     fn object_sink(&self) -> Option<Box<dyn ObjectSink + '_>> {
-        self.new_object()
-            .map(|n| Box::new(n) as Box<dyn ObjectSink + '_>)
+        self.cb.create_new?;
+        Some(Box::new(NewObject {
+            io: self,
+            handle: None,
+            end: 0,
+            joined: Vec::new(),
+        }))
     }
 
     fn delete(&self) -> Result<()> {
@@ -611,7 +627,7 @@ impl NewObject<'_> {
         if let Some(h) = self.handle {
             return Ok(h);
         }
-        let create = self.io.cb.create_new.expect("checked in new_object");
+        let create = self.io.cb.create_new.expect("all four (CallbackIo::new)");
         let mut h: *mut c_void = std::ptr::null_mut();
         // SAFETY: `h` is valid for one pointer during the call.
         match unsafe { create(self.io.cb.userdata, &mut h) } {
@@ -639,7 +655,7 @@ impl ObjectSink for NewObject<'_> {
         if data.is_empty() {
             return Ok(());
         }
-        let write = self.io.cb.write_new.expect("checked in new_object");
+        let write = self.io.cb.write_new.expect("all four (CallbackIo::new)");
         let (ud, ptr, len) = (self.io.cb.userdata, data.as_ptr(), data.len());
         // SAFETY: `data` is valid for `len` bytes during the call; `handle` came from
         // `create_new` and is neither committed nor discarded yet.
@@ -657,7 +673,7 @@ impl ObjectSink for NewObject<'_> {
         let handle = self.handle()?;
         // From here the host owns the handle's fate: Drop must not discard it.
         self.handle = None;
-        let commit = self.io.cb.commit_new.expect("checked in new_object");
+        let commit = self.io.cb.commit_new.expect("all four (CallbackIo::new)");
         // SAFETY: `handle` came from `create_new`; it is handed back exactly once.
         match unsafe { commit(self.io.cb.userdata, handle, len) } {
             0 => Ok(()),
@@ -670,7 +686,7 @@ impl Drop for NewObject<'_> {
     /// Not committed: the host discards the new object; the old one stays.
     fn drop(&mut self) {
         if let Some(handle) = self.handle.take() {
-            let discard = self.io.cb.discard_new.expect("checked in new_object");
+            let discard = self.io.cb.discard_new.expect("all four (CallbackIo::new)");
             // SAFETY: `handle` came from `create_new` and was not committed.
             unsafe { discard(self.io.cb.userdata, handle) }
         }
