@@ -87,12 +87,13 @@ fn fuzz_corpus_replays() {
     assert!(replay("corpus") >= 20);
 }
 
-/// Under Miri: the C ABI sessions (write, update, read back, a failing callback) on the
-/// layouts without C codecs.
+/// Under Miri: the C ABI sessions (write, update, read back, a failing callback; buffered
+/// writes as new objects, one failing at create, write or commit) on the layouts without C
+/// codecs.
 #[test]
 fn capi_seeds_replay() {
     let seeds = fuzz::capi_seeds();
-    assert_eq!(seeds.len(), 6);
+    assert_eq!(seeds.len(), 18);
     for (_, _, bytes) in seeds {
         fuzz::capi_sequence(&bytes);
     }

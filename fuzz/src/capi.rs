@@ -4,6 +4,13 @@
 //! fuzzer picks. Checked: every status is one the function documents; `destroy` runs exactly
 //! once per successful open; a write callback failure is never followed by a successful
 //! finalize; and when no fault was injected, what a read returns equals what was written.
+//!
+//! Tables of version 1, 2 and 3; a version-3 table may carry the new-object callbacks (or,
+//! refused at open, some but not all of them). With them, also checked: every new object the
+//! host created is committed or discarded before the call that created it returns, and never
+//! used after; `write_new` never writes a byte twice and `commit_new` comes with every byte
+//! written and the right size; and a finalize that fails without touching the object in place
+//! leaves the old object as it was, which later reads then check chunk by chunk.
 
 use super::Cursor;
 use std::cell::{Cell, RefCell};
@@ -36,6 +43,22 @@ struct Host {
     /// ... and it was in a write-side callback (write, truncate, remove).
     fired_write: Cell<bool>,
     destroyed: Cell<u32>,
+    /// New objects created and not yet committed or discarded.
+    pending: RefCell<Vec<NewObject>>,
+    /// `create_new` calls so far, failed ones included (the handle it gives is this count,
+    /// never 0).
+    created: Cell<usize>,
+    /// Calls that change the object in place (write, truncate, remove).
+    in_place: Cell<u32>,
+}
+
+/// A new object the host holds for the library (version-3 tables).
+struct NewObject {
+    /// What `create_new` gave the library (as a pointer).
+    handle: usize,
+    bytes: Vec<u8>,
+    /// Which bytes `write_new` has written.
+    written: Vec<bool>,
 }
 
 const HOST_ERROR: i32 = 5;
@@ -66,6 +89,13 @@ impl Host {
         let f = self.fault();
         self.fired_write.set(self.fired_write.get() || f.is_some());
         f
+    }
+
+    /// Take new object `new` out of the pending list (commit and discard).
+    fn take_pending(&self, new: *mut c_void) -> NewObject {
+        let mut pending = self.pending.borrow_mut();
+        let at = pending.iter().position(|p| p.handle == new as usize);
+        pending.remove(at.expect("commit_new or discard_new for a new object that is not pending"))
     }
 }
 
@@ -140,6 +170,7 @@ unsafe extern "C" fn cb_size(ud: *mut c_void, size_out: *mut u64) -> i32 {
 
 unsafe extern "C" fn cb_write(ud: *mut c_void, offset: u64, buf: *const u8, len: usize) -> i32 {
     let h = unsafe { host(ud) };
+    h.in_place.set(h.in_place.get() + 1);
     let f = h.write_fault();
     let n = match f {
         Some(Fault::Error) => return HOST_ERROR,
@@ -164,6 +195,7 @@ unsafe extern "C" fn cb_write(ud: *mut c_void, offset: u64, buf: *const u8, len:
 
 unsafe extern "C" fn cb_truncate(ud: *mut c_void, len: u64) -> i32 {
     let h = unsafe { host(ud) };
+    h.in_place.set(h.in_place.get() + 1);
     if h.write_fault().is_some() {
         return HOST_ERROR;
     }
@@ -176,6 +208,7 @@ unsafe extern "C" fn cb_truncate(ud: *mut c_void, len: u64) -> i32 {
 
 unsafe extern "C" fn cb_remove(ud: *mut c_void) -> i32 {
     let h = unsafe { host(ud) };
+    h.in_place.set(h.in_place.get() + 1);
     if h.write_fault().is_some() {
         return HOST_ERROR;
     }
@@ -212,6 +245,85 @@ unsafe extern "C" fn cb_read_vectored(
         }
     }
     0
+}
+
+unsafe extern "C" fn cb_create_new(ud: *mut c_void, new_out: *mut *mut c_void) -> i32 {
+    let h = unsafe { host(ud) };
+    h.created.set(h.created.get() + 1);
+    if h.write_fault().is_some() {
+        return HOST_ERROR;
+    }
+    h.pending.borrow_mut().push(NewObject {
+        handle: h.created.get(),
+        bytes: Vec::new(),
+        written: Vec::new(),
+    });
+    // SAFETY: the library passes `new_out` valid for one pointer.
+    unsafe { *new_out = h.created.get() as *mut c_void };
+    0
+}
+
+unsafe extern "C" fn cb_write_new(
+    ud: *mut c_void,
+    new: *mut c_void,
+    offset: u64,
+    buf: *const u8,
+    len: usize,
+) -> i32 {
+    let h = unsafe { host(ud) };
+    let mut pending = h.pending.borrow_mut();
+    let object = pending
+        .iter_mut()
+        .find(|p| p.handle == new as usize)
+        .expect("write_new for a new object that is not pending");
+    let f = h.write_fault();
+    if f == Some(Fault::Error) {
+        return HOST_ERROR;
+    }
+    let n = if f.is_some() { len / 2 } else { len };
+    // SAFETY: the library passes `buf` valid for `len` bytes.
+    let data = unsafe { std::slice::from_raw_parts(buf, n) };
+    let end = offset as usize + n;
+    if object.bytes.len() < end {
+        object.bytes.resize(end, 0);
+        object.written.resize(end, false);
+    }
+    let at = offset as usize..end;
+    assert!(
+        object.written[at.clone()].iter().all(|w| !w),
+        "write_new wrote a byte of the new object twice"
+    );
+    object.bytes[at.clone()].copy_from_slice(data);
+    object.written[at].fill(true);
+    if f.is_some() {
+        HOST_ERROR
+    } else {
+        0
+    }
+}
+
+unsafe extern "C" fn cb_commit_new(ud: *mut c_void, new: *mut c_void, len: u64) -> i32 {
+    let h = unsafe { host(ud) };
+    let object = h.take_pending(new);
+    // Failing, the host releases the new object all the same and keeps the old one.
+    if h.write_fault().is_some() {
+        return HOST_ERROR;
+    }
+    assert_eq!(
+        object.bytes.len() as u64,
+        len,
+        "commit_new's size is where the writes end"
+    );
+    assert!(
+        object.written.iter().all(|w| *w),
+        "commit_new of a new object with gaps"
+    );
+    *h.object.borrow_mut() = Some(object.bytes);
+    0
+}
+
+unsafe extern "C" fn cb_discard_new(ud: *mut c_void, new: *mut c_void) {
+    unsafe { host(ud) }.take_pending(new);
 }
 
 /// What the fuzzer's sequence expects of one inner chunk.
@@ -439,8 +551,18 @@ impl Sequence<'_> {
             f => (f % 4) as u32,
         };
         let opt = input.u8();
+        // Bit 7: the new-object callbacks, with one more byte: bit 2 leaves out the one that
+        // bits 0-1 name (refused at open), bit 3 asks for a version-2 table (they are ignored).
+        let new_opt = if opt & 128 != 0 { input.u8() } else { 0 };
+        let version = match (opt & 1 != 0, new_opt & 8 != 0) {
+            (true, _) => 1,
+            (false, true) => 2,
+            (false, false) => SHARD_IO_VERSION,
+        };
+        let with = |k: u8| opt & 128 != 0 && !(new_opt & 4 != 0 && new_opt & 3 == k);
+        let partial = opt & 128 != 0 && new_opt & 4 != 0;
         let table = shard_io_callbacks {
-            version: if opt & 1 != 0 { 1 } else { SHARD_IO_VERSION },
+            version,
             userdata: self.host as *const Host as *mut c_void,
             read: Some(cb_read),
             read_suffix: (opt & 2 != 0).then_some(cb_read_suffix as _),
@@ -450,10 +572,10 @@ impl Sequence<'_> {
             remove: (opt & 32 == 0).then_some(cb_remove as _),
             destroy: Some(cb_destroy),
             read_vectored: (opt & 64 != 0).then_some(cb_read_vectored as _),
-            create_new: None,
-            write_new: None,
-            commit_new: None,
-            discard_new: None,
+            create_new: with(0).then_some(cb_create_new as _),
+            write_new: with(1).then_some(cb_write_new as _),
+            commit_new: with(2).then_some(cb_commit_new as _),
+            discard_new: with(3).then_some(cb_discard_new as _),
         };
         // The contract: a host without `truncate` or `size` writes shards to a new object.
         if (mode == 1 || mode == 2) && opt & 16 != 0 && opt & 4 == 0 {
@@ -467,6 +589,12 @@ impl Sequence<'_> {
         let destroyed = self.host.destroyed.get();
         let s = unsafe { shard_open_ex(self.codec, &table, mode, flags, &mut handle) };
         check("shard_open_ex", s, OPEN);
+        if partial && version == 3 {
+            assert_eq!(
+                s, SHARD_ERR_INVALID_ARGUMENT,
+                "a table with some but not all new-object callbacks"
+            );
+        }
         assert_eq!(
             self.host.destroyed.get(),
             destroyed,
@@ -715,8 +843,21 @@ impl Sequence<'_> {
         } else {
             &mut size as *mut u64
         };
+        let before = self.host.object.borrow().clone();
+        let (created, in_place) = (self.host.created.get(), self.host.in_place.get());
         let s = unsafe { shard_finalize(self.handle(), out) };
         check("shard_finalize", s, FINALIZE);
+        // A whole object written as a new one: a failure leaves the old object as it was.
+        let old_kept = s != SHARD_OK
+            && self.host.created.get() > created
+            && self.host.in_place.get() == in_place;
+        if old_kept {
+            assert_eq!(
+                *self.host.object.borrow(),
+                before,
+                "a failed finalize changed the old object"
+            );
+        }
         self.note_fault();
         let Some(open) = self.open.as_mut() else {
             return;
@@ -749,9 +890,12 @@ impl Sequence<'_> {
                 assert_eq!(object, None, "a shard with no chunk was not removed");
             }
         } else if !open.finalized {
-            // The object is whatever the failed finalize left.
+            // The object is whatever the failed finalize left: the old one when it wrote a
+            // new object and failed before the end, otherwise unknown.
             open.finalized = true;
-            self.committed = None;
+            if !old_kept {
+                self.committed = None;
+            }
         }
     }
 
@@ -796,6 +940,9 @@ pub fn capi_sequence(data: &[u8]) {
         fired: Cell::new(false),
         fired_write: Cell::new(false),
         destroyed: Cell::new(0),
+        pending: RefCell::new(Vec::new()),
+        created: Cell::new(0),
+        in_place: Cell::new(0),
     };
     let mut seq = Sequence {
         cfg,
@@ -822,8 +969,16 @@ pub fn capi_sequence(data: &[u8]) {
             9 => seq.close(),
             _ => seq.plan_fault(&mut input),
         }
+        assert!(
+            host.pending.borrow().is_empty(),
+            "a new object neither committed nor discarded when the call returned"
+        );
     }
     seq.close();
+    assert!(
+        host.pending.borrow().is_empty(),
+        "a new object left at close"
+    );
     assert_eq!(
         host.destroyed.get(),
         seq.opens,

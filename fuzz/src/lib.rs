@@ -604,6 +604,28 @@ pub fn capi_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
             format!("config{cfg}-streaming-fault"),
             faulty,
         ));
+        // Buffered writes as new objects (a version-3 table with the four callbacks): one
+        // committed, then a rewrite whose create_new, write_new or commit_new fails, after
+        // which the old shard must read back unchanged; and a table missing commit_new.
+        for fail_at in 0..3u8 {
+            let mut seq = vec![cfg, 0, 1, 0, 2 | 128, 0];
+            seq.extend(write(0, 9));
+            seq.extend(write(1, 200));
+            seq.extend([8, 1, 0, 1, 0, 2 | 128, 0]);
+            seq.extend(write(0, 77));
+            seq.extend([10, fail_at, 8, 1, 0, 0, 0, 2]);
+            seq.extend([1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 2, 2, 0, 0, 1, 1, 0, 0, 1, 0]);
+            out.push((
+                "capi_sequence",
+                format!("config{cfg}-new-object-fails-at-{}", fail_at + 1),
+                seq,
+            ));
+        }
+        out.push((
+            "capi_sequence",
+            format!("config{cfg}-new-object-table-partial"),
+            vec![cfg, 0, 1, 0, 2 | 128, 4 | 2, 5, 1, 0, 0, 9, 1, 8, 1],
+        ));
     }
     out
 }
