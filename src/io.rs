@@ -51,7 +51,7 @@ pub trait ShardIo: Send + Sync {
     /// allocation per read (which glibc may trim and the kernel fault in again, page by page:
     /// a quarter of a one-thread whole-array decode in the benchmark). Buffers are taken from
     /// the end of `spare`; unused ones stay there. The default ignores `spare` and calls
-    /// `read_many`; [`FileIo`] and the C callback table read into the buffers.
+    /// `read_many`; [`FileIo`], [`MemoryIo`] and the C callback table read into the buffers.
     fn read_many_reusing(
         &self,
         ranges: &[ByteRange],
@@ -334,6 +334,26 @@ impl ShardIo for MemoryIo {
             object_size: Some(d.len() as u64),
         }))
     }
+    /// Copies into `spare`'s buffers where they are large enough, as [`FileIo`] reads into them.
+    fn read_many_reusing(
+        &self,
+        ranges: &[ByteRange],
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<ReadOutput>>> {
+        let guard = self.data.read().unwrap_or_else(|e| e.into_inner());
+        let read = |range: &ByteRange| {
+            guard.as_ref().map(|d| {
+                let from = slice_range(d, *range);
+                let mut data = read_buffer(spare.pop(), from.len());
+                data.copy_from_slice(from);
+                ReadOutput {
+                    data,
+                    object_size: Some(d.len() as u64),
+                }
+            })
+        };
+        Ok(ranges.iter().map(read).collect())
+    }
     fn size(&self) -> Result<Option<u64>> {
         let guard = self.data.read().unwrap_or_else(|e| e.into_inner());
         Ok(guard.as_ref().map(|d| d.len() as u64))
@@ -507,11 +527,18 @@ fn write_all_at(f: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()
 
 /// A `len`-byte buffer to read into: `spare`'s allocation when it is large enough (only the
 /// part past its old length is zeroed; the caller overwrites the rest and cuts the buffer to
-/// what was read), otherwise fresh zeroed memory (no memset for large buffers).
+/// what was read), otherwise fresh zeroed memory (no memset for large buffers). A fresh buffer
+/// large enough to be kept for later reads ([`crate::read_buffers`]) gets 1/16 more room, so
+/// that a kept buffer still holds the next shard when that one is slightly larger.
 pub(crate) fn read_buffer(spare: Option<Vec<u8>>, len: usize) -> Vec<u8> {
     match spare {
         Some(mut buf) if buf.capacity() >= len => {
             buf.resize(len, 0);
+            buf
+        }
+        _ if len >= crate::read_buffers::MIN_KEPT => {
+            let mut buf = vec![0u8; len.saturating_add(len / 16)];
+            buf.truncate(len);
             buf
         }
         _ => vec![0u8; len],

@@ -32,6 +32,7 @@ pub mod metadata;
 pub mod nd;
 pub mod parallel;
 mod placement;
+pub mod read_buffers;
 pub mod reader;
 pub mod refs;
 pub mod region;
@@ -53,6 +54,7 @@ pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ObjectSink, ReadOutput, Sh
 pub use limits::{memory_limit, set_memory_limit};
 pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads, MAX_THREADS};
+pub use read_buffers::{kept_reads, KeptReads};
 pub use reader::{read_whole_shard, FetchedChunks, ShardReader};
 pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
 pub use repair::ShardRepair;

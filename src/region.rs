@@ -38,10 +38,16 @@ use crate::codec::check_len;
 use crate::error::{shown, Error, Result};
 use crate::nd;
 use crate::parallel;
+use crate::read_buffers;
 use crate::reader::FetchedChunks;
 use crate::store::Store;
 use crate::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
 use std::sync::{Arc, Mutex};
+
+/// A pass's spare buffers of one shard, from `&mut` (no other thread holds them then).
+fn lock(m: &mut Mutex<Vec<Vec<u8>>>) -> &mut Vec<Vec<u8>> {
+    m.get_mut().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The most decoded bytes of the inner chunks covering a region that one pass of a read
 /// fetches when it takes more than one row of shards (see the module docs). A row of shards
@@ -75,13 +81,14 @@ impl<S: Store> Array<S> {
         let cs = &meta.chunk_shape;
         let row_bytes = nd_len(&shape[1..])? * elem;
         let shard_ranges = cells(start, shape, cs);
-        // When shards are fetched on the calling thread, the buffers each shard of a pass was
-        // fetched into are reused by the shard in the same place of the next pass. Freed and
-        // allocated afresh instead, row after row, glibc's main arena trims them and the
-        // kernel faults them in again page by page (measured on the benchmark's array with
-        // one thread: 53 → 46 ms for zstd, 20 → 9 ms uncompressed). Pool threads allocate
-        // from arenas of their own, which keep such buffers; handing buffers between them
-        // made them fault more (25 ms against 21), so with the pool they are freed per row.
+        // The buffers shards are fetched into are never freed between passes: freed and
+        // allocated afresh, row after row, glibc trims them and the kernel faults them in again
+        // page by page (measured on the benchmark's array with one thread: 53 → 46 ms for
+        // zstd, 20 → 9 ms uncompressed). When shards are fetched on the calling thread, each
+        // shard of a pass reuses the buffers of the shard in the same place of the pass
+        // before; with the pool, they go back to the process's kept buffers after each pass
+        // and the next pass takes them from there. The kept buffers also outlive the call, for
+        // the next one (`crate::read_buffers`).
         let recycle = self.store().io_on_caller_thread() || parallel::threads() <= 1;
         let mut spare: Vec<Mutex<Vec<Vec<u8>>>> = Vec::new();
         // The output rows shard rows g0..g1 cover: [lo, hi). Saturating: the last shard of an
@@ -110,6 +117,11 @@ impl<S: Store> Array<S> {
             });
             let shards = rows_of_boxes(&shard_ranges, g0, g1);
             spare.resize_with(shards.len(), Default::default);
+            let empty = spare.iter_mut().map(lock).filter(|b| b.is_empty()).count();
+            let mut kept = read_buffers::take(empty).into_iter();
+            for bufs in spare.iter_mut().map(lock).filter(|b| b.is_empty()) {
+                bufs.extend(kept.next());
+            }
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
             let fetched = self.map_io(shards.len(), |s| -> Result<Wanted> {
                 let origin = nd::mul(&shards[s], cs);
@@ -197,15 +209,21 @@ impl<S: Store> Array<S> {
                 }
                 Ok(())
             })?;
+            let buffers = fetched
+                .into_iter()
+                .map(|w| w.fetched.map(FetchedChunks::into_buffers));
             if recycle {
-                for (s, w) in fetched.into_iter().enumerate() {
-                    if let Some(f) = w.fetched {
-                        *spare[s].get_mut().unwrap_or_else(|e| e.into_inner()) = f.into_buffers();
+                for (s, bufs) in buffers.enumerate() {
+                    if let Some(bufs) = bufs {
+                        *lock(&mut spare[s]) = bufs;
                     }
                 }
+            } else {
+                read_buffers::keep(buffers.flatten().flatten());
             }
             g0 = g1;
         }
+        read_buffers::keep(spare.iter_mut().flat_map(|m| std::mem::take(lock(m))));
         Ok(())
     }
 

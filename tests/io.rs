@@ -170,8 +170,8 @@ fn put_parts_of_a_large_object_is_exact() {
 /// `read_many_reusing` on files reads into the spare buffers (taken from the end, the
 /// allocation kept when large enough, a fresh one otherwise, unused ones left), returns exactly
 /// the bytes read (no stale bytes from a buffer's earlier contents, even on a short read), and
-/// a missing file is `None` with the spare buffers untouched. The default (memory) ignores them;
-/// `CountingIo` counts one read per range.
+/// a missing file is `None` with the spare buffers untouched. A memory object copies into them
+/// alike; `CountingIo` counts one read per range.
 #[test]
 fn read_many_reusing_recycles_buffers_and_never_returns_stale_bytes() {
     let dir = tempfile::tempdir().unwrap();
@@ -212,11 +212,20 @@ fn read_many_reusing_recycles_buffers_and_never_returns_stale_bytes() {
         .unwrap();
     assert_eq!(got, [None]);
 
+    // A memory object copies into the buffers the same way.
     let mem = MemoryIo::from_bytes(b"0123456789".to_vec());
-    let mut spare = vec![unused.clone()];
+    let reused = vec![b'u'; 4];
+    let reused_ptr = reused.as_ptr();
+    let mut spare = vec![reused];
     let got = mem.read_many_reusing(&ranges[..2], &mut spare).unwrap();
-    assert_eq!(got[1].as_ref().unwrap().data, b"89");
-    assert_eq!(spare, [unused], "the default leaves the buffers alone");
+    let got: Vec<Vec<u8>> = got.into_iter().map(|o| o.unwrap().data).collect();
+    assert_eq!(got, [b"234".to_vec(), b"89".to_vec()]);
+    assert_eq!(
+        got[0].as_ptr(),
+        reused_ptr,
+        "a large enough buffer is reused"
+    );
+    assert!(spare.is_empty());
 
     let counting = CountingIo::new(FileIo::new(dir.path().join("shard")));
     let got = counting

@@ -670,7 +670,8 @@ inline void set_memory_limit(std::uint64_t bytes) { detail::check(shard_set_memo
 
 /// What `release_memory` freed.
 struct Released {
-    /// Bytes of the library's own buffers freed (encode segments, scratch chunks); exact.
+    /// Bytes of the library's own buffers freed (encode segments, read buffers, scratch
+    /// chunks); exact.
     std::uint64_t bytes = 0;
     /// Codec contexts freed (zstd, libdeflate): counted, since libdeflate does not report
     /// its size.
@@ -679,7 +680,8 @@ struct Released {
 
 /// Free the memory the library keeps between calls so that no inner chunk allocates
 /// (`shard_release_memory`): the free list of encode segments (up to 4 MiB per library
-/// thread) and the codec contexts and scratch chunk of the calling thread and of every library
+/// thread), the buffers region reads fetched shards into (up to 8 MiB per library thread) and
+/// the codec contexts and scratch chunk of the calling thread and of every library
 /// thread; with `set_threads(1)` in force, the library's threads (which only sleep then) are
 /// ended too. For a host done writing or reading for a while; later calls rebuild what they
 /// need.

@@ -162,7 +162,8 @@ pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_st
 }
 
 /// Free the memory the library keeps between calls so that no inner chunk allocates: the
-/// free list of encode segments (up to 4 MiB per library thread) and the codec contexts
+/// free list of encode segments (up to 4 MiB per library thread), the buffers region reads
+/// fetched shards into (up to 8 MiB per library thread) and the codec contexts
 /// (zstd, gzip) and scratch chunk of the calling thread and of every library thread; while
 /// `shard_set_threads(1)` is in force, the library's threads (which only sleep then) are ended
 /// too. For a host done writing or reading for a while; later calls rebuild what they need,
@@ -170,9 +171,9 @@ pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_st
 /// Memory in use by a call in progress on another thread is not touched; waits until each
 /// library thread has finished the inner chunk or task it is running.
 ///
-/// `bytes_out` (may be NULL) receives the bytes of the library's own buffers freed (segments
-/// and scratch chunks, exact); `contexts_out` (may be NULL) the number of codec contexts
-/// freed (counted: libdeflate does not report its size). A second call right after reports
+/// `bytes_out` (may be NULL) receives the bytes of the library's own buffers freed (segments,
+/// read buffers and scratch chunks, exact); `contexts_out` (may be NULL) the number of codec
+/// contexts freed (counted: libdeflate does not report its size). A second call right after reports
 /// 0 and 0 unless other threads worked in between. Thread-safe. Returns `SHARD_OK`,
 /// `SHARD_ERR_PANIC`.
 #[no_mangle]
