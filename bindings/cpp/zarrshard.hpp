@@ -54,6 +54,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <shared_mutex>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -1358,6 +1359,58 @@ class MemoryIO {
 
 #ifdef ZARRSHARD_HPP_HAVE_POSIX
 
+namespace detail {
+
+// POSIX file calls shared by `FileIO` and `DirectoryFile`: each loops over short transfers and
+// EINTR and throws `IoError` with errno.
+
+[[noreturn]] inline void io_fail(const char *what) {
+    const int e = errno != 0 ? errno : EIO;
+    throw IoError(e, std::string(what) + ": " + std::strerror(e));
+}
+
+// `pread` up to `len` bytes at `offset`; fewer only at the end of the file.
+inline std::size_t pread_full(int fd, std::uint8_t *buf, std::size_t len, std::uint64_t offset) {
+    std::size_t got = 0;
+    while (got < len) {
+        const ssize_t n = ::pread(fd, buf + got, len - got, static_cast<off_t>(offset + got));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            io_fail("pread");
+        }
+        if (n == 0) break; // end of file: a short read means the object ends here
+        got += static_cast<std::size_t>(n);
+    }
+    return got;
+}
+
+inline void pwrite_full(int fd, span<const std::uint8_t> data, std::uint64_t offset) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+        const ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
+                                   static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            io_fail("pwrite");
+        }
+        if (n == 0) throw IoError(EIO, "pwrite wrote nothing");
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+inline std::uint64_t fd_size(int fd) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) io_fail("fstat");
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+inline void ftruncate_to(int fd, std::uint64_t len) {
+    while (::ftruncate(fd, static_cast<off_t>(len)) != 0)
+        if (errno != EINTR) io_fail("ftruncate");
+}
+
+} // namespace detail
+
 /// A POSIX file as one shard object (like examples-c/posix_io.c).
 ///
 /// `Read` reads PATH in place with `pread` (a missing PATH reads as all fill value). `Write`
@@ -1473,39 +1526,23 @@ class FileIO {
     /// `pwrite` `data` at `offset` (looping). Write and update files only.
     void write(std::uint64_t offset, span<const std::uint8_t> data) {
         writable();
-        std::size_t done = 0;
-        while (done < data.size()) {
-            const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
-                                       static_cast<off_t>(offset + done));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                io_fail("pwrite");
-            }
-            if (n == 0) throw IoError(EIO, "pwrite wrote nothing");
-            done += static_cast<std::size_t>(n);
-        }
+        detail::pwrite_full(fd_, data, offset);
         exists_ = true;
     }
     /// `ftruncate` to `len`. Write and update files only.
     void truncate(std::uint64_t len) {
         writable();
-        while (::ftruncate(fd_, static_cast<off_t>(len)) != 0)
-            if (errno != EINTR) io_fail("ftruncate");
+        detail::ftruncate_to(fd_, len);
         exists_ = true;
     }
     /// Empty the temporary and mark the object absent (`commit` then deletes PATH).
     void remove() {
         writable();
-        while (::ftruncate(fd_, 0) != 0)
-            if (errno != EINTR) io_fail("ftruncate");
+        detail::ftruncate_to(fd_, 0);
         exists_ = false;
     }
 
   private:
-    [[noreturn]] static void io_fail(const char *what) {
-        const int e = errno != 0 ? errno : EIO;
-        throw IoError(e, std::string(what) + ": " + std::strerror(e));
-    }
     // Reads errno first: the arguments are built before anything may change it.
     [[noreturn]] static void fail(const char *what, const std::string &name) {
         const int e = errno != 0 ? errno : EIO;
@@ -1518,24 +1555,10 @@ class FileIO {
         if (access_ == Read || fd_ < 0) throw IoError(EBADF, "FileIO opened for reading");
     }
 
-    std::uint64_t file_size() const {
-        struct stat st;
-        if (::fstat(fd_, &st) != 0) io_fail("fstat");
-        return static_cast<std::uint64_t>(st.st_size);
-    }
+    std::uint64_t file_size() const { return detail::fd_size(fd_); }
 
     std::size_t full_pread(std::uint8_t *buf, std::size_t len, std::uint64_t offset) const {
-        std::size_t got = 0;
-        while (got < len) {
-            const ssize_t n = ::pread(fd_, buf + got, len - got, static_cast<off_t>(offset + got));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                io_fail("pread");
-            }
-            if (n == 0) break; // end of file: a short read means the object ends here
-            got += static_cast<std::size_t>(n);
-        }
-        return got;
+        return detail::pread_full(fd_, buf, len, offset);
     }
 
     void copy_existing() {
@@ -1596,6 +1619,185 @@ class FileIO {
     int fd_ = -1;          // -1: PATH is missing (read) or the object was moved from
     bool exists_ = false;  // write files: whether the object logically exists
     bool committed_ = false;
+};
+
+/// The object at one key of a `DirectoryStore`: the file PATH = ROOT/key, read and changed in
+/// place, and replaced whole through a temporary.
+///
+/// Reads (`read`, `read_suffix`, `size`) `pread` the file as it is; a missing file is no object
+/// (all fill value). What the library writes whole (a shard a region write covers entirely, a
+/// buffered finalize) goes to a new temporary `PATH.tmp.<pid>.<n>` beside the file (the
+/// new-object members: `begin_new`, `write_new`), which `commit_new` renames over PATH: readers,
+/// in this process or another, see the old object or the new one whole, and a failure before
+/// the rename deletes the temporary and leaves the old file as it was. Partial updates (`write`,
+/// `truncate`: appended chunks and their new index) and `remove` (a shard left all fill value)
+/// change PATH in place. Missing parent directories are made. No `fsync`, as the Rust
+/// `FsStore`: after a power loss the file may hold either version (or, on some file systems,
+/// neither); `FileIO` with its `commit` is the durable way to write one shard.
+///
+/// Move-only (a moved-from object holds no file and reads as missing). Thread-safe: reads may
+/// run on several threads at once; a change that replaces or drops the file waits for them.
+/// Failures throw `IoError` with errno (inside a store's callbacks, `SHARD_ERR_IO` with that
+/// `io_code()`).
+class DirectoryFile {
+  public:
+    /// Open PATH for reading, if it exists. Throws `Error` (`SHARD_ERR_IO`, `io_code()` = errno)
+    /// when it exists but cannot be opened.
+    explicit DirectoryFile(std::string path) : path_(std::move(path)) { reopen(); }
+    /// Take `o`'s files (and its pending new object); `o` is left holding none. Never throws.
+    DirectoryFile(DirectoryFile &&o) noexcept
+        : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)), rw_(std::exchange(o.rw_, -1)),
+          tmp_(std::exchange(o.tmp_, std::string())), tmp_fd_(std::exchange(o.tmp_fd_, -1)) {}
+    /// Close this object's files (deleting a pending new object), then take `o`'s. Never throws.
+    DirectoryFile &operator=(DirectoryFile &&o) noexcept {
+        if (this != &o) {
+            close_all();
+            path_ = std::move(o.path_);
+            fd_ = std::exchange(o.fd_, -1);
+            rw_ = std::exchange(o.rw_, -1);
+            tmp_ = std::exchange(o.tmp_, std::string());
+            tmp_fd_ = std::exchange(o.tmp_fd_, -1);
+        }
+        return *this;
+    }
+    DirectoryFile(const DirectoryFile &) = delete;
+    DirectoryFile &operator=(const DirectoryFile &) = delete;
+    /// Closes the file; deletes a new object neither committed nor discarded.
+    ~DirectoryFile() { close_all(); }
+
+    /// The file's path.
+    [[nodiscard]] const std::string &path() const noexcept { return path_; }
+
+    // The I/O concept.
+
+    /// `pread` up to `buf.size()` bytes at `offset`; fewer only at the end of the file.
+    [[nodiscard]] std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) const {
+        std::shared_lock<std::shared_mutex> lock(m_);
+        if (fd_ < 0) throw NotFound();
+        return detail::pread_full(fd_, buf.data(), buf.size(), offset);
+    }
+    /// The last `buf.size()` bytes (or all) and the file's size.
+    [[nodiscard]] SuffixRead read_suffix(span<std::uint8_t> buf) const {
+        std::shared_lock<std::shared_mutex> lock(m_);
+        if (fd_ < 0) throw NotFound();
+        const std::uint64_t size = detail::fd_size(fd_);
+        const std::size_t n = size < buf.size() ? static_cast<std::size_t>(size) : buf.size();
+        return SuffixRead{detail::pread_full(fd_, buf.data(), n, size - n), size};
+    }
+    /// The file's size; `nullopt` when it does not exist.
+    [[nodiscard]] std::optional<std::uint64_t> size() const {
+        std::shared_lock<std::shared_mutex> lock(m_);
+        if (fd_ < 0) return std::nullopt;
+        return detail::fd_size(fd_);
+    }
+    /// `pwrite` `data` at `offset` of PATH, creating it (and its directories) if missing.
+    void write(std::uint64_t offset, span<const std::uint8_t> data) {
+        detail::pwrite_full(in_place(), data, offset);
+    }
+    /// `ftruncate` PATH to `len`, creating it if missing.
+    void truncate(std::uint64_t len) { detail::ftruncate_to(in_place(), len); }
+    /// Delete PATH (a missing one is fine).
+    void remove() {
+        std::unique_lock<std::shared_mutex> lock(m_);
+        if (::unlink(path_.c_str()) != 0 && errno != ENOENT) detail::io_fail("unlink");
+        close_fd(fd_);
+        close_fd(rw_);
+    }
+
+    /// Begin a new object: a new temporary beside PATH (directories made). A pending one is
+    /// deleted first.
+    void begin_new() {
+        discard_new();
+        static std::atomic<unsigned long> counter{0};
+        std::string tmp = path_ + ".tmp." + std::to_string(static_cast<long>(::getpid())) + "." +
+                          std::to_string(counter.fetch_add(1));
+        tmp_fd_ = open_making_parents(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC);
+        tmp_ = std::move(tmp);
+    }
+    /// `pwrite` `data` at `offset` of the new object.
+    void write_new(std::uint64_t offset, span<const std::uint8_t> data) {
+        if (tmp_fd_ < 0) throw IoError(EBADF, "write_new without begin_new");
+        detail::pwrite_full(tmp_fd_, data, offset);
+    }
+    /// Put the new object, `len` bytes, in place of PATH (a rename). On failure the new object
+    /// is deleted all the same and PATH is as it was.
+    void commit_new(std::uint64_t len) {
+        if (tmp_fd_ < 0) throw IoError(EBADF, "commit_new without begin_new");
+        try {
+            const std::uint64_t size = detail::fd_size(tmp_fd_);
+            if (size != len)
+                throw IoError(EIO, "the new object holds " + std::to_string(size) +
+                                       " bytes, not " + std::to_string(len));
+            if (::rename(tmp_.c_str(), path_.c_str()) != 0) detail::io_fail("rename");
+        } catch (...) {
+            discard_new();
+            throw;
+        }
+        close_fd(tmp_fd_);
+        tmp_.clear();
+        std::unique_lock<std::shared_mutex> lock(m_);
+        close_fd(rw_); // the replaced file's
+        reopen();
+    }
+    /// Delete the new object; PATH stays as it was. Never throws.
+    void discard_new() noexcept {
+        close_fd(tmp_fd_);
+        if (!tmp_.empty()) ::unlink(tmp_.c_str());
+        tmp_.clear();
+    }
+
+  private:
+    static void close_fd(int &fd) noexcept {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+
+    // Opens `path` with `flags`, making its parent directories when they are missing.
+    static int open_making_parents(const std::string &path, int flags) {
+        int fd = ::open(path.c_str(), flags, 0644);
+        if (fd < 0 && errno == ENOENT) {
+            std::error_code ec;
+            std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+            if (ec) throw IoError(ec.value(), "cannot make the directories of " + path + ": " +
+                                                  ec.message());
+            fd = ::open(path.c_str(), flags, 0644);
+        }
+        if (fd < 0) detail::io_fail(("open " + path).c_str());
+        return fd;
+    }
+
+    // (Re)opens PATH for reading; -1 when it is missing. Called with `m_` held (or unshared).
+    void reopen() {
+        close_fd(fd_);
+        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0 && errno != ENOENT) {
+            const int e = errno;
+            throw Error(SHARD_ERR_IO, "I/O error: cannot open " + path_ + ": " + std::strerror(e), e);
+        }
+    }
+
+    // PATH opened for writing in place (created if missing), for `write` and `truncate`.
+    int in_place() {
+        std::unique_lock<std::shared_mutex> lock(m_);
+        if (rw_ < 0) {
+            rw_ = open_making_parents(path_, O_RDWR | O_CREAT | O_CLOEXEC);
+            if (fd_ < 0) reopen(); // it exists now
+        }
+        return rw_;
+    }
+
+    void close_all() noexcept {
+        discard_new();
+        close_fd(fd_);
+        close_fd(rw_);
+    }
+
+    mutable std::shared_mutex m_; // reads share it; replacing or dropping `fd_`/`rw_` takes it
+    std::string path_;
+    int fd_ = -1;     // PATH for reading; -1 while it is missing
+    int rw_ = -1;     // PATH for in-place writes, opened by the first
+    std::string tmp_; // the new object's path, between begin_new and commit_new/discard_new
+    int tmp_fd_ = -1;
 };
 
 #endif // ZARRSHARD_HPP_HAVE_POSIX
@@ -2348,18 +2550,22 @@ class MemoryStore {
 };
 
 #ifdef ZARRSHARD_HPP_HAVE_POSIX
-/// A read-only store over a directory: key `c/0/1` is the file `ROOT/c/0/1`, read with
-/// `FileIO` (a missing file reads as the fill value). Writing through it fails with
-/// `SHARD_ERR_IO` (`EBADF`). It lists (`list`), so walks over the stored shards read one
-/// directory tree instead of trying every grid position. Thread-safe.
+/// A store over a directory: key `c/0/1` is the file `ROOT/c/0/1`, a `DirectoryFile` (a
+/// missing file reads as the fill value). Writes through an `Array` replace a shard a region
+/// covers entirely by a temporary renamed over its file (the old shard stays whole until
+/// then), update the others in place, and delete a shard left all fill value; directories are
+/// made as needed. The host writes `zarr.json` itself. It lists (`list`), so walks over the
+/// stored shards read one directory tree instead of trying every grid position. Thread-safe
+/// (open it with `StoreFlags::ThreadSafe` to let the library fetch and write several shards at
+/// once).
 class DirectoryStore {
   public:
     /// A store over the directory `root` (not opened yet). Throws `std::bad_alloc` only.
     explicit DirectoryStore(std::string root) : root_(std::move(root)) {}
-    /// `FileIO(ROOT/key, FileIO::Read)`. Throws `Error` (`SHARD_ERR_IO`) when the file exists
-    /// but cannot be opened.
-    [[nodiscard]] FileIO open(std::string_view key) const {
-        return FileIO(root_ + "/" + std::string(key), FileIO::Read);
+    /// `DirectoryFile(ROOT/key)`: read, written in place, replaced whole through a temporary.
+    /// Throws `Error` (`SHARD_ERR_IO`) when the file exists but cannot be opened.
+    [[nodiscard]] DirectoryFile open(std::string_view key) const {
+        return DirectoryFile(root_ + "/" + std::string(key));
     }
 
     /// The keys (`/`-separated paths below ROOT) of the regular files whose keys start with

@@ -14,12 +14,14 @@
 
 #include "common.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -1223,6 +1225,7 @@ static void test_zarr_python_fixture() {
 using zarrshard::Array;
 using zarrshard::DirectoryStore;
 using zarrshard::MemoryStore;
+using zarrshard::StoreFlags;
 
 static std::string read_text(const std::string &path) {
     std::ifstream f(path);
@@ -2505,7 +2508,7 @@ static void test_directory_store_list() {
     struct CountingDir {
         DirectoryStore dir;
         int opens = 0;
-        FileIO open(std::string_view key) {
+        zarrshard::DirectoryFile open(std::string_view key) {
             opens++;
             return dir.open(key);
         }
@@ -2700,6 +2703,82 @@ static void test_store_of_writing_file_io() {
     CHECK(reader.read_region<std::uint16_t>({0, 0}, {1, 4}) == std::vector<std::uint16_t>(4, 0));
 }
 
+// Files in ROOT whose names hold ".tmp." (temporaries left behind), recursively.
+static int temporaries_below(const std::string &root) {
+    int n = 0;
+    for (const auto &e : std::filesystem::recursive_directory_iterator(root))
+        if (e.path().filename().string().find(".tmp.") != std::string::npos) n++;
+    return n;
+}
+
+// DirectoryStore writes, with one thread and with the library's threads (ThreadSafe): a region
+// covering whole shards replaces their files through temporaries, file for file the bytes a
+// MemoryStore holds after the same writes; a partial region updates a shard in place; a region
+// of fill value over a whole shard deletes its file; and a whole-shard rewrite whose temporary
+// cannot be written (RLIMIT_FSIZE below its size: EFBIG) fails with SHARD_ERR_IO and leaves the
+// old file byte for byte. Every step reads back equal through a fresh store, and no temporary
+// is left.
+static void test_directory_store_writes() {
+    const std::uint64_t n = 32;
+    for (const StoreFlags flags : {StoreFlags::None, StoreFlags::ThreadSafe}) {
+        const std::string root = scratch("dirstore");
+        std::filesystem::remove_all(root);
+        MemoryStore mem;
+        Array disk = Array::open(ZARR_JSON, DirectoryStore(root), flags);
+        Array memory = Array::open(ZARR_JSON, mem);
+        std::vector<std::uint16_t> model(n * n);
+        for (std::size_t i = 0; i < model.size(); i++)
+            model[i] = static_cast<std::uint16_t>((i * 7 + i / n * 3) % 1000 + 1);
+        auto write = [&](std::uint64_t r0, std::uint64_t c0, std::uint64_t rows, std::uint64_t cols,
+                         std::uint16_t value) {
+            std::vector<std::uint16_t> v(rows * cols);
+            for (std::size_t i = 0; i < v.size(); i++)
+                v[i] = value == 0 ? 0 : static_cast<std::uint16_t>(value + i % 17);
+            disk.write_region<std::uint16_t>({r0, c0}, {rows, cols}, v);
+            memory.write_region<std::uint16_t>({r0, c0}, {rows, cols}, v);
+            for (std::uint64_t r = 0; r < rows; r++)
+                for (std::uint64_t c = 0; c < cols; c++) model[(r0 + r) * n + c0 + c] = v[r * cols + c];
+        };
+        auto same = [&] {
+            const Array fresh = Array::open(ZARR_JSON, DirectoryStore(root));
+            bool ok = fresh.read_region<std::uint16_t>({0, 0}, {n, n}) == model &&
+                      disk.read_region<std::uint16_t>({0, 0}, {n, n}) == model;
+            for (const char *key : {"c/0/0", "c/0/1", "c/1/0", "c/1/1"}) {
+                const MemoryIO object = mem.open(key);
+                const std::string file = root + "/" + key;
+                ok = ok && file_exists(file) == object.exists() &&
+                     (!object.exists() || file_bytes(file) == object.bytes());
+            }
+            return ok && temporaries_below(root) == 0;
+        };
+        disk.write_region<std::uint16_t>({0, 0}, {n, n}, model);
+        memory.write_region<std::uint16_t>({0, 0}, {n, n}, model);
+        CHECK(same());
+        write(3, 5, 20, 9, 400); // across all four shards, none whole: in place
+        CHECK(same());
+        write(16, 16, 16, 16, 0); // a whole shard of fill value: deleted
+        CHECK(!file_exists(root + "/c/1/1") && same());
+        write(16, 16, 16, 16, 900); // written again: a new file
+        CHECK(same());
+
+        // A whole-shard rewrite that cannot be written: the old shard file stays as it was.
+        const auto before = file_bytes(root + "/c/0/0");
+        struct rlimit old_limit;
+        CHECK(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+        struct rlimit small = old_limit;
+        small.rlim_cur = before.size() / 2;
+        void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN); // EFBIG, not the signal
+        CHECK(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+        std::vector<std::uint16_t> other(16 * 16);
+        for (std::size_t i = 0; i < other.size(); i++) other[i] = static_cast<std::uint16_t>(i * 31 + 5);
+        auto e = EXPECT_ERROR(disk.write_region<std::uint16_t>({0, 0}, {16, 16}, other), SHARD_ERR_IO);
+        CHECK(::setrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+        std::signal(SIGXFSZ, old_handler);
+        CHECK(e && e->io_code() == EFBIG);
+        CHECK(file_bytes(root + "/c/0/0") == before && same());
+    }
+}
+
 // Self-move (through an alias, as generic code does it) keeps the handle and the I/O object.
 static void test_self_move() {
     Codec codec = codec_end();
@@ -2805,6 +2884,7 @@ int main(int argc, char **argv) {
     RUN(test_raw_chunk_hostile_size);
     RUN(test_io_const_object);
     RUN(test_store_of_writing_file_io);
+    RUN(test_directory_store_writes);
     RUN(test_self_move);
     RUN(test_host_message_matches_io_code);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
