@@ -15,7 +15,9 @@
 #      kerchunkRefs, kerchunkRefsParquet through a store and kerchunkRefsParquetDir into a
 #      directory, over the fixture) read back through fsspec's ReferenceFileSystem and
 #      zarr-python, equal to fixture.raw
-#   9. the example (bindings/java/example/Example.java), and zarr-python reading its array
+#   9. the array DirectoryStoreTest wrote through ShardStore.directory (the fixture's zarr.json
+#      and values) read by zarr-python, equal to fixture.raw
+#  10. the example (bindings/java/example/Example.java), and zarr-python reading its array
 #
 # Everything it builds goes to target/bindings/java/ (logs in target/bindings/java/logs/).
 # One PASS/FAIL line per step; last a line `N passed, M failed` (steps); exit status 0 only
@@ -150,20 +152,22 @@ step javadoc build_javadoc
 # ---- 6, 7. the tests ------------------------------------------------------------------------
 
 # zarrshard.cli: RefsTest compares the Parquet objects with the command-line tool's; it writes
-# the reference sets it made to zarrshard.refs.out for step 8.
+# the reference sets it made to zarrshard.refs.out for step 8. DirectoryStoreTest writes the
+# fixture's array through ShardStore.directory to zarrshard.dirstore.out for step 9.
 REFS_OUT="$OUT/refs-out"
+DIRSTORE_OUT="$OUT/dirstore-out/fixture.zarr"
 JAVA_PROPS=(-Djava.library.path="$LIBDIR" -Dzarrshard.fixture="$FIXTURE"
     -Dzarrshard.test.tmp="$OUT/tmp" -Dzarrshard.cli="$REPO/target/release/zarrshard"
-    -Dzarrshard.refs.out="$REFS_OUT")
+    -Dzarrshard.refs.out="$REFS_OUT" -Dzarrshard.dirstore.out="$DIRSTORE_OUT")
 run_tests() {
-    rm -rf "$OUT/tmp" "$REFS_OUT"
+    rm -rf "$OUT/tmp" "$REFS_OUT" "$OUT/dirstore-out"
     java "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain
 }
 step test run_tests
 
 run_tests_checkjni() {
     local log="$OUT/checkjni-output.log" rc
-    rm -rf "$OUT/tmp" "$REFS_OUT"
+    rm -rf "$OUT/tmp" "$REFS_OUT" "$OUT/dirstore-out"
     java -Xcheck:jni "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain >"$log" 2>&1
     rc=$?
     cat "$log"
@@ -229,7 +233,26 @@ PY
 }
 step refs-fsspec check_refs
 
-# ---- 9. the example -------------------------------------------------------------------------
+# ---- 9. the directory store's array, read by zarr-python ------------------------------------
+
+check_dirstore() {
+    "$REPO/.venv/bin/python" - "$DIRSTORE_OUT" "$FIXTURE" <<'PY'
+import os, sys
+import numpy as np
+import zarr
+path, fixture = sys.argv[1], sys.argv[2]
+want = np.frombuffer(open(os.path.join(fixture, "fixture.raw"), "rb").read(), "<u2").reshape(64, 64)
+a = zarr.open_array(path, mode="r")
+assert a.dtype == np.uint16 and a.shape == (64, 64), (a.dtype, a.shape)
+assert (a[...] == want).all(), "zarr-python reads different values"
+shards = sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(os.path.join(path, "c")) for f in fs)
+assert shards == ["c/0/0", "c/0/1", "c/1/0", "c/1/1"], shards
+print("zarr-python reads the array written through ShardStore.directory: equal to fixture.raw")
+PY
+}
+step dirstore-zarr-python check_dirstore
+
+# ---- 10. the example -------------------------------------------------------------------------
 
 run_example() {
     local dir="$OUT/example-out/example.zarr"

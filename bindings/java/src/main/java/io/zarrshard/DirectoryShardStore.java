@@ -14,7 +14,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 
-/** {@link ShardStore#directory}: files under a root directory, read-only, listing. */
+/** {@link ShardStore#directory}: files under a root directory, read-write, listing. */
 final class DirectoryShardStore implements ShardStore {
     private final Path root;
 
@@ -24,7 +24,7 @@ final class DirectoryShardStore implements ShardStore {
 
     @Override
     public ShardIO open(String key) throws IOException {
-        return FileShardIO.open(root.resolve(key), FileShardIO.Mode.READ);
+        return new DirectoryObjectIO(root.resolve(key));
     }
 
     @Override

@@ -147,15 +147,7 @@ public final class FileShardIO implements ShardIO, Closeable {
         if (absent()) {
             throw new NotFound(path.toString());
         }
-        int got = 0;
-        while (dst.hasRemaining()) {
-            int n = channel.read(dst, offset + got);
-            if (n < 0) {
-                break; // end of file: a short read means the object ends here
-            }
-            got += n;
-        }
-        return got;
+        return readAt(channel, offset, dst);
     }
 
     @Override
@@ -178,10 +170,7 @@ public final class FileShardIO implements ShardIO, Closeable {
     @Override
     public void write(long offset, ByteBuffer src) throws IOException {
         writable();
-        long done = 0;
-        while (src.hasRemaining()) {
-            done += channel.write(src, offset + done);
-        }
+        writeAt(channel, offset, src);
         exists = true;
     }
 
@@ -270,6 +259,27 @@ public final class FileShardIO implements ShardIO, Closeable {
             d.force(true);
         } catch (IOException e) {
             // not supported here
+        }
+    }
+
+    /** Reads into {@code dst} from {@code offset} until it is full or the file ends. */
+    static int readAt(FileChannel ch, long offset, ByteBuffer dst) throws IOException {
+        int got = 0;
+        while (dst.hasRemaining()) {
+            int n = ch.read(dst, offset + got);
+            if (n < 0) {
+                break; // end of file: a short read means the object ends here
+            }
+            got += n;
+        }
+        return got;
+    }
+
+    /** Writes all of {@code src} at {@code offset}. */
+    static void writeAt(FileChannel ch, long offset, ByteBuffer src) throws IOException {
+        long done = 0;
+        while (src.hasRemaining()) {
+            done += ch.write(src, offset + done);
         }
     }
 }

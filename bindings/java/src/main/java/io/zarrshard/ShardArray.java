@@ -275,9 +275,9 @@ public final class ShardArray implements AutoCloseable {
      * Reads each stored shard's index once through the array's store (only the shards
      * {@link ShardStore#list} lists when it lists). Thread-safe, but not while
      * another thread writes the array.
-     * For a local directory use {@link #kerchunkRefsParquetDir} (the library writes the files
-     * itself, each through a temporary and a rename): {@link ShardStore#directory} is
-     * read-only.
+     * For a local directory, {@link #kerchunkRefsParquetDir} writes each file through a
+     * temporary and a rename, {@code .zmetadata} last ({@link ShardStore#directory} as
+     * {@code out} writes them in place).
      *
      * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
      * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty

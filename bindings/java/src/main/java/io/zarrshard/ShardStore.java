@@ -85,11 +85,38 @@ public interface ShardStore {
     }
 
     /**
-     * A read-only store over a directory: key {@code c/0/1} is the file {@code root/c/0/1},
-     * read with {@link FileShardIO} (a missing file reads as the fill value). Writing through
-     * it fails with {@link Status#IO}: to write the Parquet reference set into a directory,
-     * use {@link ShardArray#kerchunkRefsParquetDir}. Thread-safe (each call opens its own
-     * file).
+     * A read-write store over a directory: key {@code c/0/1} is the file {@code root/c/0/1}
+     * (a missing file reads as the fill value). Each {@link #open} returns a new ShardIO over
+     * that file, which {@link #release} closes; nothing is opened until it is used.
+     *
+     * <ul>
+     *   <li>Reads are positional reads of the file; several threads may read one ShardIO.
+     *   <li>Partial updates (a region write covering a shard in part, an append) write the file
+     *       in place ({@link ShardIO#write}, {@link ShardIO#truncate}), creating it and missing
+     *       parent directories; a shard left with no stored chunk is deleted
+     *       ({@link ShardIO#remove}).
+     *   <li>Whole objects (a shard a region write covers entirely, a buffered shard's
+     *       finalize) are new objects ({@link ShardIO#beginNew} … {@link ShardIO#commitNew}):
+     *       written to a temporary sibling {@code NAME.tmp-PID-N} and renamed over the file in
+     *       one step ({@code ATOMIC_MOVE}) only when complete. A reader sees the old file or the
+     *       new one whole; after a failure the old file is byte for byte as it was and the
+     *       temporary is deleted (as it is when the ShardIO is closed with one pending).
+     *   <li>No fsync (as the library's own file store): readers see the old file or the new
+     *       one whole, but after a power loss or an OS crash a file may hold neither. A partial
+     *       update that fails is cut back by the library ({@code truncate}); one a crash
+     *       interrupts may leave the file torn.
+     * </ul>
+     *
+     * <p>Errors are the {@link IOException}s of {@code java.nio.file} (e.g.
+     * {@link java.nio.file.AccessDeniedException}), which fail the call with {@link Status#IO}
+     * and that exception as the cause; so does a call on an interrupted thread (the JDK closes
+     * the file: {@link java.nio.channels.ClosedByInterruptException}). Thread-safe (each call
+     * opens its own objects). A symbolic link at a shard's path is followed by reads and
+     * in-place writes; a whole-shard write replaces the link itself, and a removal deletes
+     * it. The
+     * Parquet reference set can be written through it ({@link ShardArray#kerchunkRefsParquet},
+     * each file in place), or with {@link ShardArray#kerchunkRefsParquetDir} (each file
+     * through a temporary and a rename, {@code .zmetadata} last).
      *
      * <p>It lists, as the library's own file store does: {@link #list} walks the directory
      * part of the prefix ({@code root/c/} for {@code "c/"}) and returns every regular file
@@ -99,6 +126,8 @@ public interface ShardStore {
      * entered. A missing directory, a file where a directory would be, a dangling link or a
      * link loop is no object; any other failure (a directory that cannot be read) is an
      * {@link IOException}, which fails the call: skipping it would pass a stored shard over.
+     * A temporary of a write in progress may be listed; its key is not a shard key, so the
+     * library ignores it.
      *
      * @param root the array's directory (where {@code zarr.json} is)
      * @return the store

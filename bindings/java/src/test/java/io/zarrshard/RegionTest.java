@@ -49,7 +49,7 @@ public class RegionTest {
         return ShardArray.open(Files.readString(dir.resolve("fixture.zarr/zarr.json")), store);
     }
 
-    /** Counts the store's opens and releases (of FileShardIOs, closed by the default release). */
+    /** Counts the store's opens and releases (of Closeable ShardIOs, closed by the default release). */
     private static final class CountingStore implements ShardStore {
         final ShardStore inner;
         final AtomicInteger opened = new AtomicInteger(), released = new AtomicInteger();
