@@ -54,8 +54,8 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <shared_mutex>
 #include <ostream>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -1673,13 +1673,13 @@ class DirectoryFile {
     /// `pread` up to `buf.size()` bytes at `offset`; fewer only at the end of the file.
     [[nodiscard]] std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) const {
         std::shared_lock<std::shared_mutex> lock(m_);
-        if (fd_ < 0) throw NotFound();
+        if (fd_ < 0) missing();
         return detail::pread_full(fd_, buf.data(), buf.size(), offset);
     }
     /// The last `buf.size()` bytes (or all) and the file's size.
     [[nodiscard]] SuffixRead read_suffix(span<std::uint8_t> buf) const {
         std::shared_lock<std::shared_mutex> lock(m_);
-        if (fd_ < 0) throw NotFound();
+        if (fd_ < 0) missing();
         const std::uint64_t size = detail::fd_size(fd_);
         const std::size_t n = size < buf.size() ? static_cast<std::size_t>(size) : buf.size();
         return SuffixRead{detail::pread_full(fd_, buf.data(), n, size - n), size};
@@ -1687,7 +1687,8 @@ class DirectoryFile {
     /// The file's size; `nullopt` when it does not exist.
     [[nodiscard]] std::optional<std::uint64_t> size() const {
         std::shared_lock<std::shared_mutex> lock(m_);
-        if (fd_ < 0) return std::nullopt;
+        if (fd_ < 0 && reopen_error_ == 0) return std::nullopt;
+        if (fd_ < 0) missing();
         return detail::fd_size(fd_);
     }
     /// `pwrite` `data` at `offset` of PATH, creating it (and its directories) if missing.
@@ -1702,6 +1703,7 @@ class DirectoryFile {
         if (::unlink(path_.c_str()) != 0 && errno != ENOENT) detail::io_fail("unlink");
         close_fd(fd_);
         close_fd(rw_);
+        reopen_error_ = 0; // missing now, whatever a commit before left
     }
 
     /// Begin a new object: a new temporary beside PATH (directories made). A pending one is
@@ -1737,7 +1739,13 @@ class DirectoryFile {
         tmp_.clear();
         std::unique_lock<std::shared_mutex> lock(m_);
         close_fd(rw_); // the replaced file's
-        reopen();
+        // Committed: a failure to reopen for reading is not the commit's, but later reads
+        // through this object report it instead of reading the file as missing.
+        try {
+            reopen();
+        } catch (const Error &e) {
+            reopen_error_ = e.io_code();
+        }
     }
     /// Delete the new object; PATH stays as it was. Never throws.
     void discard_new() noexcept {
@@ -1750,6 +1758,15 @@ class DirectoryFile {
     static void close_fd(int &fd) noexcept {
         if (fd >= 0) ::close(fd);
         fd = -1;
+    }
+
+    // A read of a file that is not open: missing (`NotFound`), unless it could not be opened
+    // again after a commit.
+    [[noreturn]] void missing() const {
+        if (reopen_error_ != 0)
+            throw IoError(reopen_error_, "cannot open " + path_ + " again after replacing it: " +
+                                             std::strerror(reopen_error_));
+        throw NotFound();
     }
 
     // Opens `path` with `flags`, making its parent directories when they are missing.
@@ -1769,6 +1786,7 @@ class DirectoryFile {
     // (Re)opens PATH for reading; -1 when it is missing. Called with `m_` held (or unshared).
     void reopen() {
         close_fd(fd_);
+        reopen_error_ = 0;
         fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd_ < 0 && errno != ENOENT) {
             const int e = errno;
@@ -1798,6 +1816,7 @@ class DirectoryFile {
     int rw_ = -1;     // PATH for in-place writes, opened by the first
     std::string tmp_; // the new object's path, between begin_new and commit_new/discard_new
     int tmp_fd_ = -1;
+    int reopen_error_ = 0; // errno of reopening PATH after a commit, 0 when it did not fail
 };
 
 #endif // ZARRSHARD_HPP_HAVE_POSIX
