@@ -3,6 +3,7 @@
 
 #include "posix_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,7 +23,14 @@ struct posix_io {
      * is written it stands for "no object", as an absent file does. */
     int exists;
     int committed; /* the temporary is now PATH: destroy must not delete it */
+    int rw_fd;     /* store mode: PATH opened for in-place writes by the first one, or -1 */
 };
+
+/* Store mode's new object: a temporary beside PATH, between create_new and commit/discard. */
+typedef struct {
+    int fd;
+    char *path;
+} posix_new;
 
 /* errno, never 0: callbacks must not report success by accident. */
 static int err_code(void) { return errno != 0 ? errno : EIO; }
@@ -57,6 +65,39 @@ static int full_pwrite(int fd, const uint8_t *buf, size_t len, uint64_t offset) 
 }
 
 static int absent(const posix_io *p) { return p->fd < 0 || (p->tmp_path != NULL && !p->exists); }
+
+static char *dup_str(const char *s);
+
+/* Make the directories above `path` (mkdir -p of its dirname). */
+static int make_parents(const char *path) {
+    char *dir = dup_str(path);
+    char *s;
+    int rc = 0;
+    if (dir == NULL) return ENOMEM;
+    for (s = dir + 1; *s != '\0' && rc == 0; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) rc = err_code();
+        *s = '/';
+    }
+    free(dir);
+    return rc;
+}
+
+/* open(2) of `path` with `flags` (mode 0644), making its directories when they are missing.
+ * Returns the descriptor, or -1 with errno set. */
+static int open_making_parents(const char *path, int flags) {
+    int fd = open(path, flags, 0644);
+    if (fd < 0 && errno == ENOENT) {
+        int rc = make_parents(path);
+        if (rc != 0) {
+            errno = rc;
+            return -1;
+        }
+        fd = open(path, flags, 0644);
+    }
+    return fd;
+}
 
 static int cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out) {
     posix_io *p = (posix_io *)ud;
@@ -120,11 +161,129 @@ static int cb_remove(void *ud) {
     return 0;
 }
 
+/* ---- store mode: PATH changed in place, whole objects as new files renamed over it ---- */
+
+/* PATH opened for in-place writes (created, with its directories, when missing); the read
+ * descriptor opened too once the file exists. */
+static int store_rw(posix_io *p, int *fd_out) {
+    if (p->rw_fd < 0) {
+        p->rw_fd = open_making_parents(p->path, O_RDWR | O_CREAT | O_CLOEXEC);
+        if (p->rw_fd < 0) return err_code();
+        if (p->fd < 0) p->fd = open(p->path, O_RDONLY | O_CLOEXEC);
+        if (p->fd < 0) return err_code();
+    }
+    *fd_out = p->rw_fd;
+    return 0;
+}
+
+static int store_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
+    int fd, rc = store_rw((posix_io *)ud, &fd);
+    return rc != 0 ? rc : full_pwrite(fd, buf, len, offset);
+}
+
+static int store_truncate(void *ud, uint64_t len) {
+    int fd, rc = store_rw((posix_io *)ud, &fd);
+    if (rc != 0) return rc;
+    while (ftruncate(fd, (off_t)len) != 0) {
+        if (errno != EINTR) return err_code();
+    }
+    return 0;
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+static int store_remove(void *ud) {
+    posix_io *p = (posix_io *)ud;
+    if (unlink(p->path) != 0 && errno != ENOENT) return err_code();
+    close_fd(&p->fd);
+    close_fd(&p->rw_fd);
+    return 0;
+}
+
+static void free_new(posix_new *n) {
+    close_fd(&n->fd);
+    free(n->path);
+    free(n);
+}
+
+static int store_create_new(void *ud, void **new_out) {
+    posix_io *p = (posix_io *)ud;
+    size_t len = strlen(p->path) + 64;
+    posix_new *n = (posix_new *)calloc(1, sizeof *n);
+    int attempt;
+    if (n == NULL) return ENOMEM;
+    n->fd = -1;
+    n->path = (char *)malloc(len);
+    if (n->path == NULL) {
+        free_new(n);
+        return ENOMEM;
+    }
+    /* Unique among this process's new objects (their addresses differ; no shared counter, so
+     * threads need no lock); a name left by a crashed process with the same pid is skipped. */
+    for (attempt = 0; attempt < 100; attempt++) {
+        snprintf(n->path, len, "%s.tmp.%ld.%lx.%d", p->path, (long)getpid(),
+                 (unsigned long)(uintptr_t)n, attempt);
+        n->fd = open_making_parents(n->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC);
+        if (n->fd >= 0 || errno != EEXIST) break;
+    }
+    if (n->fd < 0) {
+        int rc = err_code();
+        free_new(n); /* nothing was created: nothing to unlink */
+        return rc;
+    }
+    *new_out = n;
+    return 0;
+}
+
+static int store_write_new(void *ud, void *new_object, uint64_t offset, const uint8_t *buf,
+                           size_t len) {
+    (void)ud;
+    return full_pwrite(((posix_new *)new_object)->fd, buf, len, offset);
+}
+
+static void store_discard_new(void *ud, void *new_object) {
+    posix_new *n = (posix_new *)new_object;
+    (void)ud;
+    unlink(n->path);
+    free_new(n);
+}
+
+/* The new object's size must be `len`; then one rename puts it in place of PATH. On any
+ * failure the temporary is deleted and PATH stays as it was. */
+static int store_commit_new(void *ud, void *new_object, uint64_t len) {
+    posix_io *p = (posix_io *)ud;
+    posix_new *n = (posix_new *)new_object;
+    struct stat st;
+    int rc = 0;
+    if (fstat(n->fd, &st) != 0) {
+        rc = err_code();
+    } else if ((uint64_t)st.st_size != len) {
+        rc = EIO;
+    } else if (rename(n->path, p->path) != 0) {
+        rc = err_code();
+    }
+    if (rc != 0) {
+        store_discard_new(ud, n);
+        return rc;
+    }
+    free_new(n);
+    /* The descriptors are the replaced file's: read the new one from now on. A failure to
+     * reopen reads as a missing object, which the library only meets if it reads again. */
+    close_fd(&p->rw_fd);
+    close_fd(&p->fd);
+    p->fd = open(p->path, O_RDONLY | O_CLOEXEC);
+    return 0;
+}
+
 static void cb_destroy(void *ud) { posix_io_discard((posix_io *)ud); }
 
 void posix_io_discard(posix_io *p) {
     if (p == NULL) return;
     if (p->fd >= 0) close(p->fd);
+    if (p->rw_fd >= 0) close(p->rw_fd);
     if (p->tmp_path != NULL && !p->committed) unlink(p->tmp_path);
     free(p->tmp_path);
     free(p->path);
@@ -163,18 +322,20 @@ int posix_io_open(const char *path, posix_io_mode mode, shard_io_callbacks *call
     posix_io *p;
     int rc = 0;
     if (path == NULL || callbacks_out == NULL ||
-        (mode != POSIX_IO_READ && mode != POSIX_IO_WRITE && mode != POSIX_IO_UPDATE))
+        (mode != POSIX_IO_READ && mode != POSIX_IO_WRITE && mode != POSIX_IO_UPDATE &&
+         mode != POSIX_IO_STORE))
         return EINVAL;
     p = (posix_io *)calloc(1, sizeof *p);
     if (p == NULL) return ENOMEM;
     p->mode = mode;
     p->fd = -1;
+    p->rw_fd = -1;
     p->path = dup_str(path);
     if (p->path == NULL) {
         posix_io_discard(p);
         return ENOMEM;
     }
-    if (mode == POSIX_IO_READ) {
+    if (mode == POSIX_IO_READ || mode == POSIX_IO_STORE) {
         p->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (p->fd < 0 && errno != ENOENT) rc = err_code();
     } else {
@@ -204,10 +365,18 @@ int posix_io_open(const char *path, posix_io_mode mode, shard_io_callbacks *call
     callbacks_out->read = cb_read;
     callbacks_out->read_suffix = cb_read_suffix;
     callbacks_out->size = cb_size;
-    if (mode != POSIX_IO_READ) {
+    if (mode == POSIX_IO_WRITE || mode == POSIX_IO_UPDATE) {
         callbacks_out->write = cb_write;
         callbacks_out->truncate = cb_truncate;
         callbacks_out->remove = cb_remove;
+    } else if (mode == POSIX_IO_STORE) {
+        callbacks_out->write = store_write;
+        callbacks_out->truncate = store_truncate;
+        callbacks_out->remove = store_remove;
+        callbacks_out->create_new = store_create_new;
+        callbacks_out->write_new = store_write_new;
+        callbacks_out->commit_new = store_commit_new;
+        callbacks_out->discard_new = store_discard_new;
     }
     callbacks_out->destroy = cb_destroy;
     if (ctx_out != NULL) *ctx_out = p;
@@ -240,7 +409,8 @@ static int sync_parent(const char *path) {
 }
 
 int posix_io_commit(posix_io *p) {
-    if (p == NULL || p->mode == POSIX_IO_READ || p->committed) return EINVAL;
+    if (p == NULL || p->mode == POSIX_IO_READ || p->mode == POSIX_IO_STORE || p->committed)
+        return EINVAL;
     if (!p->exists) {
         /* Finalize removed the shard (nothing stored): no object at PATH either. */
         if (unlink(p->path) != 0 && errno != ENOENT) return err_code();
@@ -253,4 +423,107 @@ int posix_io_commit(posix_io *p) {
     if (!p->exists) unlink(p->tmp_path);
     p->committed = 1;
     return sync_parent(p->path);
+}
+
+/* ---- posix_store: a directory as a store --------------------------------------------- */
+
+static int32_t store_open_object(void *ud, const char *key, shard_io_callbacks *io_out) {
+    const char *root = (const char *)ud;
+    size_t len = strlen(root) + strlen(key) + 2;
+    char *path = (char *)malloc(len);
+    int rc;
+    if (path == NULL) return ENOMEM;
+    snprintf(path, len, "%s/%s", root, key);
+    rc = posix_io_open(path, POSIX_IO_STORE, io_out, NULL);
+    free(path);
+    return rc;
+}
+
+/* Report the regular files below ROOT/`dir` (a key prefix ending in '/', or "") whose keys
+ * start with `prefix`; `depth` levels are left (a link loop ends there). */
+static int list_below(const char *root, const char *dir, const char *prefix, int depth,
+                      shard_key_fn on_key, void *state) {
+    size_t root_len = strlen(root), dir_len = strlen(dir), pre_len = strlen(prefix);
+    char *path = (char *)malloc(root_len + dir_len + 2);
+    DIR *d;
+    struct dirent *e;
+    int rc = 0;
+    if (path == NULL) return ENOMEM;
+    snprintf(path, root_len + dir_len + 2, "%s/%s", root, dir);
+    d = opendir(path);
+    free(path);
+    if (d == NULL) return errno == ENOENT || errno == ENOTDIR ? 0 : err_code();
+    while (rc == 0) {
+        size_t name_len, key_len;
+        char *key;
+        struct stat st;
+        errno = 0;
+        e = readdir(d);
+        if (e == NULL) {
+            if (errno != 0) rc = err_code();
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        name_len = strlen(e->d_name);
+        key_len = dir_len + name_len;
+        key = (char *)malloc(root_len + key_len + 3);
+        if (key == NULL) {
+            rc = ENOMEM;
+            break;
+        }
+        /* ROOT/KEY then KEY alone, in one buffer. */
+        snprintf(key, root_len + key_len + 3, "%s/%s%s", root, dir, e->d_name);
+        if (stat(key, &st) == 0) {
+            const char *k = key + root_len + 1;
+            size_t common = key_len < pre_len ? key_len : pre_len;
+            if (S_ISDIR(st.st_mode) && depth > 0 && strncmp(k, prefix, common) == 0) {
+                /* Only directories that can hold keys with the prefix. */
+                key[root_len + 1 + key_len] = '/';
+                key[root_len + 2 + key_len] = '\0';
+                rc = list_below(root, k, prefix, depth - 1, on_key, state);
+            } else if (S_ISREG(st.st_mode) && key_len >= pre_len &&
+                       strncmp(k, prefix, pre_len) == 0) {
+                on_key(state, k, key_len);
+            }
+        } /* else a dangling link or a file gone meanwhile: no object */
+        free(key);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int32_t store_list(void *ud, const char *prefix, shard_key_fn on_key, void *state) {
+    const char *slash = strrchr(prefix, '/');
+    size_t dir_len = slash == NULL ? 0 : (size_t)(slash - prefix) + 1;
+    char *dir = (char *)malloc(dir_len + 1);
+    int rc;
+    if (dir == NULL) return ENOMEM;
+    memcpy(dir, prefix, dir_len);
+    dir[dir_len] = '\0';
+    rc = list_below((const char *)ud, dir, prefix, 64, on_key, state);
+    free(dir);
+    return rc;
+}
+
+static void store_destroy(void *ud) { free(ud); }
+
+int posix_store_open(const char *root, uint32_t flags, shard_store_callbacks *store_out) {
+    char *r;
+    if (root == NULL || store_out == NULL) return EINVAL;
+    r = dup_str(root);
+    if (r == NULL) return ENOMEM;
+    memset(store_out, 0, sizeof *store_out);
+    store_out->version = SHARD_STORE_VERSION;
+    store_out->flags = flags;
+    store_out->userdata = r;
+    store_out->open_object = store_open_object;
+    store_out->destroy = store_destroy;
+    store_out->list = store_list;
+    return 0;
+}
+
+void posix_store_discard(shard_store_callbacks *store) {
+    if (store == NULL) return;
+    free(store->userdata);
+    store->userdata = NULL;
 }

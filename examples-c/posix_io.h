@@ -1,5 +1,6 @@
 /*
- * posix_io: a POSIX file back end for zarrshard's shard_io_callbacks.
+ * posix_io: a POSIX file back end for zarrshard's shard_io_callbacks, and a directory as a
+ * store (posix_store_open, at the end).
  *
  * One shard object is one file. Reads use pread (thread-safe, no seek state); writes use
  * pwrite. Callbacks return 0, SHARD_IO_NOT_FOUND for a missing file (it then reads as the
@@ -55,7 +56,16 @@ typedef enum {
     /** Write a new object to PATH.tmp.<pid>; PATH is replaced by posix_io_commit. */
     POSIX_IO_WRITE = 1,
     /** As POSIX_IO_WRITE, but the temporary starts as a copy of PATH (for update modes). */
-    POSIX_IO_UPDATE = 2
+    POSIX_IO_UPDATE = 2,
+    /**
+     * PATH as an object of a store (posix_store_open): read in place; whole objects written
+     * through the version-3 new-object callbacks (a temporary PATH.tmp.<pid>.<n> renamed over
+     * PATH at commit_new, deleted on any failure, so PATH holds the old object or the new one
+     * whole); partial updates (appends, a new index) written to PATH in place; `remove`
+     * deletes PATH. Missing parent directories are made. No commit by the host, and no fsync
+     * (a power loss may leave either version, or on some file systems neither).
+     */
+    POSIX_IO_STORE = 3
 } posix_io_mode;
 
 /** The back end's context (the callbacks' userdata). Opaque. */
@@ -82,6 +92,24 @@ int posix_io_open(const char *path, posix_io_mode mode, shard_io_callbacks *call
  * deleted at shard_close.
  */
 int posix_io_commit(posix_io *ctx);
+
+/**
+ * Fill `*store_out` with a store (shard_store_callbacks, SHARD_STORE_VERSION) over the
+ * directory ROOT (copied): the object at key `c/0/1` is the file ROOT/c/0/1, opened with
+ * POSIX_IO_STORE, so shard_array_write_region replaces a shard it covers entirely as one
+ * rename, updates the others in place, and deletes a shard left all fill value; `list` walks
+ * the directory part of the prefix (following symbolic links, at most 64 levels deep, so a
+ * link loop ends). The host writes zarr.json itself. `flags` are SHARD_STORE_* flags
+ * (SHARD_STORE_THREAD_SAFE is safe: each object is a file read with pread). The table's
+ * userdata is owned by the array once shard_array_open succeeded (its destroy frees it);
+ * after a failed open call posix_store_discard.
+ *
+ * Returns 0, or an errno value (nothing allocated): EINVAL for a NULL argument, ENOMEM.
+ */
+int posix_store_open(const char *root, uint32_t flags, shard_store_callbacks *store_out);
+
+/** Free a store table's userdata the library never took (shard_array_open failed). */
+void posix_store_discard(shard_store_callbacks *store);
 
 /**
  * Free a context the library never took: after shard_open failed (or was never called).

@@ -6,7 +6,9 @@
  * a second concurrent writer is refused with SHARD_ERR_BUSY. A read-only directory store
  * (posix_io) reads the zarr-python fixture (bindings/make_fixture.py) region by region, equal
  * to its expected values, when its path is given, and writes its Parquet reference set
- * equal to `zarrshard refs`' files: test_region [FIXTURE_DIR [PARQUET_DIR]].
+ * equal to `zarrshard refs`' files: test_region [FIXTURE_DIR [PARQUET_DIR]]. The directory
+ * store of examples-c/posix_io.c (posix_store_open) writes files byte for byte the memory
+ * store's objects, and a failing whole-shard rewrite leaves the old file.
  * One line per test, then `N passed, M failed`.
  */
 #define _XOPEN_SOURCE 700
@@ -14,9 +16,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "mem_io.h"
@@ -515,6 +519,160 @@ static void test_second_writer_is_refused(void) {
     CHECK(w.st == SHARD_OK);
     shard_array_close(w.a);
     store_free(&s);
+}
+
+/* ---- posix_store: a directory read and written through the store table ----------------- */
+
+/* The bytes of the file at `path` (NULL when missing) and its length. */
+static uint8_t *file_contents(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    uint8_t *data;
+    long n;
+    if (f == NULL) return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0) {
+        fclose(f);
+        return NULL;
+    }
+    rewind(f);
+    data = malloc((size_t)n + 1);
+    if (data != NULL && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return data;
+}
+
+/* Whether every shard key's file under ROOT holds exactly the memory store's object (or both
+ * are missing), and no file under ROOT/c holds ".tmp." (a temporary left behind). */
+static int same_as_memory(const char *root, mem_store *s) {
+    static const char *keys[] = {"c/0/0", "c/0/1", "c/1/0", "c/1/1", "c/2/0", "c/2/1"};
+    char path[4096];
+    size_t k, len = 0;
+    int i, same = 1;
+    for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        mem_io *m = NULL;
+        uint8_t *file;
+        for (i = 0; i < s->count; i++)
+            if (strcmp(s->keys[i], keys[k]) == 0) m = s->objects[i];
+        snprintf(path, sizeof path, "%s/%s", root, keys[k]);
+        file = file_contents(path, &len);
+        if (m == NULL || !mem_io_exists(m)) {
+            same = same && file == NULL;
+        } else {
+            uint8_t *want = malloc(mem_io_size(m) + 1);
+            size_t n = mem_io_copy(m, want, mem_io_size(m));
+            same = same && file != NULL && len == n && memcmp(file, want, n) == 0;
+            free(want);
+        }
+        free(file);
+    }
+    for (k = 0; k < 3; k++) {
+        DIR *d;
+        struct dirent *e;
+        snprintf(path, sizeof path, "%s/c/%d", root, (int)k);
+        if ((d = opendir(path)) == NULL) continue;
+        while ((e = readdir(d)) != NULL) same = same && strstr(e->d_name, ".tmp.") == NULL;
+        closedir(d);
+    }
+    return same;
+}
+
+static void count_key(void *state, const char *key, size_t len) {
+    (void)key;
+    (void)len;
+    (*(int *)state)++;
+}
+
+/* Both arrays get the same region of `value` (model too). */
+static void write_both(shard_array *disk, shard_array *mem, uint64_t r0, uint64_t c0, uint64_t h,
+                       uint64_t w, unsigned value) {
+    uint64_t start[2] = {r0, c0}, shape[2] = {h, w}, r, c;
+    uint16_t *buf = malloc(h * w * 2 + 1);
+    for (r = 0; r < h; r++)
+        for (c = 0; c < w; c++)
+            model[r0 + r][c0 + c] = buf[r * w + c] =
+                (uint16_t)(value == 7 ? 7 : value + (r0 + r) * 31 + c0 + c);
+    EXPECT(shard_array_write_region(disk, start, shape, 2, (const uint8_t *)buf, h * w * 2),
+           SHARD_OK);
+    EXPECT(shard_array_write_region(mem, start, shape, 2, (const uint8_t *)buf, h * w * 2),
+           SHARD_OK);
+    free(buf);
+}
+
+/* posix_store (examples-c/posix_io.c), with one thread's callbacks and declared thread-safe:
+ * writes leave every shard file byte for byte the memory store's object after the same writes
+ * (a whole-array write, a region across four shards updated in place, a fill-value shard
+ * deleted and written again), no temporary behind, and the array reads back equal to the
+ * model through the store and through a fresh one; `list` names the stored shards; and a
+ * whole-shard rewrite whose temporary cannot be written (RLIMIT_FSIZE below its size) fails
+ * with SHARD_ERR_IO and EFBIG and leaves the old file byte for byte. */
+static void test_posix_store_writes(void) {
+    uint32_t flags[2] = {0, SHARD_STORE_THREAD_SAFE};
+    int f;
+    for (f = 0; f < 2; f++) {
+        char root[] = "/tmp/zarrshard-store-XXXXXX", path[4096], cmd[4200];
+        mem_store s;
+        shard_store_callbacks t, fresh;
+        shard_array *disk = NULL, *again = NULL, *mem;
+        uint8_t *before, *after;
+        size_t before_len = 0, after_len = 0;
+        uint16_t other[64];
+        uint64_t start[2] = {0, 0}, shape[2] = {8, 8};
+        struct rlimit old_limit, small;
+        void (*old_handler)(int);
+        int listed = 0, i;
+        CHECK(mkdtemp(root) != NULL);
+        store_init(&s);
+        model_reset();
+        mem = open_array(&s);
+        EXPECT(posix_store_open(root, flags[f], &t) == 0 ? SHARD_OK : SHARD_ERR_IO, SHARD_OK);
+        EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &t, &disk), SHARD_OK);
+        write_both(disk, mem, 0, 0, ROWS, COLS, 1000);
+        CHECK(box_matches(disk, 0, 0, ROWS, COLS) && same_as_memory(root, &s));
+        write_both(disk, mem, 3, 5, 9, 6, 2000); /* four shards, none whole: in place */
+        CHECK(box_matches(disk, 0, 0, ROWS, COLS) && same_as_memory(root, &s));
+        write_both(disk, mem, 8, 0, 8, 8, 7); /* shard c/1/0 all fill: deleted */
+        snprintf(path, sizeof path, "%s/c/1/0", root);
+        CHECK(access(path, F_OK) != 0 && same_as_memory(root, &s));
+        CHECK(t.list(t.userdata, "c/", count_key, &listed) == 0 && listed == 5);
+        write_both(disk, mem, 8, 0, 8, 8, 3000); /* and written again */
+        CHECK(box_matches(disk, 0, 0, ROWS, COLS) && same_as_memory(root, &s));
+
+        /* A whole-shard rewrite that cannot be written: the old file stays as it was. */
+        snprintf(path, sizeof path, "%s/c/0/0", root);
+        before = file_contents(path, &before_len);
+        for (i = 0; i < 64; i++) other[i] = (uint16_t)(i * 37 + 11);
+        CHECK(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+        small = old_limit;
+        small.rlim_cur = before_len / 2;
+        old_handler = signal(SIGXFSZ, SIG_IGN); /* EFBIG, not the signal */
+        CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+        EXPECT(shard_array_write_region(disk, start, shape, 2, (const uint8_t *)other,
+                                        sizeof other),
+               SHARD_ERR_IO);
+        CHECK(setrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+        signal(SIGXFSZ, old_handler);
+        CHECK(shard_last_io_code() == EFBIG);
+        after = file_contents(path, &after_len);
+        CHECK(before != NULL && after != NULL && before_len == after_len &&
+              memcmp(before, after, before_len) == 0);
+        CHECK(same_as_memory(root, &s));
+        free(before);
+        free(after);
+
+        /* A fresh store over the directory reads what the first one wrote. */
+        EXPECT(posix_store_open(root, 0, &fresh) == 0 ? SHARD_OK : SHARD_ERR_IO, SHARD_OK);
+        EXPECT(shard_array_open(ZARR_JSON, strlen(ZARR_JSON), &fresh, &again), SHARD_OK);
+        CHECK(box_matches(again, 0, 0, ROWS, COLS));
+        shard_array_close(again);
+        shard_array_close(disk);
+        shard_array_close(mem);
+        store_free(&s);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        CHECK(system(cmd) == 0);
+    }
 }
 
 /* ---- the zarr-python fixture through a read-only directory store ----------------------- */
@@ -1238,6 +1396,7 @@ int main(int argc, char **argv) {
     RUN(test_verify);
     RUN(test_listing_store);
     RUN(test_new_objects);
+    RUN(test_posix_store_writes);
     if (argc > 1) {
         g_fixture = argv[1];
         RUN(test_zarr_python_fixture);
