@@ -1,53 +1,23 @@
 //! Region reads keep the large buffers they fetched shards into (`src/read_buffers.rs`): a
-//! second read of the same array allocates none, the list stays within its limit, and
-//! `release_memory` frees it. One test, in a process of its own: the list and the pool are
-//! process-wide, and the counts below hold only while no other test reads.
+//! second read of the same array makes no allocation of 64 KiB or more (counted by the
+//! allocator of `tests/common/alloc.rs`), the list stays within its limit, and
+//! `release_memory` frees it. One test, in a process of its own: the list, the pool and the
+//! counts are process-wide.
 
 use serde_json::json;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use zarrshard::read_buffers::{KEPT_BYTES_PER_THREAD, MIN_KEPT};
+
+const _: () = assert!(
+    alloc::LARGE == MIN_KEPT,
+    "the test counts what the list would keep"
+);
 use zarrshard::*;
 
-/// Counts allocations of `MIN_KEPT` bytes or more (fresh ones and reallocations).
-struct CountingLarge;
-
-static LARGE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for CountingLarge {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= MIN_KEPT {
-            LARGE.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= MIN_KEPT {
-            LARGE.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size >= MIN_KEPT {
-            LARGE.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static ALLOCATOR: CountingLarge = CountingLarge;
-
-/// Allocations of `MIN_KEPT` bytes or more made by `f`.
-fn large_allocations(f: impl FnOnce()) -> usize {
-    let before = LARGE.load(Ordering::Relaxed);
-    f();
-    LARGE.load(Ordering::Relaxed) - before
-}
+static ALLOC: alloc::Counting = alloc::Counting;
 
 #[test]
 fn a_second_region_read_allocates_no_fetch_buffer() {
@@ -85,11 +55,11 @@ fn check_reads<S: Store>(array: &Array<S>, data: &[u8], threads: usize) {
     release_memory();
     assert_eq!(kept_reads(), KeptReads::default());
     let mut out = vec![0u8; data.len()];
-    let shard_bytes = 256 * 256 * 2;
+    let shard_bytes: u64 = 256 * 256 * 2;
     // The first read makes its buffers and keeps them: one per shard of a row (4), each with
     // room for a shard.
     let whole = |out: &mut [u8]| array.read_region(&[0, 0], &[1024, 1024], out).unwrap();
-    let first = large_allocations(|| whole(&mut out));
+    let ((), first) = alloc::large_during(|| whole(&mut out));
     assert_eq!(out, data);
     assert!(
         first >= 4,
@@ -106,19 +76,19 @@ fn check_reads<S: Store>(array: &Array<S>, data: &[u8], threads: usize) {
     // caller's), and the list keeps what it had.
     for _ in 0..3 {
         out.fill(0);
-        let later = large_allocations(|| whole(&mut out));
+        let ((), later) = alloc::large_during(|| whole(&mut out));
         assert_eq!(later, 0, "a later read allocated ({threads} threads)");
         assert_eq!(out, data);
         assert_eq!(kept_reads(), kept);
     }
     // A band of rows inside one row of shards reads through the same buffers.
     let mut part = vec![0u8; 100 * 1024 * 2];
-    let later = large_allocations(|| {
+    let ((), band) = alloc::large_during(|| {
         array
             .read_region(&[300, 0], &[100, 1024], &mut part)
             .unwrap()
     });
-    assert_eq!(later, 0, "a band of rows allocated ({threads} threads)");
+    assert_eq!(band, 0, "a band of rows allocated ({threads} threads)");
     assert_eq!(part, data[300 * 2048..400 * 2048]);
     // Released, the bytes are counted and the list is empty.
     let released = release_memory();
