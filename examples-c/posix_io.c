@@ -24,6 +24,7 @@ struct posix_io {
     int exists;
     int committed; /* the temporary is now PATH: destroy must not delete it */
     int rw_fd;     /* store mode: PATH opened for in-place writes by the first one, or -1 */
+    int reopen_err; /* store mode: errno of reopening PATH after a commit (reads report it) */
 };
 
 /* Store mode's new object: a temporary beside PATH, between create_new and commit/discard. */
@@ -99,9 +100,15 @@ static int open_making_parents(const char *path, int flags) {
     return fd;
 }
 
+/* What a read of an absent object returns: missing, unless PATH could not be opened again
+ * after a commit (store mode), which must not pass for a missing object. */
+static int absent_code(const posix_io *p) {
+    return p->reopen_err != 0 ? p->reopen_err : SHARD_IO_NOT_FOUND;
+}
+
 static int cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out) {
     posix_io *p = (posix_io *)ud;
-    if (absent(p)) return SHARD_IO_NOT_FOUND;
+    if (absent(p)) return absent_code(p);
     return full_pread(p->fd, buf, len, offset, read_out);
 }
 
@@ -118,7 +125,7 @@ static int cb_read_suffix(void *ud, size_t len, uint8_t *buf, size_t *read_out,
     uint64_t size = 0;
     size_t n;
     int rc;
-    if (absent(p)) return SHARD_IO_NOT_FOUND;
+    if (absent(p)) return absent_code(p);
     if ((rc = file_size(p, &size)) != 0) return rc;
     n = size < (uint64_t)len ? (size_t)size : len;
     if ((rc = full_pread(p->fd, buf, n, size - n, read_out)) != 0) return rc;
@@ -128,7 +135,7 @@ static int cb_read_suffix(void *ud, size_t len, uint8_t *buf, size_t *read_out,
 
 static int cb_size(void *ud, uint64_t *size_out) {
     posix_io *p = (posix_io *)ud;
-    if (absent(p)) return SHARD_IO_NOT_FOUND;
+    if (absent(p)) return absent_code(p);
     return file_size(p, size_out);
 }
 
@@ -171,6 +178,7 @@ static int store_rw(posix_io *p, int *fd_out) {
         if (p->rw_fd < 0) return err_code();
         if (p->fd < 0) p->fd = open(p->path, O_RDONLY | O_CLOEXEC);
         if (p->fd < 0) return err_code();
+        p->reopen_err = 0;
     }
     *fd_out = p->rw_fd;
     return 0;
@@ -200,6 +208,7 @@ static int store_remove(void *ud) {
     if (unlink(p->path) != 0 && errno != ENOENT) return err_code();
     close_fd(&p->fd);
     close_fd(&p->rw_fd);
+    p->reopen_err = 0; /* missing now */
     return 0;
 }
 
@@ -270,11 +279,12 @@ static int store_commit_new(void *ud, void *new_object, uint64_t len) {
         return rc;
     }
     free_new(n);
-    /* The descriptors are the replaced file's: read the new one from now on. A failure to
-     * reopen reads as a missing object, which the library only meets if it reads again. */
+    /* The descriptors are the replaced file's: read the new one from now on. The commit is
+     * done either way; a failure to reopen is reported by later reads, not as a commit's. */
     close_fd(&p->rw_fd);
     close_fd(&p->fd);
     p->fd = open(p->path, O_RDONLY | O_CLOEXEC);
+    p->reopen_err = p->fd < 0 ? err_code() : 0;
     return 0;
 }
 
