@@ -94,7 +94,7 @@ impl Host {
     /// Take new object `new` out of the pending list (commit and discard).
     fn take_pending(&self, new: *mut c_void) -> NewObject {
         let mut pending = self.pending.borrow_mut();
-        let at = pending.iter().position(|p| p.handle == new as usize);
+        let at = pending.iter().position(|p| p.handle == new.addr());
         pending.remove(at.expect("commit_new or discard_new for a new object that is not pending"))
     }
 }
@@ -259,7 +259,8 @@ unsafe extern "C" fn cb_create_new(ud: *mut c_void, new_out: *mut *mut c_void) -
         written: Vec::new(),
     });
     // SAFETY: the library passes `new_out` valid for one pointer.
-    unsafe { *new_out = h.created.get() as *mut c_void };
+    // A token, never dereferenced: a pointer without provenance (no integer-to-pointer cast).
+    unsafe { *new_out = std::ptr::without_provenance_mut(h.created.get()) };
     0
 }
 
@@ -274,7 +275,7 @@ unsafe extern "C" fn cb_write_new(
     let mut pending = h.pending.borrow_mut();
     let object = pending
         .iter_mut()
-        .find(|p| p.handle == new as usize)
+        .find(|p| p.handle == new.addr())
         .expect("write_new for a new object that is not pending");
     let f = h.write_fault();
     if f == Some(Fault::Error) {
