@@ -11,7 +11,8 @@
 //!
 //! So the buffers a region read is done with go to a process-wide list, and the next pass, of
 //! the same call or a later one, takes them from it, the largest first: up to
-//! [`KEPT_BYTES_PER_THREAD`] × the thread setting in all. Buffers under [`MIN_KEPT`] bytes
+//! [`KEPT_BYTES_PER_THREAD`] × the thread setting in all, and never more than
+//! [`KEPT_BYTES_MAX`] (so a many-core host keeps at most 64 MiB). Buffers under [`MIN_KEPT`] bytes
 //! (single chunks, indexes) are left to `malloc`, which serves such sizes from memory it keeps.
 //! A kept buffer holds whatever was read into it last; a read into it (`io::read_buffer`)
 //! zeroes only what a longer read adds before the back end overwrites it.
@@ -31,6 +32,9 @@ pub const MIN_KEPT: usize = 64 << 10;
 /// four of the benchmark's shards fetched whole (~6 MB) with one thread.
 pub const KEPT_BYTES_PER_THREAD: usize = 8 << 20;
 
+/// The most bytes of buffers the list keeps, whatever the thread setting (64 MiB).
+pub const KEPT_BYTES_MAX: usize = 64 << 20;
+
 /// Buffers no read is using, by capacity, smallest first.
 static KEPT: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
@@ -48,10 +52,17 @@ pub(crate) fn take(n: usize) -> Vec<Vec<u8>> {
 }
 
 /// Keep `bufs` for later reads: those of [`MIN_KEPT`] bytes or more, the largest while the
-/// list stays within [`KEPT_BYTES_PER_THREAD`] × the thread setting; the rest are freed.
+/// list stays within [`KEPT_BYTES_PER_THREAD`] × the thread setting (at most
+/// [`KEPT_BYTES_MAX`]); the rest are freed.
 pub(crate) fn keep(bufs: impl IntoIterator<Item = Vec<u8>>) {
-    let limit = KEPT_BYTES_PER_THREAD.saturating_mul(parallel::threads().max(1));
-    keep_in(&mut kept(), bufs, limit);
+    keep_in(&mut kept(), bufs, limit_for(parallel::threads()));
+}
+
+/// The list's limit for a thread setting of `threads`.
+fn limit_for(threads: usize) -> usize {
+    KEPT_BYTES_PER_THREAD
+        .saturating_mul(threads.max(1))
+        .min(KEPT_BYTES_MAX)
 }
 
 /// [`keep`] into `list` (sorted by capacity, smallest first) within `limit` bytes.
@@ -117,5 +128,13 @@ mod tests {
         // One larger than the limit alone: nothing stays.
         keep_in(&mut list, [with(5 * MIN_KEPT)], limit);
         assert!(list.is_empty());
+    }
+
+    #[test]
+    fn the_limit_grows_with_the_threads_up_to_64_mib() {
+        assert_eq!(limit_for(0), 8 << 20);
+        assert_eq!(limit_for(2), 16 << 20);
+        assert_eq!(limit_for(8), 64 << 20);
+        assert_eq!(limit_for(1024), 64 << 20);
     }
 }

@@ -9,7 +9,8 @@
 //! * per process: the free list of encode segments ([`crate::encoded`]), at most
 //!   [`crate::encoded::KEPT_PER_THREAD`] × threads × 256 KiB (4 MiB per thread of the pool);
 //!   and the large buffers region reads fetched shards into ([`crate::read_buffers`]), at
-//!   most [`crate::read_buffers::KEPT_BYTES_PER_THREAD`] × threads (8 MiB per thread).
+//!   most [`crate::read_buffers::KEPT_BYTES_PER_THREAD`] × threads (8 MiB per thread, 64 MiB
+//!   in all).
 //!
 //! A host that is done writing (or decoding) for a while calls [`release_memory`] to free all
 //! of it that it can reach: the free list, and the per-thread state of the calling thread and

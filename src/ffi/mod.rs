@@ -163,7 +163,7 @@ pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_st
 
 /// Free the memory the library keeps between calls so that no inner chunk allocates: the
 /// free list of encode segments (up to 4 MiB per library thread), the buffers region reads
-/// fetched shards into (up to 8 MiB per library thread) and the codec contexts
+/// fetched shards into (up to 8 MiB per library thread, 64 MiB in all) and the codec contexts
 /// (zstd, gzip) and scratch chunk of the calling thread and of every library thread; while
 /// `shard_set_threads(1)` is in force, the library's threads (which only sleep then) are ended
 /// too. For a host done writing or reading for a while; later calls rebuild what they need,

@@ -168,7 +168,7 @@ end
 
 Free the memory the library keeps between calls so that no inner chunk allocates
 (`shard_release_memory`): the free list of encode segments (up to 4 MiB per library thread),
-the buffers region reads fetched shards into (up to 8 MiB per library thread), and the codec
+the buffers region reads fetched shards into (up to 8 MiB per library thread, 64 MiB in all), and the codec
 contexts (zstd, gzip) and scratch chunk of the calling thread and of every
 library thread; with `set_threads!(1)` in force, the library's threads (which only sleep then)
 are ended too. For a session done writing or reading for a while; later calls rebuild what

@@ -3,7 +3,7 @@ package io.zarrshard;
 /**
  * The memory the library keeps between calls so that no inner chunk allocates
  * ({@code shard_release_memory}): the free list of encode segments (up to 4 MiB per library
- * thread), the buffers region reads fetched shards into (up to 8 MiB per library thread) and,
+ * thread), the buffers region reads fetched shards into (up to 8 MiB per library thread, 64 MiB in all) and,
  * per thread that encoded or decoded, its codec contexts (zstd, gzip) and one
  * scratch chunk. A viewer done writing or reading for a while frees it with {@link #release()};
  * later calls rebuild what they need, once per thread. Process-wide (the JVM loads the library
