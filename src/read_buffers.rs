@@ -12,10 +12,10 @@
 //! So the buffers a region read is done with go to a process-wide list, and the next pass, of
 //! the same call or a later one, takes them from it, the largest first: up to
 //! [`KEPT_BYTES_PER_THREAD`] × the thread setting in all, and never more than
-//! [`KEPT_BYTES_MAX`] (so a many-core host keeps at most 64 MiB). Buffers under [`MIN_KEPT`] bytes
-//! (single chunks, indexes) are left to `malloc`, which serves such sizes from memory it keeps.
-//! A kept buffer holds whatever was read into it last; a read into it (`io::read_buffer`)
-//! zeroes only what a longer read adds before the back end overwrites it.
+//! [`KEPT_BYTES_MAX`] (so a many-core host keeps at most 64 MiB). Buffers under
+//! [`MIN_KEPT`] bytes (single chunks, indexes) are left to `malloc`, which serves such sizes
+//! from memory it keeps. A kept buffer holds whatever was read into it last; a read into it
+//! (`io::read_buffer`) zeroes only what a longer read adds before the back end overwrites it.
 //! [`crate::release_memory`] frees the list.
 //!
 //! Where we differ: zarrs reads every range into a new buffer; under glibc's defaults it pays
