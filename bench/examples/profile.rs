@@ -12,6 +12,8 @@
 //! columns 900..1700: 4 shards, 117 inner chunks, into a reused buffer), `decode-fresh`
 //! (`Array::read_region_vec`: a new buffer per call), `shard` (`Array::read_shard` of shard
 //! [1, 1]), `dshard` (`ShardLayout::decode_shard_into` of that shard's object, in memory),
+//! `sread` / `szero` / `sfile` (parts of `shard`: the object's read from its file, the 2 MiB
+//! zeroed output, and the read plus `decode_shard_into` into a reused output),
 //! `wshard` (`write_region` of that shard), `wbuf` (a buffered `ShardWriter`, chunk by chunk). Before each write the
 //! previous shards are removed and dirty pages flushed (untimed), as in the benchmark. Raw
 //! codec loops, no zarrshard code: `ceiling` / `dceiling` (zstd-1 over the array's 4096
@@ -24,7 +26,8 @@
 //! index at end); prints each iteration's time, cores busy and page faults. `SPIN=MS` keeps
 //! the calling thread busy for MS ms before each iteration; `TOGGLE=1` switches zarrshard to one
 //! thread and back before each; `SLEEP=MS` idles MS ms right before each (all untimed), as a
-//! host does between calls (see `BENCHMARKS.md`, *Waking the pool after idleness*).
+//! host does between calls (see `BENCHMARKS.md`, *Waking the pool after idleness*); `THRASH=1`
+//! writes through 64 MiB first, so that the call starts with cold caches.
 
 use serde_json::json;
 use std::time::Instant;
@@ -132,6 +135,16 @@ fn main() {
         if let Some(ms) = std::env::var("SLEEP").ok().and_then(|v| v.parse::<u64>().ok()) {
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
+        // THRASH: write a line of every 64 bytes of 64 MiB first, so that the call starts with
+        // cold caches, as it does between other implementations' calls in the benchmark.
+        if std::env::var_os("THRASH").is_some() {
+            THRASH_BUF.with_borrow_mut(|t| {
+                for i in (0..t.len()).step_by(64) {
+                    t[i] = t[i].wrapping_add(1);
+                }
+                std::hint::black_box(&t);
+            });
+        }
         let c0 = cpu_now();
         let f0 = faults_now();
         let t = Instant::now();
@@ -145,6 +158,13 @@ fn main() {
             "shard" => drop(arr.read_shard(&[1, 1]).unwrap()),
             "region" => arr.read_region(&[1000, 900], &[500, 800], &mut out[..500 * 800 * 2]).unwrap(),
             "dshard" => layout.decode_shard_into(&object, &mut shard_out).unwrap(),
+            // The parts of `shard`: the object's read, the zeroed output, and the two without it.
+            "sread" => drop(std::hint::black_box(std::fs::read(dir.join(arr.shard_key(&[1, 1]))).unwrap())),
+            "szero" => drop(std::hint::black_box(vec![0u8; (S * S * 2) as usize])),
+            "sfile" => {
+                let o = std::fs::read(dir.join(arr.shard_key(&[1, 1]))).unwrap();
+                layout.decode_shard_into(&o, &mut shard_out).unwrap()
+            }
             "wshard" => arr.write_region(&[S, S], &[S, S], &shard).unwrap(),
             "rshare" | "rinstall" => {
                 // No zarrshard code: zstd-1 over shard [1, 1]'s 256 chunks on a plain rayon pool
@@ -314,6 +334,8 @@ fn main() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+thread_local!(static THRASH_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![1u8; 64 << 20]));
 
 fn usage() -> libc::rusage {
     // SAFETY: getrusage fills the struct it is given.
