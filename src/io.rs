@@ -197,6 +197,7 @@ pub fn check_can_end_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
 /// ([`preallocate`]); below it the extra system call costs more than it saves (ext4, the
 /// benchmark's VM: a new 4 KiB file 15.6 → 19.5 µs, 64 KiB 26.3 → 26.1 µs, 256 KiB 50.8 →
 /// 39.9 µs).
+#[cfg(all(target_os = "linux", not(miri)))]
 const PREALLOCATE_FROM: u64 = 64 << 10;
 
 /// Allocate the `len` bytes at `offset` of a new file on disk before they are written (Linux

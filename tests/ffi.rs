@@ -745,6 +745,23 @@ fn corrupt_object_and_missing_callbacks() {
     }
 }
 
+/// A handle pointer handed to other threads, wrapped rather than cast through `usize` so that
+/// Miri keeps its provenance (and can catch a use after `shard_close`).
+#[derive(Clone, Copy)]
+struct SharedHandle(*mut shard_handle);
+
+// SAFETY: the tests that share a handle make only the calls whose thread-safety the C API
+// documents (concurrent reads; writes that report `SHARD_ERR_BUSY`).
+unsafe impl Send for SharedHandle {}
+unsafe impl Sync for SharedHandle {}
+
+impl SharedHandle {
+    /// The pointer (a method, so that a closure captures the whole wrapper, not its field).
+    fn get(self) -> *mut shard_handle {
+        self.0
+    }
+}
+
 #[test]
 fn concurrent_reads_share_one_handle_and_concurrent_writes_are_refused() {
     let c = codec();
@@ -753,7 +770,7 @@ fn concurrent_reads_share_one_handle_and_concurrent_writes_are_refused() {
     let cb = callbacks(&m);
     let mut h = null_mut();
     assert_eq!(unsafe { shard_open(c, &cb, 0, &mut h) }, SHARD_OK);
-    let addr = h as usize;
+    let shared = SharedHandle(h);
     std::thread::scope(|s| {
         for t in 0..8u64 {
             s.spawn(move || {
@@ -761,13 +778,7 @@ fn concurrent_reads_share_one_handle_and_concurrent_writes_are_refused() {
                     let (i, j) = ((t + k) % 2, (t + 2 * k) % 3);
                     let mut buf = [0u8; 8];
                     let st = unsafe {
-                        shard_read_chunk(
-                            addr as *const shard_handle,
-                            [i, j].as_ptr(),
-                            2,
-                            buf.as_mut_ptr(),
-                            8,
-                        )
+                        shard_read_chunk(shared.get(), [i, j].as_ptr(), 2, buf.as_mut_ptr(), 8)
                     };
                     assert_eq!(st, SHARD_OK);
                     assert_eq!(&buf[..], &chunk_data(i, j)[..]);
@@ -783,7 +794,7 @@ fn concurrent_reads_share_one_handle_and_concurrent_writes_are_refused() {
         unsafe { shard_open(c, &cb2, SHARD_MODE_WRITE_STREAMING as u32, &mut h) },
         SHARD_OK
     );
-    let addr = h as usize;
+    let shared = SharedHandle(h);
     let busy = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..2 {
@@ -791,13 +802,7 @@ fn concurrent_reads_share_one_handle_and_concurrent_writes_are_refused() {
                 for k in 0..500u64 {
                     let d = chunk_data(k % 2, k % 3);
                     let st = unsafe {
-                        shard_write_chunk(
-                            addr as *const shard_handle,
-                            [k % 2, k % 3].as_ptr(),
-                            2,
-                            d.as_ptr(),
-                            8,
-                        )
+                        shard_write_chunk(shared.get(), [k % 2, k % 3].as_ptr(), 2, d.as_ptr(), 8)
                     };
                     match st {
                         SHARD_OK => {}
