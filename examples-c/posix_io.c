@@ -65,6 +65,14 @@ static int full_pwrite(int fd, const uint8_t *buf, size_t len, uint64_t offset) 
     return 0;
 }
 
+/* ftruncate(2), retried on EINTR; 0 or an errno value. */
+static int full_ftruncate(int fd, uint64_t len) {
+    while (ftruncate(fd, (off_t)len) != 0) {
+        if (errno != EINTR) return err_code();
+    }
+    return 0;
+}
+
 static int absent(const posix_io *p) { return p->fd < 0 || (p->tmp_path != NULL && !p->exists); }
 
 static char *dup_str(const char *s);
@@ -150,22 +158,18 @@ static int cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
 
 static int cb_truncate(void *ud, uint64_t len) {
     posix_io *p = (posix_io *)ud;
-    while (ftruncate(p->fd, (off_t)len) != 0) {
-        if (errno != EINTR) return err_code();
-    }
-    p->exists = 1;
-    return 0;
+    int rc = full_ftruncate(p->fd, len);
+    if (rc == 0) p->exists = 1;
+    return rc;
 }
 
 /* The temporary is emptied, not unlinked, so that a later write needs no reopen; commit of
  * an absent object deletes PATH. */
 static int cb_remove(void *ud) {
     posix_io *p = (posix_io *)ud;
-    while (ftruncate(p->fd, 0) != 0) {
-        if (errno != EINTR) return err_code();
-    }
-    p->exists = 0;
-    return 0;
+    int rc = full_ftruncate(p->fd, 0);
+    if (rc == 0) p->exists = 0;
+    return rc;
 }
 
 /* ---- store mode: PATH changed in place, whole objects as new files renamed over it ---- */
@@ -191,11 +195,7 @@ static int store_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len
 
 static int store_truncate(void *ud, uint64_t len) {
     int fd, rc = store_rw((posix_io *)ud, &fd);
-    if (rc != 0) return rc;
-    while (ftruncate(fd, (off_t)len) != 0) {
-        if (errno != EINTR) return err_code();
-    }
-    return 0;
+    return rc != 0 ? rc : full_ftruncate(fd, len);
 }
 
 static void close_fd(int *fd) {
@@ -292,8 +292,8 @@ static void cb_destroy(void *ud) { posix_io_discard((posix_io *)ud); }
 
 void posix_io_discard(posix_io *p) {
     if (p == NULL) return;
-    if (p->fd >= 0) close(p->fd);
-    if (p->rw_fd >= 0) close(p->rw_fd);
+    close_fd(&p->fd);
+    close_fd(&p->rw_fd);
     if (p->tmp_path != NULL && !p->committed) unlink(p->tmp_path);
     free(p->tmp_path);
     free(p->path);

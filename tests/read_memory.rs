@@ -6,15 +6,15 @@
 
 use serde_json::json;
 use zarrshard::read_buffers::{KEPT_BYTES_PER_THREAD, MIN_KEPT};
+use zarrshard::*;
+
+#[path = "common/alloc.rs"]
+mod alloc;
 
 const _: () = assert!(
     alloc::LARGE == MIN_KEPT,
     "the test counts what the list would keep"
 );
-use zarrshard::*;
-
-#[path = "common/alloc.rs"]
-mod alloc;
 
 #[global_allocator]
 static ALLOC: alloc::Counting = alloc::Counting;
