@@ -899,8 +899,7 @@ const SHARDS_PER_THREAD_CHECKED: usize = 4;
 const CHUNKS_PER_CHECK_ITEM: usize = 16;
 
 fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| Error::metadata(format!("{what} is not valid JSON: {e}")))
+    serde_json::from_slice(bytes).map_err(|e| crate::metadata::json_error(what, &e))
 }
 
 /// Bytes of one slab (a row of shards) of `shape`, within the memory limit.

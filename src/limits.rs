@@ -6,6 +6,13 @@
 //! of memory. The limit is a process-wide setting ([`set_memory_limit`], or the environment
 //! variable `ZARRSHARD_MEMORY_LIMIT` in bytes, read once), checked before each such
 //! allocation; it also caps what a decompressor may produce when no configuration bounds it.
+//!
+//! Metadata has fixed limits of its own, the same for every way in (a file a store holds, a
+//! `Value` built in code, the C API's JSON text): [`MAX_METADATA_BYTES`] for one document,
+//! [`MAX_METADATA_STRUCTURE_BYTES`] for what is parsed into a JSON tree (everything but the
+//! `attributes`, which are kept as text), and [`MAX_SHARDING_NESTING`] for `sharding_indexed`
+//! codecs inside each other. They keep the memory and stack that opening an array takes a small
+//! multiple of the document, whatever it holds.
 
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +21,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// practice (zarr-python's and tensorstore's defaults hold whole shards, typically < 1 GiB);
 /// hosts that mean more raise it.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
+
+/// The largest metadata document (`zarr.json`, `.zarray`, `.zattrs`, a v3-draft
+/// `*.array.json`, the JSON text given to the C API) read: 64 MiB. Real documents are a few KB;
+/// the room is for large `attributes`, kept as text (about their own size in memory). A larger
+/// document is refused with [`Error::InvalidMetadata`] naming it, before it is read.
+pub const MAX_METADATA_BYTES: u64 = 64 << 20;
+
+/// The most bytes of a metadata document parsed into a JSON tree: every member but
+/// `attributes` (and extension members that may be ignored): 1 MiB. A tree takes up to ~80
+/// times its text (each number a tree node), so this bounds that memory to tens of MB; shapes,
+/// codecs and dimension names of any real array take a few KB.
+pub const MAX_METADATA_STRUCTURE_BYTES: u64 = 1 << 20;
+
+/// How deep `sharding_indexed` codecs may nest: 32 levels (a sharded array whose inner codecs
+/// hold no other sharding codec is 1 level). Deeper metadata is refused with
+/// [`Error::InvalidMetadata`] naming this limit, whether it comes from a file, a `Value` or
+/// the C API; every depth up to it opens (its JSON stays within the parser's 128 levels), and
+/// reading and writing through it stay far within a 2 MiB thread stack.
+pub const MAX_SHARDING_NESTING: usize = 32;
 
 /// 0 = not read from the environment yet.
 static LIMIT: AtomicU64 = AtomicU64::new(0);

@@ -127,8 +127,7 @@ const KNOWN_KEYS: [&str; 11] = [
 impl ArrayMetadata {
     /// Parse and validate `zarr.json` text.
     pub fn parse(text: &str) -> Result<Self> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| Error::metadata(format!("zarr.json is not valid JSON: {e}")))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| json_error("zarr.json", &e))?;
         Self::from_json(&v)
     }
 
@@ -361,6 +360,20 @@ impl ArrayMetadata {
     pub fn supports_partial_reads(&self) -> bool {
         self.sharding().is_some() && self.codecs.bytes_to_bytes.is_empty()
     }
+}
+
+/// A metadata document `what` that does not parse, as [`Error::InvalidMetadata`]. The
+/// parser's depth limit is named with the limit on nesting it stands for.
+pub(crate) fn json_error(what: &str, e: &serde_json::Error) -> Error {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        return Error::metadata(format!(
+            "{what}: JSON nested deeper than 128 levels (sharding_indexed may nest at most {} levels) at line {} column {}",
+            crate::limits::MAX_SHARDING_NESTING,
+            e.line(),
+            e.column()
+        ));
+    }
+    Error::metadata(format!("{what} is not valid JSON: {e}"))
 }
 
 fn uint_list(v: &Value, what: &str) -> Result<Vec<u64>> {

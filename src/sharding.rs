@@ -13,6 +13,7 @@ use crate::encoded::{Collector, EncodedChunks};
 use crate::error::{shown, Error, Result};
 use crate::index::{ShardIndex, EMPTY};
 use crate::io::MemoryIo;
+use crate::limits::MAX_SHARDING_NESTING;
 use crate::nd;
 use crate::parallel;
 use crate::writer::{Finalized, ShardWriter, WriteOptions, WriteStrategy};
@@ -46,7 +47,15 @@ pub struct ShardingCodec {
 }
 
 impl ShardingCodec {
-    pub(crate) fn from_config(cfg: &Config) -> Result<Self> {
+    /// Parse the configuration of a sharding codec at nesting level `level` (1 for one that
+    /// no other encloses), refused past [`MAX_SHARDING_NESTING`] before its inner codecs are
+    /// parsed, so that nesting never deepens the stack further.
+    pub(crate) fn from_config(cfg: &Config, level: usize) -> Result<Self> {
+        if level > MAX_SHARDING_NESTING {
+            return Err(Error::metadata(format!(
+                "sharding_indexed nested more than {MAX_SHARDING_NESTING} levels deep (the limit, zarrshard::limits::MAX_SHARDING_NESTING)"
+            )));
+        }
         cfg.only(&["chunk_shape", "codecs", "index_codecs", "index_location"])?;
         let chunk_shape = cfg
             .uints("chunk_shape")?
@@ -54,15 +63,17 @@ impl ShardingCodec {
         if chunk_shape.contains(&0) {
             return Err(cfg.bad("chunk_shape", "must not contain 0"));
         }
-        let codecs = CodecChain::from_json(
+        let codecs = CodecChain::from_json_at(
             cfg.get("codecs")
                 .ok_or_else(|| cfg.bad("codecs", "is required"))?,
             "codecs",
+            level,
         )?;
-        let index_codecs = CodecChain::from_json(
+        let index_codecs = CodecChain::from_json_at(
             cfg.get("index_codecs")
                 .ok_or_else(|| cfg.bad("index_codecs", "is required"))?,
             "index_codecs",
+            level,
         )?;
         // Absent means "end" (tensorstore omits it then).
         let index_location = match cfg.str("index_location")? {
@@ -83,10 +94,13 @@ impl ShardingCodec {
         let map = config
             .as_object()
             .ok_or_else(|| Error::metadata("sharding_indexed configuration must be an object"))?;
-        Self::from_config(&Config {
-            codec: "sharding_indexed",
-            map,
-        })
+        Self::from_config(
+            &Config {
+                codec: "sharding_indexed",
+                map,
+            },
+            1,
+        )
     }
 
     /// The codec as Zarr v3 JSON (`index_location` always written).

@@ -731,12 +731,13 @@ fn adversarial_metadata() {
     let deep_codecs = {
         let mut c =
             json!({"chunk_shape": [8, 8], "codecs": [bytes_le()], "index_codecs": [bytes_le()]});
-        for _ in 0..100 {
+        for _ in 1..zarrshard::limits::MAX_SHARDING_NESTING {
             c = json!({"chunk_shape": [8, 8], "codecs": [{"name": "sharding_indexed", "configuration": c}], "index_codecs": [bytes_le()]});
         }
         sharding(c)
     };
-    // 100 levels of nested sharding is valid metadata (each level one 8×8 chunk): it opens.
+    // Nested sharding to the documented limit is valid metadata (each level one 8×8 chunk):
+    // it opens (one level more is refused: tests/metadata_limits.rs).
     ArrayMetadata::from_json(&deep_codecs).unwrap();
     n += 2;
     // 10^6 inner chunks per shard is within the limit of 2^26: accepted, and a missing shard

@@ -338,7 +338,14 @@ pub struct CodecChain {
 
 impl CodecChain {
     /// Parse a `codecs` list. `what` names the list in errors (`codecs`, `index_codecs`).
+    /// `sharding_indexed` codecs may nest at most [`crate::limits::MAX_SHARDING_NESTING`]
+    /// levels deep.
     pub fn from_json(value: &Value, what: &str) -> Result<Self> {
+        Self::from_json_at(value, what, 0)
+    }
+
+    /// [`CodecChain::from_json`] for a list inside `enclosing` sharding codecs.
+    pub(crate) fn from_json_at(value: &Value, what: &str, enclosing: usize) -> Result<Self> {
         let list = value
             .as_array()
             .ok_or_else(|| Error::metadata(format!("`{what}` must be a list of codecs")))?;
@@ -347,7 +354,7 @@ impl CodecChain {
         let mut b2b = Vec::new();
         for item in list {
             let (name, config) = codec_name_and_config(item, what)?;
-            match parse_codec(name, config)? {
+            match parse_codec(name, config, enclosing)? {
                 Parsed::A2A(c) => {
                     if a2b.is_some() {
                         return Err(Error::metadata(format!(
@@ -688,7 +695,11 @@ fn codec_name_and_config<'a>(
     }
 }
 
-fn parse_codec(name: &str, config: Option<&Map<String, Value>>) -> Result<Parsed> {
+fn parse_codec(
+    name: &str,
+    config: Option<&Map<String, Value>>,
+    enclosing: usize,
+) -> Result<Parsed> {
     let empty = Map::new();
     let cfg = Config {
         codec: name,
@@ -700,7 +711,7 @@ fn parse_codec(name: &str, config: Option<&Map<String, Value>>) -> Result<Parsed
         )?)),
         "bytes" => Parsed::A2B(ArrayToBytes::Bytes(bytes::BytesCodec::from_config(&cfg)?)),
         "sharding_indexed" => Parsed::A2B(ArrayToBytes::Sharding(Box::new(
-            ShardingCodec::from_config(&cfg)?,
+            ShardingCodec::from_config(&cfg, enclosing + 1)?,
         ))),
         "gzip" => Parsed::B2B(BytesToBytes::Gzip(gzip::Gzip::from_config(&cfg)?)),
         "zstd" => Parsed::B2B(BytesToBytes::Zstd(zstd::Zstd::from_config(&cfg)?)),
