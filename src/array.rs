@@ -27,7 +27,8 @@ pub enum Format {
     /// Zarr v2 sharding prototype: `.zarray` at the store root, keys like `2.0`.
     V2Prototype,
     /// Zarr v3 draft with the sharding storage transformer: metadata at `metadata_key`
-    /// (`meta/root/<path>.array.json`), shard keys `data/root/<path>/c<i><sep><j>`.
+    /// (`meta/root/<path>.array.json`, `meta/root.array.json` for the root array), shard keys
+    /// `data/root/<path>/c<i><sep><j>` (`data/root/c<i><sep><j>`).
     V3Draft {
         /// The array's metadata document, e.g. `meta/root/image.array.json`.
         metadata_key: String,
@@ -87,17 +88,24 @@ impl<S: Store> Array<S> {
     }
 
     /// Open a Zarr v3 draft array (sharding storage transformer) at hierarchy path `path`
-    /// (e.g. `foo/baz`) of a store rooted at the hierarchy root.
+    /// (e.g. `foo/baz`) of a store rooted at the hierarchy root. An empty path (or `/`) is the
+    /// array at the hierarchy's root: metadata `meta/root.array.json`, chunks `data/root/c…`.
     pub fn open_v3_draft(store: S, path: &str) -> Result<Self> {
         let path = path.trim_matches('/');
-        let metadata_key = format!("meta/root/{path}.array.json");
+        let (metadata_key, data_prefix) = match path {
+            "" => ("meta/root.array.json".to_string(), "data/root/".to_string()),
+            _ => (
+                format!("meta/root/{path}.array.json"),
+                format!("data/root/{path}/"),
+            ),
+        };
         let text = store
             .get(&metadata_key)?
             .ok_or_else(|| Error::metadata(format!("no {metadata_key} in the store")))?;
         let (meta, separator) = crate::legacy::parse_v3_draft(&parse_json(&text, &metadata_key)?)?;
         let format = Format::V3Draft {
             metadata_key,
-            data_prefix: format!("data/root/{path}/"),
+            data_prefix,
             separator,
         };
         Ok(Array::new(meta, store, format))

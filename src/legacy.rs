@@ -23,9 +23,14 @@ use crate::error::{shown, shown_text, Error, Result};
 use crate::metadata::ArrayMetadata;
 use serde_json::{json, Map, Value};
 
-/// The sharding storage transformer's extension URI.
+/// The sharding storage transformer's extension URI, as the draft's configuration example
+/// spells it (and as we write it).
 pub const SHARDING_TRANSFORMER: &str =
     "https://purl.org/zarr/spec/storage_transformers/sharding/1.0";
+/// The same URI as the draft's header spells it ("Specification URI"); read as the same
+/// extension.
+pub const SHARDING_TRANSFORMER_HEADER: &str =
+    "http://purl.org/zarr/spec/storage-transformers/sharding/1.0";
 /// Prefix of the draft's codec URIs (`…/codec/<id>/1.0`).
 const DRAFT_CODEC_PREFIX: &str = "https://purl.org/zarr/spec/codec/";
 
@@ -398,10 +403,20 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
             )))
         }
     };
+    // The draft stacks transformers (each one's underlying store the next); a stack of
+    // shardings would be sharding nested in storage, which no writer is known to produce: it
+    // is refused rather than read as one of its layers.
+    if transformers.len() > 1 {
+        return Err(Error::metadata(format!(
+            "a stack of {} storage transformers is not supported (one sharding transformer at most)",
+            transformers.len()
+        )));
+    }
     let mut chunks_per_shard = None;
     for t in transformers {
         let uri = t.get("extension").and_then(Value::as_str).unwrap_or("");
-        if uri != SHARDING_TRANSFORMER || t.get("type").and_then(Value::as_str) != Some("indexed") {
+        let known = uri == SHARDING_TRANSFORMER || uri == SHARDING_TRANSFORMER_HEADER;
+        if !known || t.get("type").and_then(Value::as_str) != Some("indexed") {
             return Err(Error::metadata(format!(
                 "unsupported storage transformer {}",
                 shown_text(t)

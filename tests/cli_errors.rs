@@ -409,7 +409,10 @@ fn import_from_stdin_ignores_a_file_named_dash() {
 /// A v3-draft hierarchy at `root` (entry point `zarr.json`) with one 4-element `<u2` array at
 /// hierarchy path `path`: fill 7, chunks of 2, two chunks per shard (so one shard, `c0`).
 fn draft_array(root: &Path, path: &str) -> PathBuf {
-    let meta = root.join(format!("meta/root/{path}.array.json"));
+    let meta = match path {
+        "" => root.join("meta/root.array.json"),
+        _ => root.join(format!("meta/root/{path}.array.json")),
+    };
     std::fs::create_dir_all(meta.parent().unwrap()).unwrap();
     std::fs::write(
         root.join("zarr.json"),
@@ -459,6 +462,34 @@ fn v3_draft_hierarchy_under_a_non_utf8_directory() {
     );
     // The draft's shard key: data/root/<path>/c<coords / chunks_per_shard>.
     assert!(root.join("data/root/baz/c0").is_file());
+}
+
+#[test]
+fn v3_draft_array_at_the_hierarchy_root_and_other_files() {
+    // The root array's metadata is ROOT/meta/root.array.json, its shard ROOT/data/root/c0.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("h");
+    let meta = draft_array(&root, "");
+    assert_eq!(
+        draft_round_trip(&meta, tmp.path()),
+        [1, 0, 2, 0, 3, 0, 4, 0]
+    );
+    assert!(root.join("data/root/c0").is_file());
+    let o = bin().arg("info").arg(&meta).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("stored shards: 1 of 1"),
+        "{}",
+        stdout(&o)
+    );
+    // Any other file is no array: said so, not "Not a directory".
+    let other = root.join("zarr.json");
+    let o = bin().arg("info").arg(&other).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!("zarrshard: invalid argument: {} is a file: give an array directory, or a v3-draft ROOT/meta/root/<path>.array.json or ROOT/meta/root.array.json\n", other.display())
+    );
 }
 
 #[test]

@@ -210,3 +210,123 @@ fn v3_draft_storage_transformers_must_be_a_list() {
         );
     }
 }
+
+/// The v3-draft metadata of a `<u2` array of shape [4, 6] in chunks of 2×2, with `transformers`.
+fn draft_doc(transformers: serde_json::Value) -> serde_json::Value {
+    json!({"shape": [4, 6], "data_type": "<u2",
+        "chunk_grid": {"type": "regular", "chunk_shape": [2, 2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": null, "fill_value": 0, "extensions": [],
+        "attributes": {}, "storage_transformers": transformers})
+}
+
+fn draft_sharding(uri: &str, per_shard: &[u64]) -> serde_json::Value {
+    json!({"extension": uri, "type": "indexed", "configuration": {"chunks_per_shard": per_shard}})
+}
+
+#[test]
+fn v3_draft_array_at_the_hierarchy_root() {
+    // The draft's root array: metadata `meta/root.array.json`, chunks `data/root/c<i>/<j>`.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("meta")).unwrap();
+    let doc = draft_doc(json!([draft_sharding(
+        legacy::SHARDING_TRANSFORMER,
+        &[1, 3]
+    )]));
+    std::fs::write(root.join("meta/root.array.json"), doc.to_string()).unwrap();
+    let array = Array::open_v3_draft(FsStore::new(root), "").unwrap();
+    assert_eq!(
+        array.format(),
+        &Format::V3Draft {
+            metadata_key: "meta/root.array.json".into(),
+            data_prefix: "data/root/".into(),
+            separator: '/'
+        }
+    );
+    let data: Vec<u8> = (1..=24u16).flat_map(|v| v.to_ne_bytes()).collect();
+    array
+        .import(
+            &mut data.as_slice(),
+            WriteStrategy::Buffered,
+            WriteOptions::default(),
+        )
+        .unwrap();
+    // Shard grid 2×1 (chunk grid 2×3, 1×3 chunks per shard).
+    let mut stored: Vec<String> = walk(&root.join("data"));
+    stored.sort();
+    assert_eq!(stored, ["data/root/c0/0", "data/root/c1/0"]);
+    assert_eq!(
+        array.list_chunk_keys("data/root/").unwrap(),
+        ["c0/0", "c0/1", "c0/2", "c1/0", "c1/1", "c1/2"].map(|k| format!("data/root/{k}"))
+    );
+    // "/" is the root path too, and the same array reads back.
+    let again = Array::open_v3_draft(FsStore::new(root), "/").unwrap();
+    let mut out = Vec::new();
+    again.export(&mut out).unwrap();
+    let exported: Vec<u8> = (1..=24u16).flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(out, exported);
+}
+
+/// Every file under `dir`, as a path relative to `dir`'s parent with `/` separators.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let base = dir.parent().unwrap();
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(base).unwrap();
+                out.push(
+                    rel.to_str()
+                        .unwrap()
+                        .replace(std::path::MAIN_SEPARATOR, "/"),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn v3_draft_transformer_uri_in_both_spellings_and_no_stacks() {
+    let per_shard = [2, 1];
+    for uri in [
+        "https://purl.org/zarr/spec/storage_transformers/sharding/1.0",
+        "http://purl.org/zarr/spec/storage-transformers/sharding/1.0",
+    ] {
+        let (meta, _) =
+            legacy::parse_v3_draft(&draft_doc(json!([draft_sharding(uri, &per_shard)]))).unwrap();
+        assert_eq!(
+            meta.shard_layout().unwrap().chunks_per_shard(),
+            &per_shard,
+            "{uri}"
+        );
+    }
+    // Another URI is still refused.
+    let other = draft_sharding(
+        "https://purl.org/zarr/spec/storage_transformers/other/1.0",
+        &[2, 1],
+    );
+    assert_eq!(
+        legacy::parse_v3_draft(&draft_doc(json!([other.clone()])))
+            .err()
+            .unwrap()
+            .to_string(),
+        format!("invalid metadata: unsupported storage transformer {other}")
+    );
+    // Two sharding transformers were read as the last one alone: a stack is refused.
+    let stack = json!([
+        draft_sharding(legacy::SHARDING_TRANSFORMER, &[2, 1]),
+        draft_sharding(legacy::SHARDING_TRANSFORMER_HEADER, &[1, 3])
+    ]);
+    assert_eq!(
+        legacy::parse_v3_draft(&draft_doc(stack))
+            .err()
+            .unwrap()
+            .to_string(),
+        "invalid metadata: a stack of 2 storage transformers is not supported (one sharding transformer at most)"
+    );
+}

@@ -9,9 +9,13 @@ Written from the spec texts only (not from zarrshard's Rust code):
   coordinates joined by ``dimension_separator`` (``2.0`` or ``2/0``).
 * ``v3draft`` -- the sharding storage transformer draft (18 Feb 2022) on the
   Zarr v3 core protocol draft: ``ROOT/zarr.json`` entry point and
-  ``ROOT/meta/root/<path>.array.json`` with a ``storage_transformers`` entry.
-  Chunk key ``data/root/<path>/c<i><sep><j>``; the shard key is the chunk grid
-  position floor-divided by ``chunks_per_shard`` in the same format.
+  ``ROOT/meta/root/<path>.array.json`` with a ``storage_transformers`` entry
+  (the array at the hierarchy's root: ``ROOT/meta/root.array.json``).
+  Chunk key ``data/root/<path>/c<i><sep><j>`` (root array: ``data/root/c<i>...``);
+  the shard key is the chunk grid position floor-divided by ``chunks_per_shard``
+  in the same format.  The transformer's URI is accepted in both of the draft's
+  spellings (its example's ``https://.../storage_transformers/...`` and its
+  header's ``http://.../storage-transformers/...``).
 
 Both use the ``indexed`` binary shard format: encoded chunks (any order, unused
 space allowed), then an index at the end of 16 bytes per chunk (little-endian
@@ -48,6 +52,8 @@ INDEX_ENTRY = 16
 
 V3_PROTOCOL = "https://purl.org/zarr/spec/protocol/core/3.0"
 V3_SHARDING = "https://purl.org/zarr/spec/storage_transformers/sharding/1.0"
+# The same extension as the draft's header ("Specification URI") spells it.
+V3_SHARDING_HEADER = "http://purl.org/zarr/spec/storage-transformers/sharding/1.0"
 V3_CODEC_PREFIX = "https://purl.org/zarr/spec/codec/"
 V3_CODEC_SUFFIX = "/1.0"
 CODEC_IDS = ("zlib", "gzip", "zstd", "blosc")
@@ -204,6 +210,8 @@ class ArrayMeta:
         joined = self.sep.join(str(int(c)) for c in coords)
         if self.fmt == "v2proto":
             return joined
+        if not self.v3_path:
+            return f"data/root/c{joined}"
         return f"data/root/{self.v3_path}/c{joined}"
 
     def shard_path(self, shard_coords) -> str:
@@ -285,13 +293,16 @@ def load_v2proto(array_dir: str) -> ArrayMeta:
 
 
 def find_v3_root(array_json: str) -> Tuple[str, str]:
-    """(hierarchy root, array path) for ROOT/meta/root/<path>.array.json.
+    """(hierarchy root, array path) for ROOT/meta/root/<path>.array.json, or (ROOT, "")
+    for ROOT/meta/root.array.json (the root array).
     The root is the nearest ancestor holding zarr.json that has the file below meta/root/."""
     p = os.path.abspath(array_json)
     if not p.endswith(".array.json"):
         raise LegacyError(f"{array_json}: not a .array.json file")
     d = os.path.dirname(p)
     while True:
+        if p == os.path.join(d, "meta", "root.array.json") and os.path.isfile(os.path.join(d, "zarr.json")):
+            return d, ""
         meta_root = os.path.join(d, "meta", "root") + os.sep
         if p.startswith(meta_root) and os.path.isfile(os.path.join(d, "zarr.json")):
             rel = p[len(meta_root):-len(".array.json")]
@@ -351,7 +362,7 @@ def load_v3draft(array_json: str) -> ArrayMeta:
     if not isinstance(st, list) or len(st) != 1:
         raise LegacyError(f"expected exactly one storage transformer, got {st!r}")
     t = st[0]
-    if t.get("extension") != V3_SHARDING:
+    if t.get("extension") not in (V3_SHARDING, V3_SHARDING_HEADER):
         raise LegacyError(f"unsupported storage transformer {t.get('extension')!r}")
     if t.get("type") != "indexed":
         raise LegacyError(f"unsupported shard type {t.get('type')!r}")
@@ -627,7 +638,8 @@ def v3_entry_point() -> dict:
     }
 
 
-def v3draft_array_json(shape, chunks, cps, dtype: str, compressor, fill_json, order, sep) -> dict:
+def v3draft_array_json(shape, chunks, cps, dtype: str, compressor, fill_json, order, sep,
+                       uri=V3_SHARDING, attributes=None) -> dict:
     comp = None
     if compressor is not None:
         conf = {k: v for k, v in compressor.items() if k != "id"}
@@ -641,9 +653,9 @@ def v3draft_array_json(shape, chunks, cps, dtype: str, compressor, fill_json, or
         "compressor": comp,
         "fill_value": fill_json,
         "extensions": [],
-        "attributes": {},
+        "attributes": attributes if attributes is not None else {},
         "storage_transformers": [{
-            "extension": V3_SHARDING,
+            "extension": uri,
             "type": "indexed",
             "configuration": {"chunks_per_shard": list(cps)},
         }],
@@ -732,6 +744,13 @@ V3_CASES = [
     ("u8_blosc_zlib_1d", "u8", "<u8", (30,), (4,), (4,), BL("zlib", 1), "C", "/", 0, "skip", "packed", .6, .7),
     ("f2_zstd_dot", "half", "<f2", (11, 11), (3, 3), (2, 2), ZS(), "C", ".", 0.5, "skip", "packed", 1, .6),
     ("u2be_gzip_F", "u2be", ">u2", (10, 7), (3, 2), (2, 2), GZ(), "F", ".", 1, "mixed", "reversed", 1, .6),
+    # the array at the hierarchy's root: meta/root.array.json, chunks data/root/c...
+    ("root_array_zlib", "", "<u2", (9, 10), (2, 3), (2, 2), Z(), "C", "/", 3, "skip", "scattered", 1, .7),
+    ("root_array_dot_header_uri", "", "<i4", (7,), (2,), (2,), None, "C", ".", 0, "skip", "packed", 1, .8,
+     {"uri": V3_SHARDING_HEADER}),
+    # the transformer URI as the draft's header spells it
+    ("header_uri_zstd", "img/a", "<f4", (8, 6), (3, 2), (2, 3), ZS(), "C", "/", 0, "skip", "packed", 1, .7,
+     {"uri": V3_SHARDING_HEADER, "attributes": {"units": "m", "_ARRAY_DIMENSIONS": ["y", "x"]}}),
 ]
 
 
@@ -824,8 +843,12 @@ def write_fixtures(out_dir: str) -> List[dict]:
         rng = np.random.default_rng(seed)
         root = os.path.join(out_dir, "v3draft", name)
         _dump_json(os.path.join(root, "zarr.json"), v3_entry_point())
-        ajson = os.path.join(root, "meta", "root", *path.split("/")) + ".array.json"
-        _dump_json(ajson, v3draft_array_json(shape, chunks, cps, dts, comp, fill_json, order, sep))
+        if path:
+            ajson = os.path.join(root, "meta", "root", *path.split("/")) + ".array.json"
+        else:
+            ajson = os.path.join(root, "meta", "root.array.json")
+        _dump_json(ajson, v3draft_array_json(shape, chunks, cps, dts, comp, fill_json, order, sep,
+                                             extra.get("uri", V3_SHARDING), extra.get("attributes")))
         meta = load_v3draft(ajson)
         data = make_data(meta, rng, sdens, cdens, set(extra.get("force", ())))
         keys = write_array(meta, data, policy, layout, rng)

@@ -256,10 +256,18 @@ fn one_line(s: &str) -> String {
 }
 
 /// Open ARRAY_DIR: a Zarr v3 array directory, a v2 sharding-prototype directory (`.zarray`),
-/// or the `meta/root/<path>.array.json` file of a v3-draft hierarchy.
+/// or the `meta/root/<path>.array.json` (`meta/root.array.json` for the root array) file of a
+/// v3-draft hierarchy.
 fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
     let draft = if dir.is_file() {
-        draft_location(dir)?
+        let draft = draft_location(dir)?;
+        if draft.is_none() {
+            return Err(zarrshard::Error::InvalidArgument(format!(
+                "{} is a file: give an array directory, or a v3-draft ROOT/meta/root/<path>.array.json or ROOT/meta/root.array.json",
+                dir.display()
+            )));
+        }
+        draft
     } else {
         None
     };
@@ -275,11 +283,12 @@ fn open(dir: &Path) -> zarrshard::Result<Array<FsStore>> {
     })
 }
 
-/// For `ROOT/meta/root/<path>.array.json`: the hierarchy root and `<path>`. The root is where
-/// the first `meta/root` is (a hierarchy path may itself contain `meta/root`: groups named so);
-/// a later one is taken only when the first has no `zarr.json` entry point and it does. The
-/// root is any path (compared by components, never re-read as text); `<path>` is a store key
-/// and must be UTF-8.
+/// For `ROOT/meta/root/<path>.array.json`: the hierarchy root and `<path>`; for
+/// `ROOT/meta/root.array.json` (the array at the hierarchy's root): `ROOT` and the empty path.
+/// The root is where the first `meta/root` is (a hierarchy path may itself contain
+/// `meta/root`: groups named so); a later one is taken only when the first has no `zarr.json`
+/// entry point and it does. The root is any path (compared by components, never re-read as
+/// text); `<path>` is a store key and must be UTF-8.
 fn draft_location(file: &Path) -> zarrshard::Result<Option<(PathBuf, String)>> {
     use std::path::Component;
     let parts: Vec<Component> = file.components().collect();
@@ -294,9 +303,13 @@ fn draft_location(file: &Path) -> zarrshard::Result<Option<(PathBuf, String)>> {
         return Ok(None);
     }
     let is = |c: &Component, name: &str| c.as_os_str() == name;
-    let starts: Vec<usize> = (0..parts.len().saturating_sub(2))
+    let mut starts: Vec<usize> = (0..parts.len().saturating_sub(2))
         .filter(|&i| is(&parts[i], "meta") && is(&parts[i + 1], "root"))
         .collect();
+    let n = parts.len();
+    if n >= 2 && is(&parts[n - 2], "meta") && is(&parts[n - 1], "root.array.json") {
+        starts.push(n - 2);
+    }
     let root_of = |i: usize| -> PathBuf {
         let root: PathBuf = parts[..i].iter().collect();
         if root.as_os_str().is_empty() {
@@ -312,6 +325,9 @@ fn draft_location(file: &Path) -> zarrshard::Result<Option<(PathBuf, String)>> {
     else {
         return Ok(None);
     };
+    if first == n - 2 && is(&parts[n - 1], "root.array.json") {
+        return Ok(Some((root_of(first), String::new())));
+    }
     let mut names = Vec::new();
     for c in &parts[first + 2..] {
         let name = c.as_os_str().to_str().ok_or_else(|| {
