@@ -4,7 +4,7 @@
 use crate::error::{shown, Error, Result};
 use crate::index::ShardIndex;
 use crate::io::ShardIo;
-use crate::metadata::ArrayMetadata;
+use crate::metadata::{read_document, ArrayMetadata, Attributes};
 use crate::nd;
 use crate::parallel;
 use crate::reader::{ShardReader, DEFAULT_COALESCE_GAP};
@@ -71,17 +71,29 @@ impl<S: Store> Array<S> {
     /// Open the array at the store's root: `zarr.json` (Zarr v3), or `.zarray` (the Zarr v2
     /// sharding prototype; plain v2 arrays read too).
     pub fn open(store: S) -> Result<Self> {
-        if let Some(text) = store.get("zarr.json")? {
-            let v = parse_json(&text, "zarr.json")?;
-            if v.get("zarr_format").is_some_and(Value::is_string) {
+        if let Some(text) = read_document(&store, "zarr.json")? {
+            let members = ArrayMetadata::members(&text, "zarr.json")?;
+            drop(text);
+            if members
+                .tree
+                .get("zarr_format")
+                .is_some_and(Value::is_string)
+            {
                 return Err(Error::metadata(
                     "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
                 ));
             }
-            return Ok(Array::new(ArrayMetadata::from_json(&v)?, store, Format::V3));
+            let meta = ArrayMetadata::from_document(members)?;
+            return Ok(Array::new(meta, store, Format::V3));
         }
-        if let Some(text) = store.get(".zarray")? {
-            let meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
+        if let Some(text) = read_document(&store, ".zarray")? {
+            let mut meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
+            // Zarr v2 keeps the user's attributes beside: they are the array's attributes.
+            if let Some(text) = read_document(&store, ".zattrs")? {
+                let text = std::str::from_utf8(&text)
+                    .map_err(|_| Error::metadata(".zattrs is not UTF-8"))?;
+                meta.attributes = Attributes::from_text(text, ".zattrs")?;
+            }
             return Ok(Array::new(meta, store, Format::V2Prototype));
         }
         Err(Error::metadata("no zarr.json or .zarray in the store"))
@@ -99,10 +111,9 @@ impl<S: Store> Array<S> {
                 format!("data/root/{path}/"),
             ),
         };
-        let text = store
-            .get(&metadata_key)?
+        let text = read_document(&store, &metadata_key)?
             .ok_or_else(|| Error::metadata(format!("no {metadata_key} in the store")))?;
-        let (meta, separator) = crate::legacy::parse_v3_draft(&parse_json(&text, &metadata_key)?)?;
+        let (meta, separator) = crate::legacy::parse_v3_draft_document(&text, &metadata_key)?;
         let format = Format::V3Draft {
             metadata_key,
             data_prefix,
@@ -115,11 +126,10 @@ impl<S: Store> Array<S> {
     ///
     /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
     /// [`ArrayMetadata::validate`] — nothing is written then; the store's errors.
-    pub fn create(store: S, meta: ArrayMetadata) -> Result<Self> {
-        let meta = meta.resolved();
+    pub fn create(store: S, mut meta: ArrayMetadata) -> Result<Self> {
+        meta.codecs.resolve(meta.data_type);
         meta.validate()?;
-        let text = serde_json::to_vec_pretty(&meta.to_json()).expect("JSON values serialise");
-        store.set("zarr.json", &text)?;
+        store.set("zarr.json", &meta.to_json_bytes())?;
         Ok(Array::new(meta, store, Format::V3))
     }
 
@@ -129,8 +139,8 @@ impl<S: Store> Array<S> {
     ///
     /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
     /// [`ArrayMetadata::validate`].
-    pub fn from_metadata(store: S, meta: ArrayMetadata) -> Result<Self> {
-        let meta = meta.resolved();
+    pub fn from_metadata(store: S, mut meta: ArrayMetadata) -> Result<Self> {
+        meta.codecs.resolve(meta.data_type);
         meta.validate()?;
         Ok(Array::new(meta, store, Format::V3))
     }
@@ -906,7 +916,16 @@ const SHARDS_PER_THREAD_CHECKED: usize = 4;
 /// chunk buffer per item, and items long enough to be worth scheduling.
 const CHUNKS_PER_CHECK_ITEM: usize = 16;
 
+/// A document that is all structure (`.zarray`): parsed whole, within
+/// [`crate::limits::MAX_METADATA_STRUCTURE_BYTES`].
 fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
+    let limit = crate::limits::MAX_METADATA_STRUCTURE_BYTES;
+    if bytes.len() as u64 > limit {
+        return Err(Error::metadata(format!(
+            "{what} has {} bytes, more than the {limit} bytes it may have (zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)",
+            bytes.len()
+        )));
+    }
     serde_json::from_slice(bytes).map_err(|e| crate::metadata::json_error(what, &e))
 }
 

@@ -20,7 +20,7 @@ use crate::codec::bytes::Endian;
 use crate::codec::BytesToBytes;
 use crate::dtype::DataType;
 use crate::error::{shown, shown_text, Error, Result};
-use crate::metadata::ArrayMetadata;
+use crate::metadata::{ArrayMetadata, Attributes, Members};
 use serde_json::{json, Map, Value};
 
 /// The sharding storage transformer's extension URI, as the draft's configuration example
@@ -161,7 +161,7 @@ struct Profile<'a> {
     compressor: Option<Value>,
     fill_value: &'a Value,
     key_encoding: Value,
-    attributes: Value,
+    attributes: Attributes,
 }
 
 /// Synthesise the equivalent Zarr v3 metadata.
@@ -227,12 +227,14 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         }
         (v, _) => v.clone(),
     };
-    ArrayMetadata::from_json(&json!({
+    let mut meta = ArrayMetadata::from_json(&json!({
         "zarr_format": 3, "node_type": "array", "shape": p.shape, "data_type": dtype.name(),
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": grid_chunks}},
         "chunk_key_encoding": p.key_encoding, "fill_value": fill_value,
-        "codecs": codecs, "attributes": p.attributes,
-    }))
+        "codecs": codecs,
+    }))?;
+    meta.attributes = p.attributes;
+    Ok(meta)
 }
 
 /// Standard base64 (RFC 4648 §4; the `=` padding may be left out, as some writers do);
@@ -339,7 +341,7 @@ pub fn parse_v2_prototype(v: &Value) -> Result<ArrayMetadata> {
         compressor,
         fill_value: o.get("fill_value").unwrap_or(&Value::Null),
         key_encoding: json!({"name": "v2", "configuration": {"separator": separator}}),
-        attributes: json!({}),
+        attributes: Attributes::new(),
     })
 }
 
@@ -348,6 +350,28 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
     let o = v
         .as_object()
         .ok_or_else(|| Error::metadata("array metadata must be a JSON object"))?;
+    let attributes = match o.get("attributes") {
+        None => Attributes::new(),
+        Some(a) => Attributes::from_text(&a.to_string(), "attributes")?,
+    };
+    draft_from_members(o, attributes)
+}
+
+/// [`parse_v3_draft`] of document `bytes` (named `what` in errors), within the limits of
+/// [`crate::limits`]: the `attributes` stay text, the other members are parsed.
+pub fn parse_v3_draft_document(bytes: &[u8], what: &str) -> Result<(ArrayMetadata, char)> {
+    let mut members = Members::parse(bytes, what, |k| k != "attributes")?;
+    let attributes = match members.take_raw("attributes") {
+        None => Attributes::new(),
+        Some(raw) => Attributes::from_raw(raw, "attributes")?,
+    };
+    draft_from_members(&members.tree, attributes)
+}
+
+fn draft_from_members(
+    o: &Map<String, Value>,
+    attributes: Attributes,
+) -> Result<(ArrayMetadata, char)> {
     let typestr = o
         .get("data_type")
         .and_then(Value::as_str)
@@ -450,7 +474,7 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
         fill_value: o.get("fill_value").unwrap_or(&Value::Null),
         // Draft keys are not expressible as a v3 encoding; the array computes them.
         key_encoding: json!({"name": "default", "configuration": {"separator": separator.to_string()}}),
-        attributes: o.get("attributes").cloned().unwrap_or(json!({})),
+        attributes,
     })?;
     Ok((meta, separator))
 }

@@ -52,7 +52,7 @@ pub use error::{Error, Result};
 pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ObjectSink, ReadOutput, ShardIo};
 pub use limits::{memory_limit, set_memory_limit};
-pub use metadata::{ArrayMetadata, ChunkKeyEncoding};
+pub use metadata::{ArrayMetadata, Attributes, ChunkKeyEncoding};
 pub use parallel::{set_threads, threads, MAX_THREADS};
 pub use read_buffers::{kept_reads, KeptReads};
 pub use reader::{read_whole_shard, FetchedChunks, ShardReader};

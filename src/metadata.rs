@@ -1,10 +1,262 @@
 //! Zarr v3 array metadata (`zarr.json`).
+//!
+//! A document is parsed member by member: `attributes` (any size, any content) stay JSON text
+//! ([`Attributes`]) and extension members that may be ignored are never built, so memory stays
+//! about the document's size; the rest is parsed into a tree and validated, within the limits
+//! of [`crate::limits`].
 
 use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain};
 use crate::dtype::{DataType, FillValue};
 use crate::error::{shown, shown_text, Error, Result};
+use crate::limits::{MAX_METADATA_BYTES, MAX_METADATA_STRUCTURE_BYTES};
 use crate::sharding::{ShardLayout, ShardingCodec};
+use crate::store::Store;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::fmt;
+
+/// An array's `attributes`: a JSON object kept as its text, as the document gave it (or, from
+/// a `Value`, as serde_json writes it). Parsed into a tree only when asked
+/// ([`Attributes::to_map`]), so a document of large attributes opens in memory about its size.
+/// Written back verbatim. Two are equal when their texts are.
+#[derive(Clone)]
+pub struct Attributes(Box<RawValue>);
+
+/// How deep attributes may nest (the object itself is level 1): within the JSON parser's
+/// limit, so [`Attributes::to_map`] always succeeds.
+const MAX_ATTRIBUTES_DEPTH: usize = 120;
+
+impl Attributes {
+    /// No attributes: `{}`.
+    pub fn new() -> Self {
+        Attributes(RawValue::from_string("{}".into()).expect("valid JSON"))
+    }
+
+    /// The attributes `map`.
+    pub fn from_map(map: &Map<String, Value>) -> Self {
+        let text = serde_json::to_string(map).expect("JSON values serialise");
+        Attributes(RawValue::from_string(text).expect("serde_json writes valid JSON"))
+    }
+
+    /// Attributes from JSON text (`what` names the document in errors): it must be an object,
+    /// nested at most 120 levels, and within [`MAX_METADATA_BYTES`]. Checked without building
+    /// a tree.
+    pub fn from_text(text: &str, what: &str) -> Result<Self> {
+        if text.len() as u64 > MAX_METADATA_BYTES {
+            return Err(too_large(what, text.len() as u64));
+        }
+        let raw: Box<RawValue> = serde_json::from_str(text).map_err(|e| json_error(what, &e))?;
+        Self::from_raw(raw, what)
+    }
+
+    /// Attributes from a member kept as text (see [`Attributes::from_text`]).
+    pub(crate) fn from_raw(raw: Box<RawValue>, what: &str) -> Result<Self> {
+        if !raw.get().starts_with('{') {
+            return Err(Error::metadata(format!(
+                "{what} must be an object, got {}",
+                shown_text(raw.get())
+            )));
+        }
+        if depth(raw.get()) > MAX_ATTRIBUTES_DEPTH {
+            return Err(Error::metadata(format!(
+                "{what} nested deeper than {MAX_ATTRIBUTES_DEPTH} levels"
+            )));
+        }
+        Ok(Attributes(raw))
+    }
+
+    /// The JSON text of the object.
+    pub fn as_text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The attributes as a tree (which takes many times the text's memory for large ones).
+    pub fn to_map(&self) -> Map<String, Value> {
+        serde_json::from_str(self.0.get())
+            .expect("checked when made: an object within the depth limit")
+    }
+
+    /// True for an object without members.
+    pub fn is_empty(&self) -> bool {
+        let inner = self.0.get().trim_start_matches('{').trim_end_matches('}');
+        inner.trim().is_empty()
+    }
+}
+
+impl Default for Attributes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for Attributes {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl fmt::Debug for Attributes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Attributes({})", shown_text(self.0.get()))
+    }
+}
+
+impl serde::Serialize for Attributes {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// The deepest nesting of arrays and objects in valid JSON `text`, counted without recursion.
+fn depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The error for a metadata document of `size` bytes (or more), over [`MAX_METADATA_BYTES`].
+fn too_large(what: &str, size: u64) -> Error {
+    Error::metadata(format!(
+        "{what} has {size} bytes or more, over the limit of {MAX_METADATA_BYTES} bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)"
+    ))
+}
+
+/// The metadata document `key` of `store`, `None` when missing; refused past
+/// [`MAX_METADATA_BYTES`], unread when the store tells the size, else after reading one byte
+/// more than the limit.
+pub(crate) fn read_document<S: Store>(store: &S, key: &str) -> Result<Option<Vec<u8>>> {
+    let io = store.shard_io(key)?;
+    if let Ok(Some(size)) = io.size() {
+        if size > MAX_METADATA_BYTES {
+            return Err(too_large(key, size));
+        }
+    }
+    let read = io.read(crate::io::ByteRange::FromStart(
+        0,
+        Some(MAX_METADATA_BYTES + 1),
+    ))?;
+    match read {
+        None => Ok(None),
+        Some(r) if r.data.len() as u64 > MAX_METADATA_BYTES => {
+            Err(too_large(key, r.object_size.unwrap_or(r.data.len() as u64)))
+        }
+        Some(r) => Ok(Some(r.data)),
+    }
+}
+
+/// A metadata document split into its members: those `parsed` says to build as trees (within
+/// [`MAX_METADATA_STRUCTURE_BYTES`] together), the others kept as text, in document order (a
+/// repeated member: the last one, as a tree parse keeps).
+pub(crate) struct Members {
+    /// The members parsed.
+    pub(crate) tree: Map<String, Value>,
+    /// The members kept as text.
+    pub(crate) raw: Vec<(String, Box<RawValue>)>,
+}
+
+impl Members {
+    /// Split document `bytes` (named `what` in errors).
+    pub(crate) fn parse(bytes: &[u8], what: &str, parsed: impl Fn(&str) -> bool) -> Result<Self> {
+        if bytes.len() as u64 > MAX_METADATA_BYTES {
+            return Err(too_large(what, bytes.len() as u64));
+        }
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        // Only whitespace may follow the object.
+        let all = (&mut de)
+            .deserialize_map(RawMembers)
+            .and_then(|m| de.end().map(|()| m));
+        let all = match all {
+            Ok(all) => all,
+            Err(e) if e.classify() == serde_json::error::Category::Data => {
+                return Err(Error::metadata(format!("{what} must be a JSON object")))
+            }
+            Err(e) => return Err(json_error(what, &e)),
+        };
+        let mut members = Members {
+            tree: Map::new(),
+            raw: Vec::new(),
+        };
+        let mut structure = 0u64;
+        for (key, value) in all {
+            if parsed(&key) {
+                structure += value.get().len() as u64;
+                if structure > MAX_METADATA_STRUCTURE_BYTES {
+                    return Err(Error::metadata(format!(
+                        "{what}: the members other than `attributes` take more than {MAX_METADATA_STRUCTURE_BYTES} bytes (at `{}`; zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)",
+                        shown_text(&key)
+                    )));
+                }
+                let tree: Value =
+                    serde_json::from_str(value.get()).map_err(|e| json_error(what, &e))?;
+                members.tree.insert(key, tree);
+            } else {
+                members.raw.retain(|(k, _)| *k != key);
+                members.raw.push((key, value));
+            }
+        }
+        Ok(members)
+    }
+
+    /// Take the member `key` kept as text.
+    pub(crate) fn take_raw(&mut self, key: &str) -> Option<Box<RawValue>> {
+        let i = self.raw.iter().position(|(k, _)| k == key)?;
+        Some(self.raw.remove(i).1)
+    }
+}
+
+/// Deserialises a JSON object as its members' texts.
+struct RawMembers;
+
+impl<'de> Visitor<'de> for RawMembers {
+    type Value = Vec<(String, Box<RawValue>)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value: Box<RawValue> = map.next_value()?;
+            out.push((key, value));
+        }
+        Ok(out)
+    }
+}
+
+/// An extension member (kept as text) that says `"must_understand": false`, so it may be
+/// ignored (Zarr v3 core, "Extension points"). Its other members are skipped unbuilt.
+fn may_ignore(raw: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Extension {
+        must_understand: Option<bool>,
+    }
+    raw.get().starts_with('{')
+        && serde_json::from_str::<Extension>(raw.get())
+            .is_ok_and(|e| e.must_understand == Some(false))
+}
 
 /// How chunk grid coordinates become storage keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,8 +358,8 @@ pub struct ArrayMetadata {
     pub codecs: CodecChain,
     /// `dimension_names`, when present (each a name or `null`).
     pub dimension_names: Option<Vec<Option<String>>>,
-    /// `attributes`, kept as given.
-    pub attributes: Map<String, Value>,
+    /// `attributes`, kept as given (as JSON text).
+    pub attributes: Attributes,
 }
 
 const KNOWN_KEYS: [&str; 11] = [
@@ -125,10 +377,40 @@ const KNOWN_KEYS: [&str; 11] = [
 ];
 
 impl ArrayMetadata {
-    /// Parse and validate `zarr.json` text.
+    /// Parse and validate `zarr.json` text (within the limits of [`crate::limits`]: the
+    /// document's size, what is parsed into a tree, the nesting of sharding).
     pub fn parse(text: &str) -> Result<Self> {
-        let v: Value = serde_json::from_str(text).map_err(|e| json_error("zarr.json", &e))?;
-        Self::from_json(&v)
+        Self::parse_document(text.as_bytes(), "zarr.json")
+    }
+
+    /// [`ArrayMetadata::parse`] of document `bytes`, named `what` in errors. `attributes` stay
+    /// text and extension members that may be ignored are skipped unbuilt: the memory taken is
+    /// about the document's size.
+    pub(crate) fn parse_document(bytes: &[u8], what: &str) -> Result<Self> {
+        Self::from_document(Self::members(bytes, what)?)
+    }
+
+    /// A `zarr.json` document split as [`ArrayMetadata::from_document`] takes it.
+    pub(crate) fn members(bytes: &[u8], what: &str) -> Result<Members> {
+        Members::parse(bytes, what, |k| {
+            k != "attributes" && KNOWN_KEYS.contains(&k)
+        })
+    }
+
+    /// Validate a document split by [`ArrayMetadata::members`].
+    pub(crate) fn from_document(mut members: Members) -> Result<Self> {
+        let attributes = match members.take_raw("attributes") {
+            None => Attributes::new(),
+            Some(raw) => Attributes::from_raw(raw, "attributes")?,
+        };
+        let unknown = || match members.raw.iter().find(|(_, v)| !may_ignore(v)) {
+            Some((k, _)) => Err(Error::metadata(format!(
+                "unknown metadata member `{}`",
+                shown_text(k)
+            ))),
+            None => Ok(()),
+        };
+        Self::from_members(&members.tree, attributes, unknown)
     }
 
     /// Parse and validate a `zarr.json` value.
@@ -136,6 +418,41 @@ impl ArrayMetadata {
         let o = v
             .as_object()
             .ok_or_else(|| Error::metadata("zarr.json must be a JSON object"))?;
+        let attributes = match o.get("attributes") {
+            None => Attributes::new(),
+            Some(Value::Object(m)) => {
+                let text = serde_json::to_string(m).expect("JSON values serialise");
+                Attributes::from_text(&text, "attributes")?
+            }
+            Some(other) => {
+                return Err(Error::metadata(format!(
+                    "attributes must be an object, got {}",
+                    shown_text(other)
+                )))
+            }
+        };
+        // Unknown members are extensions; only those that say must_understand: false may be
+        // ignored (Zarr v3 core, "Extension points").
+        let unknown = || {
+            for (k, val) in o {
+                if !KNOWN_KEYS.contains(&k.as_str())
+                    && val.get("must_understand") != Some(&Value::Bool(false))
+                {
+                    return Err(Error::metadata(format!("unknown metadata member `{k}`")));
+                }
+            }
+            Ok(())
+        };
+        Self::from_members(o, attributes, unknown)
+    }
+
+    /// Validate the members of a document (`attributes` and unknown members aside: `unknown`
+    /// checks those, after `zarr_format` and `node_type`).
+    fn from_members(
+        o: &Map<String, Value>,
+        attributes: Attributes,
+        unknown: impl FnOnce() -> Result<()>,
+    ) -> Result<Self> {
         let field = |k: &str| {
             o.get(k)
                 .ok_or_else(|| Error::metadata(format!("`{k}` is required")))
@@ -143,24 +460,16 @@ impl ArrayMetadata {
         if field("zarr_format")?.as_u64() != Some(3) {
             return Err(Error::metadata(format!(
                 "zarr_format must be 3, got {}",
-                field("zarr_format")?
+                shown_text(field("zarr_format")?)
             )));
         }
         if field("node_type")?.as_str() != Some("array") {
             return Err(Error::metadata(format!(
                 "node_type must be \"array\", got {}",
-                field("node_type")?
+                shown_text(field("node_type")?)
             )));
         }
-        // Unknown members are extensions; only those that say must_understand: false may be
-        // ignored (Zarr v3 core, "Extension points").
-        for (k, val) in o {
-            if !KNOWN_KEYS.contains(&k.as_str())
-                && val.get("must_understand") != Some(&Value::Bool(false))
-            {
-                return Err(Error::metadata(format!("unknown metadata member `{k}`")));
-            }
-        }
+        unknown()?;
         let shape = uint_list(field("shape")?, "shape")?;
         let data_type = DataType::parse(field("data_type")?.as_str().ok_or_else(|| {
             Error::metadata(format!(
@@ -234,16 +543,6 @@ impl ArrayMetadata {
                 )));
             }
         }
-        let attributes = match o.get("attributes") {
-            None => Map::new(),
-            Some(Value::Object(m)) => m.clone(),
-            Some(other) => {
-                return Err(Error::metadata(format!(
-                    "attributes must be an object, got {}",
-                    shown_text(other)
-                )))
-            }
-        };
         let mut meta = ArrayMetadata {
             shape,
             data_type,
@@ -277,14 +576,79 @@ impl ArrayMetadata {
                 self.data_type.size()
             )));
         }
-        let reparsed = Self::from_json(&self.to_json())?;
-        if reparsed != self.resolved() {
+        // The attributes are text checked when made (and not copied here: they may be
+        // large); the rest must parse back to itself.
+        let structure = self.structure_json();
+        let r = Self::from_json(&structure)?;
+        let mut codecs = self.codecs.clone();
+        codecs.resolve(self.data_type);
+        let same = (&r.shape, r.data_type, &r.chunk_shape, r.chunk_key_encoding)
+            == (
+                &self.shape,
+                self.data_type,
+                &self.chunk_shape,
+                self.chunk_key_encoding,
+            )
+            && (&r.fill_value, &r.codecs, &r.dimension_names)
+                == (&self.fill_value, &codecs, &self.dimension_names);
+        if !same {
             return Err(Error::metadata(format!(
                 "the metadata would be written as a zarr.json that parses to something else: {}",
-                shown_text(self.to_json())
+                shown_text(structure)
             )));
         }
         Ok(())
+    }
+
+    /// [`ArrayMetadata::to_json`] with empty `attributes`.
+    pub(crate) fn structure_json(&self) -> Value {
+        let mut o = json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": self.shape,
+            "data_type": self.data_type.name(),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}},
+            "chunk_key_encoding": self.chunk_key_encoding.to_json(),
+            "fill_value": self.fill_value.to_json(self.data_type),
+            "codecs": self.codecs.to_json(),
+            "attributes": {},
+        });
+        if let Some(names) = &self.dimension_names {
+            o["dimension_names"] = json!(names);
+        }
+        o
+    }
+
+    /// This metadata validated again as parsing validates it ([`ArrayMetadata::from_json`]),
+    /// the attributes carried over as they are.
+    pub(crate) fn reparsed(&self) -> Result<Self> {
+        let mut meta = Self::from_json(&self.structure_json())?;
+        meta.attributes = self.attributes.clone();
+        Ok(meta)
+    }
+
+    /// The `zarr.json` document, pretty-printed; the attributes' text is written as it is
+    /// (no tree is built of them).
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        struct Doc<'a>(&'a Map<String, Value>, &'a Attributes);
+        impl serde::Serialize for Doc<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(self.0.len()))?;
+                for (k, v) in self.0 {
+                    match k.as_str() {
+                        "attributes" => m.serialize_entry(k, self.1)?,
+                        _ => m.serialize_entry(k, v)?,
+                    }
+                }
+                m.end()
+            }
+        }
+        let structure = self.structure_json();
+        let o = structure.as_object().expect("an object");
+        let mut out = Vec::with_capacity(self.attributes.as_text().len() + 4096);
+        serde_json::to_writer_pretty(&mut out, &Doc(o, &self.attributes))
+            .expect("JSON values serialise");
+        out
     }
 
     /// This metadata with what its codec configurations left for the data type to decide
@@ -296,22 +660,11 @@ impl ArrayMetadata {
         m
     }
 
-    /// The metadata as `zarr.json` JSON.
+    /// The metadata as `zarr.json` JSON (its attributes parsed into the tree; to write the
+    /// document, [`ArrayMetadata::to_json_bytes`] does without that).
     pub fn to_json(&self) -> Value {
-        let mut o = json!({
-            "zarr_format": 3,
-            "node_type": "array",
-            "shape": self.shape,
-            "data_type": self.data_type.name(),
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}},
-            "chunk_key_encoding": self.chunk_key_encoding.to_json(),
-            "fill_value": self.fill_value.to_json(self.data_type),
-            "codecs": self.codecs.to_json(),
-            "attributes": self.attributes,
-        });
-        if let Some(names) = &self.dimension_names {
-            o["dimension_names"] = json!(names);
-        }
+        let mut o = self.structure_json();
+        o["attributes"] = Value::Object(self.attributes.to_map());
         o
     }
 

@@ -291,7 +291,7 @@ fn v2_documents(
         "zarr_format": 2,
     });
     let mut docs = vec![(".zarray".to_string(), zarray)];
-    let mut attrs = meta.attributes.clone();
+    let mut attrs = meta.attributes.to_map();
     if let Some(names) = &meta.dimension_names {
         if let Some(names) = names.iter().cloned().collect::<Option<Vec<String>>>() {
             // xarray's spelling of dimension names in Zarr v2.

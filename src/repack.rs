@@ -97,7 +97,7 @@ pub fn repacked_metadata(src: &ArrayMetadata, options: &RepackOptions) -> Result
     }
     meta.codecs.array_to_bytes = ArrayToBytes::Sharding(Box::new(sharding));
     // The same checks as any zarr.json we read: rank, divisibility, codec validity.
-    ArrayMetadata::from_json(&meta.to_json())
+    meta.reparsed()
 }
 
 /// The codecs of an unsharded array's chunks without its array→array codecs.
@@ -245,8 +245,7 @@ pub fn repack<S: Store, D: Store>(
             on_progress(total - visited);
         }
     }
-    let text = serde_json::to_vec_pretty(&tm.to_json()).expect("JSON values serialise");
-    dst.store().set("zarr.json", &text)?;
+    dst.store().set("zarr.json", &tm.to_json_bytes())?;
     Ok((dst, report))
 }
 

@@ -15,7 +15,7 @@ use zarrshard::*;
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// Peak measurements must not overlap (tests run on threads).
+/// Tests run one at a time: peak measurements count every thread's allocations.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -75,6 +75,7 @@ fn c_open(json: &str) -> (shard_status, String) {
 
 #[test]
 fn sharding_nested_to_the_limit_opens_from_a_file_and_one_more_is_refused_everywhere() {
+    let _g = serial();
     // On a thread with the default 2 MiB stack: parsing, writing and reading through every
     // level stay within it.
     std::thread::Builder::new()
@@ -119,6 +120,7 @@ fn sharding_nested_to_the_limit_opens_from_a_file_and_one_more_is_refused_everyw
 
 #[test]
 fn c_api_open_honours_the_nesting_limit() {
+    let _g = serial();
     let (status, _) = c_open(&nested(MAX_SHARDING_NESTING).to_string());
     assert_eq!(status, shard_status::SHARD_OK);
     let (status, message) = c_open(&nested(MAX_SHARDING_NESTING + 1).to_string());
@@ -128,6 +130,7 @@ fn c_api_open_honours_the_nesting_limit() {
 
 #[test]
 fn far_deeper_nesting_is_an_error_naming_the_limit_not_a_stack_overflow() {
+    let _g = serial();
     // 2000 levels, as text (a `Value` that deep would overflow the stack being dropped): the
     // JSON parser's own depth limit (128) stops it first; the error says what the limit on
     // nesting is.
@@ -140,4 +143,110 @@ fn far_deeper_nesting_is_an_error_naming_the_limit_not_a_stack_overflow() {
     let e = ArrayMetadata::parse(&deep).unwrap_err().to_string();
     let want = format!("invalid metadata: zarr.json: JSON nested deeper than 128 levels (sharding_indexed may nest at most {MAX_SHARDING_NESTING} levels) at line 1 column ");
     assert!(e.starts_with(&want), "{e}");
+}
+
+/// A valid `zarr.json` of a small unsharded array whose attributes are `attributes` (text).
+fn with_attributes(attributes: &str) -> String {
+    format!(
+        r#"{{"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "uint8",
+  "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [4]}}}},
+  "chunk_key_encoding": {{"name": "default"}}, "fill_value": 0, "codecs": [{{"name": "bytes"}}],
+  "attributes": {attributes}}}"#
+    )
+}
+
+#[test]
+fn large_attributes_open_in_memory_about_their_size() {
+    let _g = serial();
+    // 4 million numbers (about 16 MB of text): as a JSON tree with ordered maps each number
+    // is a node of ~80 bytes (over 300 MB); kept as text they take their own size.
+    let numbers: Vec<String> = (0..4_000_000u32).map(|i| (i % 1000).to_string()).collect();
+    let attributes = format!(r#"{{"units": "m", "values": [{}]}}"#, numbers.join(","));
+    drop(numbers);
+    let doc = with_attributes(&attributes);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("zarr.json"), &doc).unwrap();
+    let size = doc.len();
+    let (array, peak) = peak_during(|| Array::open(FsStore::new(dir.path())).unwrap());
+    assert!(
+        peak < 3 * size,
+        "peak {peak} for a document of {size} bytes"
+    );
+    // The attributes are the document's, as text.
+    assert_eq!(array.metadata().attributes.as_text(), attributes);
+    let (meta, peak) = peak_during(|| ArrayMetadata::parse(&doc).unwrap());
+    assert!(
+        peak < 3 * size,
+        "peak {peak} for a document of {size} bytes"
+    );
+    assert_eq!(meta.attributes.as_text(), attributes);
+    // Written back as they are: a new array's zarr.json holds the same text.
+    let copy = tempfile::tempdir().unwrap();
+    let (_, peak) = peak_during(|| Array::create(FsStore::new(copy.path()), meta.clone()).unwrap());
+    assert!(
+        peak < 3 * size,
+        "peak {peak} writing a document of {size} bytes"
+    );
+    let again = Array::open(FsStore::new(copy.path())).unwrap();
+    assert_eq!(again.metadata().attributes.as_text(), attributes);
+    // Asked for as a tree, they are the same JSON.
+    let map = again.metadata().attributes.to_map();
+    assert_eq!(map["units"], json!("m"));
+    assert_eq!(map["values"].as_array().unwrap().len(), 4_000_000);
+}
+
+#[test]
+fn extension_members_that_may_be_ignored_are_not_built() {
+    let _g = serial();
+    let numbers = vec!["7"; 2_000_000].join(",");
+    let doc = with_attributes("{}").replacen(
+        "\"attributes\"",
+        &format!(
+            r#""an_extension": {{"must_understand": false, "data": [{numbers}]}}, "attributes""#
+        ),
+        1,
+    );
+    let (meta, peak) = peak_during(|| ArrayMetadata::parse(&doc).unwrap());
+    assert!(peak < 3 * doc.len(), "peak {peak} for {} bytes", doc.len());
+    assert_eq!(meta.shape, [4]);
+    // One that must be understood is refused, as before.
+    let doc = doc.replace("\"must_understand\": false", "\"must_understand\": true");
+    assert_eq!(
+        ArrayMetadata::parse(&doc).unwrap_err().to_string(),
+        "invalid metadata: unknown metadata member `an_extension`"
+    );
+}
+
+#[test]
+fn documents_over_the_cap_are_refused_naming_file_and_cap() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // A file over the cap (sparse: nothing is written) is refused before it is read.
+    let f = std::fs::File::create(dir.path().join("zarr.json")).unwrap();
+    f.set_len(MAX_METADATA_BYTES + 1).unwrap();
+    let (r, peak) = peak_during(|| Array::open(FsStore::new(dir.path())).err().unwrap());
+    assert!(peak < 1 << 20, "peak {peak}");
+    assert_eq!(
+        r.to_string(),
+        format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)", MAX_METADATA_BYTES + 1)
+    );
+    // The same from text (the C API's way in).
+    let big = with_attributes(&format!(
+        r#"{{"pad": "{}"}}"#,
+        "x".repeat(MAX_METADATA_BYTES as usize)
+    ));
+    assert_eq!(
+        ArrayMetadata::parse(&big).unwrap_err().to_string(),
+        format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)", big.len())
+    );
+    let (status, message) = c_open(&big);
+    assert_eq!(status, shard_status::SHARD_ERR_INVALID_METADATA);
+    assert_eq!(message, format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)", big.len()));
+    // Everything but the attributes is parsed into a tree, within its own cap.
+    let shape = format!("[{}]", vec!["1"; 600_000].join(","));
+    let doc = with_attributes("{}").replace("\"shape\": [4]", &format!("\"shape\": {shape}"));
+    assert_eq!(
+        ArrayMetadata::parse(&doc).unwrap_err().to_string(),
+        "invalid metadata: zarr.json: the members other than `attributes` take more than 1048576 bytes (at `shape`; zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)"
+    );
 }

@@ -98,8 +98,15 @@ pub unsafe extern "C" fn shard_codec_from_config(
             )
         };
         let parse = |s: &str, what: &str| {
+            let limit = crate::limits::MAX_METADATA_STRUCTURE_BYTES;
+            if s.len() as u64 > limit {
+                return Err(Error::metadata(format!(
+                    "{what} has {} bytes, more than the {limit} bytes it may have (zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)",
+                    s.len()
+                )));
+            }
             serde_json::from_str::<serde_json::Value>(s)
-                .map_err(|e| Error::metadata(format!("{what} is not valid JSON: {e}")))
+                .map_err(|e| crate::metadata::json_error(what, &e))
         };
         let dtype = DataType::parse(dtype)?;
         let fill = FillValue::parse(&parse(fill, "fill_value_json")?, dtype)?;
