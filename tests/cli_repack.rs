@@ -735,3 +735,102 @@ fn repack_shards_an_unsharded_array() {
     assert_eq!(counts(&stdout(&o)), (0, nonfill_chunks([16, 16])));
     assert_eq!(export(&reshaped), want);
 }
+
+/// What the older formats' users keep in their attributes, with values whose spelling a
+/// round trip through a parser could change (ordering, floats, nesting, unicode).
+fn user_attributes() -> Value {
+    json!({"units": "mm", "_ARRAY_DIMENSIONS": ["y", "x"], "scale": [0.5, 1e-3],
+        "nested": {"b": [1, null, true], "a": "µm"}, "empty": {}})
+}
+
+/// The `attributes` of DIR/zarr.json, as JSON.
+fn written_attributes(dir: &Path) -> Value {
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("zarr.json")).unwrap()).unwrap();
+    doc["attributes"].clone()
+}
+
+#[test]
+fn repack_carries_legacy_attributes_into_zarr_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A Zarr v2 sharding-prototype array (4×6 uint16, 2×2 chunks, 2×1 chunks per shard) with
+    // its user attributes in `.zattrs`.
+    let v2 = tmp.path().join("v2.zarr");
+    std::fs::create_dir_all(&v2).unwrap();
+    std::fs::write(
+        v2.join(".zarray"),
+        json!({"zarr_format": 2, "shape": [4, 6], "chunks": [2, 2],
+        "dtype": "<u2", "compressor": null, "fill_value": 0, "order": "C", "filters": null,
+        "shards": [2, 1], "shard_format": "indexed"})
+        .to_string(),
+    )
+    .unwrap();
+    let zattrs = serde_json::to_string_pretty(&user_attributes()).unwrap();
+    std::fs::write(v2.join(".zattrs"), &zattrs).unwrap();
+    let data: Vec<u8> = (1..=24u16).flat_map(|v| v.to_ne_bytes()).collect();
+    let raw = tmp.path().join("in.raw");
+    std::fs::write(&raw, le(&data)).unwrap();
+    let o = zarrshard(&["import", s(&raw), s(&v2)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Into a new directory, and in place (where `.zattrs` goes with the old directory).
+    let dst = tmp.path().join("v3.zarr");
+    let o = zarrshard(&["repack", s(&v2), s(&dst)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(written_attributes(&dst), user_attributes());
+    let o = zarrshard(&["repack", s(&v2), "--shard-shape", "4,6"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!v2.join(".zattrs").exists() && v2.join("zarr.json").is_file());
+    assert_eq!(written_attributes(&v2), user_attributes());
+    assert_eq!(export(&v2), le(&data));
+    // The text itself is carried, not a re-spelling of it.
+    let text = String::from_utf8(std::fs::read(v2.join("zarr.json")).unwrap()).unwrap();
+    assert!(text.contains(&zattrs), "{text}");
+
+    // A v3-draft array's attributes, likewise.
+    let root = tmp.path().join("draft");
+    std::fs::create_dir_all(root.join("meta/root")).unwrap();
+    std::fs::write(
+        root.join("zarr.json"),
+        json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0"}).to_string(),
+    )
+    .unwrap();
+    let array_json = root.join("meta/root/img.array.json");
+    std::fs::write(
+        &array_json,
+        json!({"shape": [4], "data_type": "<u2",
+        "chunk_grid": {"type": "regular", "chunk_shape": [2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": null, "fill_value": 0, "extensions": [],
+        "attributes": user_attributes(), "storage_transformers": [{"extension":
+            "https://purl.org/zarr/spec/storage_transformers/sharding/1.0", "type": "indexed",
+            "configuration": {"chunks_per_shard": [2]}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let dst = tmp.path().join("from-draft.zarr");
+    let o = zarrshard(&["repack", s(&array_json), s(&dst)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(written_attributes(&dst), user_attributes());
+
+    // `.zattrs` that is not an object is an error naming it, not attributes lost.
+    std::fs::write(tmp.path().join("v3.zarr/../bad.zattrs"), "[1]").unwrap();
+    let bad = tmp.path().join("bad.zarr");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::copy(tmp.path().join("bad.zattrs"), bad.join(".zattrs")).unwrap();
+    std::fs::write(
+        bad.join(".zarray"),
+        json!({"zarr_format": 2, "shape": [4], "chunks": [2],
+        "dtype": "<u2", "compressor": null, "fill_value": 0, "order": "C", "filters": null})
+        .to_string(),
+    )
+    .unwrap();
+    let o = zarrshard(&["info", s(&bad)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "zarrshard: invalid metadata: {}: .zattrs must be an object, got [1]\n",
+            bad.display()
+        )
+    );
+}
