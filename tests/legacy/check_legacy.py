@@ -18,6 +18,9 @@ FIX_DIR/manifest.json (paths in it are relative to FIX_DIR):
           shard file may exist for a shard whose in-bounds part is entirely the
           fill value, and no file other than the metadata and shard files may
           exist in the new directory.
+  repack  (entries with attributes) ZARRSHARD_BIN repack ARRAY NEW.zarr, then
+          zarr-python opens NEW.zarr: its attributes must equal the entry's (the
+          v2 .zattrs or the draft's attributes) and its data EXPECTED.
   list    (v3draft only) legacy_formats' list_prefix listing of the imported
           array must equal the keys of the chunks holding at least one non-fill
           element (i.e. the import leaves all-fill chunks empty).  Counted as
@@ -130,6 +133,26 @@ def check_import(entry, fix_dir, zbin, tmp, timeout, exp_path, expected):
     return problems, (new_array, meta, want)
 
 
+def check_repack(entry, fix_dir, zbin, tmp, timeout, expected):
+    """Legacy -> Zarr v3 keeps the user's attributes; zarr-python reads them back."""
+    import numpy as np
+    import zarr
+    dst = os.path.join(tmp, "repacked.zarr")
+    why = run([zbin, "repack", os.path.join(fix_dir, entry["array"]), dst], timeout)
+    if why:
+        return [why]
+    a = zarr.open_array(dst, mode="r")
+    problems = []
+    got = a.attrs.asdict()
+    if got != entry["attributes"]:
+        problems.append(f"attributes {got!r}, expected {entry['attributes']!r}")
+    data = a[...]
+    raw = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<")).tobytes()
+    if raw != expected:
+        problems.append(f"zarr-python reads: {first_difference(raw, expected, data.dtype.itemsize)}")
+    return problems
+
+
 def check_list(listing_input):
     new_array, meta, want = listing_input
     try:
@@ -199,6 +222,12 @@ def main() -> int:
             except Exception as e:  # noqa: BLE001
                 problems = [f"harness error: {type(e).__name__}: {e}"]
             record(f"{name} import", problems)
+            if entry.get("attributes"):
+                try:
+                    record(f"{name} repack", check_repack(entry, args.fix_dir, zbin, tmp,
+                                                          args.timeout, expected))
+                except Exception as e:  # noqa: BLE001
+                    record(f"{name} repack", [f"harness error: {type(e).__name__}: {e}"])
             if entry["format"] == "v3draft":
                 if listing_input is None:
                     record(f"{name} list", ["not run (import produced no readable array)"])

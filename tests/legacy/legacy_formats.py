@@ -695,7 +695,8 @@ def BL(cname, shuffle):
 # name, dtype, shape, chunks, chunks-per-shard, compressor, order, sep, fill (JSON),
 # policy, layout, shard density, chunk density, [extra]
 V2_CASES = [
-    ("pr876_example_u2", "<u2", (20, 3), (3, 3), (2, 2), None, "C", ".", 0, "skip", "packed", 1, 1),
+    ("pr876_example_u2", "<u2", (20, 3), (3, 3), (2, 2), None, "C", ".", 0, "skip", "packed", 1, 1,
+     {"attributes": {"units": "mm", "_ARRAY_DIMENSIONS": ["y", "x"], "scale": [0.5, 0.001]}}),
     ("b1_zlib_1d", "|b1", (37,), (4,), (3,), Z(), "C", ".", False, "mixed", "scattered", .7, .8),
     ("i1_gzip_F_nested", "|i1", (13, 17), (4, 5), (2, 2), GZ(), "F", "/", -3, "skip", "reversed", .8, .7),
     ("i2_zstd_3d_keep", "<i2", (5, 6, 7), (2, 3, 2), (2, 1, 3), ZS(), "C", ".", 0, "keep", "packed", .8, .6),
@@ -825,6 +826,8 @@ def write_fixtures(out_dir: str) -> List[dict]:
         adir = os.path.join(out_dir, "v2proto", name)
         zarray = v2proto_zarray(shape, chunks, shards, dts, comp, fill_json, order, sep)
         _dump_json(os.path.join(adir, ".zarray"), zarray)
+        if "attributes" in extra:
+            _dump_json(os.path.join(adir, ".zattrs"), extra["attributes"])
         meta = load_v2proto(adir)
         data = make_data(meta, rng, sdens, cdens, set(extra.get("force", ())))
         write_array(meta, data, policy, layout, rng)
@@ -833,7 +836,8 @@ def write_fixtures(out_dir: str) -> List[dict]:
             f.write(to_raw(data))
         manifest.append({"format": "v2proto", "case": name,
                          "array": os.path.join("v2proto", name), "expected": exp,
-                         "dtype": dts, "shape": list(shape), "policy": policy, "layout": layout})
+                         "dtype": dts, "shape": list(shape), "policy": policy, "layout": layout,
+                         "attributes": extra.get("attributes", {})})
     seed = 2022
     for case in V3_CASES:
         seed += 1
@@ -861,7 +865,8 @@ def write_fixtures(out_dir: str) -> List[dict]:
         manifest.append({"format": "v3draft", "case": name,
                          "array": os.path.relpath(ajson, out_dir), "expected": exp,
                          "chunk_keys": kfile,
-                         "dtype": dts, "shape": list(shape), "policy": policy, "layout": layout})
+                         "dtype": dts, "shape": list(shape), "policy": policy, "layout": layout,
+                         "attributes": extra.get("attributes", {})})
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
