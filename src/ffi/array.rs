@@ -269,6 +269,9 @@ impl Handle for shard_array {
 /// Open the array described by the Zarr v3 `zarr.json` text `json` (`json_len` bytes of UTF-8,
 /// no NUL needed) over the host's `store`. Nothing is read yet. The array may be sharded or
 /// not, with any supported codecs (see `shard_array_read_region` for which are read partially).
+/// The text is held to the same limits as a file (`SHARD_ERR_INVALID_METADATA` past them): at
+/// most 64 MiB, of which at most 1 MiB outside `attributes` (kept as text, so memory stays about
+/// the text's size), and `sharding_indexed` nested at most 32 levels.
 ///
 /// The store table is copied; see `shard_store_callbacks` for who owns `userdata`. On success
 /// `*array_out` owns a new handle; close it with `shard_array_close`. Thread-safe.

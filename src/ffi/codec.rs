@@ -28,10 +28,11 @@ impl Handle for shard_codec {
 }
 
 /// Build a codec from a Zarr v3 array `zarr.json` (`json`, `json_len` bytes of UTF-8, no NUL
-/// needed). The array's `codecs` must contain `sharding_indexed` as the array→bytes codec and
-/// no bytes→bytes codec after it (inner chunks could not be read one by one). With array→array
-/// codecs (e.g. `transpose`) before it, inner chunk coordinates and contents are those the
-/// sharding codec sees.
+/// needed), within the limits `shard_array_open` states (64 MiB, 1 MiB outside `attributes`,
+/// sharding nested at most 32 levels). The array's `codecs` must contain `sharding_indexed`
+/// as the array→bytes codec and no bytes→bytes codec after it (inner chunks could not be read
+/// one by one). With array→array codecs (e.g. `transpose`) before it, inner chunk coordinates
+/// and contents are those the sharding codec sees.
 ///
 /// On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8),
@@ -67,12 +68,14 @@ pub unsafe extern "C" fn shard_codec_from_zarr_json(
 /// Build a codec from a bare `sharding_indexed` configuration object (`config_json`: the value
 /// of `"configuration"`), a data type name (`"uint16"`, `"float32"`, `"r24"`, …), the shard
 /// shape (`rank` values) and the fill value as JSON (`"0"`, `"\"NaN\""`, `"[1.0, 0.0]"`).
-/// String arguments are pointer + length, UTF-8, no NUL needed.
+/// String arguments are pointer + length, UTF-8, no NUL needed. The JSON texts may have at
+/// most 1 MiB each, and `sharding_indexed` nest at most 32 levels (this one counts as 1).
 ///
 /// On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (a string
 /// argument is not UTF-8), `SHARD_ERR_INVALID_METADATA` (malformed JSON, unknown data type,
-/// a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`),
+/// a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`, past the
+/// limits),
 /// `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_codec_from_config(

@@ -115,7 +115,8 @@ enum Command {
     /// Rewrite every shard into a new layout: shard shape, inner chunk shape, inner codecs,
     /// index location, chunk order. Encoded inner chunks are copied without decoding when the
     /// inner chunk shape and inner codecs stay the same; otherwise re-encoded. Prints how
-    /// many chunks were copied and re-encoded.
+    /// many chunks were copied and re-encoded. The attributes are kept: a Zarr v2 array's
+    /// .zattrs and a v3-draft array's attributes go into the new zarr.json as they are.
     ///
     /// Example: zarrshard repack data/image.zarr data/image-big.zarr --shard-shape 256,256
     Repack(repack::RepackArgs),
