@@ -20,13 +20,13 @@ use std::fmt;
 /// An array's `attributes`: a JSON object kept as its text, as the document gave it (or, from
 /// a `Value`, as serde_json writes it). Parsed into a tree only when asked
 /// ([`Attributes::to_map`]), so a document of large attributes opens in memory about its size.
-/// Written back verbatim. Two are equal when their texts are.
+/// Written back verbatim.
 #[derive(Clone)]
 pub struct Attributes(Box<RawValue>);
 
-/// How deep attributes may nest (the object itself is level 1): within the JSON parser's
-/// limit, so [`Attributes::to_map`] always succeeds.
-const MAX_ATTRIBUTES_DEPTH: usize = 120;
+/// How deep attributes may nest (the object itself is level 1): the JSON parser's limit, so
+/// [`Attributes::to_map`] always succeeds.
+const MAX_ATTRIBUTES_DEPTH: usize = 127;
 
 impl Attributes {
     /// No attributes: `{}`.
@@ -34,14 +34,14 @@ impl Attributes {
         Attributes(RawValue::from_string("{}".into()).expect("valid JSON"))
     }
 
-    /// The attributes `map`.
-    pub fn from_map(map: &Map<String, Value>) -> Self {
+    /// The attributes `map`, held to the checks of [`Attributes::from_text`].
+    pub fn from_map(map: &Map<String, Value>) -> Result<Self> {
         let text = serde_json::to_string(map).expect("JSON values serialise");
-        Attributes(RawValue::from_string(text).expect("serde_json writes valid JSON"))
+        Self::from_text(&text, "attributes")
     }
 
     /// Attributes from JSON text (`what` names the document in errors): it must be an object,
-    /// nested at most 120 levels, and within [`MAX_METADATA_BYTES`]. Checked without building
+    /// nested at most 127 levels, and within [`MAX_METADATA_BYTES`]. Checked without building
     /// a tree.
     pub fn from_text(text: &str, what: &str) -> Result<Self> {
         if text.len() as u64 > MAX_METADATA_BYTES {
@@ -53,7 +53,7 @@ impl Attributes {
 
     /// Attributes from a member kept as text (see [`Attributes::from_text`]).
     pub(crate) fn from_raw(raw: Box<RawValue>, what: &str) -> Result<Self> {
-        if !raw.get().starts_with('{') {
+        if !raw.get().trim_start().starts_with('{') {
             return Err(Error::metadata(format!(
                 "{what} must be an object, got {}",
                 shown_text(raw.get())
@@ -64,6 +64,9 @@ impl Attributes {
                 "{what} nested deeper than {MAX_ATTRIBUTES_DEPTH} levels"
             )));
         }
+        // What a tree parse would refuse beyond syntax (a number out of range) is refused
+        // now, by a pass that builds nothing.
+        serde_json::from_str::<Checked>(raw.get()).map_err(|e| json_error(what, &e))?;
         Ok(Attributes(raw))
     }
 
@@ -80,8 +83,11 @@ impl Attributes {
 
     /// True for an object without members.
     pub fn is_empty(&self) -> bool {
-        let inner = self.0.get().trim_start_matches('{').trim_end_matches('}');
-        inner.trim().is_empty()
+        self.0
+            .get()
+            .bytes()
+            .filter(|b| !b.is_ascii_whitespace())
+            .eq(*b"{}")
     }
 }
 
@@ -91,9 +97,61 @@ impl Default for Attributes {
     }
 }
 
+/// Two are equal when they hold the same JSON: the same text, or trees that compare equal
+/// (members in any order, numbers by value).
 impl PartialEq for Attributes {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
+        self.0.get() == other.0.get() || self.to_map() == other.to_map()
+    }
+}
+
+/// Any JSON value, read as a tree parse reads it (numbers converted, depth limited) without
+/// keeping anything.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Checked, A::Error> {
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value::<Checked>()?;
+        }
+        Ok(Checked)
     }
 }
 
@@ -253,7 +311,7 @@ fn may_ignore(raw: &RawValue) -> bool {
     struct Extension {
         must_understand: Option<bool>,
     }
-    raw.get().starts_with('{')
+    raw.get().trim_start().starts_with('{')
         && serde_json::from_str::<Extension>(raw.get())
             .is_ok_and(|e| e.must_understand == Some(false))
 }
@@ -738,4 +796,52 @@ fn uint_list(v: &Value, what: &str) -> Result<Vec<u64>> {
                 shown_text(v)
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_nest_as_deep_as_the_parser_reads_them_back() {
+        let nested = |levels: usize| "[".repeat(levels - 1) + &"]".repeat(levels - 1);
+        let deepest = format!("{{\"a\": {}}}", nested(MAX_ATTRIBUTES_DEPTH));
+        let a = Attributes::from_text(&deepest, "attributes").unwrap();
+        assert_eq!(a.to_map().len(), 1);
+        let over = format!("{{\"a\": {}}}", nested(MAX_ATTRIBUTES_DEPTH + 1));
+        assert_eq!(
+            Attributes::from_text(&over, "attributes")
+                .err()
+                .unwrap()
+                .to_string(),
+            "invalid metadata: attributes nested deeper than 127 levels"
+        );
+        // Brackets inside strings do not count.
+        let text = format!("{{\"a\": \"{}\\\"\"}}", "[".repeat(500));
+        assert_eq!(
+            Attributes::from_text(&text, "attributes")
+                .unwrap()
+                .as_text(),
+            text
+        );
+        assert!(Attributes::from_text(" { } ", "attributes")
+            .unwrap()
+            .is_empty());
+        // A number a tree cannot hold is refused when made, not when asked for.
+        let e = Attributes::from_text("{\"a\": 1e400}", "attributes")
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("invalid metadata: attributes is not valid JSON: number out of range"),
+            "{e}"
+        );
+        // Equal JSON in other spellings is equal.
+        let a = Attributes::from_text("{\"a\": 1e3, \"b\": \"\\u00b5\"}", "attributes").unwrap();
+        let b = Attributes::from_text("{\"b\":\"µ\",\"a\":1000.0}", "attributes").unwrap();
+        assert_eq!(a, b);
+        assert!(!Attributes::from_text("{\"a\": {}}", "attributes")
+            .unwrap()
+            .is_empty());
+    }
 }
