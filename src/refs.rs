@@ -725,6 +725,30 @@ pub fn check_parquet_output(name: &str, record_size: u64) -> Result<()> {
     Ok(())
 }
 
+/// At most how many rows a Parquet reference set may have. The layout has one row per inner
+/// chunk of the grid, empty chunks included (LazyReferenceMapper finds a key by its row
+/// number), so its size follows the grid, not what is stored: a grid of `[2^64-1, 16]` inner
+/// chunks with nothing stored would write files until the disk is full. Larger grids are
+/// refused before anything is read or written; the JSON formats list only stored chunks and
+/// have no such limit.
+pub const MAX_PARQUET_ROWS: u64 = 100_000_000;
+
+/// [`Error::InvalidArgument`] when the Parquet layout of an unsharded chunk grid of
+/// `grid_shape` would have more than [`MAX_PARQUET_ROWS`] rows.
+pub fn check_parquet_rows(grid_shape: &[u64]) -> Result<()> {
+    let rows = grid_shape
+        .iter()
+        .try_fold(1u64, |n, &k| n.checked_mul(k))
+        .filter(|&n| n <= MAX_PARQUET_ROWS);
+    if rows.is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "the Parquet layout has one row per inner chunk, stored or not: the chunk grid {} has more than {MAX_PARQUET_ROWS} (the limit); a JSON reference set lists only the stored chunks",
+            shown(grid_shape)
+        )));
+    }
+    Ok(())
+}
+
 /// The directory [`write_parquet`] writes into: it must not exist (it is created, with
 /// missing parents) or be an empty directory; [`Error::InvalidArgument`] otherwise, or
 /// [`Error::Io`] when it cannot be listed or its nearest existing ancestor is not a directory
@@ -911,13 +935,16 @@ mod parquet_out {
         files.finish()
     }
 
-    /// What the Parquet layout needs, checked before anything is read or written.
+    /// What the Parquet layout needs, checked before anything is read or written: Zarr v2
+    /// metadata with `.`, the name and record size, and at most [`MAX_PARQUET_ROWS`](super::MAX_PARQUET_ROWS)
+    /// rows (one per inner chunk of the grid, stored or not).
     fn check_layout(unsharded: &Unsharded, name: &str, record_size: u64) -> Result<()> {
         if unsharded.format != (super::MetadataFormat::V2 { separator: '.' }) {
             return Err(Error::InvalidArgument(
                 "the Parquet layout needs Zarr v2 metadata with `.` as dimension separator (fsspec reads nothing else)".into(),
             ));
         }
+        super::check_parquet_rows(unsharded.grid_shape())?;
         super::check_parquet_output(name, record_size)
     }
 

@@ -1191,3 +1191,83 @@ fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
         "{err}"
     );
 }
+
+/// Run `zarrshard ARGS`, killed after `secs` seconds: `None` when it had to be killed.
+fn zarrshard_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= secs {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn parquet_refuses_a_grid_past_its_row_limit_before_writing_anything() {
+    // Shape [2^64-1, 16] in inner chunks of [1, 16]: 2^64-1 rows, one per inner chunk, with
+    // nothing stored. Writing them would fill the disk; the set is refused up front.
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("huge.zarr");
+    let m = meta(
+        &[u64::MAX, 16],
+        &[4, 16],
+        "uint8",
+        json!(0),
+        json!([sharding(&[1, 16], bytes_le())]),
+    );
+    std::fs::create_dir_all(&array).unwrap();
+    std::fs::write(array.join("zarr.json"), m.to_string()).unwrap();
+    let out = dir.path().join("refs");
+    let a = array.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let args = [
+        "refs",
+        a,
+        "--format",
+        "parquet",
+        "--url-prefix",
+        "file:///x",
+        "-o",
+        o,
+    ];
+    let done = zarrshard_within(&args, 20);
+    let listing = || std::fs::read_dir(&out).map(|d| d.count()).ok();
+    let done = done.unwrap_or_else(|| panic!("still writing after 20 s: {:?}", listing()));
+    assert_eq!(done.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&done.stderr),
+        format!(
+            "zarrshard: invalid argument: the Parquet layout has one row per inner chunk, stored or not: the chunk grid [{}, 1] has more than 100000000 (the limit); a JSON reference set lists only the stored chunks\n",
+            u64::MAX
+        )
+    );
+    assert!(!out.exists(), "nothing is created");
+    assert_eq!(zarrshard::refs::MAX_PARQUET_ROWS, 100_000_000);
+    // The JSON formats list only stored chunks: the same grid is a set of metadata alone.
+    let json_out = dir.path().join("refs.json");
+    let j = json_out.to_str().unwrap();
+    let args = [
+        "refs",
+        a,
+        "--format",
+        "json-v1",
+        "--url-prefix",
+        "file:///x",
+        "-o",
+        j,
+    ];
+    let done = zarrshard_within(&args, 60).expect("JSON of an empty grid is quick");
+    assert_eq!(done.status.code(), Some(0), "{:?}", done);
+    let set: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
+    assert_eq!(set["refs"].as_object().unwrap().len(), 1, "zarr.json only");
+}
