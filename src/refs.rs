@@ -547,6 +547,10 @@ pub enum JsonVersion {
     /// URL without the template when that contains no `{{` (fsspec then takes it verbatim, in
     /// either template mode); otherwise with its braces escaped for `str.format` (each `{`
     /// written `{{{{`, which fsspec's default simple templates turn back into `{`).
+    ///
+    /// A URL prefix holding `{{` cannot be a template value (fsspec renders such a value as a
+    /// jinja template): the set then has no templates (`"templates": {}`) and every reference
+    /// is its whole URL, which fsspec takes verbatim when there are no templates.
     V1,
 }
 
@@ -619,6 +623,14 @@ impl<'a> JsonText<'a> {
         }
     }
 
+    /// Whether version 1 references use the template `u` for the prefix: not when the prefix
+    /// holds `{{`, which fsspec would render as a jinja template (a template value with `{{`
+    /// becomes a function, and the reference a function's repr). Without templates fsspec
+    /// takes every URL as it is written.
+    fn templated(&self) -> bool {
+        !self.prefix.contains("{{")
+    }
+
     /// `KEY` or `NAME/KEY`.
     fn named(&self, key: &str) -> String {
         match self.name {
@@ -630,10 +642,12 @@ impl<'a> JsonText<'a> {
     /// Up to and with the metadata documents, as `"KEY":"JSON text"` members (kerchunk
     /// stores them as text, pretty-printed).
     fn begin(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.version == JsonVersion::V1 {
+        if self.version == JsonVersion::V1 && self.templated() {
             out.write_all(br#"{"version":1,"templates":{"u":"#)?;
             serde_json::to_writer(&mut *out, self.prefix)?;
             out.write_all(br#"},"refs":"#)?;
+        } else if self.version == JsonVersion::V1 {
+            out.write_all(br#"{"version":1,"templates":{},"refs":"#)?;
         }
         out.write_all(b"{")?;
         for (k, (key, doc)) in self.unsharded.documents.iter().enumerate() {
@@ -654,6 +668,7 @@ impl<'a> JsonText<'a> {
         let prefix = self.prefix;
         let url = match self.version {
             JsonVersion::V0 => format!("{prefix}/{}", c.shard_key),
+            JsonVersion::V1 if !self.templated() => format!("{prefix}/{}", c.shard_key),
             JsonVersion::V1 if !c.shard_key.contains(['{', '}']) => {
                 format!("{{{{u}}}}/{}", c.shard_key)
             }

@@ -1271,3 +1271,41 @@ fn parquet_refuses_a_grid_past_its_row_limit_before_writing_anything() {
     let set: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
     assert_eq!(set["refs"].as_object().unwrap().len(), 1, "zarr.json only");
 }
+
+#[test]
+fn json_v1_url_prefixes_with_template_braces_are_written_without_templates() {
+    // fsspec renders a template value holding `{{` with jinja (the value becomes a function,
+    // the reference its repr), and otherwise fills `{{u}}` with str.format, which leaves the
+    // value as it is. `fsspec` below is that second step, for a prefix without `{{`.
+    fn fsspec(url: &str, u: &str) -> String {
+        match url.strip_prefix("{{u}}") {
+            Some(rest) if !rest.contains(['{', '}']) => format!("{u}{rest}"),
+            _ => url.to_string(),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let set = refs(dir.path(), MetadataFormat::V3).unwrap();
+    for prefix in [
+        "file:///d/p{{x}}",
+        "file:///d/ünï{{cödé}} 漢",
+        "file:///d/p}}y",
+        "file:///d/p{u}",
+        "file:///d/\"q\" 'r'",
+        "file:///d/with  spaces",
+    ] {
+        let v1 = set.to_json_v1(prefix, None);
+        let url = v1["refs"]["c/1/1"][0].as_str().unwrap();
+        if prefix.contains("{{") {
+            assert_eq!(v1["templates"], json!({}), "{prefix}");
+            assert_eq!(url, format!("{prefix}/c/0/0"), "verbatim: {prefix}");
+        } else {
+            assert_eq!(v1["templates"], json!({"u": prefix}), "{prefix}");
+            assert_eq!(url, "{{u}}/c/0/0");
+            assert_eq!(fsspec(url, prefix), format!("{prefix}/c/0/0"));
+        }
+        // The same references as version 0, which has no templates.
+        let v0 = set.to_json_v0(prefix, None);
+        assert_eq!(v0["c/1/1"][0], json!(format!("{prefix}/c/0/0")));
+    }
+}
