@@ -852,6 +852,30 @@ pub unsafe extern "C" fn shard_array_verify(
     })
 }
 
+/// Store in `*count_out` how many shards of the array are stored: 0 when the store holds
+/// none, which an array whose path was mistyped (or that was never written) shows, and which
+/// reads as all fill value exactly as a written all-fill array does. A store with `list` is
+/// listed once; otherwise every position of the chunk grid is opened and asked its `size`
+/// (one call each). Nothing is read. `*count_out` is written only on success.
+///
+/// Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER` (`array`, `count_out`), `SHARD_ERR_IO` (the store's `list`,
+/// `open_object` or `size` failed), `SHARD_ERR_UNSUPPORTED` (no `list`, and an object table
+/// without `size`), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_stored_shards(
+    array: *const shard_array,
+    count_out: *mut u64,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let count_out = unsafe { out(count_out, "count_out") }?;
+        *count_out = h.array.stored_shard_count()?;
+        Ok(())
+    })
+}
+
 /// The arguments the JSON `shard_array_refs*` calls share, checked before any shard is read.
 struct RefsRequest<'a> {
     json_v1: bool,
