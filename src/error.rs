@@ -66,6 +66,18 @@ pub(crate) fn truncated(size: u64, needed: u64) -> String {
     format!("object is {size} bytes, index needs {needed}: torn write? try `zarrshard repair`")
 }
 
+/// [`truncated`] for a read of `needed - offset` bytes at `offset` that returned `got`: the
+/// object's size is `offset + got` when some bytes came back; with none, only that it ends at
+/// or before `offset`.
+pub(crate) fn truncated_read(offset: u64, got: u64, needed: u64) -> String {
+    if got > 0 {
+        return truncated(offset + got, needed);
+    }
+    format!(
+        "object ends at or before byte {offset}, index needs {needed}: torn write? try `zarrshard repair`"
+    )
+}
+
 /// Prefix `inner chunk [i, j]: ` when the error is tied to one inner chunk.
 fn chunk_prefix(chunk: &Option<ChunkCoords>) -> String {
     match chunk {

@@ -108,7 +108,7 @@ impl<I: ShardIo> ShardReader<I> {
                 "index entry (offset {}, nbytes {}) points past the end: {}",
                 loc.offset,
                 loc.nbytes,
-                crate::error::truncated(loc.offset + out.data.len() as u64, loc.end())
+                crate::error::truncated_read(loc.offset, out.data.len() as u64, loc.end())
             )));
         }
         Ok(Some(out.data))
@@ -200,7 +200,7 @@ impl<I: ShardIo> ShardReader<I> {
             if got.data.len() as u64 != end - start {
                 return Err(Error::corrupt(format!(
                     "bytes {start}..{end} point past the end: {}",
-                    crate::error::truncated(start + got.data.len() as u64, *end)
+                    crate::error::truncated_read(*start, got.data.len() as u64, *end)
                 )));
             }
             data.push((*start, got.data));

@@ -128,10 +128,12 @@ pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
     // The shapes of a version's end, in object order: a later one may end where the index of
     // an earlier one does (an update that only erased chunks appends just a new index).
     let mut shaped: Vec<(usize, ShardIndex)> = Vec::new();
+    let mut any_crc = false;
     for end in crc_candidates(object, n - 4) {
         if end == object.len() {
             continue; // the current index: it was found damaged
         }
+        any_crc = true;
         let earlier: Vec<usize> = shaped.iter().map(|(e, _)| *e).collect();
         if let Some(index) = shaped_like_a_version(layout, &object[..end], &earlier) {
             shaped.push((end, index));
@@ -147,9 +149,11 @@ pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
             };
         }
     }
-    ShardRepair::Unrecoverable(
-        "no earlier index in the object proves itself (a valid crc32c, entries that do not overlap and end where the index starts, chunks that decode)".into(),
-    )
+    ShardRepair::Unrecoverable(if any_crc {
+        "no earlier index in the object proves itself (a valid crc32c, entries that do not overlap and end where the index starts, chunks that decode)".into()
+    } else {
+        "no earlier index with a valid crc32c in the object".into()
+    })
 }
 
 /// The index at the end of `prefix` when `prefix` has the shape of a version of the shard

@@ -1108,3 +1108,33 @@ fn stored_shards_tells_an_empty_store_from_a_written_array() {
         shard_array_close(a);
     }
 }
+
+/// An error about a shard's bytes names the shard's key in `shard_last_error`, and an object
+/// shorter than its index is reported as truncated, with the sizes.
+#[test]
+fn shard_errors_name_the_key_and_truncation_is_said() {
+    let _s = serial();
+    // One shard of 2×3 inner chunks: an index of 6 entries of 16 bytes and a crc32c, 100 bytes.
+    let json = r#"{"zarr_format": 3, "node_type": "array", "shape": [4, 6], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 6]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]}"#;
+    let m = Mem::default();
+    *m.data.lock().unwrap() = Some(vec![1, 2, 3]);
+    let a = open_array(json, &m as *const Mem as *mut c_void, mem_open);
+    unsafe {
+        let mut back = vec![0u8; 48];
+        let (start, shape) = ([0u64, 0], [4u64, 6]);
+        assert_eq!(
+            shard_array_read_region(a, start.as_ptr(), shape.as_ptr(), 2, back.as_mut_ptr(), 48),
+            SHARD_ERR_CORRUPT
+        );
+        assert_eq!(
+            last_error(),
+            "corrupt shard: c/0/0: object is 3 bytes, index needs 100: torn write? try `zarrshard repair`"
+        );
+        shard_array_close(a);
+    }
+}
