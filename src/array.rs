@@ -61,6 +61,17 @@ pub struct Problem {
     pub error: Error,
 }
 
+/// What [`Array::verify_counted`] checked, besides the problems it found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifySummary {
+    /// Shard objects stored (each fetched and checked); 0 when the store holds none.
+    pub stored_shards: u64,
+    /// Inner chunks (unsharded: chunks) that decoded without error.
+    pub chunks_decoded: u64,
+    /// Of those, the ones no checksum covers: decoded, not verified.
+    pub chunks_unverifiable: u64,
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.key, self.error)
@@ -267,6 +278,12 @@ impl<S: Store> Array<S> {
         Ok(stored)
     }
 
+    /// How many shards are stored ([`Array::stored_shards`]'s count): 0 for an array whose
+    /// store holds none, which reads as all fill value.
+    pub fn stored_shard_count(&self) -> Result<u64> {
+        Ok(self.stored_shards()?.len() as u64)
+    }
+
     /// What a walk over the stored shards visits: the listed shards when the store lists,
     /// else every position of the grid.
     pub(crate) fn shard_walk(&self) -> Result<ShardWalk> {
@@ -302,6 +319,7 @@ impl<S: Store> Array<S> {
             .codecs
             .decode(&object, &self.meta.chunk_repr())
             .map(Some)
+            .map_err(|e| e.in_shard(&key))
     }
 
     /// Encode a whole decoded shard (C order, native byte order, the chunk grid's chunk shape)
@@ -347,7 +365,9 @@ impl<S: Store> Array<S> {
             ));
         }
         let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
-        let reader = ShardReader::open(layout, self.store.shard_io(&self.shard_key(coords))?)?;
+        let key = self.shard_key(coords);
+        let reader =
+            ShardReader::open(layout, self.store.shard_io(&key)?).map_err(|e| e.in_shard(&key))?;
         reader.set_coalesce_gap(self.coalesce_gap());
         Ok(reader)
     }
@@ -767,13 +787,34 @@ impl<S: Store> Array<S> {
     pub fn verify_each(
         &self,
         on_progress: &dyn Fn(u64),
-        mut on_problem: impl FnMut(Problem) -> Result<()>,
+        on_problem: impl FnMut(Problem) -> Result<()>,
     ) -> Result<()> {
+        self.verify_counted(on_progress, on_problem).map(|_| ())
+    }
+
+    /// [`Array::verify_each`], returning what was checked besides the problems: how many
+    /// shards are stored (0 for an array whose store holds none, which reads as all fill value
+    /// like one mistyped or never written) and how many inner chunks decoded, and of those how
+    /// many no checksum covers ([`crate::CodecChain::checks_integrity`]): they decoded, but whether
+    /// their bytes are the ones written cannot be told, so an array with such chunks is never
+    /// proven clean.
+    pub fn verify_counted(
+        &self,
+        on_progress: &dyn Fn(u64),
+        mut on_problem: impl FnMut(Problem) -> Result<()>,
+    ) -> Result<VerifySummary> {
+        let mut summary = VerifySummary::default();
+        let checked = self.chunks_checked_by_checksum();
         self.for_each_stored_shard(
-            |key, object| Ok((key, self.check_shard_object(&object))),
+            |key, object| Ok((key, self.check_shard_counted(&object))),
             |covered, shard| {
                 on_progress(covered);
-                if let Some((key, errors)) = shard {
+                if let Some((key, (errors, decoded))) = shard {
+                    summary.stored_shards += 1;
+                    summary.chunks_decoded += decoded;
+                    if !checked {
+                        summary.chunks_unverifiable += decoded;
+                    }
                     for error in errors {
                         on_problem(Problem {
                             key: key.clone(),
@@ -783,7 +824,22 @@ impl<S: Store> Array<S> {
                 }
                 Ok(())
             },
-        )
+        )?;
+        Ok(summary)
+    }
+
+    /// Whether a checksum covers every inner chunk (or, unsharded, every chunk): one in the
+    /// inner codecs, or one after `sharding_indexed` over the whole shard.
+    fn chunks_checked_by_checksum(&self) -> bool {
+        let codecs = &self.meta.codecs;
+        match &codecs.array_to_bytes {
+            crate::codec::ArrayToBytes::Sharding(s) => {
+                s.codecs.checks_integrity()
+                    || (codecs.bytes_to_bytes.iter())
+                        .any(crate::codec::BytesToBytes::checks_integrity)
+            }
+            crate::codec::ArrayToBytes::Bytes(_) => codecs.checks_integrity(),
+        }
     }
 
     /// `check(key, object)` for every stored shard object, then `then(covered, result)` on this
@@ -825,25 +881,29 @@ impl<S: Store> Array<S> {
 
     /// Every problem in one stored shard object.
     pub fn check_shard_object(&self, object: &[u8]) -> Vec<Error> {
+        self.check_shard_counted(object).0
+    }
+
+    /// [`Array::check_shard_object`] and how many inner chunks (unsharded: chunks) decoded
+    /// without error.
+    fn check_shard_counted(&self, object: &[u8]) -> (Vec<Error>, u64) {
         let meta = &self.meta;
         let Some(layout) = meta.shard_layout() else {
-            return meta
-                .codecs
-                .decode(object, &meta.chunk_repr())
-                .err()
-                .into_iter()
-                .collect();
+            return match meta.codecs.decode(object, &meta.chunk_repr()) {
+                Ok(_) => (Vec::new(), 1),
+                Err(e) => (vec![e], 0),
+            };
         };
         let shard = match meta.codecs.decode_bytes_stage(object, &meta.chunk_repr()) {
             Ok(s) => s,
-            Err(e) => return vec![e],
+            Err(e) => return (vec![e], 0),
         };
         let index = match layout
             .index_bytes(&shard)
             .and_then(|b| ShardIndex::decode_unchecked(b, &layout))
         {
             Ok(ix) => ix,
-            Err(e) => return vec![e],
+            Err(e) => return (vec![e], 0),
         };
         let size = Some(shard.len() as u64);
         let bad = index.entry_errors(&layout, size);
@@ -869,11 +929,20 @@ impl<S: Store> Array<S> {
                 })
                 .collect::<Vec<Error>>())
         });
+        let mut failed = 0;
         match decoded {
-            Ok(runs) => errors.extend(runs.into_iter().flatten()),
-            Err(e) => errors.push(e),
+            Ok(runs) => {
+                for run in runs {
+                    failed += run.len();
+                    errors.extend(run);
+                }
+            }
+            Err(e) => {
+                failed = stored.len();
+                errors.push(e);
+            }
         }
-        errors
+        (errors, (stored.len() - failed) as u64)
     }
 }
 

@@ -60,6 +60,24 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
+/// What a shard object too short for its index or an index entry is reported as: the same
+/// words wherever it is found, with the hint that a torn write is the usual cause.
+pub(crate) fn truncated(size: u64, needed: u64) -> String {
+    format!("object is {size} bytes, index needs {needed}: torn write? try `zarrshard repair`")
+}
+
+/// [`truncated`] for a read of `needed - offset` bytes at `offset` that returned `got`: the
+/// object's size is `offset + got` when some bytes came back; with none, only that it ends at
+/// or before `offset`.
+pub(crate) fn truncated_read(offset: u64, got: u64, needed: u64) -> String {
+    if got > 0 {
+        return truncated(offset + got, needed);
+    }
+    format!(
+        "object ends at or before byte {offset}, index needs {needed}: torn write? try `zarrshard repair`"
+    )
+}
+
 /// Prefix `inner chunk [i, j]: ` when the error is tied to one inner chunk.
 fn chunk_prefix(chunk: &Option<ChunkCoords>) -> String {
     match chunk {
@@ -175,6 +193,38 @@ impl Error {
         Error::Io {
             code: e.raw_os_error().unwrap_or(-1),
             message: format!("{}: {e}", path.display()),
+        }
+    }
+
+    /// Name the shard an error is about: `KEY: ` before the text of a corrupt-shard or
+    /// checksum error (`corrupt shard: c/1/0: …`, `checksum mismatch: inner chunk [0, 0]:
+    /// c/1/0: crc32c codec: …`), once; other errors are not about the shard's bytes and are
+    /// returned as they are (an I/O error names its path already).
+    pub fn in_shard(self, key: &str) -> Self {
+        let named = |text: String| {
+            if text.starts_with(&format!("{key}: ")) {
+                text
+            } else {
+                format!("{key}: {text}")
+            }
+        };
+        match self {
+            Error::Corrupt { chunk, reason } => Error::Corrupt {
+                chunk,
+                reason: named(reason),
+            },
+            Error::ChecksumMismatch {
+                chunk,
+                what,
+                stored,
+                computed,
+            } => Error::ChecksumMismatch {
+                chunk,
+                what: named(what),
+                stored,
+                computed,
+            },
+            other => other,
         }
     }
 

@@ -305,10 +305,18 @@ impl ShardIndex {
                         (IndexLocation::End, Some(size)) if end <= size => {
                             bad(format!("overlaps the index (bytes {data_end}..{size})"))
                         }
-                        _ => bad(format!(
-                            "points past the end of the {}-byte object",
-                            object_size.unwrap_or(0)
-                        )),
+                        (location, _) => {
+                            // The smallest object this entry fits: its end, then the index
+                            // when that comes last.
+                            let needed = match location {
+                                IndexLocation::End => end.saturating_add(index_size),
+                                IndexLocation::Start => end,
+                            };
+                            bad(format!(
+                                "points past the end: {}",
+                                crate::error::truncated(object_size.unwrap_or(0), needed)
+                            ))
+                        }
                     });
                 }
             }

@@ -44,7 +44,7 @@ pub mod store;
 pub mod streamed;
 pub mod writer;
 
-pub use array::{Array, Format, Problem};
+pub use array::{Array, Format, Problem, VerifySummary};
 pub use codec::{ChunkRepr, CodecChain, EncodedSize};
 pub use dtype::{DataType, FillValue};
 pub use encoded::{segment_counts, EncodedChunks, SegmentCounts};

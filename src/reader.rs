@@ -105,10 +105,10 @@ impl<I: ShardIo> ShardReader<I> {
             .ok_or_else(|| bad("the shard object disappeared after its index was read".into()))?;
         if out.data.len() as u64 != loc.nbytes {
             return Err(bad(format!(
-                "index entry (offset {}, nbytes {}) points past the end of the object ({} bytes read)",
+                "index entry (offset {}, nbytes {}) points past the end: {}",
                 loc.offset,
                 loc.nbytes,
-                out.data.len()
+                crate::error::truncated_read(loc.offset, out.data.len() as u64, loc.end())
             )));
         }
         Ok(Some(out.data))
@@ -199,8 +199,8 @@ impl<I: ShardIo> ShardReader<I> {
             })?;
             if got.data.len() as u64 != end - start {
                 return Err(Error::corrupt(format!(
-                    "bytes {start}..{end} point past the end of the object ({} bytes read)",
-                    got.data.len()
+                    "bytes {start}..{end} point past the end: {}",
+                    crate::error::truncated_read(*start, got.data.len() as u64, *end)
                 )));
             }
             data.push((*start, got.data));
@@ -293,9 +293,9 @@ pub fn load_index(
         return Ok(None);
     };
     if (out.data.len() as u64) < n {
-        return Err(Error::corrupt(format!(
-            "object of {} bytes is shorter than its {n}-byte index",
-            out.data.len()
+        return Err(Error::corrupt(crate::error::truncated(
+            out.data.len() as u64,
+            n,
         )));
     }
     let index = ShardIndex::decode_owned(out.data, layout, out.object_size)?;

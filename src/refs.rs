@@ -547,6 +547,10 @@ pub enum JsonVersion {
     /// URL without the template when that contains no `{{` (fsspec then takes it verbatim, in
     /// either template mode); otherwise with its braces escaped for `str.format` (each `{`
     /// written `{{{{`, which fsspec's default simple templates turn back into `{`).
+    ///
+    /// A URL prefix holding `{{` cannot be a template value (fsspec renders such a value as a
+    /// jinja template): the set then has no templates (`"templates": {}`) and every reference
+    /// is its whole URL, which fsspec takes verbatim when there are no templates.
     V1,
 }
 
@@ -619,6 +623,14 @@ impl<'a> JsonText<'a> {
         }
     }
 
+    /// Whether version 1 references use the template `u` for the prefix: not when the prefix
+    /// holds `{{`, which fsspec would render as a jinja template (a template value with `{{`
+    /// becomes a function, and the reference a function's repr). Without templates fsspec
+    /// takes every URL as it is written.
+    fn templated(&self) -> bool {
+        !self.prefix.contains("{{")
+    }
+
     /// `KEY` or `NAME/KEY`.
     fn named(&self, key: &str) -> String {
         match self.name {
@@ -630,10 +642,12 @@ impl<'a> JsonText<'a> {
     /// Up to and with the metadata documents, as `"KEY":"JSON text"` members (kerchunk
     /// stores them as text, pretty-printed).
     fn begin(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.version == JsonVersion::V1 {
+        if self.version == JsonVersion::V1 && self.templated() {
             out.write_all(br#"{"version":1,"templates":{"u":"#)?;
             serde_json::to_writer(&mut *out, self.prefix)?;
             out.write_all(br#"},"refs":"#)?;
+        } else if self.version == JsonVersion::V1 {
+            out.write_all(br#"{"version":1,"templates":{},"refs":"#)?;
         }
         out.write_all(b"{")?;
         for (k, (key, doc)) in self.unsharded.documents.iter().enumerate() {
@@ -654,6 +668,7 @@ impl<'a> JsonText<'a> {
         let prefix = self.prefix;
         let url = match self.version {
             JsonVersion::V0 => format!("{prefix}/{}", c.shard_key),
+            JsonVersion::V1 if !self.templated() => format!("{prefix}/{}", c.shard_key),
             JsonVersion::V1 if !c.shard_key.contains(['{', '}']) => {
                 format!("{{{{u}}}}/{}", c.shard_key)
             }
@@ -720,6 +735,30 @@ pub fn check_parquet_output(name: &str, record_size: u64) -> Result<()> {
         return Err(Error::InvalidArgument(format!(
             "invalid array name `{}`",
             crate::error::shown_text(name)
+        )));
+    }
+    Ok(())
+}
+
+/// At most how many rows a Parquet reference set may have. The layout has one row per inner
+/// chunk of the grid, empty chunks included (LazyReferenceMapper finds a key by its row
+/// number), so its size follows the grid, not what is stored: a grid of `[2^64-1, 16]` inner
+/// chunks with nothing stored would write files until the disk is full. Larger grids are
+/// refused before anything is read or written; the JSON formats list only stored chunks and
+/// have no such limit.
+pub const MAX_PARQUET_ROWS: u64 = 100_000_000;
+
+/// [`Error::InvalidArgument`] when the Parquet layout of an unsharded chunk grid of
+/// `grid_shape` would have more than [`MAX_PARQUET_ROWS`] rows.
+pub fn check_parquet_rows(grid_shape: &[u64]) -> Result<()> {
+    let rows = grid_shape
+        .iter()
+        .try_fold(1u64, |n, &k| n.checked_mul(k))
+        .filter(|&n| n <= MAX_PARQUET_ROWS);
+    if rows.is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "the Parquet layout has one row per inner chunk, stored or not: the chunk grid {} has more than {MAX_PARQUET_ROWS} (the limit); a JSON reference set lists only the stored chunks",
+            shown(grid_shape)
         )));
     }
     Ok(())
@@ -911,13 +950,16 @@ mod parquet_out {
         files.finish()
     }
 
-    /// What the Parquet layout needs, checked before anything is read or written.
+    /// What the Parquet layout needs, checked before anything is read or written: Zarr v2
+    /// metadata with `.`, the name and record size, and at most [`MAX_PARQUET_ROWS`](super::MAX_PARQUET_ROWS)
+    /// rows (one per inner chunk of the grid, stored or not).
     fn check_layout(unsharded: &Unsharded, name: &str, record_size: u64) -> Result<()> {
         if unsharded.format != (super::MetadataFormat::V2 { separator: '.' }) {
             return Err(Error::InvalidArgument(
                 "the Parquet layout needs Zarr v2 metadata with `.` as dimension separator (fsspec reads nothing else)".into(),
             ));
         }
+        super::check_parquet_rows(unsharded.grid_shape())?;
         super::check_parquet_output(name, record_size)
     }
 

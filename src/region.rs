@@ -136,7 +136,8 @@ impl<S: Store> Array<S> {
                         let indices: Vec<usize> =
                             chunks.iter().map(|c| nd::ravel(c, cps) as usize).collect();
                         let mut bufs = spare[s].lock().unwrap_or_else(|e| e.into_inner());
-                        Some(reader.fetch_chunks_reusing(&indices, &mut bufs)?)
+                        let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
+                        Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&shards[s])))?)
                     }
                 };
                 let origins = chunks
@@ -180,7 +181,7 @@ impl<S: Store> Array<S> {
                 let rank = shape.len();
                 let (mut from, mut to, mut extent) =
                     (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
-                for w in &fetched {
+                for (s, w) in fetched.iter().enumerate() {
                     for (k, c) in w.origins.iter().enumerate() {
                         if !(c[0] <= r0 && r0 < c[0].saturating_add(inner[0])) {
                             continue;
@@ -190,7 +191,8 @@ impl<S: Store> Array<S> {
                         let src: &[u8] = match (encoded, &w.fetched) {
                             (Some(e), _) if layout.as_decoded(e).is_some() => e,
                             (_, Some(f)) => {
-                                f.decode_into(k, &mut chunk)?;
+                                f.decode_into(k, &mut chunk)
+                                    .map_err(|e| e.in_shard(&self.shard_key(&shards[s])))?;
                                 &chunk
                             }
                             (_, None) => {

@@ -361,24 +361,8 @@ impl<S: Store, D: Store> Job<'_, S, D> {
     /// Source shard `coords`; an error names its key.
     fn load(&self, coords: &[u64], copy: bool) -> Result<Loaded> {
         let key = self.src.shard_key(coords);
-        self.load_unnamed(coords, copy).map_err(|e| match e {
-            Error::Corrupt { chunk, reason } => Error::Corrupt {
-                chunk,
-                reason: format!("{key}: {reason}"),
-            },
-            Error::ChecksumMismatch {
-                chunk,
-                what,
-                stored,
-                computed,
-            } => Error::ChecksumMismatch {
-                chunk,
-                what: format!("{key}: {what}"),
-                stored,
-                computed,
-            },
-            other => other,
-        })
+        self.load_unnamed(coords, copy)
+            .map_err(|e| e.in_shard(&key))
     }
 
     fn load_unnamed(&self, coords: &[u64], copy: bool) -> Result<Loaded> {

@@ -3,9 +3,13 @@
 //! An append-only update ([`crate::UpdateMode::AppendOnly`]) with the index at the end never
 //! overwrites a byte: it appends chunks, then a new index. Cut off anywhere, the object still
 //! holds the previous shard, byte for byte, as its prefix — ending with the previous index.
-//! When the index codecs end in `crc32c`, that index *proves* itself: its checksum matches and
-//! every entry lies before it. Repair finds the last such index before the (bad) end and cuts
-//! the object back to it; every chunk it references is decoded before that is accepted.
+//! When the index codecs end in `crc32c`, that index *proves* itself: its checksum matches,
+//! every entry lies before it, no two overlap, and it starts where the last chunk written
+//! before it ends (where the previous version ended). A checksum alone is not enough: the
+//! torn write's chunk bytes may hold a byte run that happens (or was made) to be a crc-valid
+//! index, and cutting back to it would give a version that never existed. Repair finds the
+//! last index with that shape before the (bad) end and cuts the object back to it; every
+//! chunk it references is decoded before that is accepted.
 //!
 //! What cannot be proven is not touched: an index without a checksum (any bytes could pass
 //! for one), an index at the start (rewritten in place by updates), bad chunks under a valid
@@ -121,40 +125,72 @@ pub fn plan(layout: &ShardLayout, object: &[u8], damaged: bool) -> ShardRepair {
         return ShardRepair::Unrecoverable(CORRUPT_CHUNK_UNDER_VALID_INDEX.into());
     }
     let n = layout.index_size() as usize;
-    for end in crc_candidates(object, n - 4).into_iter().rev() {
+    // The shapes of a version's end, in object order: a later one may end where the index of
+    // an earlier one does (an update that only erased chunks appends just a new index).
+    let mut shaped: Vec<(usize, ShardIndex)> = Vec::new();
+    let mut any_crc = false;
+    for end in crc_candidates(object, n - 4) {
         if end == object.len() {
             continue; // the current index: it was found damaged
         }
-        if let Ok(chunks) = proven(layout, &object[..end]) {
+        any_crc = true;
+        let earlier: Vec<usize> = shaped.iter().map(|(e, _)| *e).collect();
+        if let Some(index) = shaped_like_a_version(layout, &object[..end], &earlier) {
+            shaped.push((end, index));
+        }
+    }
+    // The latest one whose chunks all decode.
+    for (end, index) in shaped.iter().rev() {
+        if let Some(chunks) = chunks_decode(layout, &object[..*end], index) {
             return ShardRepair::Recovered {
                 before: object.len() as u64,
-                size: end as u64,
+                size: *end as u64,
                 chunks,
             };
         }
     }
-    ShardRepair::Unrecoverable("no earlier index with a valid crc32c in the object".into())
+    ShardRepair::Unrecoverable(if any_crc {
+        "no earlier index in the object proves itself (a valid crc32c, entries that do not overlap and end where the index starts, chunks that decode)".into()
+    } else {
+        "no earlier index with a valid crc32c in the object".into()
+    })
 }
 
-/// The stored chunk count when `object` is a complete shard: its index (at the end) decodes
-/// and validates, and every chunk it references decodes.
-fn proven(layout: &ShardLayout, object: &[u8]) -> Result<usize> {
-    let index = ShardIndex::decode(
-        layout.index_bytes(object)?,
-        layout,
-        Some(object.len() as u64),
-    )?;
-    let mut chunk = layout.inner_repr().filled()?;
+/// The index at the end of `prefix` when `prefix` has the shape of a version of the shard
+/// that a writer left complete, not merely a byte run whose crc32c happens to match (chunk
+/// data may hold one, by chance or by design): the index decodes with a valid crc32c, every
+/// entry lies before it, no two entries overlap (identical ones may: a slot shared on
+/// purpose), and the index starts where the last chunk ends — or, when no chunk ends there,
+/// where an earlier such version (`earlier`: their ends) ends, the index of an update that
+/// wrote no chunk. An index with no chunk at all starts the object or follows an earlier one.
+fn shaped_like_a_version(
+    layout: &ShardLayout,
+    prefix: &[u8],
+    earlier: &[usize],
+) -> Option<ShardIndex> {
+    let bytes = layout.index_bytes(prefix).ok()?;
+    let index = ShardIndex::decode(bytes, layout, Some(prefix.len() as u64)).ok()?;
+    let start = (prefix.len() - bytes.len()) as u64;
+    let mut spans: Vec<(u64, u64)> = index.stored().map(|(_, l)| (l.offset, l.end())).collect();
+    spans.sort_unstable();
+    spans.dedup();
+    if spans.windows(2).any(|w| w[1].0 < w[0].1) {
+        return None;
+    }
+    let last_end = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    (last_end == start || earlier.contains(&(start as usize))).then_some(index)
+}
+
+/// How many chunks `index` holds when every one of them decodes from `object`.
+fn chunks_decode(layout: &ShardLayout, object: &[u8], index: &ShardIndex) -> Option<usize> {
+    let mut chunk = layout.inner_repr().filled().ok()?;
     let mut count = 0;
     for (i, loc) in index.stored() {
-        layout.decode_chunk_into(
-            i,
-            &object[loc.offset as usize..loc.end() as usize],
-            &mut chunk,
-        )?;
+        let bytes = &object[loc.offset as usize..loc.end() as usize];
+        layout.decode_chunk_into(i, bytes, &mut chunk).ok()?;
         count += 1;
     }
-    Ok(count)
+    Some(count)
 }
 
 /// Every `end` (ascending) such that `object[end - w - 4..end - 4]` has the CRC-32C stored

@@ -328,9 +328,9 @@ impl ShardLayout {
     pub fn index_bytes<'a>(&self, object: &'a [u8]) -> Result<&'a [u8]> {
         let n = self.index_size as usize;
         if (object.len() as u64) < self.index_size {
-            return Err(Error::corrupt(format!(
-                "object of {} bytes is shorter than its {n}-byte index",
-                object.len()
+            return Err(Error::corrupt(crate::error::truncated(
+                object.len() as u64,
+                self.index_size,
             )));
         }
         Ok(match self.codec.index_location {

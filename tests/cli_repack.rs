@@ -557,7 +557,12 @@ fn json_outputs_parse_and_match_the_array() {
     assert_eq!(r["dead_bytes"], 0);
 
     let v = json_of(&["verify", s(&dir), "--json"]);
-    assert_eq!(v, json!({"shards_checked": 6, "problems": []}));
+    assert_eq!(v["shards_checked"], 6);
+    assert_eq!(v["problems"], json!([]));
+    assert_eq!(v["shards_stored"], files.len() as u64);
+    assert!(v["chunks_decoded"].as_u64().unwrap() > 0, "{v}");
+    // zstd without its checksum: every chunk decoded, none verified.
+    assert_eq!(v["chunks_unverifiable"], v["chunks_decoded"]);
     // Break the zstd magic number of the first stored chunk of c/0/1 (chunk [0, 0] at
     // offset 0: C order, index at the end).
     let p = dir.join("c/0/1");
@@ -643,7 +648,6 @@ fn long_commands_keep_stderr_clean_when_it_is_not_a_terminal() {
     for args in [
         vec!["export", s(&dir), s(&raw)],
         vec!["import", s(&raw), s(&dir)],
-        vec!["verify", s(&dir)],
         vec!["repack", s(&dir), s(&moved)],
         vec!["--quiet", "repack", s(&dir), s(&tmp.path().join("c"))],
     ] {
@@ -651,6 +655,16 @@ fn long_commands_keep_stderr_clean_when_it_is_not_a_terminal() {
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         assert_eq!(stderr(&o), "", "{args:?}");
     }
+    // verify keeps its one summary line (what it checked) and nothing else.
+    let o = zarrshard(&["verify", s(&dir)]);
+    assert!(o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("zarrshard: ")
+            && err.ends_with("(no checksum)\n")
+            && err.lines().count() == 1,
+        "{err}"
+    );
     // compact keeps its one summary line and nothing else.
     let o = zarrshard(&["compact", s(&dir)]);
     assert_eq!(stderr(&o), "zarrshard: 0 shard(s) compacted\n");

@@ -309,7 +309,18 @@ fn null_arguments_and_no_op_frees() {
             shard_last_error(null_mut(), 3, &mut n),
             SHARD_ERR_NULL_POINTER
         );
+        // `written_out` only reports a length: NULL is accepted, the message still copied.
         assert_eq!(shard_finalize(null(), null_mut()), SHARD_ERR_NULL_POINTER);
+        let mut msg = [0 as c_char; 64];
+        assert_eq!(
+            shard_last_error(msg.as_mut_ptr(), msg.len(), null_mut()),
+            SHARD_OK
+        );
+        assert_eq!(
+            CStr::from_ptr(msg.as_ptr()).to_str().unwrap(),
+            "`shard` must not be NULL"
+        );
+        assert_eq!(shard_last_error(null_mut(), 0, null_mut()), SHARD_OK);
         assert_eq!(
             m.destroyed.load(Ordering::SeqCst),
             0,
@@ -478,6 +489,19 @@ fn zarr_json_codec_and_shard_keys() {
             (CStr::from_ptr(dt.as_ptr()).to_str().unwrap(), n),
             ("float32", 7)
         );
+        // An out-param that only reports a length may be NULL: the copy is made all the same.
+        let mut dt = [0 as c_char; 8];
+        assert_eq!(
+            shard_codec_data_type(c, dt.as_mut_ptr(), 8, null_mut()),
+            SHARD_OK
+        );
+        assert_eq!(CStr::from_ptr(dt.as_ptr()).to_str().unwrap(), "float32");
+        let mut key = [0 as c_char; 6];
+        assert_eq!(
+            shard_codec_shard_key(c, [1u64, 1].as_ptr(), 2, key.as_mut_ptr(), 6, null_mut()),
+            SHARD_OK
+        );
+        assert_eq!(CStr::from_ptr(key.as_ptr()).to_str().unwrap(), "c.1.1");
         let mut fill = [0u8; 4];
         assert_eq!(
             shard_codec_fill_value(c, fill.as_mut_ptr(), 3),
@@ -597,6 +621,20 @@ fn round_trip_every_mode_and_exact_read_counts() {
             SHARD_OK
         );
         assert_eq!(n, raw.len());
+        // `nbytes_out` may be NULL: the same bytes are copied.
+        let mut again = vec![0u8; raw.len()];
+        assert_eq!(
+            shard_read_chunk_raw(
+                h,
+                [0u64, 2].as_ptr(),
+                2,
+                again.as_mut_ptr(),
+                again.len(),
+                null_mut()
+            ),
+            SHARD_OK
+        );
+        assert_eq!(again, raw);
         // Writes on a read handle are refused.
         assert_eq!(
             shard_write_chunk(h, [0u64, 0].as_ptr(), 2, buf.as_ptr(), 8),

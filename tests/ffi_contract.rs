@@ -1059,3 +1059,82 @@ fn parquet_refs_arguments_are_checked_before_any_shard_is_read() {
     assert_eq!(opens(), before, "a refused call reached a store");
     unsafe { shard_array_close(a) };
 }
+
+/// `shard_array_stored_shards` tells an array whose store holds no shard (mistyped path,
+/// never written: it reads as all fill value) from one that holds some.
+#[test]
+fn stored_shards_tells_an_empty_store_from_a_written_array() {
+    let _s = serial();
+    let json = r#"{"zarr_format": 3, "node_type": "array", "shape": [4, 6], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 6]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]}"#;
+    let m = Mem::default();
+    let a = open_array(json, &m as *const Mem as *mut c_void, mem_open);
+    unsafe {
+        let mut n = 99u64;
+        assert_eq!(
+            shard_array_stored_shards(a, &mut n),
+            SHARD_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(n, 0);
+        let data: Vec<u8> = (0..24u16).flat_map(|v| (v + 1).to_ne_bytes()).collect();
+        let (start, shape) = ([0u64, 0], [4u64, 6]);
+        assert_eq!(
+            shard_array_write_region(a, start.as_ptr(), shape.as_ptr(), 2, data.as_ptr(), 48),
+            SHARD_OK
+        );
+        assert_eq!(shard_array_stored_shards(a, &mut n), SHARD_OK);
+        assert_eq!(n, 1);
+        let mut k = 7u64;
+        assert_eq!(
+            shard_array_stored_shards(null(), &mut k),
+            SHARD_ERR_NULL_POINTER
+        );
+        assert_eq!(
+            shard_array_stored_shards(a, null_mut()),
+            SHARD_ERR_NULL_POINTER
+        );
+        assert_eq!(k, 7, "written only on success");
+        shard_array_close(a);
+        // Objects without `size` (and a store without `list`) cannot be counted.
+        let a = open_array(json, null_mut(), nothing_open);
+        assert_eq!(shard_array_stored_shards(a, &mut k), SHARD_ERR_UNSUPPORTED);
+        assert_eq!(k, 7);
+        shard_array_close(a);
+    }
+}
+
+/// An error about a shard's bytes names the shard's key in `shard_last_error`, and an object
+/// shorter than its index is reported as truncated, with the sizes.
+#[test]
+fn shard_errors_name_the_key_and_truncation_is_said() {
+    let _s = serial();
+    // One shard of 2×3 inner chunks: an index of 6 entries of 16 bytes and a crc32c, 100 bytes.
+    let json = r#"{"zarr_format": 3, "node_type": "array", "shape": [4, 6], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 6]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]}"#;
+    let m = Mem::default();
+    *m.data.lock().unwrap() = Some(vec![1, 2, 3]);
+    let a = open_array(json, &m as *const Mem as *mut c_void, mem_open);
+    unsafe {
+        let mut back = vec![0u8; 48];
+        let (start, shape) = ([0u64, 0], [4u64, 6]);
+        assert_eq!(
+            shard_array_read_region(a, start.as_ptr(), shape.as_ptr(), 2, back.as_mut_ptr(), 48),
+            SHARD_ERR_CORRUPT
+        );
+        assert_eq!(
+            last_error(),
+            "corrupt shard: c/0/0: object is 3 bytes, index needs 100: torn write? try `zarrshard repair`"
+        );
+        shard_array_close(a);
+    }
+}

@@ -48,7 +48,7 @@ fn bad_entries_are_named() {
     );
     assert_eq!(
         decode_err("end", &[0, 4, 4, 4, 8, 4, 12, 100]),
-        "corrupt shard: inner chunk [1, 1]: index entry (offset 12, nbytes 100) points past the end of the 80-byte object"
+        "corrupt shard: inner chunk [1, 1]: index entry (offset 12, nbytes 100) points past the end: object is 80 bytes, index needs 176: torn write? try `zarrshard repair`"
     );
     assert_eq!(
         decode_err("end", &[0, 4, 4, 4, 8, 4, 14, 4]),
@@ -128,7 +128,7 @@ fn reader_bounds_checks_when_object_size_is_unknown() {
     assert_eq!(r.read_chunk(&[0, 0]).unwrap(), vec![1u8; 4]);
     assert_eq!(
         r.read_chunk(&[1, 1]).unwrap_err().to_string(),
-        "corrupt shard: inner chunk [1, 1]: index entry (offset 100, nbytes 4) points past the end of the object (0 bytes read)"
+        "corrupt shard: inner chunk [1, 1]: index entry (offset 100, nbytes 4) points past the end: object ends at or before byte 100, index needs 104: torn write? try `zarrshard repair`"
     );
 }
 

@@ -1095,7 +1095,7 @@ fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
     assert_eq!(err.to_string(), whole.to_string());
     assert_eq!(
         err.to_string(),
-        "corrupt shard: object of 3 bytes is shorter than its 262144-byte index"
+        "corrupt shard: c/2/4: object is 3 bytes, index needs 262144: torn write? try `zarrshard repair`"
     );
     // Files 0..=15 hold chunks 0..160 000; file 16 would need chunks of the last slab.
     let mut written: Vec<String> = (0..16).map(|n| format!("img/refs.{n}.parq")).collect();
@@ -1116,7 +1116,7 @@ fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
     let err = write_parquet_from_array(&torn_early, "u", "img", 10, &fresh).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "corrupt shard: object of 3 bytes is shorter than its 192-byte index"
+        "corrupt shard: c/2/1/1: object is 3 bytes, index needs 192: torn write? try `zarrshard repair`"
     );
     assert!(!fresh.exists());
 
@@ -1162,7 +1162,7 @@ fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
     assert_eq!(err.to_string(), whole.to_string());
     assert_eq!(
         err.to_string(),
-        "corrupt shard: object of 3 bytes is shorter than its 192-byte index"
+        "corrupt shard: c/2/1/1: object is 3 bytes, index needs 192: torn write? try `zarrshard repair`"
     );
 
     // A failing writer: its error, with its OS error number.
@@ -1190,4 +1190,122 @@ fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
             if message.starts_with("writing the reference set: No space left on device")),
         "{err}"
     );
+}
+
+/// Run `zarrshard ARGS`, killed after `secs` seconds: `None` when it had to be killed.
+fn zarrshard_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= secs {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn parquet_refuses_a_grid_past_its_row_limit_before_writing_anything() {
+    // Shape [2^64-1, 16] in inner chunks of [1, 16]: 2^64-1 rows, one per inner chunk, with
+    // nothing stored. Writing them would fill the disk; the set is refused up front.
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("huge.zarr");
+    let m = meta(
+        &[u64::MAX, 16],
+        &[4, 16],
+        "uint8",
+        json!(0),
+        json!([sharding(&[1, 16], bytes_le())]),
+    );
+    std::fs::create_dir_all(&array).unwrap();
+    std::fs::write(array.join("zarr.json"), m.to_string()).unwrap();
+    let out = dir.path().join("refs");
+    let a = array.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let args = [
+        "refs",
+        a,
+        "--format",
+        "parquet",
+        "--url-prefix",
+        "file:///x",
+        "-o",
+        o,
+    ];
+    let done = zarrshard_within(&args, 20);
+    let listing = || std::fs::read_dir(&out).map(|d| d.count()).ok();
+    let done = done.unwrap_or_else(|| panic!("still writing after 20 s: {:?}", listing()));
+    assert_eq!(done.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&done.stderr),
+        format!(
+            "zarrshard: invalid argument: the Parquet layout has one row per inner chunk, stored or not: the chunk grid [{}, 1] has more than 100000000 (the limit); a JSON reference set lists only the stored chunks\n",
+            u64::MAX
+        )
+    );
+    assert!(!out.exists(), "nothing is created");
+    assert_eq!(zarrshard::refs::MAX_PARQUET_ROWS, 100_000_000);
+    // The JSON formats list only stored chunks: the same grid is a set of metadata alone.
+    let json_out = dir.path().join("refs.json");
+    let j = json_out.to_str().unwrap();
+    let args = [
+        "refs",
+        a,
+        "--format",
+        "json-v1",
+        "--url-prefix",
+        "file:///x",
+        "-o",
+        j,
+    ];
+    let done = zarrshard_within(&args, 60).expect("JSON of an empty grid is quick");
+    assert_eq!(done.status.code(), Some(0), "{:?}", done);
+    let set: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
+    assert_eq!(set["refs"].as_object().unwrap().len(), 1, "zarr.json only");
+}
+
+#[test]
+fn json_v1_url_prefixes_with_template_braces_are_written_without_templates() {
+    // fsspec renders a template value holding `{{` with jinja (the value becomes a function,
+    // the reference its repr), and otherwise fills `{{u}}` with str.format, which leaves the
+    // value as it is. `fsspec` below is that second step, for a prefix without `{{`.
+    fn fsspec(url: &str, u: &str) -> String {
+        match url.strip_prefix("{{u}}") {
+            Some(rest) if !rest.contains(['{', '}']) => format!("{u}{rest}"),
+            _ => url.to_string(),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    small_array(dir.path());
+    let set = refs(dir.path(), MetadataFormat::V3).unwrap();
+    for prefix in [
+        "file:///d/p{{x}}",
+        "file:///d/ünï{{cödé}} 漢",
+        "file:///d/p}}y",
+        "file:///d/p{u}",
+        "file:///d/\"q\" 'r'",
+        "file:///d/with  spaces",
+    ] {
+        let v1 = set.to_json_v1(prefix, None);
+        let url = v1["refs"]["c/1/1"][0].as_str().unwrap();
+        if prefix.contains("{{") {
+            assert_eq!(v1["templates"], json!({}), "{prefix}");
+            assert_eq!(url, format!("{prefix}/c/0/0"), "verbatim: {prefix}");
+        } else {
+            assert_eq!(v1["templates"], json!({"u": prefix}), "{prefix}");
+            assert_eq!(url, "{{u}}/c/0/0");
+            assert_eq!(fsspec(url, prefix), format!("{prefix}/c/0/0"));
+        }
+        // The same references as version 0, which has no templates.
+        let v0 = set.to_json_v0(prefix, None);
+        assert_eq!(v0["c/1/1"][0], json!(format!("{prefix}/c/0/0")));
+    }
 }

@@ -298,3 +298,60 @@ fn the_repair_command_and_its_exit_codes() {
         "{err}"
     );
 }
+
+/// A torn write whose bytes hold a crc-valid index that no version ever ended with: repair
+/// must return to the real previous version, not to the forged one.
+#[test]
+fn a_crc_valid_index_inside_the_torn_bytes_is_not_taken_for_a_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = ArrayMetadata::from_json(&meta("end", true)).unwrap();
+    let array = Array::create(FsStore::new(dir.path()), m).unwrap();
+    array
+        .write_shard_with(
+            &[0, 0],
+            &data(1),
+            WriteStrategy::Buffered,
+            WriteOptions::default(),
+        )
+        .unwrap();
+    let path = dir.path().join("c/0/0");
+    let v1 = std::fs::read(&path).unwrap();
+    // 16 inner chunks: the index is 16 × 16 bytes of entries and a crc32c.
+    let index_len = 16 * 16 + 4;
+    let with_crc = |entries: &[u8]| {
+        let mut out = entries.to_vec();
+        out.extend_from_slice(&crc32c::crc32c(entries).to_le_bytes());
+        out
+    };
+    let v1_entries = &v1[v1.len() - index_len..v1.len() - 4];
+    let forged = [
+        // Every chunk empty: nothing to decode, so a checksum was all it had to pass.
+        with_crc(&[0xff; 16 * 16]),
+        // The previous index itself, copied: its chunks decode, but it does not start where
+        // they end.
+        with_crc(v1_entries),
+    ];
+    for (k, fake) in forged.iter().enumerate() {
+        let mut torn = v1.clone();
+        torn.extend((0..37u8).map(|b| b.wrapping_mul(29) ^ 0x5a)); // chunk bytes of the torn write
+        torn.extend_from_slice(fake);
+        torn.extend((0..11u8).map(|b| b.wrapping_mul(13) ^ 0xa5));
+        std::fs::write(&path, &torn).unwrap();
+        assert!(!array.verify().unwrap().is_empty(), "forgery {k}: torn");
+        let done = array.repair(false).unwrap();
+        assert_eq!(
+            done,
+            vec![(
+                "c/0/0".to_string(),
+                ShardRepair::Recovered {
+                    before: torn.len() as u64,
+                    size: v1.len() as u64,
+                    chunks: 16
+                }
+            )],
+            "forgery {k}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), v1, "forgery {k}");
+        assert_eq!(read_back(&array), data(1), "forgery {k}");
+    }
+}

@@ -272,3 +272,112 @@ fn repair_does_what_one_thread_does_up_to_the_first_failing_shard() {
     }
     set_threads(2).unwrap();
 }
+
+/// The 32×32 array of `array()` with `inner` as its inner codecs, in `store`.
+fn with_inner<S: Store>(store: S, inner: serde_json::Value, write: bool) -> Array<S> {
+    let m = json!({"zarr_format": 3, "node_type": "array", "shape": [32, 32],
+        "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16, 16]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": inner,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "crc32c"}], "index_location": "end"}}]});
+    let array = Array::create(store, ArrayMetadata::from_json(&m).unwrap()).unwrap();
+    if write {
+        let data: Vec<u8> = (0..1024u16).flat_map(|i| (i + 1).to_le_bytes()).collect();
+        array.write_region(&[0, 0], &[32, 32], &data).unwrap();
+    }
+    array
+}
+
+#[test]
+fn verify_counts_stored_shards_and_the_chunks_no_checksum_covers() {
+    let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let summary = |a: &Array<MemoryStore>| a.verify_counted(&|_| {}, |_| Ok(())).unwrap();
+    let counts = |stored_shards, chunks_decoded, chunks_unverifiable| VerifySummary {
+        stored_shards,
+        chunks_decoded,
+        chunks_unverifiable,
+    };
+    // 4 shards of 64 inner chunks, every value non-zero: 256 chunks stored.
+    let (store, _) = array();
+    assert_eq!(summary(&Array::open(store).unwrap()), counts(4, 256, 0));
+    // c/0/1's index broken (none of its chunks decoded), 3 chunks of c/1/0 broken, c/1/1 gone.
+    let (store, _) = damaged();
+    assert_eq!(summary(&Array::open(store).unwrap()), counts(3, 64 + 61, 0));
+    // Nothing to check the bytes against: decoded, not verified.
+    for (inner, unverifiable) in [
+        (json!([bytes]), 256),
+        (
+            json!([bytes, {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]),
+            256,
+        ),
+        (
+            json!([bytes, {"name": "zstd", "configuration": {"level": 1, "checksum": true}}]),
+            0,
+        ),
+        (
+            json!([bytes, {"name": "gzip", "configuration": {"level": 1}}]),
+            0,
+        ),
+    ] {
+        let a = with_inner(MemoryStore::new(), inner.clone(), true);
+        assert_eq!(summary(&a), counts(4, 256, unverifiable), "{inner}");
+    }
+    // No shard stored: nothing decoded, and the count says so.
+    let a = with_inner(MemoryStore::new(), json!([bytes]), false);
+    assert_eq!(summary(&a), counts(0, 0, 0));
+    assert_eq!(a.stored_shard_count().unwrap(), 0);
+}
+
+#[test]
+fn cli_verify_says_what_it_stored_decoded_and_could_not_verify() {
+    let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |dir: &std::path::Path, json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"));
+        c.arg("verify").arg(dir);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (o.status.code(), text(&o.stdout), text(&o.stderr))
+    };
+    let plain = tmp.path().join("plain");
+    with_inner(FsStore::new(&plain), json!([bytes]), true);
+    let (code, out, err) = run(&plain, false);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    assert_eq!(
+        err,
+        "zarrshard: 4 of 4 shard(s) stored, 256 inner chunk(s) decoded, 256 of them not verifiable (no checksum)\n"
+    );
+    let (_, out, _) = run(&plain, true);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v,
+        json!({"shards_checked": 4, "problems": [], "shards_stored": 4,
+            "chunks_decoded": 256, "chunks_unverifiable": 256})
+    );
+    let checked = tmp.path().join("checked");
+    with_inner(
+        FsStore::new(&checked),
+        json!([bytes, {"name": "crc32c"}]),
+        true,
+    );
+    let (_, _, err) = run(&checked, false);
+    assert_eq!(
+        err,
+        "zarrshard: 4 of 4 shard(s) stored, 256 inner chunk(s) decoded, 0 of them not verifiable (no checksum)\n"
+    );
+    // zarr.json and nothing else (never written, or shards under another path).
+    let empty = tmp.path().join("empty");
+    with_inner(FsStore::new(&empty), json!([bytes]), false);
+    let (code, out, err) = run(&empty, false);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    assert_eq!(
+        err,
+        "zarrshard: 0 of 4 shard(s) stored: the array reads as all fill value (nothing written yet, or a mistyped path?)\n"
+    );
+}

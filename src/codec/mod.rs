@@ -126,6 +126,17 @@ pub enum BytesToBytes {
     Zlib(zlib::Zlib),
 }
 
+impl BytesToBytes {
+    /// Whether decoding checks a checksum over the bytes (see [`CodecChain::checks_integrity`]).
+    pub fn checks_integrity(&self) -> bool {
+        match self {
+            BytesToBytes::Crc32c(_) | BytesToBytes::Gzip(_) | BytesToBytes::Zlib(_) => true,
+            BytesToBytes::Zstd(z) => z.checksum,
+            BytesToBytes::Blosc(_) => false,
+        }
+    }
+}
+
 impl ArrayToArray {
     fn encoded_repr(&self, repr: &ChunkRepr) -> Result<ChunkRepr> {
         match self {
@@ -337,6 +348,17 @@ pub struct CodecChain {
 }
 
 impl CodecChain {
+    /// Whether decoding through this chain proves the bytes are the ones encoded: a checksum
+    /// covers them (`crc32c`, zstd with its content checksum, gzip's CRC-32, zlib's Adler-32),
+    /// or, for a nested shard, its own inner codecs do. Without one, a chunk that decodes may
+    /// still hold other bytes than were written.
+    pub fn checks_integrity(&self) -> bool {
+        self.bytes_to_bytes
+            .iter()
+            .any(BytesToBytes::checks_integrity)
+            || matches!(&self.array_to_bytes, ArrayToBytes::Sharding(s) if s.codecs.checks_integrity())
+    }
+
     /// Parse a `codecs` list. `what` names the list in errors (`codecs`, `index_codecs`).
     /// `sharding_indexed` codecs may nest at most [`crate::limits::MAX_SHARDING_NESTING`]
     /// levels deep.

@@ -3,7 +3,7 @@
 
 use super::codec::{copy_string, shard_codec, CodecHandle};
 use super::error::{guard, Failure, FfiResult};
-use super::handle::{bytes, bytes_mut, out, path, text, Handle};
+use super::handle::{bytes, bytes_mut, optional_out, out, path, text, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
 use crate::array::Array;
@@ -457,7 +457,8 @@ pub const SHARD_REFS_JSON_V0: u32 = 0;
 pub const SHARD_REFS_JSON_V1: u32 = 1;
 
 /// Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
-/// NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
+/// NUL-terminated JSON string; `*written_out` (may be NULL) receives its length without the
+/// NUL. With
 /// `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
 /// set and its NUL gives `SHARD_ERR_BUFFER_SIZE`. Every call reads each shard's index, so a
 /// size query and the copy cost two reads of every index: `shard_array_refs_write` hands the
@@ -509,9 +510,12 @@ pub unsafe extern "C" fn shard_array_refs(
             )
         }?;
         let buf = unsafe { bytes_mut(buf.cast::<u8>(), len, "buf") }?;
-        let written_out = unsafe { out(written_out, "written_out") }?;
         let text = String::from_utf8(request.text(&h.array)?).expect("JSON text is UTF-8");
-        *written_out = copy_string(&text, buf)?;
+        let written = copy_string(&text, buf)?;
+        // SAFETY: NULL or valid for one write.
+        if let Some(w) = unsafe { optional_out(written_out) } {
+            *w = written;
+        }
         Ok(())
     })
 }
@@ -723,12 +727,15 @@ impl std::io::Write for SinkWriter {
 /// read (the set is never held: a batch of shards' indexes, one slab of shards and one
 /// file's rows are). Each file is written to a temporary sibling and renamed, so a reader never
 /// sees a partial file; a failure part way leaves the files written so far but no
-/// `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read.
+/// `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read, and so
+/// is the grid: the layout has one row per inner chunk, stored or not, so a grid of more than
+/// 100 000 000 inner chunks is refused (`SHARD_ERR_INVALID_ARGUMENT`, nothing written; the
+/// JSON sets list only stored chunks).
 ///
 /// Thread-safe (not while another thread writes the array, or another call writes `dir`).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
 /// empty or invalid name, `record_size` 0, `dir` empty, containing NUL, or naming something
-/// other than an empty directory; the array not sharded, a bytes→bytes codec after sharding,
+/// other than an empty directory; a grid of more than 100 000 000 inner chunks; the array not sharded, a bytes→bytes codec after sharding,
 /// a data type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot
 /// express), `SHARD_ERR_IO` (reading the array; creating or writing `dir`, with the OS error
 /// number in `shard_last_io_code`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
@@ -848,6 +855,30 @@ pub unsafe extern "C" fn shard_array_verify(
     })
 }
 
+/// Store in `*count_out` how many shards of the array are stored: 0 when the store holds
+/// none, which an array whose path was mistyped (or that was never written) shows, and which
+/// reads as all fill value exactly as a written all-fill array does. A store with `list` is
+/// listed once; otherwise every position of the chunk grid is opened and asked its `size`
+/// (one call each). Nothing is read. `*count_out` is written only on success.
+///
+/// Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER` (`array`, `count_out`), `SHARD_ERR_IO` (the store's `list`,
+/// `open_object` or `size` failed), `SHARD_ERR_UNSUPPORTED` (no `list`, and an object table
+/// without `size`), `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_stored_shards(
+    array: *const shard_array,
+    count_out: *mut u64,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let count_out = unsafe { out(count_out, "count_out") }?;
+        *count_out = h.array.stored_shard_count()?;
+        Ok(())
+    })
+}
+
 /// The arguments the JSON `shard_array_refs*` calls share, checked before any shard is read.
 struct RefsRequest<'a> {
     json_v1: bool,
@@ -923,14 +954,15 @@ impl<'a> RefsRequest<'a> {
 /// (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
 /// 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
 /// whether its callbacks may run on worker threads (they are called on this thread here).
-/// `name` and `record_size` are checked before any shard is read. The objects are written as
+/// `name`, `record_size` and the grid (at most 100 000 000 inner chunks, as
+/// `shard_array_refs_parquet_dir`) are checked before any shard is read. The objects are written as
 /// the shards are read, never holding the set (as `shard_array_refs_parquet_dir`); a failure
 /// part way leaves the objects written so far but no `.zmetadata`.
 ///
 /// Thread-safe (not while another thread writes the array).
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
-/// empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, the array not
-/// sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
+/// empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, a
+/// grid of more than 100 000 000 inner chunks, the array not sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
 /// `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
 /// the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
 /// `SHARD_ERR_UNSUPPORTED` (an object table of `out` without `write`, or without `truncate`

@@ -2,7 +2,7 @@
 //! (from a whole `zarr.json`, or from a bare `sharding_indexed` configuration), and its getters.
 
 use super::error::{guard, Failure};
-use super::handle::{bytes, bytes_mut, copy_cstr, out, text, Handle};
+use super::handle::{bytes, bytes_mut, copy_cstr, optional_out, out, text, Handle};
 use super::status::shard_status;
 use crate::dtype::{DataType, FillValue};
 use crate::error::{shown, Error};
@@ -373,8 +373,8 @@ pub unsafe extern "C" fn shard_codec_fill_value(
 }
 
 /// Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
-/// `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
-/// stored (a size query); a non-empty buffer too small for name and NUL gives
+/// `*written_out` (may be NULL) receives its length without the NUL. With `(NULL, 0)` only the
+/// length is stored (a size query); a non-empty buffer too small for name and NUL gives
 /// `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
 /// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
 #[no_mangle]
@@ -388,8 +388,11 @@ pub unsafe extern "C" fn shard_codec_data_type(
         // SAFETY: per the documented contract.
         let c = unsafe { shard_codec::borrow(codec, "codec") }?;
         let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
-        let written_out = unsafe { out(written_out, "written_out") }?;
-        *written_out = copy_string(&c.layout.shard_repr().dtype.name(), buf)?;
+        let written = copy_string(&c.layout.shard_repr().dtype.name(), buf)?;
+        // SAFETY: NULL or valid for one write.
+        if let Some(w) = unsafe { optional_out(written_out) } {
+            *w = written;
+        }
         Ok(())
     })
 }
@@ -429,8 +432,8 @@ pub unsafe extern "C" fn shard_codec_grid_shape(
 }
 
 /// Copy the storage key of the shard at grid coordinates `coords` (`rank` values), e.g.
-/// `"c/0/1"`, into `buf` as a NUL-terminated string; `*written_out` receives its length
-/// without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
+/// `"c/0/1"`, into `buf` as a NUL-terminated string; `*written_out` (may be NULL) receives its
+/// length without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
 /// for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
 /// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
 /// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
@@ -449,7 +452,6 @@ pub unsafe extern "C" fn shard_codec_shard_key(
         let c = unsafe { shard_codec::borrow(codec, "codec") }?;
         let coords = unsafe { bytes(coords, rank, "coords") }?;
         let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
-        let written_out = unsafe { out(written_out, "written_out") }?;
         let meta = c.array.as_ref().ok_or_else(not_array)?;
         let grid = meta.grid_shape();
         if coords.len() != grid.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
@@ -460,7 +462,11 @@ pub unsafe extern "C" fn shard_codec_shard_key(
             ))
             .into());
         }
-        *written_out = copy_string(&meta.chunk_key(coords), buf)?;
+        let written = copy_string(&meta.chunk_key(coords), buf)?;
+        // SAFETY: NULL or valid for one write.
+        if let Some(w) = unsafe { optional_out(written_out) } {
+            *w = written;
+        }
         Ok(())
     })
 }

@@ -43,6 +43,16 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T, name: &'static str) -> FfiResult<&'a 
     unsafe { p.as_mut() }.ok_or(Failure::Null(name))
 }
 
+/// An optional out-parameter that only reports a length: `None` for NULL, which every such
+/// parameter accepts (the caller did not ask for the length).
+///
+/// # Safety
+/// `p` is NULL or valid for one write of `T`.
+pub(crate) unsafe fn optional_out<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: per the contract.
+    unsafe { p.as_mut() }
+}
+
 /// `len` elements of `T` as a slice length: at most `isize::MAX` bytes, as a slice must be (a
 /// hostile or mistaken count would otherwise make `from_raw_parts` undefined behaviour).
 fn slice_len<T>(len: usize, name: &'static str) -> FfiResult<usize> {

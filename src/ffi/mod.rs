@@ -27,7 +27,7 @@ pub mod io;
 pub mod shard;
 pub mod status;
 
-use handle::{bytes_mut, copy_cstr, out};
+use handle::{bytes_mut, copy_cstr, optional_out, out};
 use status::shard_status;
 use std::ffi::c_char;
 
@@ -72,7 +72,8 @@ pub extern "C" fn shard_status_str(status: u32) -> *const c_char {
 /// Copy the message of the last failed call on this thread into `buf` as a NUL-terminated
 /// string, truncated to `len` bytes; `*written_out` receives the bytes written without the
 /// NUL: at most `len - 1` bytes, cut at a UTF-8 character boundary, then the NUL. With
-/// `(NULL, 0)` only the full length is stored (a size query). The message is empty
+/// `(NULL, 0)` only the full length is stored (a size query). `written_out` may be NULL (as
+/// every `*_out` that only reports a length). The message is empty
 /// when no call has failed on this thread. The caller owns `buf`; nothing is allocated for it.
 /// Thread-safe (the message is per thread). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
 #[no_mangle]
@@ -83,21 +84,19 @@ pub unsafe extern "C" fn shard_last_error(
 ) -> shard_status {
     // Not through `guard`: it would overwrite the message being read.
     // SAFETY: per the documented contract.
-    let (buf, written_out) = match unsafe {
-        (
-            bytes_mut(buf.cast(), len, "buf"),
-            out(written_out, "written_out"),
-        )
-    } {
-        (Ok(b), Ok(w)) => (b, w),
-        _ => return shard_status::SHARD_ERR_NULL_POINTER,
+    let Ok(buf) = (unsafe { bytes_mut(buf.cast(), len, "buf") }) else {
+        return shard_status::SHARD_ERR_NULL_POINTER;
     };
     let msg = error::last_message();
-    *written_out = if buf.is_empty() {
+    let written = if buf.is_empty() {
         msg.len()
     } else {
         copy_cstr(&msg, buf)
     };
+    // SAFETY: NULL or valid for one write, per the documented contract.
+    if let Some(w) = unsafe { optional_out(written_out) } {
+        *w = written;
+    }
     shard_status::SHARD_OK
 }
 

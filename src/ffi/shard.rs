@@ -3,7 +3,7 @@
 
 use super::codec::shard_codec;
 use super::error::{guard, Failure, FfiResult};
-use super::handle::{bytes, bytes_mut, out, Handle};
+use super::handle::{bytes, bytes_mut, optional_out, out, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
 use crate::error::Error;
@@ -316,8 +316,8 @@ pub unsafe extern "C" fn shard_read_chunks(
     })
 }
 
-/// Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out`
-/// receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
+/// Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out` (may
+/// be NULL) receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
 /// the index, without reading (a size query); otherwise `len` must be at least that size. Both
 /// hold the size to the memory limit (`shard_set_memory_limit`): where the object's size is
 /// unknown (no `size` callback, index at the start) nothing else bounds an index entry, and a
@@ -341,11 +341,14 @@ pub unsafe extern "C" fn shard_read_chunk_raw(
         let (h, coords) = unsafe { chunk_args(shard, coords, rank) }?;
         let size_query = buf.is_null() && len == 0;
         let buf = unsafe { bytes_mut(buf, len, "buf") }?;
-        let nbytes_out = unsafe { out(nbytes_out, "nbytes_out") }?;
+        // SAFETY: NULL or valid for one write.
+        let nbytes_out = unsafe { optional_out(nbytes_out) };
         let reader = h.reader()?;
         let nbytes = reader.chunk_raw_len(coords)?;
         if size_query {
-            *nbytes_out = nbytes;
+            if let Some(o) = nbytes_out {
+                *o = nbytes;
+            }
             return Ok(());
         }
         if buf.len() < nbytes {
@@ -357,7 +360,9 @@ pub unsafe extern "C" fn shard_read_chunk_raw(
         }
         let data = reader.read_chunk_raw(coords)?.unwrap_or_default();
         buf[..data.len()].copy_from_slice(&data);
-        *nbytes_out = data.len();
+        if let Some(o) = nbytes_out {
+            *o = data.len();
+        }
         Ok(())
     })
 }

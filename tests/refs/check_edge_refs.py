@@ -5,7 +5,9 @@
   inline values, so zarrshard writes them base64-encoded);
 * a Parquet set of an empty array whose fill chunks are large (several pages per file);
 * JSON v1 sets of v3-draft arrays whose shard keys contain `{`, `}` or `{{`
-  (fsspec's simple templates run str.format over each reference).
+  (fsspec's simple templates run str.format over each reference);
+* sets whose URL prefix holds `{{`, `}}`, braces, quotes, spaces or non-ASCII characters (a
+  template value with `{{` is rendered by jinja, so such a prefix is written without one).
 
 Usage:  check_edge_refs.py ZARRSHARD_BIN     (prints one line per case, exits 1 on a failure)
 """
@@ -103,6 +105,26 @@ with tempfile.TemporaryDirectory() as t:
             out = os.path.join(t, "set.json")
             run("refs", meta, "--format", fmt, "--url-prefix", "file://" + root, "-o", out)
             check(f"{fmt}, shard key data/root/{path}/c0", read(out, "", 3), [1, 2, 3, 4])
+
+    # 4. URL prefixes holding `{{`, `}}`, single braces, quotes, spaces and non-ASCII: the
+    #    array's own folder is named so, and every format must read back through it.
+    le = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    raw = os.path.join(t, "p.raw")
+    with open(raw, "wb") as f:
+        f.write(struct.pack("<4H", 1, 2, 3, 4))
+    for k, folder in enumerate(["p{{x}}", "p}}y", "p{u}", "p\"q\" 'r'", "p with  spaces",
+                                "p ünï{{cödé}} \u6f22"]):
+        a = os.path.join(t, f"prefix{k}", folder)
+        v3_array(a, [4], "uint16", 7, [2], le)
+        run("import", raw, a)
+        for fmt in ["json-v0", "json-v1"]:
+            out = os.path.join(t, f"prefix{k}.{fmt}.json")
+            run("refs", a, "--format", fmt, "--url-prefix", "file://" + a, "-o", out)
+            check(f"{fmt}, URL prefix {folder!r}", read(out, "", 3), [1, 2, 3, 4])
+        out = os.path.join(t, f"prefix{k}.pq")
+        run("refs", a, "--format", "parquet", "--url-prefix", "file://" + a, "-o", out,
+            "--name", "p")
+        check(f"parquet, URL prefix {folder!r}", read(out, "p", 2), [1, 2, 3, 4])
 
 print(f"{passes} passed, {failures} failed")
 sys.exit(1 if failures else 0)

@@ -57,7 +57,8 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
     let per_shard = layout.chunks_per_shard();
     let shard: Vec<u64> = global.iter().zip(per_shard).map(|(g, n)| g / n).collect();
     let local: Vec<u64> = global.iter().zip(per_shard).map(|(g, n)| g % n).collect();
-    let encoded = stored_bytes(&array, &shard, &local)?;
+    let key = array.shard_key(&shard);
+    let encoded = stored_bytes(&array, &shard, &local).map_err(|e| e.in_shard(&key))?;
     let bytes = match (args.raw, encoded) {
         (true, Some(e)) => e,
         (true, None) => {
@@ -73,11 +74,13 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
             let len = zarrshard::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
             let mut chunk = vec![0u8; len];
             match encoded {
-                Some(e) => layout.decode_chunk_into(
-                    zarrshard::nd::ravel(&local, per_shard) as usize,
-                    &e,
-                    &mut chunk,
-                )?,
+                Some(e) => layout
+                    .decode_chunk_into(
+                        zarrshard::nd::ravel(&local, per_shard) as usize,
+                        &e,
+                        &mut chunk,
+                    )
+                    .map_err(|e| e.in_shard(&key))?,
                 None => m.fill_value.fill(&mut chunk),
             }
             zarrshard::array::raw_order(&mut chunk, m.data_type);

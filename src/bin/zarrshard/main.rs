@@ -49,13 +49,19 @@ enum Command {
         out_file: PathBuf,
     },
     /// Decode every inner chunk of every shard and check checksums and index bounds. Prints
-    /// one line per problem (shard key and inner chunk) and exits 1 if there is any.
+    /// one line per problem (shard key and inner chunk) and exits 1 if there is any. On
+    /// stderr it says what was checked: "S of N shard(s) stored, C inner chunk(s) decoded, U
+    /// of them not verifiable (no checksum)". Chunks whose codecs carry no checksum (no
+    /// crc32c, zstd without "checksum": true) decode without proving their bytes: exit 0 then
+    /// means "decoded", not "verified". No shard stored at all (a mistyped path, nothing
+    /// written yet) is said too: such an array reads as all fill value.
     ///
     /// Example: zarrshard verify data/image.zarr
     Verify {
         array_dir: PathBuf,
         /// Print one JSON object instead: {"shards_checked": N, "problems": [{"key": KEY,
-        /// "chunk": [I, J] or null, "error": TEXT}]}. Exit codes unchanged.
+        /// "chunk": [I, J] or null, "error": TEXT}], "shards_stored": S, "chunks_decoded": C,
+        /// "chunks_unverifiable": U}. Exit codes unchanged.
         ///
         /// Example: zarrshard verify data/image.zarr --json
         #[arg(long)]

@@ -13,7 +13,9 @@ use zarrshard::{Error, Result};
 #[derive(clap::Args)]
 pub struct RefsArgs {
     array_dir: PathBuf,
-    /// Reference set format.
+    /// Reference set format (`--format json-v1`). JSON lists the stored inner chunks only;
+    /// Parquet has one row per inner chunk of the grid, stored or not, and refuses a grid of
+    /// more than 100000000 inner chunks before writing anything.
     #[arg(long, value_enum)]
     format: RefsFormat,
     /// Where readers find the array's folder (`http://host/data/image.zarr`,
