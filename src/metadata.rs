@@ -163,12 +163,7 @@ impl ArrayMetadata {
             }
         }
         let shape = uint_list(field("shape")?, "shape")?;
-        let data_type = DataType::parse(field("data_type")?.as_str().ok_or_else(|| {
-            Error::metadata(format!(
-                "data_type must be a string, got {}",
-                o["data_type"]
-            ))
-        })?)?;
+        let data_type = DataType::from_json(field("data_type")?)?;
         let grid = field("chunk_grid")?;
         if grid.get("name").and_then(Value::as_str) != Some("regular") {
             return Err(Error::metadata(format!(
@@ -203,7 +198,7 @@ impl ArrayMetadata {
             Some(v) => ChunkKeyEncoding::from_json(v)?,
             None => return Err(Error::metadata("`chunk_key_encoding` is required")),
         };
-        let fill_value = FillValue::parse(field("fill_value")?, data_type)?;
+        let fill_value = FillValue::parse(field("fill_value")?, &data_type)?;
         let codecs = CodecChain::from_json(field("codecs")?, "codecs")?;
         let dimension_names = match o.get("dimension_names") {
             None | Some(Value::Null) => None,
@@ -257,7 +252,7 @@ impl ArrayMetadata {
         };
         checked_product(&meta.grid_shape())?;
         meta.codecs.validate(&meta.chunk_repr())?;
-        meta.codecs.resolve(meta.data_type);
+        meta.codecs.resolve(&meta.data_type);
         Ok(meta)
     }
 
@@ -293,7 +288,7 @@ impl ArrayMetadata {
     /// writes.
     pub fn resolved(&self) -> Self {
         let mut m = self.clone();
-        m.codecs.resolve(m.data_type);
+        m.codecs.resolve(&m.data_type);
         m
     }
 
@@ -303,10 +298,10 @@ impl ArrayMetadata {
             "zarr_format": 3,
             "node_type": "array",
             "shape": self.shape,
-            "data_type": self.data_type.name(),
+            "data_type": self.data_type.to_json(),
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}},
             "chunk_key_encoding": self.chunk_key_encoding.to_json(),
-            "fill_value": self.fill_value.to_json(self.data_type),
+            "fill_value": self.fill_value.to_json(&self.data_type),
             "codecs": self.codecs.to_json(),
             "attributes": self.attributes,
         });
@@ -320,7 +315,7 @@ impl ArrayMetadata {
     pub fn chunk_repr(&self) -> ChunkRepr {
         ChunkRepr {
             shape: self.chunk_shape.clone(),
-            dtype: self.data_type,
+            dtype: self.data_type.clone(),
             fill_value: self.fill_value.clone(),
         }
     }

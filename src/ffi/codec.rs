@@ -102,7 +102,7 @@ pub unsafe extern "C" fn shard_codec_from_config(
                 .map_err(|e| Error::metadata(format!("{what} is not valid JSON: {e}")))
         };
         let dtype = DataType::parse(dtype)?;
-        let fill = FillValue::parse(&parse(fill, "fill_value_json")?, dtype)?;
+        let fill = FillValue::parse(&parse(fill, "fill_value_json")?, &dtype)?;
         let layout = ShardLayout::from_config_json(
             &parse(config, "config_json")?,
             dtype,

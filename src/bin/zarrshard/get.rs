@@ -80,7 +80,7 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
                 )?,
                 None => m.fill_value.fill(&mut chunk),
             }
-            zarrshard::array::raw_order(&mut chunk, m.data_type);
+            zarrshard::array::raw_order(&mut chunk, &m.data_type);
             chunk
         }
     };
