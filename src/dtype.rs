@@ -196,18 +196,22 @@ impl DataType {
                 )))
             }
         };
-        let name = o.get("name").and_then(Value::as_str).ok_or_else(|| {
-            Error::metadata(format!("data_type {v} has no string `name`"))
-        })?;
+        let name = o
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::metadata(format!("data_type {v} has no string `name`")))?;
         if let Some(k) = o.keys().find(|k| *k != "name" && *k != "configuration") {
             return Err(Error::metadata(format!(
                 "data_type `{name}`: unknown member `{k}`"
             )));
         }
         let config = |keys: &[&str]| -> Result<&Map<String, Value>> {
-            let c = o.get("configuration").and_then(Value::as_object).ok_or_else(|| {
-                Error::metadata(format!("data_type `{name}` needs a `configuration` object"))
-            })?;
+            let c = o
+                .get("configuration")
+                .and_then(Value::as_object)
+                .ok_or_else(|| {
+                    Error::metadata(format!("data_type `{name}` needs a `configuration` object"))
+                })?;
             for k in keys {
                 if !c.contains_key(*k) {
                     return Err(Error::metadata(format!(
@@ -278,10 +282,15 @@ impl DataType {
                         ))
                     })? as u32;
                 let t = TimeUnit {
-                    name: ["numpy.datetime64", "datetime64", "numpy.timedelta64", "timedelta64"]
-                        .into_iter()
-                        .find(|n| *n == name)
-                        .unwrap_or_default(),
+                    name: [
+                        "numpy.datetime64",
+                        "datetime64",
+                        "numpy.timedelta64",
+                        "timedelta64",
+                    ]
+                    .into_iter()
+                    .find(|n| *n == name)
+                    .unwrap_or_default(),
                     unit,
                     scale_factor,
                 };
@@ -308,7 +317,12 @@ impl DataType {
         let list = c["fields"]
             .as_array()
             .filter(|a| !a.is_empty())
-            .ok_or_else(|| bad(format!("configuration.fields must be a non-empty list, got {}", c["fields"])))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "configuration.fields must be a non-empty list, got {}",
+                    c["fields"]
+                ))
+            })?;
         let mut fields: Vec<StructField> = Vec::with_capacity(list.len());
         let mut size = 0usize;
         for f in list {
@@ -345,13 +359,21 @@ impl DataType {
             size = size
                 .checked_add(data_type.size())
                 .filter(|&s| s <= MAX_RAW_BYTES)
-                .ok_or_else(|| bad(format!("elements wider than {MAX_RAW_BYTES} bytes are not supported")))?;
+                .ok_or_else(|| {
+                    bad(format!(
+                        "elements wider than {MAX_RAW_BYTES} bytes are not supported"
+                    ))
+                })?;
             fields.push(StructField {
                 name: field_name.to_string(),
                 data_type,
             });
         }
-        let name = if name == "struct" { "struct" } else { "structured" };
+        let name = if name == "struct" {
+            "struct"
+        } else {
+            "structured"
+        };
         Ok(DataType::Struct(Arc::new(StructType { name, fields })))
     }
 
@@ -371,7 +393,8 @@ impl DataType {
     /// object form (with the name it was read with) for extension types.
     pub fn to_json(&self) -> Value {
         use DataType::*;
-        let length = |name: &str, n: &usize| json!({"name": name, "configuration": {"length_bytes": n}});
+        let length =
+            |name: &str, n: &usize| json!({"name": name, "configuration": {"length_bytes": n}});
         match self {
             RawBytes(n) => length("raw_bytes", n),
             NullTerminatedBytes(n) => length("null_terminated_bytes", n),
@@ -401,8 +424,12 @@ impl DataType {
         use DataType::*;
         match self {
             RawBits(n) => format!("r{}", n * 8),
-            RawBytes(_) | NullTerminatedBytes(_) | FixedLengthUtf32(_) | DateTime64(_)
-            | TimeDelta64(_) | Struct(_) => self.to_json().to_string(),
+            RawBytes(_)
+            | NullTerminatedBytes(_)
+            | FixedLengthUtf32(_)
+            | DateTime64(_)
+            | TimeDelta64(_)
+            | Struct(_) => self.to_json().to_string(),
             core => CORE
                 .iter()
                 .find(|(_, t)| t == core)
@@ -606,7 +633,10 @@ impl FillValue {
                 b
             }
             FixedLengthUtf32(n) => {
-                let s = value.as_str().filter(|s| s.chars().count() <= n / 4).ok_or_else(bad)?;
+                let s = value
+                    .as_str()
+                    .filter(|s| s.chars().count() <= n / 4)
+                    .ok_or_else(bad)?;
                 let mut b: Vec<u8> = s.chars().flat_map(|c| (c as u32).to_ne_bytes()).collect();
                 b.resize(*n, 0);
                 b

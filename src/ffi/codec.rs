@@ -362,7 +362,8 @@ pub unsafe extern "C" fn shard_codec_fill_value(
     })
 }
 
-/// Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
+/// Copy the Zarr v3 data type name (`"uint16"`; for an extension type such as `raw_bytes` its
+/// `zarr.json` object as compact JSON text) into `buf` as a NUL-terminated string;
 /// `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
 /// stored (a size query); a non-empty buffer too small for name and NUL gives
 /// `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,

@@ -94,7 +94,13 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<()> {
         return Ok(());
     }
     writeln!(out, "shape: {:?}", info.shape)?;
-    writeln!(out, "data_type: {}", info.data_type.as_str().map_or_else(|| info.data_type.to_string(), str::to_string))?;
+    writeln!(
+        out,
+        "data_type: {}",
+        info.data_type
+            .as_str()
+            .map_or_else(|| info.data_type.to_string(), str::to_string)
+    )?;
     writeln!(out, "fill_value: {}", info.fill_value)?;
     writeln!(
         out,
