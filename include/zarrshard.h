@@ -952,7 +952,8 @@ shard_status shard_codec_element_nbytes(const shard_codec *codec, size_t *nbytes
 shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size_t len);
 
 /**
- * Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
+ * Copy the Zarr v3 data type name (`"uint16"`; for an extension type such as `raw_bytes` its
+ * `zarr.json` object as compact JSON text) into `buf` as a NUL-terminated string;
  * `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
  * stored (a size query); a non-empty buffer too small for name and NUL gives
  * `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
