@@ -19,6 +19,9 @@ use std::sync::Arc;
 /// are held to the same bound.
 pub const MAX_RAW_BYTES: usize = 1 << 17;
 
+/// How deep structs may nest (a struct field of a struct field …).
+pub const MAX_STRUCT_DEPTH: usize = 32;
+
 /// The time units `numpy.datetime64` and `numpy.timedelta64` take (`us` and `μs` are both
 /// microseconds; each is written back as it was read).
 pub const TIME_UNITS: [&str; 15] = [
@@ -187,6 +190,12 @@ impl DataType {
     /// Parse a `data_type` as it appears in `zarr.json`: a string ([`DataType::parse`]) or an
     /// extension type's object `{"name": …, "configuration": {…}}`.
     pub fn from_json(v: &Value) -> Result<Self> {
+        Self::from_json_nested(v, 0)
+    }
+
+    /// [`DataType::from_json`] for a struct field `depth` structs deep: nesting is bounded
+    /// ([`MAX_STRUCT_DEPTH`]) so a metadata value built in code cannot exhaust the stack.
+    fn from_json_nested(v: &Value, depth: usize) -> Result<Self> {
         let o = match v {
             Value::String(s) => return Self::parse(s),
             Value::Object(o) => o,
@@ -300,7 +309,13 @@ impl DataType {
                     DataType::TimeDelta64(t)
                 }
             }
-            "structured" | "struct" => Self::parse_struct(name, config(&["fields"])?)?,
+            "structured" | "struct" if depth >= MAX_STRUCT_DEPTH => {
+                return Err(Error::metadata(format!(
+                    "data_type `{name}`: structs nested more than {MAX_STRUCT_DEPTH} deep are \
+                     not supported"
+                )))
+            }
+            "structured" | "struct" => Self::parse_struct(name, config(&["fields"])?, depth)?,
             _ if CORE.iter().any(|(n, _)| *n == name) => {
                 return Err(Error::metadata(format!(
                     "data_type {v}: a core data type is spelled as the string \"{name}\" \
@@ -312,7 +327,7 @@ impl DataType {
         })
     }
 
-    fn parse_struct(name: &str, c: &Map<String, Value>) -> Result<Self> {
+    fn parse_struct(name: &str, c: &Map<String, Value>, depth: usize) -> Result<Self> {
         let bad = |what: String| Error::metadata(format!("data_type `{name}`: {what}"));
         let list = c["fields"]
             .as_array()
@@ -352,7 +367,7 @@ impl DataType {
             if fields.iter().any(|g| g.name == field_name) {
                 return Err(bad(format!("field `{field_name}` appears twice")));
             }
-            let data_type = Self::from_json(field_type).map_err(|e| match e {
+            let data_type = Self::from_json_nested(field_type, depth + 1).map_err(|e| match e {
                 Error::InvalidMetadata(m) => bad(format!("field `{field_name}`: {m}")),
                 other => other,
             })?;

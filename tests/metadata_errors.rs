@@ -447,4 +447,14 @@ fn bad_object_form_data_types_are_refused_by_name() {
         ),
         r#"invalid metadata: fill_value "AQID" is not valid for data_type {"name":"raw_bytes","configuration":{"length_bytes":2}}"#
     );
+    // 33 structs, each the one field of the one above it.
+    let mut deep = json!("uint8");
+    for _ in 0..33 {
+        deep = json!({"name": "structured", "configuration": {"fields": [["f", deep]]}});
+    }
+    let e = bad(deep, json!("AA=="));
+    assert!(
+        e.ends_with("data_type `structured`: structs nested more than 32 deep are not supported"),
+        "{e}"
+    );
 }
