@@ -489,8 +489,7 @@ const char *shard_status_str(uint32_t status);
  * Copy the message of the last failed call on this thread into `buf` as a NUL-terminated
  * string, truncated to `len` bytes; `*written_out` receives the bytes written without the
  * NUL: at most `len - 1` bytes, cut at a UTF-8 character boundary, then the NUL. With
- * `(NULL, 0)` only the full length is stored (a size query). `written_out` may be NULL (as
- * every `*_out` that only reports a length). The message is empty
+ * `(NULL, 0)` only the full length is stored (a size query). The message is empty
  * when no call has failed on this thread. The caller owns `buf`; nothing is allocated for it.
  * Thread-safe (the message is per thread). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
  */
@@ -565,9 +564,6 @@ int32_t shard_last_io_code(void);
  * Open the array described by the Zarr v3 `zarr.json` text `json` (`json_len` bytes of UTF-8,
  * no NUL needed) over the host's `store`. Nothing is read yet. The array may be sharded or
  * not, with any supported codecs (see `shard_array_read_region` for which are read partially).
- * The text is held to the same limits as a file (`SHARD_ERR_INVALID_METADATA` past them): at
- * most 64 MiB, of which at most 1 MiB outside `attributes` (kept as text, so memory stays about
- * the text's size), and `sharding_indexed` nested at most 32 levels.
  *
  * The store table is copied; see `shard_store_callbacks` for who owns `userdata`. On success
  * `*array_out` owns a new handle; close it with `shard_array_close`. Thread-safe.
@@ -664,8 +660,7 @@ shard_status shard_array_write_region(const shard_array *array,
 
 /**
  * Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
- * NUL-terminated JSON string; `*written_out` (may be NULL) receives its length without the
- * NUL. With
+ * NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
  * `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
  * set and its NUL gives `SHARD_ERR_BUFFER_SIZE`. Every call reads each shard's index, so a
  * size query and the copy cost two reads of every index: `shard_array_refs_write` hands the
@@ -766,15 +761,12 @@ shard_status shard_array_refs_stream(const shard_array *array,
  * read (the set is never held: a batch of shards' indexes, one slab of shards and one
  * file's rows are). Each file is written to a temporary sibling and renamed, so a reader never
  * sees a partial file; a failure part way leaves the files written so far but no
- * `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read, and so
- * is the grid: the layout has one row per inner chunk, stored or not, so a grid of more than
- * 100 000 000 inner chunks is refused (`SHARD_ERR_INVALID_ARGUMENT`, nothing written; the
- * JSON sets list only stored chunks).
+ * `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read.
  *
  * Thread-safe (not while another thread writes the array, or another call writes `dir`).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
  * empty or invalid name, `record_size` 0, `dir` empty, containing NUL, or naming something
- * other than an empty directory; a grid of more than 100 000 000 inner chunks; the array not sharded, a bytes→bytes codec after sharding,
+ * other than an empty directory; the array not sharded, a bytes→bytes codec after sharding,
  * a data type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot
  * express), `SHARD_ERR_IO` (reading the array; creating or writing `dir`, with the OS error
  * number in `shard_last_io_code`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
@@ -815,20 +807,6 @@ shard_status shard_array_verify(const shard_array *array,
                                 uint64_t *problems_out);
 
 /**
- * Store in `*count_out` how many shards of the array are stored: 0 when the store holds
- * none, which an array whose path was mistyped (or that was never written) shows, and which
- * reads as all fill value exactly as a written all-fill array does. A store with `list` is
- * listed once; otherwise every position of the chunk grid is opened and asked its `size`
- * (one call each). Nothing is read. `*count_out` is written only on success.
- *
- * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
- * `SHARD_ERR_NULL_POINTER` (`array`, `count_out`), `SHARD_ERR_IO` (the store's `list`,
- * `open_object` or `size` failed), `SHARD_ERR_UNSUPPORTED` (no `list`, and an object table
- * without `size`), `SHARD_ERR_PANIC`.
- */
-shard_status shard_array_stored_shards(const shard_array *array, uint64_t *count_out);
-
-/**
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's
  * `LazyReferenceMapper` (as `zarrshard refs --format parquet` does) as objects of the host's
  * store `out`: `NAME/refs.<n>.parq` (file `n` holds the chunks numbered `n × record_size ..`
@@ -839,15 +817,14 @@ shard_status shard_array_stored_shards(const shard_array *array, uint64_t *count
  * (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
  * 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
  * whether its callbacks may run on worker threads (they are called on this thread here).
- * `name`, `record_size` and the grid (at most 100 000 000 inner chunks, as
- * `shard_array_refs_parquet_dir`) are checked before any shard is read. The objects are written as
+ * `name` and `record_size` are checked before any shard is read. The objects are written as
  * the shards are read, never holding the set (as `shard_array_refs_parquet_dir`); a failure
  * part way leaves the objects written so far but no `.zmetadata`.
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
- * empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, a
- * grid of more than 100 000 000 inner chunks, the array not sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
+ * empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, the array not
+ * sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
  * `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
  * the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
  * `SHARD_ERR_UNSUPPORTED` (an object table of `out` without `write`, or without `truncate`
@@ -863,11 +840,10 @@ shard_status shard_array_refs_parquet(const shard_array *array,
 
 /**
  * Build a codec from a Zarr v3 array `zarr.json` (`json`, `json_len` bytes of UTF-8, no NUL
- * needed), within the limits `shard_array_open` states (64 MiB, 1 MiB outside `attributes`,
- * sharding nested at most 32 levels). The array's `codecs` must contain `sharding_indexed`
- * as the array→bytes codec and no bytes→bytes codec after it (inner chunks could not be read
- * one by one). With array→array codecs (e.g. `transpose`) before it, inner chunk coordinates
- * and contents are those the sharding codec sees.
+ * needed). The array's `codecs` must contain `sharding_indexed` as the array→bytes codec and
+ * no bytes→bytes codec after it (inner chunks could not be read one by one). With array→array
+ * codecs (e.g. `transpose`) before it, inner chunk coordinates and contents are those the
+ * sharding codec sees.
  *
  * On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8),
@@ -881,14 +857,12 @@ shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard
  * Build a codec from a bare `sharding_indexed` configuration object (`config_json`: the value
  * of `"configuration"`), a data type name (`"uint16"`, `"float32"`, `"r24"`, …), the shard
  * shape (`rank` values) and the fill value as JSON (`"0"`, `"\"NaN\""`, `"[1.0, 0.0]"`).
- * String arguments are pointer + length, UTF-8, no NUL needed. The JSON texts may have at
- * most 1 MiB each, and `sharding_indexed` nest at most 32 levels (this one counts as 1).
+ * String arguments are pointer + length, UTF-8, no NUL needed.
  *
  * On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (a string
  * argument is not UTF-8), `SHARD_ERR_INVALID_METADATA` (malformed JSON, unknown data type,
- * a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`, past the
- * limits),
+ * a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`),
  * `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_from_config(const char *config_json,
@@ -978,9 +952,10 @@ shard_status shard_codec_element_nbytes(const shard_codec *codec, size_t *nbytes
 shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size_t len);
 
 /**
- * Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
- * `*written_out` (may be NULL) receives its length without the NUL. With `(NULL, 0)` only the
- * length is stored (a size query); a non-empty buffer too small for name and NUL gives
+ * Copy the Zarr v3 data type name (`"uint16"`; for an extension type such as `raw_bytes` its
+ * `zarr.json` object as compact JSON text) into `buf` as a NUL-terminated string;
+ * `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
+ * stored (a size query); a non-empty buffer too small for name and NUL gives
  * `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
  * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
  */
@@ -1005,8 +980,8 @@ shard_status shard_codec_grid_shape(const shard_codec *codec, uint64_t *shape_ou
 
 /**
  * Copy the storage key of the shard at grid coordinates `coords` (`rank` values), e.g.
- * `"c/0/1"`, into `buf` as a NUL-terminated string; `*written_out` (may be NULL) receives its
- * length without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
+ * `"c/0/1"`, into `buf` as a NUL-terminated string; `*written_out` receives its length
+ * without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
  * for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
  * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
  * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
@@ -1105,8 +1080,8 @@ shard_status shard_read_chunks(const shard_handle *shard,
                                size_t len);
 
 /**
- * Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out` (may
- * be NULL) receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
+ * Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out`
+ * receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
  * the index, without reading (a size query); otherwise `len` must be at least that size. Both
  * hold the size to the memory limit (`shard_set_memory_limit`): where the object's size is
  * unknown (no `size` callback, index at the start) nothing else bounds an index entry, and a

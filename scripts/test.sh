@@ -43,6 +43,9 @@ import_status=${PIPESTATUS[0]}
 echo "== interop: zarrshard repack rewrites (shard shape; inner codecs + index location; unsharded arrays), zarr-python, tensorstore and zarrs read; zarrshard get"
 "$PY" tests/interop/check_repack.py "$FIX" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/repack.log"
 repack_status=${PIPESTATUS[0]}
+echo "== interop: data types zarr-python writes in object form (raw_bytes, null_terminated_bytes, fixed_length_utf32, numpy.datetime64/timedelta64, structured): export, import, repack; vlen string refused"
+"$PY" tests/interop/check_dtypes.py "$REPO/target/tmp/dtypes-interop" "$REPO/target/release/zarrshard" 2>&1 | tee "$LOG/dtypes.log"
+dtypes_status=${PIPESTATUS[0]}
 echo "== regions: zarrshard's region writes (tests/region.rs), zarr-python, tensorstore and zarrs read"
 "$PY" tests/interop/check_region.py "$REPO/target/tmp/region-interop" 2>&1 | tee "$LOG/region.log"
 region_status=${PIPESTATUS[0]}
@@ -78,9 +81,9 @@ set -e
 
 # One closing line over everything that ran.
 # Count each runner once: cargo's "test result:" lines, and each other suite's closing line.
-closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/repack.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG/tsan.log" "$LOG/fuzz.log" "$LOG/miri.log" "$LOG"/bind-*.log; }
+closing() { grep -hE '^[0-9]+ passed, [0-9]+ failed$' "$LOG/interop.log" "$LOG/import.log" "$LOG/repack.log" "$LOG/dtypes.log" "$LOG/region.log" "$LOG/refs.log" "$LOG/legacy.log" "$LOG/c.log" "$LOG/tsan.log" "$LOG/fuzz.log" "$LOG/miri.log" "$LOG"/bind-*.log; }
 results=$( (grep -hoE '^test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$LOG/cargo.log"; closing) )
 passed=$(echo "$results" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(echo "$results" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "all: $passed passed, $failed failed"
-[ "$cargo_status" -eq 0 ] && [ "$doc_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$miri_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$cargo_status" -eq 0 ] && [ "$doc_status" -eq 0 ] && [ "$export_status" -eq 0 ] && [ "$import_status" -eq 0 ] && [ "$repack_status" -eq 0 ] && [ "$dtypes_status" -eq 0 ] && [ "$region_status" -eq 0 ] && [ "$refs_status" -eq 0 ] && [ "$legacy_status" -eq 0 ] && [ "$c_status" -eq 0 ] && [ "$tsan_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$miri_status" -eq 0 ] && [ "$bind_status" -eq 0 ] && [ "$failed" -eq 0 ]

@@ -460,7 +460,7 @@ impl<S: Store> Array<S> {
                     elem,
                 );
             }
-            raw_order(&mut slab, meta.data_type);
+            raw_order(&mut slab, &meta.data_type);
             out.write_all(&slab)?;
         }
         Ok(())
@@ -503,7 +503,7 @@ impl<S: Store> Array<S> {
                     "the input is shorter than the array's {total} bytes"
                 )));
             }
-            raw_order(slab, meta.data_type);
+            raw_order(slab, &meta.data_type);
             Ok::<_, Error>(())
         };
         // The slab's shards are cut out, encoded and written in parallel.
@@ -1002,7 +1002,7 @@ fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
 fn slab_len(shape: &[u64], meta: &ArrayMetadata) -> Result<usize> {
     let repr = crate::codec::ChunkRepr {
         shape: shape.to_vec(),
-        dtype: meta.data_type,
+        dtype: meta.data_type.clone(),
         fill_value: meta.fill_value.clone(),
     };
     crate::limits::buffer_len(
@@ -1020,13 +1020,13 @@ struct ShardPlace {
 
 /// Native ↔ raw export order, in place (little-endian; a swap on big-endian machines, its own
 /// inverse), bools normalised to 0/1: turns decoded chunk bytes into the export format.
-pub fn raw_order(data: &mut [u8], dtype: crate::dtype::DataType) {
-    if dtype == crate::dtype::DataType::Bool {
+pub fn raw_order(data: &mut [u8], dtype: &crate::dtype::DataType) {
+    if *dtype == crate::dtype::DataType::Bool {
         for b in data.iter_mut() {
             *b = (*b != 0) as u8;
         }
     }
     if cfg!(target_endian = "big") {
-        crate::codec::bytes::swap_in_place(data, dtype.swap_unit());
+        dtype.swap(data);
     }
 }

@@ -1,18 +1,93 @@
 //! Zarr v3 data types and fill values.
 //!
-//! In memory an element is stored in the machine's native byte order; the `bytes` codec
-//! converts to and from the stored order. A fill value is kept as the bytes of one element.
+//! In memory an element is stored in the machine's native byte order (each field of a struct,
+//! each code unit of a UTF-32 string); the `bytes` codec converts to and from the stored order.
+//! A fill value is kept as the bytes of one element. Besides the core types (spelled as
+//! strings), the fixed-size extension types zarr-python writes are read and written in their
+//! object form: `raw_bytes`, `null_terminated_bytes`, `fixed_length_utf32`,
+//! `numpy.datetime64` / `numpy.timedelta64`, and `structured` / `struct`. Variable-length types
+//! (`string`, `bytes`) have no fixed element size, which the engine needs; they are refused by
+//! name.
 
 use crate::error::{Error, Result};
-use serde_json::Value;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// The widest raw-bits type accepted, in bytes: `r1048576` (128 KiB per element). The spec
 /// sets no bound; without one a metadata document could size a single element (its fill value,
-/// every chunk's element stride) past any buffer.
+/// every chunk's element stride) past any buffer. Extension types (raw bytes, strings, structs)
+/// are held to the same bound.
 pub const MAX_RAW_BYTES: usize = 1 << 17;
 
-/// A Zarr v3 `data_type`.
+/// How deep structs may nest (a struct field of a struct field …).
+pub const MAX_STRUCT_DEPTH: usize = 32;
+
+/// The time units `numpy.datetime64` and `numpy.timedelta64` take (`us` and `μs` are both
+/// microseconds; each is written back as it was read).
+pub const TIME_UNITS: [&str; 15] = [
+    "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic",
+];
+
+/// The configuration of a `numpy.datetime64` or `numpy.timedelta64` data type: an element is
+/// a signed 64-bit count of `scale_factor` × `unit` (`i64::MIN` is NaT, "not a time").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimeUnit {
+    /// The data type's name as read: `numpy.datetime64` / `numpy.timedelta64` (what
+    /// zarr-python writes) or `datetime64` / `timedelta64`.
+    pub name: &'static str,
+    /// One of [`TIME_UNITS`].
+    pub unit: &'static str,
+    /// In `1..=2147483647`.
+    pub scale_factor: u32,
+}
+
+/// One field of a struct data type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructField {
+    /// The field's name (non-empty, unique within its struct).
+    pub name: String,
+    /// The field's data type (fixed-size; a struct may nest).
+    pub data_type: DataType,
+}
+
+/// A struct data type: fields packed in order, no padding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructType {
+    /// `"structured"` (zarr-python 3.1: fields as `[name, data_type]` pairs, fill value as
+    /// base64 of the element's bytes) or `"struct"` (zarr-extensions: fields as
+    /// `{"name", "data_type"}` objects, fill value as an object of field values).
+    pub name: &'static str,
+    /// The fields, in storage order.
+    pub fields: Vec<StructField>,
+}
+
+impl StructType {
+    /// Bytes per element: the sum of the fields' sizes.
+    pub fn size(&self) -> usize {
+        self.fields.iter().map(|f| f.data_type.size()).sum()
+    }
+
+    /// `(offset, width)` within an element of each multi-byte unit that a change of byte order
+    /// reverses, in order.
+    fn swap_units(&self, base: usize, out: &mut Vec<(usize, usize)>) {
+        let mut offset = base;
+        for f in &self.fields {
+            match &f.data_type {
+                DataType::Struct(s) => s.swap_units(offset, out),
+                t => {
+                    let unit = t.swap_unit();
+                    if unit > 1 {
+                        out.extend((0..t.size() / unit).map(|i| (offset + i * unit, unit)));
+                    }
+                }
+            }
+            offset += f.data_type.size();
+        }
+    }
+}
+
+/// A Zarr v3 `data_type`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum DataType {
     /// `bool`: one byte, 0 or 1.
     Bool,
@@ -44,36 +119,277 @@ pub enum DataType {
     Complex128,
     /// `r<N>`: N raw bits, N a positive multiple of 8. Never byte-swapped.
     RawBits(usize),
+    /// `{"name": "raw_bytes", "configuration": {"length_bytes": N}}`: N opaque bytes (numpy
+    /// `V<N>`). Never byte-swapped; the fill value is base64.
+    RawBytes(usize),
+    /// `{"name": "null_terminated_bytes", "configuration": {"length_bytes": N}}`: a byte string
+    /// of at most N bytes, padded with zero bytes (numpy `S<N>`). Never byte-swapped; the fill
+    /// value is base64 of the string without its padding.
+    NullTerminatedBytes(usize),
+    /// `{"name": "fixed_length_utf32", "configuration": {"length_bytes": N}}`: N/4 UTF-32 code
+    /// units padded with zeros (numpy `U<N/4>`). Each code unit is byte-swapped; the fill value
+    /// is a JSON string.
+    FixedLengthUtf32(usize),
+    /// `{"name": "numpy.datetime64", "configuration": {"unit", "scale_factor"}}`: an `int64`
+    /// count of units since the Unix epoch. The fill value is an integer or `"NaT"`.
+    DateTime64(TimeUnit),
+    /// `{"name": "numpy.timedelta64", "configuration": {"unit", "scale_factor"}}`: an `int64`
+    /// count of units. The fill value is an integer or `"NaT"`.
+    TimeDelta64(TimeUnit),
+    /// `{"name": "structured" | "struct", "configuration": {"fields": [...]}}`: named fields
+    /// packed in order; each multi-byte field is byte-swapped on its own.
+    Struct(Arc<StructType>),
 }
 
+/// Core data types' names (spelled as JSON strings).
+const CORE: [(&str, DataType); 14] = [
+    ("bool", DataType::Bool),
+    ("int8", DataType::Int8),
+    ("int16", DataType::Int16),
+    ("int32", DataType::Int32),
+    ("int64", DataType::Int64),
+    ("uint8", DataType::UInt8),
+    ("uint16", DataType::UInt16),
+    ("uint32", DataType::UInt32),
+    ("uint64", DataType::UInt64),
+    ("float16", DataType::Float16),
+    ("float32", DataType::Float32),
+    ("float64", DataType::Float64),
+    ("complex64", DataType::Complex64),
+    ("complex128", DataType::Complex128),
+];
+
+/// Variable-length data types zarr-python writes, and the codec it stores each with.
+const VARIABLE_LENGTH: [(&str, &str); 4] = [
+    ("string", "vlen-utf8"),
+    ("variable_length_utf8", "vlen-utf8"),
+    ("bytes", "vlen-bytes"),
+    ("variable_length_bytes", "vlen-bytes"),
+];
+
 impl DataType {
-    /// Parse a `data_type` name such as `uint16` or `r24`.
+    /// Parse a `data_type` name such as `uint16` or `r24` (the string spelling).
     pub fn parse(name: &str) -> Result<Self> {
-        use DataType::*;
-        Ok(match name {
-            "bool" => Bool,
-            "int8" => Int8,
-            "int16" => Int16,
-            "int32" => Int32,
-            "int64" => Int64,
-            "uint8" => UInt8,
-            "uint16" => UInt16,
-            "uint32" => UInt32,
-            "uint64" => UInt64,
-            "float16" => Float16,
-            "float32" => Float32,
-            "float64" => Float64,
-            "complex64" => Complex64,
-            "complex128" => Complex128,
-            _ => {
-                let bits = name
-                    .strip_prefix('r')
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .filter(|&n| n > 0 && n % 8 == 0)
-                    .ok_or_else(|| Error::metadata(format!("unknown data_type `{name}`")))?;
-                Self::raw_bytes(bits / 8, name)?
+        if let Some((_, t)) = CORE.iter().find(|(n, _)| *n == name) {
+            return Ok(t.clone());
+        }
+        if let Some((_, codec)) = VARIABLE_LENGTH.iter().find(|(n, _)| *n == name) {
+            return Err(Error::metadata(format!(
+                "data_type `{name}` is variable-length (stored with the `{codec}` codec); \
+                 zarrshard reads and writes only fixed-size data types"
+            )));
+        }
+        let bits = name
+            .strip_prefix('r')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0 && n % 8 == 0)
+            .ok_or_else(|| Error::metadata(format!("unknown data_type `{name}`")))?;
+        Self::raw_bytes(bits / 8, name)
+    }
+
+    /// Parse a `data_type` as it appears in `zarr.json`: a string ([`DataType::parse`]) or an
+    /// extension type's object `{"name": …, "configuration": {…}}`.
+    pub fn from_json(v: &Value) -> Result<Self> {
+        Self::from_json_nested(v, 0)
+    }
+
+    /// [`DataType::from_json`] for a struct field `depth` structs deep: nesting is bounded
+    /// ([`MAX_STRUCT_DEPTH`]) so a metadata value built in code cannot exhaust the stack.
+    fn from_json_nested(v: &Value, depth: usize) -> Result<Self> {
+        let o = match v {
+            Value::String(s) => return Self::parse(s),
+            Value::Object(o) => o,
+            other => {
+                return Err(Error::metadata(format!(
+                    "data_type must be a string or an object, got {other}"
+                )))
             }
+        };
+        let name = o
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::metadata(format!("data_type {v} has no string `name`")))?;
+        if let Some(k) = o.keys().find(|k| *k != "name" && *k != "configuration") {
+            return Err(Error::metadata(format!(
+                "data_type `{name}`: unknown member `{k}`"
+            )));
+        }
+        let config = |keys: &[&str]| -> Result<&Map<String, Value>> {
+            let c = o
+                .get("configuration")
+                .and_then(Value::as_object)
+                .ok_or_else(|| {
+                    Error::metadata(format!("data_type `{name}` needs a `configuration` object"))
+                })?;
+            for k in keys {
+                if !c.contains_key(*k) {
+                    return Err(Error::metadata(format!(
+                        "data_type `{name}`: configuration.{k} is required"
+                    )));
+                }
+            }
+            if let Some(k) = c.keys().find(|k| !keys.contains(&k.as_str())) {
+                return Err(Error::metadata(format!(
+                    "data_type `{name}`: unknown configuration member `{k}`"
+                )));
+            }
+            Ok(c)
+        };
+        let length = || -> Result<usize> {
+            let c = config(&["length_bytes"])?;
+            let n = c["length_bytes"]
+                .as_u64()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    Error::metadata(format!(
+                        "data_type `{name}`: configuration.length_bytes must be a positive \
+                         integer, got {}",
+                        c["length_bytes"]
+                    ))
+                })?;
+            match usize::try_from(n) {
+                Ok(n) if n <= MAX_RAW_BYTES => Ok(n),
+                _ => Err(Error::metadata(format!(
+                    "data_type `{name}`: elements wider than {MAX_RAW_BYTES} bytes are not \
+                     supported (length_bytes {n})"
+                ))),
+            }
+        };
+        Ok(match name {
+            "raw_bytes" => DataType::RawBytes(length()?),
+            "null_terminated_bytes" => DataType::NullTerminatedBytes(length()?),
+            "fixed_length_utf32" => {
+                let n = length()?;
+                if n % 4 != 0 {
+                    return Err(Error::metadata(format!(
+                        "data_type `{name}`: configuration.length_bytes must be a multiple of \
+                         4, got {n}"
+                    )));
+                }
+                DataType::FixedLengthUtf32(n)
+            }
+            "numpy.datetime64" | "datetime64" | "numpy.timedelta64" | "timedelta64" => {
+                let c = config(&["unit", "scale_factor"])?;
+                let unit = c["unit"]
+                    .as_str()
+                    .and_then(|u| TIME_UNITS.iter().find(|t| **t == u))
+                    .ok_or_else(|| {
+                        Error::metadata(format!(
+                            "data_type `{name}`: configuration.unit must be one of {}, got {}",
+                            TIME_UNITS.join(", "),
+                            c["unit"]
+                        ))
+                    })?;
+                let scale_factor = c["scale_factor"]
+                    .as_u64()
+                    .filter(|s| (1..=i32::MAX as u64).contains(s))
+                    .ok_or_else(|| {
+                        Error::metadata(format!(
+                            "data_type `{name}`: configuration.scale_factor must be an integer \
+                             in 1..=2147483647, got {}",
+                            c["scale_factor"]
+                        ))
+                    })? as u32;
+                let t = TimeUnit {
+                    name: [
+                        "numpy.datetime64",
+                        "datetime64",
+                        "numpy.timedelta64",
+                        "timedelta64",
+                    ]
+                    .into_iter()
+                    .find(|n| *n == name)
+                    .unwrap_or_default(),
+                    unit,
+                    scale_factor,
+                };
+                if name.ends_with("datetime64") {
+                    DataType::DateTime64(t)
+                } else {
+                    DataType::TimeDelta64(t)
+                }
+            }
+            "structured" | "struct" if depth >= MAX_STRUCT_DEPTH => {
+                return Err(Error::metadata(format!(
+                    "data_type `{name}`: structs nested more than {MAX_STRUCT_DEPTH} deep are \
+                     not supported"
+                )))
+            }
+            "structured" | "struct" => Self::parse_struct(name, config(&["fields"])?, depth)?,
+            _ if CORE.iter().any(|(n, _)| *n == name) => {
+                return Err(Error::metadata(format!(
+                    "data_type {v}: a core data type is spelled as the string \"{name}\" \
+                     (Zarr v3 core)"
+                )))
+            }
+            _ if VARIABLE_LENGTH.iter().any(|(n, _)| *n == name) => return Self::parse(name),
+            _ => return Err(Error::metadata(format!("unknown data_type `{name}`"))),
         })
+    }
+
+    fn parse_struct(name: &str, c: &Map<String, Value>, depth: usize) -> Result<Self> {
+        let bad = |what: String| Error::metadata(format!("data_type `{name}`: {what}"));
+        let list = c["fields"]
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| {
+                bad(format!(
+                    "configuration.fields must be a non-empty list, got {}",
+                    c["fields"]
+                ))
+            })?;
+        let mut fields: Vec<StructField> = Vec::with_capacity(list.len());
+        let mut size = 0usize;
+        for f in list {
+            // `structured` spells a field `[name, data_type]`; `struct` `{"name", "data_type"}`.
+            let (field_name, field_type) = match (name, f) {
+                ("structured", Value::Array(pair)) if pair.len() == 2 => (&pair[0], &pair[1]),
+                ("struct", Value::Object(o))
+                    if o.len() == 2 && o.contains_key("name") && o.contains_key("data_type") =>
+                {
+                    (&o["name"], &o["data_type"])
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "field {f} is not {}",
+                        if name == "struct" {
+                            "an object {\"name\", \"data_type\"}"
+                        } else {
+                            "a pair [name, data_type]"
+                        }
+                    )))
+                }
+            };
+            let field_name = field_name
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| bad(format!("field name {field_name} is not a non-empty string")))?;
+            if fields.iter().any(|g| g.name == field_name) {
+                return Err(bad(format!("field `{field_name}` appears twice")));
+            }
+            let data_type = Self::from_json_nested(field_type, depth + 1).map_err(|e| match e {
+                Error::InvalidMetadata(m) => bad(format!("field `{field_name}`: {m}")),
+                other => other,
+            })?;
+            size = size
+                .checked_add(data_type.size())
+                .filter(|&s| s <= MAX_RAW_BYTES)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "elements wider than {MAX_RAW_BYTES} bytes are not supported"
+                    ))
+                })?;
+            fields.push(StructField {
+                name: field_name.to_string(),
+                data_type,
+            });
+        }
+        let name = if name == "struct" {
+            "struct"
+        } else {
+            "structured"
+        };
+        Ok(DataType::Struct(Arc::new(StructType { name, fields })))
     }
 
     /// Raw bits of `bytes` bytes per element (`r<8·bytes>`, or a v2 `|V<bytes>`), spelled
@@ -88,25 +404,52 @@ impl DataType {
         }
     }
 
-    /// The Zarr v3 name.
+    /// The `data_type` as `zarr.json` spells it: a string for the core types and raw bits, the
+    /// object form (with the name it was read with) for extension types.
+    pub fn to_json(&self) -> Value {
+        use DataType::*;
+        let length =
+            |name: &str, n: &usize| json!({"name": name, "configuration": {"length_bytes": n}});
+        match self {
+            RawBytes(n) => length("raw_bytes", n),
+            NullTerminatedBytes(n) => length("null_terminated_bytes", n),
+            FixedLengthUtf32(n) => length("fixed_length_utf32", n),
+            DateTime64(t) | TimeDelta64(t) => json!({
+                "name": t.name,
+                "configuration": {"unit": t.unit, "scale_factor": t.scale_factor}
+            }),
+            Struct(s) => {
+                let fields: Vec<Value> = s
+                    .fields
+                    .iter()
+                    .map(|f| match s.name {
+                        "struct" => json!({"name": f.name, "data_type": f.data_type.to_json()}),
+                        _ => json!([f.name, f.data_type.to_json()]),
+                    })
+                    .collect();
+                json!({"name": s.name, "configuration": {"fields": fields}})
+            }
+            other => other.name().into(),
+        }
+    }
+
+    /// The Zarr v3 name: the string for core types and raw bits, the compact JSON text of the
+    /// object for extension types (as in error messages and `zarrshard info`).
     pub fn name(&self) -> String {
         use DataType::*;
         match self {
-            Bool => "bool".into(),
-            Int8 => "int8".into(),
-            Int16 => "int16".into(),
-            Int32 => "int32".into(),
-            Int64 => "int64".into(),
-            UInt8 => "uint8".into(),
-            UInt16 => "uint16".into(),
-            UInt32 => "uint32".into(),
-            UInt64 => "uint64".into(),
-            Float16 => "float16".into(),
-            Float32 => "float32".into(),
-            Float64 => "float64".into(),
-            Complex64 => "complex64".into(),
-            Complex128 => "complex128".into(),
             RawBits(n) => format!("r{}", n * 8),
+            RawBytes(_)
+            | NullTerminatedBytes(_)
+            | FixedLengthUtf32(_)
+            | DateTime64(_)
+            | TimeDelta64(_)
+            | Struct(_) => self.to_json().to_string(),
+            core => CORE
+                .iter()
+                .find(|(_, t)| t == core)
+                .map(|(n, _)| n.to_string())
+                .unwrap_or_default(),
         }
     }
 
@@ -117,20 +460,51 @@ impl DataType {
             Bool | Int8 | UInt8 => 1,
             Int16 | UInt16 | Float16 => 2,
             Int32 | UInt32 | Float32 => 4,
-            Int64 | UInt64 | Float64 | Complex64 => 8,
+            Int64 | UInt64 | Float64 | Complex64 | DateTime64(_) | TimeDelta64(_) => 8,
             Complex128 => 16,
-            RawBits(n) => *n,
+            RawBits(n) | RawBytes(n) | NullTerminatedBytes(n) | FixedLengthUtf32(n) => *n,
+            Struct(s) => s.size(),
         }
     }
 
     /// Size of the unit that is byte-swapped when converting endianness: the element itself,
-    /// each half of a complex number, and 1 (no swap) for single bytes and raw bits.
+    /// each half of a complex number, each UTF-32 code unit, and 1 (no swap) for single bytes,
+    /// raw bits and byte strings. A struct swaps each field on its own ([`DataType::swap`]);
+    /// its unit here is its widest field's (1 when no field has a byte order).
     pub fn swap_unit(&self) -> usize {
         match self {
             DataType::Complex64 => 4,
             DataType::Complex128 => 8,
-            DataType::RawBits(_) => 1,
+            DataType::FixedLengthUtf32(_) => 4,
+            DataType::RawBits(_) | DataType::RawBytes(_) | DataType::NullTerminatedBytes(_) => 1,
+            DataType::Struct(s) => s
+                .fields
+                .iter()
+                .map(|f| f.data_type.swap_unit())
+                .max()
+                .unwrap_or(1),
             other => other.size(),
+        }
+    }
+
+    /// Reverse the byte order of every element of `data` (a whole number of elements): each
+    /// [`DataType::swap_unit`]-byte unit, and each field of a struct on its own. Its own inverse.
+    pub fn swap(&self, data: &mut [u8]) {
+        match self {
+            DataType::Struct(s) => {
+                let mut units = Vec::new();
+                s.swap_units(0, &mut units);
+                let size = s.size();
+                if units.is_empty() || size == 0 {
+                    return;
+                }
+                for element in data.chunks_exact_mut(size) {
+                    for &(offset, width) in &units {
+                        element[offset..offset + width].reverse();
+                    }
+                }
+            }
+            other => crate::codec::bytes::swap_in_place(data, other.swap_unit()),
         }
     }
 }
@@ -175,15 +549,17 @@ impl FillValue {
     }
 
     /// All-zero fill value of `dtype`.
-    pub fn zero(dtype: DataType) -> Self {
+    pub fn zero(dtype: &DataType) -> Self {
         FillValue(vec![0; dtype.size()])
     }
 
     /// Parse a `fill_value` in any spelling the Zarr v3 core spec allows for `dtype`:
     /// booleans; integers; floats as numbers, `"NaN"`, `"Infinity"`, `"-Infinity"` or
     /// `"0x…"` (the raw IEEE bits, big-endian hex); complex as `[re, im]`; raw bits as an
-    /// array of byte values (or `"0x…"`).
-    pub fn parse(value: &Value, dtype: DataType) -> Result<Self> {
+    /// array of byte values (or `"0x…"`); and for the extension types what zarr-python writes:
+    /// raw bytes, byte strings and `structured` elements as base64, UTF-32 strings as a JSON
+    /// string, times as an integer or `"NaT"`, `struct` elements as an object of field values.
+    pub fn parse(value: &Value, dtype: &DataType) -> Result<Self> {
         let bad = || {
             Error::metadata(format!(
                 "fill_value {value} is not valid for data_type {}",
@@ -233,7 +609,7 @@ impl FillValue {
                 let parts = value.as_array().filter(|a| a.len() == 2).ok_or_else(bad)?;
                 let mut out = Vec::with_capacity(dtype.size());
                 for part in parts {
-                    let b = if dtype == Complex64 {
+                    let b = if *dtype == Complex64 {
                         float32_bytes(part)
                     } else {
                         float64_bytes(part)
@@ -243,17 +619,79 @@ impl FillValue {
                 out
             }
             RawBits(n) => match value {
-                Value::Array(items) if items.len() == n => items
+                Value::Array(items) if items.len() == *n => items
                     .iter()
                     .map(|v| v.as_u64().filter(|&b| b <= 255).map(|b| b as u8))
                     .collect::<Option<Vec<u8>>>()
                     .ok_or_else(bad)?,
                 Value::String(s) => {
                     let bytes = parse_hex(s).ok_or_else(bad)?;
-                    if bytes.len() != n {
+                    if bytes.len() != *n {
                         return Err(bad());
                     }
                     bytes
+                }
+                _ => return Err(bad()),
+            },
+            RawBytes(n) => value
+                .as_str()
+                .and_then(base64_decode)
+                .filter(|b| b.len() == *n)
+                .ok_or_else(bad)?,
+            NullTerminatedBytes(n) => {
+                let mut b = value
+                    .as_str()
+                    .and_then(base64_decode)
+                    .filter(|b| b.len() <= *n)
+                    .ok_or_else(bad)?;
+                b.resize(*n, 0);
+                b
+            }
+            FixedLengthUtf32(n) => {
+                let s = value
+                    .as_str()
+                    .filter(|s| s.chars().count() <= n / 4)
+                    .ok_or_else(bad)?;
+                let mut b: Vec<u8> = s.chars().flat_map(|c| (c as u32).to_ne_bytes()).collect();
+                b.resize(*n, 0);
+                b
+            }
+            DateTime64(_) | TimeDelta64(_) => {
+                let v = match value {
+                    Value::String(s) if s == "NaT" => i64::MIN,
+                    _ => value.as_i64().ok_or_else(bad)?,
+                };
+                v.to_ne_bytes().to_vec()
+            }
+            Struct(s) => match value {
+                // zarr-python's `structured`: the element's bytes, each field little-endian.
+                Value::String(text) => {
+                    let mut b = base64_decode(text)
+                        .filter(|b| b.len() == s.size())
+                        .ok_or_else(bad)?;
+                    if cfg!(target_endian = "big") {
+                        dtype.swap(&mut b);
+                    }
+                    b
+                }
+                Value::Object(o) => {
+                    if let Some(k) = o.keys().find(|k| !s.fields.iter().any(|f| &f.name == *k)) {
+                        return Err(Error::metadata(format!(
+                            "fill_value {value}: data_type {} has no field `{k}`",
+                            dtype.name()
+                        )));
+                    }
+                    let mut b = Vec::with_capacity(s.size());
+                    for f in &s.fields {
+                        let v = o.get(&f.name).ok_or_else(|| {
+                            Error::metadata(format!(
+                                "fill_value {value} has no value for field `{}`",
+                                f.name
+                            ))
+                        })?;
+                        b.extend(FillValue::parse(v, &f.data_type)?.0);
+                    }
+                    b
                 }
                 _ => return Err(bad()),
             },
@@ -266,7 +704,7 @@ impl FillValue {
     /// float32 `0x7fc00000`, float64 `0x7ff8000000000000`, as zarr-python and zarrs write);
     /// any other NaN is written as its bits, `"0x…"` (big-endian hex), so it parses back to the
     /// same bits. Complex numbers are written component by component the same way.
-    pub fn to_json(&self, dtype: DataType) -> Value {
+    pub fn to_json(&self, dtype: &DataType) -> Value {
         use DataType::*;
         let b = &self.0;
         // `f` is the value, `bits` its `size`-byte IEEE bits, `canonical_nan` the bits "NaN" means.
@@ -310,6 +748,49 @@ impl FillValue {
             Complex64 => Value::Array(vec![f32_at(0), f32_at(4)]),
             Complex128 => Value::Array(vec![f64_at(0), f64_at(8)]),
             RawBits(_) => Value::Array(b.iter().map(|&x| x.into()).collect()),
+            RawBytes(_) => base64_encode(b).into(),
+            // numpy drops a byte string's trailing zero bytes (its padding).
+            NullTerminatedBytes(_) => {
+                let end = b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+                base64_encode(&b[..end]).into()
+            }
+            FixedLengthUtf32(_) => {
+                let mut units: Vec<u32> = b
+                    .chunks_exact(4)
+                    .map(|u| u32::from_ne_bytes(u.try_into().unwrap()))
+                    .collect();
+                while units.last() == Some(&0) {
+                    units.pop();
+                }
+                // A unit that is no character cannot be spelled; validation reports it.
+                units
+                    .iter()
+                    .map(|&u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
+                    .collect::<String>()
+                    .into()
+            }
+            // NaT is written as the integer -2^63, as zarr-python writes it.
+            DateTime64(_) | TimeDelta64(_) => i64::from_ne_bytes(b[..8].try_into().unwrap()).into(),
+            Struct(s) if s.name == "struct" => {
+                let mut o = Map::new();
+                let mut offset = 0;
+                for f in &s.fields {
+                    let size = f.data_type.size();
+                    let field = FillValue(b[offset..offset + size].to_vec());
+                    o.insert(f.name.clone(), field.to_json(&f.data_type));
+                    offset += size;
+                }
+                Value::Object(o)
+            }
+            // `structured`: base64 of the element with each field little-endian (zarr-python
+            // 3.1 reads no other spelling).
+            Struct(_) => {
+                let mut le = b.clone();
+                if cfg!(target_endian = "big") {
+                    dtype.swap(&mut le);
+                }
+                base64_encode(&le).into()
+            }
         }
     }
 }
@@ -422,6 +903,24 @@ fn float64_bytes(value: &Value) -> Option<Vec<u8>> {
     })
 }
 
+/// Standard base64 (RFC 4648 §4; the `=` padding may be left out, as some writers do);
+/// `None` when `text` is not base64.
+pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::engine::{general_purpose, DecodePaddingMode, GeneralPurpose};
+    use base64::Engine;
+    const LENIENT_PADDING: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        general_purpose::PAD.with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    LENIENT_PADDING.decode(text).ok()
+}
+
+/// Standard base64 with padding, as Python's `base64.b64encode` writes it.
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// `"0x0a0b"` → `[0x0a, 0x0b]` (big-endian, as the spec writes raw bits).
 fn parse_hex(s: &str) -> Option<Vec<u8>> {
     let hex = s.strip_prefix("0x")?;
@@ -440,7 +939,7 @@ mod tests {
     use serde_json::json;
 
     fn fv(v: Value, t: &str) -> Result<Vec<u8>> {
-        FillValue::parse(&v, DataType::parse(t)?).map(|f| f.0)
+        FillValue::parse(&v, &DataType::parse(t)?).map(|f| f.0)
     }
 
     #[test]

@@ -849,7 +849,7 @@ mod tests {
         let repr = ChunkRepr {
             shape: vec![32, 48],
             dtype: DataType::UInt16,
-            fill_value: FillValue::zero(DataType::UInt16),
+            fill_value: FillValue::zero(&DataType::UInt16),
         };
         let chunk: Vec<u8> = (0..32 * 48u32)
             .flat_map(|i| ((i * 7 + i / 48 * 300) as u16).to_ne_bytes())

@@ -118,7 +118,7 @@ pub fn v3_to_numcodecs(codec: &BytesToBytes) -> Value {
 
 /// The reverse of [`parse_typestr`]: the numpy type string of `dtype` stored in `endian`
 /// order (`<u2`, `>f8`, `|b1`). Raw bits (`r<N>`) have no spelling the v2 readers agree on.
-pub fn typestr(dtype: DataType, endian: Option<Endian>) -> Result<String> {
+pub fn typestr(dtype: &DataType, endian: Option<Endian>) -> Result<String> {
     let body = match dtype {
         DataType::Bool => "b1",
         DataType::Int8 => "i1",
@@ -134,7 +134,13 @@ pub fn typestr(dtype: DataType, endian: Option<Endian>) -> Result<String> {
         DataType::Float64 => "f8",
         DataType::Complex64 => "c8",
         DataType::Complex128 => "c16",
-        DataType::RawBits(_) => {
+        DataType::RawBits(_)
+        | DataType::RawBytes(_)
+        | DataType::NullTerminatedBytes(_)
+        | DataType::FixedLengthUtf32(_)
+        | DataType::DateTime64(_)
+        | DataType::TimeDelta64(_)
+        | DataType::Struct(_) => {
             return Err(Error::InvalidArgument(format!(
                 "data type {} has no Zarr v2 dtype that readers agree on",
                 dtype.name()
@@ -206,8 +212,8 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         }
         None => (p.inner_chunks.clone(), codecs),
     };
-    let fill_value = match (p.fill_value, dtype) {
-        (Value::Null, _) => crate::dtype::FillValue::zero(dtype).to_json(dtype),
+    let fill_value = match (p.fill_value, &dtype) {
+        (Value::Null, _) => crate::dtype::FillValue::zero(&dtype).to_json(&dtype),
         // v2 writers spell a complex fill value as one real number.
         (v @ (Value::Number(_) | Value::String(_)), DataType::Complex64 | DataType::Complex128) => {
             json!([v, 0.0])
@@ -215,8 +221,8 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         // Zarr v2 spells the fill value of a raw `|V<n>` type as base64 of its n bytes
         // (zarr-python: `"fill_value": "AQIDBA=="` for b"\x01\x02\x03\x04").
         (Value::String(text), DataType::RawBits(n)) => {
-            let bytes = base64_decode(text)
-                .filter(|b| b.len() == n)
+            let bytes = crate::dtype::base64_decode(text)
+                .filter(|b| b.len() == *n)
                 .ok_or_else(|| {
                     Error::metadata(format!(
                         "fill_value \"{text}\" is not the base64 of {n} bytes (data type {})",
@@ -235,18 +241,6 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
     }))?;
     meta.attributes = p.attributes;
     Ok(meta)
-}
-
-/// Standard base64 (RFC 4648 §4; the `=` padding may be left out, as some writers do);
-/// `None` when `text` is not canonical base64.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    use base64::engine::{general_purpose, DecodePaddingMode, GeneralPurpose};
-    use base64::Engine;
-    const LENIENT_PADDING: GeneralPurpose = GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        general_purpose::PAD.with_decode_padding_mode(DecodePaddingMode::Indifferent),
-    );
-    LENIENT_PADDING.decode(text).ok()
 }
 
 fn uints(v: Option<&Value>, what: &str) -> Result<Vec<u64>> {

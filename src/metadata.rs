@@ -529,12 +529,7 @@ impl ArrayMetadata {
         }
         unknown()?;
         let shape = uint_list(field("shape")?, "shape")?;
-        let data_type = DataType::parse(field("data_type")?.as_str().ok_or_else(|| {
-            Error::metadata(format!(
-                "data_type must be a string, got {}",
-                o["data_type"]
-            ))
-        })?)?;
+        let data_type = DataType::from_json(field("data_type")?)?;
         let grid = field("chunk_grid")?;
         if grid.get("name").and_then(Value::as_str) != Some("regular") {
             return Err(Error::metadata(format!(
@@ -569,7 +564,7 @@ impl ArrayMetadata {
             Some(v) => ChunkKeyEncoding::from_json(v)?,
             None => return Err(Error::metadata("`chunk_key_encoding` is required")),
         };
-        let fill_value = FillValue::parse(field("fill_value")?, data_type)?;
+        let fill_value = FillValue::parse(field("fill_value")?, &data_type)?;
         let codecs = CodecChain::from_json(field("codecs")?, "codecs")?;
         let dimension_names = match o.get("dimension_names") {
             None | Some(Value::Null) => None,
@@ -613,7 +608,7 @@ impl ArrayMetadata {
         };
         checked_product(&meta.grid_shape())?;
         meta.codecs.validate(&meta.chunk_repr())?;
-        meta.codecs.resolve(meta.data_type);
+        meta.codecs.resolve(&meta.data_type);
         Ok(meta)
     }
 
@@ -639,7 +634,7 @@ impl ArrayMetadata {
         let structure = self.structure_json();
         let r = Self::from_json(&structure)?;
         let mut codecs = self.codecs.clone();
-        codecs.resolve(self.data_type);
+        codecs.resolve(&self.data_type);
         let same = (&r.shape, r.data_type, &r.chunk_shape, r.chunk_key_encoding)
             == (
                 &self.shape,
@@ -664,10 +659,10 @@ impl ArrayMetadata {
             "zarr_format": 3,
             "node_type": "array",
             "shape": self.shape,
-            "data_type": self.data_type.name(),
+            "data_type": self.data_type.to_json(),
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}},
             "chunk_key_encoding": self.chunk_key_encoding.to_json(),
-            "fill_value": self.fill_value.to_json(self.data_type),
+            "fill_value": self.fill_value.to_json(&self.data_type),
             "codecs": self.codecs.to_json(),
             "attributes": {},
         });
@@ -714,7 +709,7 @@ impl ArrayMetadata {
     /// writes.
     pub fn resolved(&self) -> Self {
         let mut m = self.clone();
-        m.codecs.resolve(m.data_type);
+        m.codecs.resolve(&m.data_type);
         m
     }
 
@@ -730,7 +725,7 @@ impl ArrayMetadata {
     pub fn chunk_repr(&self) -> ChunkRepr {
         ChunkRepr {
             shape: self.chunk_shape.clone(),
-            dtype: self.data_type,
+            dtype: self.data_type.clone(),
             fill_value: self.fill_value.clone(),
         }
     }

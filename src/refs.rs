@@ -266,7 +266,7 @@ fn v2_documents(
                     .into(),
             )),
         };
-    let dtype = crate::legacy::typestr(meta.data_type, endian)?;
+    let dtype = crate::legacy::typestr(&meta.data_type, endian)?;
     let mut numcodecs: Vec<Value> = inner
         .bytes_to_bytes
         .iter()
@@ -284,7 +284,7 @@ fn v2_documents(
         "compressor": compressor,
         "dimension_separator": separator.to_string(),
         "dtype": dtype,
-        "fill_value": meta.fill_value.to_json(meta.data_type),
+        "fill_value": meta.fill_value.to_json(&meta.data_type),
         "filters": filters,
         "order": order,
         "shape": meta.shape,

@@ -169,10 +169,10 @@ pub fn repack<S: Store, D: Store>(
             "the target's shape {}, data type {} and fill value {} differ from the source's {}, {} and {}",
             shown(&target.shape),
             target.data_type.name(),
-            target.fill_value.to_json(target.data_type),
+            target.fill_value.to_json(&target.data_type),
             shown(&sm.shape),
             sm.data_type.name(),
-            sm.fill_value.to_json(sm.data_type)
+            sm.fill_value.to_json(&sm.data_type)
         )));
     }
     if target.sharding().is_none() {

@@ -178,8 +178,8 @@ impl ShardLayout {
     /// Validate `codec` against `shard` (rank, divisibility, one array→bytes codec, fixed-size
     /// index codecs) and compute the layout.
     pub fn new(mut codec: ShardingCodec, shard: ChunkRepr) -> Result<Self> {
-        codec.codecs.resolve(shard.dtype);
-        codec.index_codecs.resolve(DataType::UInt64);
+        codec.codecs.resolve(&shard.dtype);
+        codec.index_codecs.resolve(&DataType::UInt64);
         let inner_shape = &codec.chunk_shape;
         if inner_shape.len() != shard.shape.len() {
             return Err(Error::metadata(format!(

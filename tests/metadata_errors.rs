@@ -247,7 +247,7 @@ fn bare_sharding_config() {
         &good_config(),
         DataType::UInt16,
         vec![64, 64],
-        FillValue::zero(DataType::UInt16),
+        FillValue::zero(&DataType::UInt16),
     )
     .unwrap();
     assert_eq!(l.index_size(), 68);
@@ -350,4 +350,111 @@ fn huge_values_are_cut_in_error_messages() {
         "chunk_shape [{}] has rank 16",
         vec!["2"; 16].join(", ")
     )));
+}
+
+fn with_dtype(data_type: Value, fill_value: Value) -> Value {
+    let mut v = array_json(sharding(good_config()));
+    v["data_type"] = data_type;
+    v["fill_value"] = fill_value;
+    v
+}
+
+/// `zarr.json` of each object-form data type is written back as it was read (name, field
+/// spelling, unit spelling, fill value spelling): what zarr-python 3.1.6 writes, and the
+/// zarr-extensions `struct` / `datetime64` names.
+#[test]
+fn object_form_data_types_are_written_back_as_read() {
+    for (data_type, fill) in [
+        (
+            json!({"name": "raw_bytes", "configuration": {"length_bytes": 5}}),
+            json!("AQID/v8="),
+        ),
+        (
+            json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 4}}),
+            json!("YWI="),
+        ),
+        (
+            json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 12}}),
+            json!("é☃"),
+        ),
+        (
+            json!({"name": "numpy.datetime64", "configuration": {"unit": "ms", "scale_factor": 10}}),
+            json!(-9223372036854775808i64),
+        ),
+        (
+            json!({"name": "datetime64", "configuration": {"unit": "μs", "scale_factor": 1}}),
+            json!(5),
+        ),
+        (
+            json!({"name": "numpy.timedelta64", "configuration": {"unit": "generic", "scale_factor": 2147483647}}),
+            json!(0),
+        ),
+        (
+            json!({"name": "structured", "configuration": {"fields": [
+                ["a", "int16"],
+                ["t", {"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}],
+                ["n", {"name": "structured", "configuration": {"fields": [["x", "uint8"]]}}]]}}),
+            json!("AQACAAAAAAAAAAM="),
+        ),
+        (
+            json!({"name": "struct", "configuration": {"fields": [
+                {"name": "x", "data_type": "float32"}, {"name": "s", "data_type": "bool"}]}}),
+            json!({"x": 1.5, "s": true}),
+        ),
+    ] {
+        let m = ArrayMetadata::from_json(&with_dtype(data_type.clone(), fill.clone())).unwrap();
+        let out = m.to_json();
+        assert_eq!(out["data_type"], data_type);
+        assert_eq!(out["fill_value"], fill, "{data_type}");
+        assert_eq!(ArrayMetadata::from_json(&out).unwrap(), m);
+        m.validate().unwrap();
+    }
+}
+
+/// Object-form data types that are malformed, variable-length types and core types spelled as
+/// objects: each refused with an error naming the type and what is wrong.
+#[test]
+fn bad_object_form_data_types_are_refused_by_name() {
+    let bad = |data_type: Value, fill: Value| error_of(with_dtype(data_type, fill));
+    for (data_type, expected) in [
+        (json!("string"), "data_type `string` is variable-length (stored with the `vlen-utf8` codec); zarrshard reads and writes only fixed-size data types"),
+        (json!("variable_length_bytes"), "data_type `variable_length_bytes` is variable-length (stored with the `vlen-bytes` codec); zarrshard reads and writes only fixed-size data types"),
+        (json!({"name": "string"}), "data_type `string` is variable-length (stored with the `vlen-utf8` codec); zarrshard reads and writes only fixed-size data types"),
+        (json!({"name": "int32"}), r#"data_type {"name":"int32"}: a core data type is spelled as the string "int32" (Zarr v3 core)"#),
+        (json!({"name": "raw_bytes", "configuration": {"length_bytes": 0}}), "data_type `raw_bytes`: configuration.length_bytes must be a positive integer, got 0"),
+        (json!({"name": "raw_bytes", "configuration": {"length_bytes": 131073}}), "data_type `raw_bytes`: elements wider than 131072 bytes are not supported (length_bytes 131073)"),
+        (json!({"name": "raw_bytes"}), "data_type `raw_bytes` needs a `configuration` object"),
+        (json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}}), "data_type `fixed_length_utf32`: configuration.length_bytes must be a multiple of 4, got 6"),
+        (json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 2, "x": 1}}), "data_type `null_terminated_bytes`: unknown configuration member `x`"),
+        (json!({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 0}}), "data_type `numpy.datetime64`: configuration.scale_factor must be an integer in 1..=2147483647, got 0"),
+        (json!({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 2147483648u64}}), "data_type `numpy.datetime64`: configuration.scale_factor must be an integer in 1..=2147483647, got 2147483648"),
+        (json!({"name": "numpy.timedelta64", "configuration": {"unit": "sec", "scale_factor": 1}}), r#"data_type `numpy.timedelta64`: configuration.unit must be one of Y, M, W, D, h, m, s, ms, us, μs, ns, ps, fs, as, generic, got "sec""#),
+        (json!({"name": "numpy.timedelta64", "configuration": {"scale_factor": 1}}), "data_type `numpy.timedelta64`: configuration.unit is required"),
+        (json!({"name": "structured", "configuration": {"fields": []}}), "data_type `structured`: configuration.fields must be a non-empty list, got []"),
+        (json!({"name": "structured", "configuration": {"fields": [["a", "int8"], ["a", "int8"]]}}), "data_type `structured`: field `a` appears twice"),
+        (json!({"name": "structured", "configuration": {"fields": [["a", "string"]]}}), "data_type `structured`: field `a`: data_type `string` is variable-length (stored with the `vlen-utf8` codec); zarrshard reads and writes only fixed-size data types"),
+        (json!({"name": "struct", "configuration": {"fields": [["a", "int8"]]}}), r#"data_type `struct`: field ["a","int8"] is not an object {"name", "data_type"}"#),
+        (json!({"name": "structured", "configuration": {"fields": [["a", {"name": "raw_bytes", "configuration": {"length_bytes": 131072}}], ["b", "int8"]]}}), "data_type `structured`: elements wider than 131072 bytes are not supported"),
+        (json!({"name": "float128", "configuration": {}}), "unknown data_type `float128`"),
+        (json!(7), "data_type must be a string or an object, got 7"),
+    ] {
+        assert_eq!(bad(data_type, json!(0)), format!("invalid metadata: {expected}"));
+    }
+    assert_eq!(
+        bad(
+            json!({"name": "raw_bytes", "configuration": {"length_bytes": 2}}),
+            json!("AQID")
+        ),
+        r#"invalid metadata: fill_value "AQID" is not valid for data_type {"name":"raw_bytes","configuration":{"length_bytes":2}}"#
+    );
+    // 33 structs, each the one field of the one above it.
+    let mut deep = json!("uint8");
+    for _ in 0..33 {
+        deep = json!({"name": "structured", "configuration": {"fields": [["f", deep]]}});
+    }
+    let e = bad(deep, json!("AA=="));
+    assert!(
+        e.ends_with("data_type `structured`: structs nested more than 32 deep are not supported"),
+        "{e}"
+    );
 }

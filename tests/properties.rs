@@ -87,7 +87,8 @@ fn build(c: &Case) -> (ShardLayout, Vec<u8>) {
         .map(|(a, b)| a * b)
         .collect();
     let layout =
-        ShardLayout::from_config_json(&config, c.dtype, shard, FillValue::zero(c.dtype)).unwrap();
+        ShardLayout::from_config_json(&config, c.dtype.clone(), shard, FillValue::zero(&c.dtype))
+            .unwrap();
     // Data: pseudo-random bytes in the chunks marked stored, zeros (fill) elsewhere.
     let mut data = vec![0u8; layout.shard_repr().byte_size().unwrap() as usize];
     let mut chunk = vec![0u8; layout.inner_byte_size()];

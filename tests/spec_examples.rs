@@ -11,13 +11,8 @@ fn layout(
     fill: serde_json::Value,
 ) -> ShardLayout {
     let dtype = DataType::parse(dtype).unwrap();
-    ShardLayout::from_config_json(
-        &config,
-        dtype,
-        shard.to_vec(),
-        FillValue::parse(&fill, dtype).unwrap(),
-    )
-    .unwrap()
+    let fill = FillValue::parse(&fill, &dtype).unwrap();
+    ShardLayout::from_config_json(&config, dtype, shard.to_vec(), fill).unwrap()
 }
 
 fn spec_config(location: &str) -> serde_json::Value {

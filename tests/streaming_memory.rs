@@ -29,7 +29,7 @@ fn run(strategy: WriteStrategy) -> (usize, usize, u64) {
             &config,
             DataType::UInt16,
             vec![2048, 2048],
-            FillValue::zero(DataType::UInt16),
+            FillValue::zero(&DataType::UInt16),
         )
         .unwrap(),
     );

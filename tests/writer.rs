@@ -16,7 +16,10 @@ fn layout(
         "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
         "index_location": location});
     let shard: Vec<u64> = inner.iter().zip(per_shard).map(|(a, b)| a * b).collect();
-    Arc::new(ShardLayout::from_config_json(&config, dtype, shard, FillValue::zero(dtype)).unwrap())
+    Arc::new(
+        ShardLayout::from_config_json(&config, dtype.clone(), shard, FillValue::zero(&dtype))
+            .unwrap(),
+    )
 }
 
 fn raw() -> Value {

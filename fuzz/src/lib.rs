@@ -49,7 +49,7 @@ fn sharding(chunk_shape: &[u64], codecs: Value, index_codecs: Value, at_end: boo
 
 /// A layout from a configuration that is valid by construction.
 fn layout(config: &Value, dtype: DataType, shard: &[u64], fill: Value) -> ShardLayout {
-    let fill = FillValue::parse(&fill, dtype).expect("valid fill value");
+    let fill = FillValue::parse(&fill, &dtype).expect("valid fill value");
     ShardLayout::from_config_json(config, dtype, shard.to_vec(), fill).expect("valid layout")
 }
 

@@ -1,6 +1,7 @@
 //! The `bytes` array→bytes codec: elements in C order, little- or big-endian.
 
 use super::{check_len, ChunkRepr, Config};
+use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use serde_json::{json, Value};
 
@@ -58,7 +59,11 @@ impl BytesCodec {
     }
 
     pub(crate) fn validate(&self, repr: &ChunkRepr) -> Result<()> {
-        if self.endian.is_none() && repr.dtype.swap_unit() > 1 {
+        // A struct without `endian` is little-endian (zarr-python 3.1 writes it so).
+        if self.endian.is_none()
+            && repr.dtype.swap_unit() > 1
+            && !matches!(repr.dtype, DataType::Struct(_))
+        {
             return Err(Error::metadata(format!(
                 "codec `bytes`: `endian` is required for data_type {}",
                 repr.dtype.name()
@@ -75,7 +80,11 @@ impl BytesCodec {
 
     /// Whether stored and native orders differ for this data type.
     fn needs_swap(&self, repr: &ChunkRepr) -> bool {
-        repr.dtype.swap_unit() > 1 && self.endian.is_some_and(|e| e != Endian::NATIVE)
+        let stored = match repr.dtype {
+            DataType::Struct(_) => Some(self.endian.unwrap_or(Endian::Little)),
+            _ => self.endian,
+        };
+        repr.dtype.swap_unit() > 1 && stored.is_some_and(|e| e != Endian::NATIVE)
     }
 
     pub(crate) fn encode(&self, data: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
@@ -83,7 +92,7 @@ impl BytesCodec {
         check_len(data.len(), repr.byte_size()?)?;
         let mut out = data.to_vec();
         if self.needs_swap(repr) {
-            swap_in_place(&mut out, repr.dtype.swap_unit());
+            repr.dtype.swap(&mut out);
         }
         Ok(out)
     }
@@ -91,7 +100,7 @@ impl BytesCodec {
     /// Bring decoded bytes already in `out` to native order.
     pub(crate) fn swap_decoded(&self, repr: &ChunkRepr, out: &mut [u8]) -> Result<()> {
         if self.needs_swap(repr) {
-            swap_in_place(out, repr.dtype.swap_unit());
+            repr.dtype.swap(out);
         }
         Ok(())
     }
@@ -112,7 +121,7 @@ impl BytesCodec {
         }
         out.copy_from_slice(encoded);
         if self.needs_swap(repr) {
-            swap_in_place(out, repr.dtype.swap_unit());
+            repr.dtype.swap(out);
         }
         Ok(())
     }

@@ -419,7 +419,7 @@ impl CodecChain {
     /// (inner chunks of a sharding codec too; its index is uint64): blosc's `typesize` and
     /// `shuffle` ([`blosc::Blosc::resolve`]). Parsing an array's metadata and binding a sharding
     /// codec to a shard do this; idempotent.
-    pub fn resolve(&mut self, dtype: DataType) {
+    pub fn resolve(&mut self, dtype: &DataType) {
         for c in &mut self.bytes_to_bytes {
             if let BytesToBytes::Blosc(b) = c {
                 b.resolve(dtype.size());
@@ -427,7 +427,7 @@ impl CodecChain {
         }
         if let ArrayToBytes::Sharding(s) = &mut self.array_to_bytes {
             s.codecs.resolve(dtype);
-            s.index_codecs.resolve(DataType::UInt64);
+            s.index_codecs.resolve(&DataType::UInt64);
         }
     }
 

@@ -112,7 +112,7 @@ pub unsafe extern "C" fn shard_codec_from_config(
                 .map_err(|e| crate::metadata::json_error(what, &e))
         };
         let dtype = DataType::parse(dtype)?;
-        let fill = FillValue::parse(&parse(fill, "fill_value_json")?, dtype)?;
+        let fill = FillValue::parse(&parse(fill, "fill_value_json")?, &dtype)?;
         let layout = ShardLayout::from_config_json(
             &parse(config, "config_json")?,
             dtype,
@@ -372,7 +372,8 @@ pub unsafe extern "C" fn shard_codec_fill_value(
     })
 }
 
-/// Copy the Zarr v3 data type name (`"uint16"`) into `buf` as a NUL-terminated string;
+/// Copy the Zarr v3 data type name (`"uint16"`; for an extension type such as `raw_bytes` its
+/// `zarr.json` object as compact JSON text) into `buf` as a NUL-terminated string;
 /// `*written_out` (may be NULL) receives its length without the NUL. With `(NULL, 0)` only the
 /// length is stored (a size query); a non-empty buffer too small for name and NUL gives
 /// `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,

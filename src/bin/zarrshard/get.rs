@@ -83,7 +83,7 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
                     .map_err(|e| e.in_shard(&key))?,
                 None => m.fill_value.fill(&mut chunk),
             }
-            zarrshard::array::raw_order(&mut chunk, m.data_type);
+            zarrshard::array::raw_order(&mut chunk, &m.data_type);
             chunk
         }
     };

@@ -11,7 +11,8 @@ use zarrshard::{Array, Format, FsStore, IndexLocation, Store};
 struct Info {
     format: &'static str,
     shape: Vec<u64>,
-    data_type: String,
+    /// The `zarr.json` spelling: a string, or an extension type's object.
+    data_type: Value,
     fill_value: Value,
     /// The chunk grid's chunk shape (with sharding: the shard shape, in array order).
     chunk_shape: Vec<u64>,
@@ -73,8 +74,8 @@ fn gather(array: &Array<FsStore>) -> zarrshard::Result<Info> {
             Format::V3Draft { .. } => "v3-draft",
         },
         shape: m.shape.clone(),
-        data_type: m.data_type.name().to_string(),
-        fill_value: m.fill_value.to_json(m.data_type),
+        data_type: m.data_type.to_json(),
+        fill_value: m.fill_value.to_json(&m.data_type),
         chunk_shape: m.chunk_shape.clone(),
         grid_shape: m.grid_shape(),
         sharding,
@@ -93,7 +94,13 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<()> {
         return Ok(());
     }
     writeln!(out, "shape: {:?}", info.shape)?;
-    writeln!(out, "data_type: {}", info.data_type)?;
+    writeln!(
+        out,
+        "data_type: {}",
+        info.data_type
+            .as_str()
+            .map_or_else(|| info.data_type.to_string(), str::to_string)
+    )?;
     writeln!(out, "fill_value: {}", info.fill_value)?;
     writeln!(
         out,
