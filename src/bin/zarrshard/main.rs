@@ -168,6 +168,12 @@ impl From<OrderArg> for ChunkOrder {
 }
 
 fn main() -> ExitCode {
+    // Past `ulimit -f` a write then fails with EFBIG, reported as one line naming the file
+    // with the temporaries removed, instead of SIGXFSZ killing the tool part way (exit 153).
+    // SAFETY: setting a signal's disposition to ignored, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // A panic would be a bug; still, report it as one line and a failing exit code.
     std::panic::set_hook(Box::new(|info| {
         let msg = info

@@ -25,8 +25,13 @@ struct Problem {
 pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
     let shards = crate::saturating_product(&array.metadata().grid_shape());
     let progress = bar("verify", shards, Unit::Shards);
-    let problems = array.verify_with_progress(&|n| progress.inc(n))?;
+    let mut problems = array.verify_with_progress(&|n| progress.inc(n))?;
     progress.finish_and_clear();
+    let leftover = crate::repair::LEFTOVER;
+    for key in array.leftover_temporaries()? {
+        let error = Error::InvalidState(format!("{leftover}; `zarrshard repair` removes it"));
+        problems.push(zarrshard::Problem { key, error });
+    }
     let mut out = std::io::stdout().lock();
     if json {
         let report = Report {
