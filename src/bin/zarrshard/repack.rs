@@ -17,7 +17,12 @@ pub struct RepackArgs {
     /// Where to write the repacked array: a directory that does not exist or is empty.
     /// Without it, SRC_DIR is replaced: the new array is written to SRC_DIR.repack-tmp, then
     /// SRC_DIR is renamed to SRC_DIR.repack-old, the new one into place, and the old one
-    /// removed (after a crash, one of the two names holds a complete array).
+    /// removed (after a crash, one of the two names holds a complete array). Before anything
+    /// is written, the directory holding SRC_DIR and every directory of the array must be
+    /// writable by the user, or the repack is refused naming the one that is not. The new
+    /// array's files get the permission bits all old files share (a 0600 shard makes them all
+    /// 0600), its directories those all old directories share, and the old directory's owner
+    /// and group where permitted.
     dst_dir: Option<PathBuf>,
     /// New shard shape (the chunk grid's chunk shape), comma-separated; a multiple of the
     /// inner chunk shape.
