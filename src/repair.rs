@@ -216,35 +216,6 @@ fn table() -> [u32; 256] {
     t
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rolling_crc_finds_every_window_a_direct_crc_finds() {
-        let mut x = 0x1234_5678u64;
-        let mut data: Vec<u8> = (0..3000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        let w = 48;
-        // Plant three windows followed by their checksums.
-        for at in [0usize, 1000, 3000 - w - 4] {
-            let c = crc32c::crc32c(&data[at..at + w]);
-            data[at + w..at + w + 4].copy_from_slice(&c.to_le_bytes());
-        }
-        let direct: Vec<usize> = (w + 4..=data.len())
-            .filter(|&e| crc32c::crc32c(&data[e - w - 4..e - 4]).to_le_bytes() == data[e - 4..e])
-            .collect();
-        assert_eq!(direct, vec![w + 4, 1000 + w + 4, 3000]);
-        assert_eq!(crc_candidates(&data, w), direct);
-    }
-}
-
 impl<S: Store> Array<S> {
     /// The temporaries that writers killed part way left beside the array's shards
     /// (`KEY.tmp-PID-N`, [`crate::FileIo`]'s new objects, never renamed over `KEY`), sorted:
@@ -306,4 +277,33 @@ fn process_runs(pid: u32) -> bool {
 #[cfg(not(unix))]
 fn process_runs(pid: u32) -> bool {
     pid == std::process::id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolling_crc_finds_every_window_a_direct_crc_finds() {
+        let mut x = 0x1234_5678u64;
+        let mut data: Vec<u8> = (0..3000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let w = 48;
+        // Plant three windows followed by their checksums.
+        for at in [0usize, 1000, 3000 - w - 4] {
+            let c = crc32c::crc32c(&data[at..at + w]);
+            data[at + w..at + w + 4].copy_from_slice(&c.to_le_bytes());
+        }
+        let direct: Vec<usize> = (w + 4..=data.len())
+            .filter(|&e| crc32c::crc32c(&data[e - w - 4..e - 4]).to_le_bytes() == data[e - 4..e])
+            .collect();
+        assert_eq!(direct, vec![w + 4, 1000 + w + 4, 3000]);
+        assert_eq!(crc_candidates(&data, w), direct);
+    }
 }
