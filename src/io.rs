@@ -850,13 +850,15 @@ fn keep_attributes(f: &File, target: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     let mine = f.metadata()?;
-    // Owner and group first: `fchown` clears set-id bits, which the mode then restores.
-    if (mine.uid(), mine.gid()) != (old.uid(), old.gid())
-        && fchown(f, Some(old.uid()), Some(old.gid())).is_err()
-    {
-        let _ = fchown(f, None, Some(old.gid()));
-    }
     let mode = old.mode() & 0o7777;
+    // Owner and group first: `fchown` clears set-id bits, which the mode then restores.
+    if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
+        if fchown(f, Some(old.uid()), Some(old.gid())).is_err() {
+            let _ = fchown(f, None, Some(old.gid()));
+        }
+    } else if mine.mode() & 0o7777 == mode {
+        return Ok(()); // the usual case: nothing to change
+    }
     match f.set_permissions(std::fs::Permissions::from_mode(mode)) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOTSUP)) => Ok(()),
         other => other,
