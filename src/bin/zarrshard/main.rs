@@ -196,6 +196,7 @@ fn main() -> ExitCode {
     // Past `ulimit -f` a write then fails with EFBIG, reported as one line naming the file
     // with the temporaries removed, instead of SIGXFSZ killing the tool part way (exit 153).
     // SAFETY: setting a signal's disposition to ignored, before any thread is started.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }

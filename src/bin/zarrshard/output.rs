@@ -98,8 +98,7 @@ pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -
 fn name_output(e: Error, out: &Path) -> Error {
     match e {
         Error::Io { code, message }
-            if [libc::EFBIG, libc::ENOSPC, libc::EDQUOT].contains(&code)
-                && !message.contains(&*out.to_string_lossy()) =>
+            if is_full(code) && !message.contains(&*out.to_string_lossy()) =>
         {
             Error::Io {
                 code,
@@ -108,6 +107,14 @@ fn name_output(e: Error, out: &Path) -> Error {
         }
         other => other,
     }
+}
+
+/// `EFBIG`, `ENOSPC`, `EDQUOT`: the file or the file system is full.
+fn is_full(code: i32) -> bool {
+    #[cfg(unix)]
+    return [libc::EFBIG, libc::ENOSPC, libc::EDQUOT].contains(&code);
+    #[cfg(not(unix))]
+    return [libc::EFBIG, libc::ENOSPC].contains(&code);
 }
 
 /// `OUT.partial`, next to OUT.

@@ -200,6 +200,7 @@ struct Kept {
 /// parent or a directory of `src` is not writable by this process (the old array could
 /// not be renamed or removed), and collect what the new array keeps ([`Kept`]). Symbolic
 /// links inside `src` are not followed (removing the old array removes the links only).
+#[cfg(unix)]
 fn check_replaceable(src: &Path) -> zarrshard::Result<Kept> {
     use std::os::unix::fs::MetadataExt;
     let parent = src.parent().unwrap_or(Path::new("/"));
@@ -230,16 +231,12 @@ fn check_replaceable(src: &Path) -> zarrshard::Result<Kept> {
 }
 
 /// `dir` writable by this process (`access(W_OK)`), else an error naming it.
+#[cfg(unix)]
 fn writable(dir: &Path) -> zarrshard::Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    let refused = |e: std::io::Error| {
-        Error::Io {
+    let refused = |e: std::io::Error| Error::Io {
         code: e.raw_os_error().unwrap_or(-1),
-        message: format!(
-            "{}: {e}: an in-place repack must rename and remove the array (give DST_DIR to write a new one); nothing was written",
-            dir.display()
-        ),
-    }
+        message: format!("{}: {e}: {NOT_IN_PLACE}", dir.display()),
     };
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|e| refused(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
@@ -250,6 +247,29 @@ fn writable(dir: &Path) -> zarrshard::Result<()> {
     }
 }
 
+/// Why an in-place repack was refused, after the path and its error.
+#[cfg(unix)]
+const NOT_IN_PLACE: &str = "an in-place repack must rename and remove the array (give DST_DIR to write a new one); nothing was written";
+
+/// Elsewhere no permission is checked or carried over (the renames report what fails).
+#[cfg(not(unix))]
+fn check_replaceable(_: &Path) -> zarrshard::Result<Kept> {
+    Ok(Kept {
+        dir_mode: 0,
+        file_mode: 0,
+        owner: (0, 0),
+    })
+}
+
+#[cfg(not(unix))]
+impl Kept {
+    fn apply(&self, _: &Path) -> zarrshard::Result<()> {
+        let _ = (self.dir_mode, self.file_mode, self.owner);
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
 impl Kept {
     /// Give every directory and file below `dst` (the new array, written by this process)
     /// the old array's modes, owner and group: files first, then directories from the
