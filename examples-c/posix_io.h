@@ -39,6 +39,18 @@
  *
  * One write context per PATH per process at a time (the temporary's name holds the pid only).
  * Requires POSIX.1-2008.
+ *
+ * Concurrency (the contract zarrshard's FsStore and `zarrshard import` keep too). Writers
+ * of one PATH that each write a new object (POSIX_IO_WRITE / POSIX_IO_UPDATE contexts in
+ * different processes, and whole objects of POSIX_IO_STORE through the new-object callbacks)
+ * need no lock: PATH ends as the complete object of the one that renamed last, never a mix
+ * (an update based on an older copy then drops the other's changes). Writes POSIX_IO_STORE
+ * makes in place (a region write's append to a shard it covers in part) take no lock: one
+ * such writer per PATH at a time, and no other writer beside it; a host that needs more
+ * serializes them itself (flock(2) on PATH, say). New files are created 0644 less the
+ * umask: unlike FsStore, this example does not give a new object the replaced file's mode,
+ * owner and group (fchmod/fchown of the temporary before the rename would) nor follow a
+ * symbolic link at PATH (the rename replaces the link).
  */
 #ifndef POSIX_IO_H
 #define POSIX_IO_H

@@ -3,7 +3,7 @@
 
 use crate::error::{shown, Error, Result};
 use crate::index::ShardIndex;
-use crate::io::ShardIo;
+use crate::io::{ByteRange, MemoryIo, ShardIo, SinkIo};
 use crate::metadata::{read_document, ArrayMetadata, Attributes};
 use crate::nd;
 use crate::parallel;
@@ -624,6 +624,15 @@ impl<S: Store> Array<S> {
 
     /// Write one decoded shard with `strategy` (see [`Array::import`]).
     ///
+    /// When the store's objects have an [`crate::ObjectSink`] ([`FsStore`](crate::FsStore):
+    /// a temporary file renamed over the shard), every strategy writes a new object that
+    /// replaces the shard only when it is complete: the streaming writer writes into it chunk
+    /// by chunk; an update (append-only or in place) is applied to a copy of the old object in
+    /// memory and written whole, its bytes those the update would leave in place. So a killed
+    /// process, a full disk or a failed write leaves the old shard as it was, and of two
+    /// writers of one shard the last to finish wins whole. Without one, streaming and updates
+    /// write into the object itself (see [`crate::writer`]).
+    ///
     /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
     /// (nothing is written or deleted then), the writer's, codecs' and store's errors.
     pub fn write_shard_with(
@@ -649,13 +658,49 @@ impl<S: Store> Array<S> {
             });
         }
         let io = self.store.shard_io(&self.shard_key(coords))?;
-        let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
-        let mut chunk = vec![0u8; layout.inner_byte_size()];
-        for i in 0..layout.num_chunks() {
-            layout.extract_chunk(i, &data, &mut chunk);
-            writer.write_chunk(&nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)?;
+        let write = |io: &dyn ShardIo| {
+            let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
+            let mut chunk = vec![0u8; layout.inner_byte_size()];
+            for i in 0..layout.num_chunks() {
+                layout.extract_chunk(i, &data, &mut chunk);
+                writer.write_chunk(&nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)?;
+            }
+            writer.finalize()
+        };
+        // Where the store makes new objects (files: a temporary renamed over the shard),
+        // streaming and updates write one too, so the old shard is replaced only by a complete
+        // new one: a killed process, a full disk or a second writer never leaves a torn shard.
+        // An update is applied to a copy of the old object in memory (the shard's size; the
+        // decoded shard is in memory anyway), which is then written whole.
+        let Some(sink) = io.object_sink() else {
+            return write(&*io);
+        };
+        let done = match strategy {
+            WriteStrategy::Streaming => {
+                let new = SinkIo::new(sink);
+                let done = write(&new)?;
+                if let Finalized::Written { .. } = done {
+                    new.commit()?;
+                }
+                done
+            }
+            _ => {
+                drop(sink);
+                let copy = match io.read(ByteRange::FromStart(0, None))? {
+                    Some(old) => MemoryIo::from_bytes(old.data),
+                    None => MemoryIo::new(),
+                };
+                let done = write(&copy)?;
+                if let (Finalized::Written { .. }, Some(bytes)) = (done, copy.bytes()) {
+                    io.put(&bytes)?;
+                }
+                done
+            }
+        };
+        if done == Finalized::Deleted {
+            crate::writer::delete_unstored(&*io, false)?;
         }
-        writer.finalize()
+        Ok(done)
     }
 
     /// Rewrite every shard that has dead bytes (left by updates) without them. Returns
@@ -753,8 +798,10 @@ impl<S: Store> Array<S> {
 
     /// Check every shard: index checksum and bounds, and that every inner chunk decodes.
     /// Returns one problem per bad shard or inner chunk (empty when the array is clean), in C
-    /// order of the chunk grid and of each shard's chunks; `Err` only when the store itself
-    /// fails (the first failing shard in C order).
+    /// order of the chunk grid and of each shard's chunks. A shard whose object cannot be read
+    /// (the store's error for that key: a directory or a loop of symbolic links where the file
+    /// would be, no permission) is a problem with that error; `Err` only when the store cannot
+    /// list or a progress or problem callback fails.
     pub fn verify(&self) -> Result<Vec<Problem>> {
         self.verify_with_progress(&|_| {})
     }
@@ -805,8 +852,13 @@ impl<S: Store> Array<S> {
     ) -> Result<VerifySummary> {
         let mut summary = VerifySummary::default();
         let checked = self.chunks_checked_by_checksum();
-        self.for_each_stored_shard(
-            |key, object| Ok((key, self.check_shard_counted(&object))),
+        // A shard that cannot be read (a directory or a loop of links where the file would be,
+        // no permission) is a problem of that shard, not the end of the walk.
+        self.for_each_stored_object(
+            |key, object| match object {
+                Ok(object) => Ok((key, self.check_shard_counted(&object))),
+                Err(e) => Ok((key, (vec![e], 0))),
+            },
             |covered, shard| {
                 on_progress(covered);
                 if let Some((key, (errors, decoded))) = shard {
@@ -853,6 +905,16 @@ impl<S: Store> Array<S> {
     pub(crate) fn for_each_stored_shard<T: Send>(
         &self,
         check: impl Fn(String, Vec<u8>) -> Result<T> + Sync + Send,
+        then: impl FnMut(u64, Option<T>) -> Result<()>,
+    ) -> Result<()> {
+        self.for_each_stored_object(|key, object| check(key, object?), then)
+    }
+
+    /// [`Array::for_each_stored_shard`], handing `check` the store's error when a listed or
+    /// existing object cannot be read, instead of stopping there.
+    pub(crate) fn for_each_stored_object<T: Send>(
+        &self,
+        check: impl Fn(String, Result<Vec<u8>>) -> Result<T> + Sync + Send,
         mut then: impl FnMut(u64, Option<T>) -> Result<()>,
     ) -> Result<()> {
         let walk = self.shard_walk()?;
@@ -869,8 +931,11 @@ impl<S: Store> Array<S> {
                     return Ok(Ok(None));
                 };
                 let key = self.shard_key(coords);
-                let stored = self.store.get(&key);
-                Ok(stored.and_then(|object| object.map(|o| check(key, o)).transpose()))
+                Ok(match self.store.get(&key) {
+                    Ok(None) => Ok(None),
+                    Ok(Some(object)) => check(key, Ok(object)).map(Some),
+                    Err(e) => check(key, Err(e)).map(Some),
+                })
             })?;
             for ((covered, _), shard) in batch.iter().zip(checked) {
                 then(*covered, shard?)?;

@@ -9,7 +9,19 @@ use crate::error::{Error, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// What a temporary file's name has after the name of the object it replaces, before
+/// `PID-N` ([`FileIo`]'s new objects).
+pub const TEMPORARY_MARK: &str = ".tmp-";
+
+/// The most symbolic links followed before giving up, as Linux's `ELOOP` does.
+const MAX_LINKS: usize = 40;
+
+#[cfg(unix)]
+const ELOOP: i32 = libc::ELOOP;
+#[cfg(not(unix))]
+const ELOOP: i32 = 1921; // ERROR_CANT_RESOLVE_FILENAME
 
 /// A byte range of an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -478,7 +490,8 @@ impl FileIo {
             opts.open(&self.path)
         };
         let opened = if write {
-            self.with_parent(|| open(true))?.map(|f| (f, true))
+            self.with_parent(&self.path, || open(true))?
+                .map(|f| (f, true))
         } else if std::fs::metadata(&self.path).is_ok_and(|m| !m.permissions().readonly()) {
             // Open for writing too when the mode allows it, so one handle serves both; a file
             // this process may only read (another user's, or on a read-only mount) opens for
@@ -554,11 +567,12 @@ impl FileIo {
     /// of making the directory is returned as an `Err`, `create`'s own inside the `Ok`.
     fn with_parent<T>(
         &self,
+        path: &Path,
         create: impl Fn() -> std::io::Result<T>,
     ) -> Result<std::io::Result<T>> {
         match create() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(parent) = self.path.parent() {
+                if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(|e| Error::io_at(parent, e))?;
                 }
                 Ok(create())
@@ -567,22 +581,51 @@ impl FileIo {
         }
     }
 
-    /// The temporary sibling a whole object is written to before it is renamed over the file:
-    /// named for this process and this write, so that two writes of one object at once (two
-    /// threads, two sinks) never write into one temporary; the last renamed wins whole.
-    fn temporary(&self) -> PathBuf {
+    /// The temporary sibling of `target` a whole object is written to before it is renamed
+    /// over it: named for this process and this write (`NAME.tmp-PID-N`), so that two writes of
+    /// one object at once (two threads, two sinks, two processes) never write into one
+    /// temporary; the last renamed wins whole. A temporary left by a killed writer is found by
+    /// [`crate::Array::leftover_temporaries`] (`zarrshard verify` reports it, `repair`
+    /// removes it).
+    fn temporary(target: &Path) -> PathBuf {
         static WRITES: AtomicU64 = AtomicU64::new(0);
         let n = WRITES.fetch_add(1, Ordering::Relaxed);
-        let mut tmp_name = self.path.file_name().unwrap_or_default().to_os_string();
-        tmp_name.push(format!(".tmp-{}-{n}", std::process::id()));
-        self.path.with_file_name(tmp_name)
+        let mut tmp_name = target.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(format!("{TEMPORARY_MARK}{}-{n}", std::process::id()));
+        target.with_file_name(tmp_name)
+    }
+
+    /// The file a whole-object write replaces: the path, or, when it is a symbolic link (a
+    /// chain of them), the file the last one names, which need not exist yet. Every write
+    /// path of this back end (in-place writes, which open through the link, and new objects,
+    /// renamed over this file) so writes the file the link names and keeps the link, as
+    /// `zarrshard export` treats its output; [`ShardIo::delete`] removes the link itself. A
+    /// relative target is relative to the link's directory; a loop is `ELOOP`.
+    pub fn target(&self) -> Result<PathBuf> {
+        let mut path = self.path.clone();
+        for _ in 0..MAX_LINKS {
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    let to = std::fs::read_link(&path).map_err(|e| Error::io_at(&path, e))?;
+                    path = match path.parent() {
+                        Some(dir) if to.is_relative() => dir.join(to),
+                        _ => to,
+                    };
+                }
+                _ => return Ok(path),
+            }
+        }
+        Err(Error::io_at(
+            &self.path,
+            std::io::Error::from_raw_os_error(ELOOP),
+        ))
     }
 
     /// A new object for this file, written to a temporary of its own (see [`FileSink`]).
     fn sink(&self) -> FileSink<'_> {
         FileSink {
             io: self,
-            tmp: self.temporary(),
+            paths: None,
             file: None,
             end: 0,
         }
@@ -697,12 +740,15 @@ impl ShardIo for FileIo {
     }
 }
 
-/// [`FileIo`]'s new object: a temporary sibling, created at the first write, written at a
-/// cursor (each piece of 64 KiB or more allocated on disk first), renamed over the file at
-/// commit; removed when dropped before. [`ShardIo::put_parts`] is this, written in one piece.
+/// [`FileIo`]'s new object: a temporary sibling of the file it replaces ([`FileIo::target`]:
+/// the file a symbolic link names), created at the first write, written at a cursor (each
+/// piece of 64 KiB or more allocated on disk first), given the replaced file's mode, owner and
+/// group ([`keep_attributes`]) and renamed over it at commit; removed when dropped before.
+/// [`ShardIo::put_parts`] is this, written in one piece.
 struct FileSink<'a> {
     io: &'a FileIo,
-    tmp: PathBuf,
+    /// The file replaced at commit and the temporary, once the first write resolved them.
+    paths: Option<(PathBuf, PathBuf)>,
     /// The temporary file and the offset its cursor is at.
     file: Option<(File, u64)>,
     /// The end of the last byte written.
@@ -716,10 +762,13 @@ impl FileSink<'_> {
         let (f, at) = match &mut self.file {
             Some((f, at)) => (f, at),
             None => {
+                let target = self.io.target()?;
+                let tmp = FileIo::temporary(&target);
                 let f = self
                     .io
-                    .with_parent(|| File::create(&self.tmp))?
+                    .with_parent(&target, || File::create(&tmp))?
                     .map_err(|e| Error::io_at(path, e))?;
+                self.paths = Some((target, tmp));
                 let (f, at) = self.file.insert((f, 0));
                 (f, at)
             }
@@ -757,15 +806,19 @@ impl ObjectSink for FileSink<'_> {
             self.write(0, &[])?;
         }
         // The file was created empty and grew only by the writes: its size is `len`.
-        drop(self.file.take());
-        let done = std::fs::rename(&self.tmp, &self.io.path);
+        let (file, _) = self.file.take().expect("written above");
+        let (target, tmp) = self.paths.take().expect("set with the file");
+        let done = keep_attributes(&file, &target).and_then(|()| {
+            drop(file);
+            std::fs::rename(&tmp, &target)
+        });
         match done {
             Ok(()) => {
                 self.io.replaced();
                 Ok(())
             }
             Err(e) => {
-                let _ = std::fs::remove_file(&self.tmp);
+                let _ = std::fs::remove_file(&tmp);
                 Err(Error::io_at(&self.io.path, e))
             }
         }
@@ -775,9 +828,107 @@ impl ObjectSink for FileSink<'_> {
 impl Drop for FileSink<'_> {
     /// Not committed: the temporary file goes; the object stays as it was.
     fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
+        if let (Some(_), Some((_, tmp))) = (self.file.take(), self.paths.take()) {
+            let _ = std::fs::remove_file(tmp);
         }
+    }
+}
+
+/// Give a new object `f` the mode (permission bits, set-id and sticky bits) of the file
+/// `target` it replaces, and its owner and group where this process may (root: both; the
+/// owner of a file: a group it belongs to; otherwise they stay this process's), so a
+/// rewrite never widens who can read a shard: a 0600 shard stays 0600. A new shard (no
+/// `target`, or not a regular file) keeps the mode the umask gives. Errors: `fchmod`'s,
+/// except on a file system without permissions (`EPERM`, `ENOTSUP`).
+#[cfg(unix)]
+fn keep_attributes(f: &File, target: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{fchown, MetadataExt, PermissionsExt};
+    let Ok(old) = std::fs::metadata(target) else {
+        return Ok(());
+    };
+    if !old.is_file() {
+        return Ok(());
+    }
+    let mine = f.metadata()?;
+    let mode = old.mode() & 0o7777;
+    // Owner and group first: `fchown` clears set-id bits, which the mode then restores.
+    if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
+        if fchown(f, Some(old.uid()), Some(old.gid())).is_err() {
+            let _ = fchown(f, None, Some(old.gid()));
+        }
+    } else if mine.mode() & 0o7777 == mode {
+        return Ok(()); // the usual case: nothing to change
+    }
+    match f.set_permissions(std::fs::Permissions::from_mode(mode)) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOTSUP)) => Ok(()),
+        other => other,
+    }
+}
+
+#[cfg(not(unix))]
+fn keep_attributes(f: &File, target: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(target) {
+        Ok(old) if old.is_file() => f.set_permissions(old.permissions()),
+        _ => Ok(()),
+    }
+}
+
+/// Positional writes ([`ShardIo::write_at`]) into a new object ([`ShardIo::object_sink`]), for
+/// the streaming writer: the shard it writes replaces the old one at [`SinkIo::commit`], so
+/// until then readers see the old shard, a failure or a killed process leaves it as it was,
+/// and two writers of one shard end with one writer's complete shard. It reads as a missing
+/// object (a streaming writer never reads) and cuts nothing: `truncate` accepts only the end
+/// of what was written.
+pub(crate) struct SinkIo<'a> {
+    sink: Mutex<Box<dyn ObjectSink + 'a>>,
+    end: AtomicU64,
+}
+
+impl<'a> SinkIo<'a> {
+    pub(crate) fn new(sink: Box<dyn ObjectSink + 'a>) -> Self {
+        SinkIo {
+            sink: Mutex::new(sink),
+            end: AtomicU64::new(0),
+        }
+    }
+
+    /// Put the object written in place of the old one.
+    pub(crate) fn commit(self) -> Result<()> {
+        let end = self.end.into_inner();
+        self.sink
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .commit(end)
+    }
+}
+
+impl ShardIo for SinkIo<'_> {
+    fn read(&self, _: ByteRange) -> Result<Option<ReadOutput>> {
+        Ok(None)
+    }
+    fn size(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| Error::InvalidArgument(format!("write at {offset} overflows")))?;
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        sink.write_parts_at(offset, &[data])?;
+        self.end.fetch_max(end, Ordering::Relaxed);
+        Ok(())
+    }
+    fn truncate(&self, len: u64) -> Result<()> {
+        match len == self.end.load(Ordering::Relaxed) {
+            true => Ok(()),
+            false => Err(Error::Unsupported(
+                "truncate (a new object being written)".into(),
+            )),
+        }
+    }
+    /// Nothing to delete in a new object; the caller deletes the old one.
+    fn delete(&self) -> Result<()> {
+        Ok(())
     }
 }
 

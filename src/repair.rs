@@ -252,6 +252,69 @@ fn table() -> [u32; 256] {
     t
 }
 
+impl<S: Store> Array<S> {
+    /// The temporaries that writers killed part way left beside the array's shards
+    /// (`KEY.tmp-PID-N`, [`crate::FileIo`]'s new objects, never renamed over `KEY`), sorted:
+    /// those whose process no longer runs on this host (a temporary of a writer still running
+    /// is its work in progress, not a leftover). They hold nothing the array reads, only disk
+    /// space; `zarrshard verify` reports them, `zarrshard repair` removes them
+    /// ([`Array::remove_leftover_temporaries`]). Empty when the store cannot list.
+    pub fn leftover_temporaries(&self) -> Result<Vec<String>> {
+        let Some(mut keys) = self.store().list_prefix("")? else {
+            return Ok(Vec::new());
+        };
+        keys.retain(|key| self.is_leftover_temporary(key));
+        keys.sort();
+        Ok(keys)
+    }
+
+    /// Remove [`Array::leftover_temporaries`] (with `dry_run`, nothing); returns their keys.
+    /// Errors: the store's, naming the key's path.
+    pub fn remove_leftover_temporaries(&self, dry_run: bool) -> Result<Vec<String>> {
+        let keys = self.leftover_temporaries()?;
+        if !dry_run {
+            for key in &keys {
+                self.store().delete(key)?;
+            }
+        }
+        Ok(keys)
+    }
+
+    fn is_leftover_temporary(&self, key: &str) -> bool {
+        let Some((shard, writer)) = key.rsplit_once(crate::io::TEMPORARY_MARK) else {
+            return false;
+        };
+        let Some((pid, n)) = writer.split_once('-') else {
+            return false;
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(pid) || !digits(n) || self.shard_coords(shard).is_none() {
+            return false;
+        }
+        pid.parse::<u32>().map_or(true, |pid| !process_runs(pid))
+    }
+}
+
+/// Whether process `pid` runs on this host (signal 0 reaches it, or it exists but belongs to
+/// another user).
+#[cfg(unix)]
+fn process_runs(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists; no signal is sent.
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn process_runs(pid: u32) -> bool {
+    pid == std::process::id()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

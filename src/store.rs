@@ -53,6 +53,16 @@ pub trait Store: Send + Sync {
 }
 
 /// A directory on the local file system; key `a/b` is the file `ROOT/a/b`.
+///
+/// Writes: [`Store::set`] and every whole-object write of its [`FileIo`]s write a temporary
+/// sibling (`NAME.tmp-PID-N`) and rename it over the file, keeping the replaced file's mode
+/// and, where permitted, owner and group; a symbolic link at a key is followed (the file it
+/// names is replaced, the link stays; see [`FileIo::target`]). Concurrency: writers of one
+/// key through new objects (`set`, buffered writes, and streaming and updates through
+/// [`crate::Array::write_shard_with`] and [`crate::Array::import`]) need no lock: each
+/// object ends as one writer's complete version (the last rename), never a mix. A
+/// [`crate::ShardWriter`] with a streaming or update strategy given a [`FileIo`] itself
+/// writes into the file: one such writer per file at a time, and nothing else writing it.
 #[derive(Debug, Clone)]
 pub struct FsStore {
     root: PathBuf,
@@ -97,9 +107,14 @@ impl Store for FsStore {
     /// The files below the directory part of `prefix`, as `/`-separated keys. Symbolic links
     /// are followed (a linked directory's files are keys under the link's name, as reading
     /// them by key would find them), except a link back to a directory the walk is inside, so
-    /// a loop ends. A missing directory lists nothing; names that are not UTF-8 are skipped
-    /// (no key names them), and so are dangling links. Other failures (a directory that cannot
-    /// be read) are errors.
+    /// a loop ends. The entries where no object can be read are listed too: each directory
+    /// (whose files are listed below it) and each loop of links, so that a walk over an
+    /// array's shards (`verify`) reports a directory or a loop where a shard would be, which
+    /// reading it fails on (`EISDIR`, `ELOOP`), instead of passing it over as missing; keys
+    /// that are not the array's shard keys are ignored there. A missing directory lists
+    /// nothing; names that are not UTF-8 are skipped (no key names them), and so are dangling
+    /// links (they read as missing). Other failures (a directory that cannot be read) are
+    /// errors.
     fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
         let dir = prefix.rfind('/').map_or("", |end| &prefix[..=end]);
         let start = match dir.strip_suffix('/') {
@@ -142,11 +157,18 @@ fn list_files(
         // object. Any other failure is an error: skipping it would pass a stored shard over.
         let kind = match std::fs::metadata(entry.path()) {
             Ok(kind) => kind,
+            Err(e) if is_loop(&e) => {
+                if key.starts_with(prefix) {
+                    keys.push(key);
+                }
+                continue;
+            }
             Err(e) if is_no_object(&e) => continue,
             Err(e) => return Err(Error::io_at(&entry.path(), e)),
         };
         if kind.is_dir() {
             if key.starts_with(prefix) {
+                keys.push(key.clone());
                 list_files(&entry.path(), &format!("{key}/"), prefix, inside, keys)?;
             }
         } else if key.starts_with(prefix) {
@@ -161,11 +183,15 @@ fn list_files(
 /// where a directory would be, or links that never reach a file.
 fn is_no_object(e: &std::io::Error) -> bool {
     use std::io::ErrorKind::{NotADirectory, NotFound};
+    matches!(e.kind(), NotFound | NotADirectory) || is_loop(e)
+}
+
+/// Whether a file system error is a loop of symbolic links (`ELOOP`).
+fn is_loop(e: &std::io::Error) -> bool {
     #[cfg(unix)]
-    let looped = e.raw_os_error() == Some(libc::ELOOP);
+    return e.raw_os_error() == Some(libc::ELOOP);
     #[cfg(not(unix))]
-    let looped = false;
-    matches!(e.kind(), NotFound | NotADirectory) || looped
+    return false;
 }
 
 /// Objects in memory, each a [`MemoryIo`] wrapped in a [`CountingIo`] so tests and

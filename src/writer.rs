@@ -28,7 +28,11 @@
 //!
 //! A writer needs exclusive use (`&mut self`). Crash safety for buffered writes comes from
 //! [`ShardIo::put`] (the file back end writes a temporary and renames it); for streaming and
-//! update, have the back end write to a temporary object and commit it after `finalize`.
+//! update, have the back end write to a temporary object and commit it after `finalize`, as
+//! [`crate::Array::write_shard_with`] does where the back end has an
+//! [`ShardIo::object_sink`]. A writer given a [`crate::FileIo`] itself writes into the file:
+//! killed part way, a streaming or in-place write leaves a torn shard (an append-only one is
+//! recoverable by [`crate::repair`]), and two such writers of one file corrupt it.
 
 use crate::encoded::EncodedChunks;
 use crate::error::{Error, Result};

@@ -54,7 +54,10 @@ enum Command {
     /// of them not verifiable (no checksum)". Chunks whose codecs carry no checksum (no
     /// crc32c, zstd without "checksum": true) decode without proving their bytes: exit 0 then
     /// means "decoded", not "verified". No shard stored at all (a mistyped path, nothing
-    /// written yet) is said too: such an array reads as all fill value.
+    /// written yet) is said too: such an array reads as all fill value. A shard key that cannot
+    /// be read (a directory or a loop of symbolic links where the file would be, no permission)
+    /// is a problem, and so is a temporary a killed writer left (`KEY.tmp-PID-N`, its process
+    /// gone; `repair` removes it).
     ///
     /// Example: zarrshard verify data/image.zarr
     Verify {
@@ -71,13 +74,30 @@ enum Command {
     /// bytes in the export format. Inner chunks equal to the fill value are not stored; a shard
     /// with nothing stored is not written.
     ///
+    /// Every strategy writes each shard to a new file beside it (SHARD.tmp-PID-N) and renames
+    /// it over the shard when it is complete, so no strategy loses data it did not overwrite:
+    /// killed (even with kill -9), out of disk space or past `ulimit -f`, each shard is its
+    /// old version or its new one, whole (the error names the file; a killed run leaves its
+    /// temporaries, which `verify` reports and `repair` removes). Two imports into one array
+    /// at once each succeed and leave every shard one of them's complete version (the array
+    /// may mix shards of both). A rewritten shard keeps its file's mode, and owner and group
+    /// where permitted. A shard that is a symbolic link is written through: the file it names
+    /// is replaced, the link stays (one with nothing stored is removed: the link goes, the
+    /// file it named stays).
+    ///
     /// Example: zarrshard import image.raw data/image.zarr --strategy streaming
     Import {
         /// Raw input file, `-` for standard input.
         in_file: PathBuf,
         array_dir: PathBuf,
         /// Writer: buffered (one write per shard), streaming (chunk by chunk), update (into
-        /// existing shards, append-only), update-in-place.
+        /// existing shards, append-only), update-in-place (rewriting chunks where they fit).
+        /// They differ in the bytes of the shard (updates keep the old chunks' bytes, dead
+        /// bytes `compact` removes) and in memory (streaming: the shard's index and a chunk;
+        /// updates: the old shard), not in safety: each writes a new file and renames it
+        /// into place.
+        ///
+        /// Example: zarrshard import image.raw data/image.zarr --strategy update-in-place
         #[arg(long, value_enum, default_value_t = StrategyArg::Buffered)]
         strategy: StrategyArg,
         /// Order of inner chunks in buffered shards.
@@ -87,7 +107,9 @@ enum Command {
         #[arg(long)]
         store_fill_chunks: bool,
     },
-    /// Rewrite shards that have dead bytes (left by updates) without them.
+    /// Rewrite shards that have dead bytes (left by updates) without them. Each is written to
+    /// a new file and renamed over the old one, keeping its mode, owner and group (where
+    /// permitted); a symbolic link is written through, as `import` does.
     ///
     /// Example: zarrshard compact data/image.zarr
     Compact {
@@ -134,6 +156,9 @@ enum Command {
     /// Cut torn shards (a write cut off part way) back to their last index whose crc32c
     /// proves it intact, and print per shard what was recovered and what is lost. Exit 0:
     /// nothing damaged; 2: every damaged shard recovered; 3: some cannot be recovered.
+    /// Temporaries killed writers left (`KEY.tmp-PID-N`, its process gone) are removed, one
+    /// line each (`KEY: removed: …`), exit code unchanged. A shard key that cannot be read
+    /// (a directory, a loop of symbolic links) is an error naming its path (exit 1).
     ///
     /// Example: zarrshard repair data/image.zarr --dry-run
     Repair {
@@ -175,6 +200,13 @@ impl From<OrderArg> for ChunkOrder {
 }
 
 fn main() -> ExitCode {
+    // Past `ulimit -f` a write then fails with EFBIG, reported as one line naming the file
+    // with the temporaries removed, instead of SIGXFSZ killing the tool part way (exit 153).
+    // SAFETY: setting a signal's disposition to ignored, before any thread is started.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // A panic would be a bug; still, report it as one line and a failing exit code.
     std::panic::set_hook(Box::new(|info| {
         let msg = info

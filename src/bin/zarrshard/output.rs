@@ -70,7 +70,7 @@ pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -
             .truncate(true)
             .open(out)
             .map_err(|e| Error::io_at(out, e))?;
-        let value = write(&mut file)?;
+        let value = write(&mut file).map_err(|e| name_output(e, out))?;
         // fsync means nothing for a pipe or device (and fails with EINVAL on some).
         if file.metadata().map(|m| m.is_file()).unwrap_or(false) {
             file.sync_all().map_err(|e| Error::io_at(out, e))?;
@@ -81,7 +81,7 @@ pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -
     let tmp = partial(out);
     let result = (|| {
         let mut file = File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
-        let value = write(&mut file)?;
+        let value = write(&mut file).map_err(|e| name_output(e, out))?;
         file.sync_all().map_err(|e| Error::io_at(&tmp, e))?;
         std::fs::rename(&tmp, out).map_err(|e| Error::io_at(out, e))?;
         Ok(value)
@@ -90,6 +90,31 @@ pub fn write_output<T>(out: &Path, write: impl FnOnce(&mut File) -> Result<T>) -
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// An error of writing OUT that does not name it yet (the writer of the data knows no path):
+/// the file too large for `ulimit -f` (`EFBIG`; the tool ignores `SIGXFSZ`), no space left,
+/// over quota. Reading shards never fails with those, and names its own paths.
+fn name_output(e: Error, out: &Path) -> Error {
+    match e {
+        Error::Io { code, message }
+            if is_full(code) && !message.contains(&*out.to_string_lossy()) =>
+        {
+            Error::Io {
+                code,
+                message: format!("{}: {message}", out.display()),
+            }
+        }
+        other => other,
+    }
+}
+
+/// `EFBIG`, `ENOSPC`, `EDQUOT`: the file or the file system is full.
+fn is_full(code: i32) -> bool {
+    #[cfg(unix)]
+    return [libc::EFBIG, libc::ENOSPC, libc::EDQUOT].contains(&code);
+    #[cfg(not(unix))]
+    return [libc::EFBIG, libc::ENOSPC].contains(&code);
 }
 
 /// `OUT.partial`, next to OUT.

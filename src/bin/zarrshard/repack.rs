@@ -17,7 +17,12 @@ pub struct RepackArgs {
     /// Where to write the repacked array: a directory that does not exist or is empty.
     /// Without it, SRC_DIR is replaced: the new array is written to SRC_DIR.repack-tmp, then
     /// SRC_DIR is renamed to SRC_DIR.repack-old, the new one into place, and the old one
-    /// removed (after a crash, one of the two names holds a complete array).
+    /// removed (after a crash, one of the two names holds a complete array). Before anything
+    /// is written, the directory holding SRC_DIR and every directory of the array must be
+    /// writable by the user, or the repack is refused naming the one that is not. The new
+    /// array's files get the permission bits all old files share (a 0600 shard makes them all
+    /// 0600), its directories those all old directories share, and the old directory's owner
+    /// and group where permitted.
     dst_dir: Option<PathBuf>,
     /// New shard shape (the chunk grid's chunk shape), comma-separated; a multiple of the
     /// inner chunk shape.
@@ -92,9 +97,17 @@ pub fn run(args: RepackArgs) -> zarrshard::Result<ExitCode> {
                     "in-place repack needs an array directory; give DST_DIR".into(),
                 ));
             }
-            src_dir = std::fs::canonicalize(&args.src_dir)?;
+            src_dir =
+                std::fs::canonicalize(&args.src_dir).map_err(|e| Error::io_at(&args.src_dir, e))?;
             sibling(&src_dir, ".repack-tmp")
         }
+    };
+    // In place, everything the swap needs is checked before anything is written: the
+    // directory that holds SRC_DIR (for the new and old names) and every directory of the old
+    // array (to remove it afterwards).
+    let kept = match in_place {
+        true => Some(check_replaceable(&src_dir)?),
+        false => None,
     };
     let created = prepare_empty_dir(&dst)?;
     let shards = crate::saturating_product(&target.grid_shape());
@@ -123,9 +136,12 @@ pub fn run(args: RepackArgs) -> zarrshard::Result<ExitCode> {
                 dst.display()
             )));
         }
-        std::fs::rename(&src_dir, &old)?;
-        std::fs::rename(&dst, &src_dir)?;
-        std::fs::remove_dir_all(&old)?;
+        if let Some(kept) = &kept {
+            kept.apply(&dst)?;
+        }
+        std::fs::rename(&src_dir, &old).map_err(|e| Error::io_at(&src_dir, e))?;
+        std::fs::rename(&dst, &src_dir).map_err(|e| Error::io_at(&dst, e))?;
+        std::fs::remove_dir_all(&old).map_err(|e| Error::io_at(&old, e))?;
     }
     writeln!(
         std::io::stdout().lock(),
@@ -167,5 +183,121 @@ fn prepare_empty_dir(dir: &Path) -> zarrshard::Result<bool> {
             Ok(true)
         }
         Err(e) => Err(with_path(e)),
+    }
+}
+
+/// What an in-place repack gives the new array so that replacing the old one widens no
+/// permission: the permission bits every old directory has, those every old file has (a
+/// 0600 shard among 0644 ones makes every new file 0600), and the old directory's owner and
+/// group (applied where this process may: root both, else a group it is in).
+struct Kept {
+    dir_mode: u32,
+    file_mode: u32,
+    owner: (u32, u32),
+}
+
+/// Before an in-place repack of `src` (canonical): refuse, naming the path, when `src`'s
+/// parent or a directory of `src` is not writable by this process (the old array could
+/// not be renamed or removed), and collect what the new array keeps ([`Kept`]). Symbolic
+/// links inside `src` are not followed (removing the old array removes the links only).
+#[cfg(unix)]
+fn check_replaceable(src: &Path) -> zarrshard::Result<Kept> {
+    use std::os::unix::fs::MetadataExt;
+    let parent = src.parent().unwrap_or(Path::new("/"));
+    writable(parent)?;
+    let root = std::fs::metadata(src).map_err(|e| Error::io_at(src, e))?;
+    let mut kept = Kept {
+        dir_mode: 0o7777,
+        file_mode: 0o7777,
+        owner: (root.uid(), root.gid()),
+    };
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        writable(&dir)?;
+        let m = std::fs::symlink_metadata(&dir).map_err(|e| Error::io_at(&dir, e))?;
+        kept.dir_mode &= m.mode() & 0o7777;
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io_at(&dir, e))? {
+            let entry = entry.map_err(|e| Error::io_at(&dir, e))?;
+            let path = entry.path();
+            let m = std::fs::symlink_metadata(&path).map_err(|e| Error::io_at(&path, e))?;
+            if m.is_dir() {
+                dirs.push(path);
+            } else if m.is_file() {
+                kept.file_mode &= m.mode() & 0o7777;
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// `dir` writable by this process (`access(W_OK)`), else an error naming it.
+#[cfg(unix)]
+fn writable(dir: &Path) -> zarrshard::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let refused = |e: std::io::Error| Error::Io {
+        code: e.raw_os_error().unwrap_or(-1),
+        message: format!("{}: {e}: {NOT_IN_PLACE}", dir.display()),
+    };
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| refused(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    match unsafe { libc::access(c.as_ptr(), libc::W_OK) } {
+        0 => Ok(()),
+        _ => Err(refused(std::io::Error::last_os_error())),
+    }
+}
+
+/// Why an in-place repack was refused, after the path and its error.
+#[cfg(unix)]
+const NOT_IN_PLACE: &str = "an in-place repack must rename and remove the array (give DST_DIR to write a new one); nothing was written";
+
+/// Elsewhere no permission is checked or carried over (the renames report what fails).
+#[cfg(not(unix))]
+fn check_replaceable(_: &Path) -> zarrshard::Result<Kept> {
+    Ok(Kept {
+        dir_mode: 0,
+        file_mode: 0,
+        owner: (0, 0),
+    })
+}
+
+#[cfg(not(unix))]
+impl Kept {
+    fn apply(&self, _: &Path) -> zarrshard::Result<()> {
+        let _ = (self.dir_mode, self.file_mode, self.owner);
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+impl Kept {
+    /// Give every directory and file below `dst` (the new array, written by this process)
+    /// the old array's modes, owner and group: files first, then directories from the
+    /// deepest up, so none loses access before its entries are done.
+    fn apply(&self, dst: &Path) -> zarrshard::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let (mut dirs, mut files) = (vec![dst.to_path_buf()], Vec::new());
+        let mut k = 0;
+        while let Some(dir) = dirs.get(k).cloned() {
+            k += 1;
+            for entry in std::fs::read_dir(&dir).map_err(|e| Error::io_at(&dir, e))? {
+                let path = entry.map_err(|e| Error::io_at(&dir, e))?.path();
+                match path.is_dir() {
+                    true => dirs.push(path),
+                    false => files.push(path),
+                }
+            }
+        }
+        let files = files.into_iter().map(|f| (f, self.file_mode));
+        let dirs = dirs.into_iter().rev().map(|d| (d, self.dir_mode));
+        for (path, mode) in files.chain(dirs) {
+            let (uid, gid) = self.owner;
+            if std::os::unix::fs::chown(&path, Some(uid), Some(gid)).is_err() {
+                let _ = std::os::unix::fs::chown(&path, None, Some(gid));
+            }
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| Error::io_at(&path, e))?;
+        }
+        Ok(())
     }
 }

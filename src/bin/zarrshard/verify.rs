@@ -39,6 +39,11 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
         Ok(())
     })?;
     progress.finish_and_clear();
+    let leftover = crate::repair::LEFTOVER;
+    for key in array.leftover_temporaries()? {
+        let error = Error::InvalidState(format!("{leftover}; `zarrshard repair` removes it"));
+        problems.push(zarrshard::Problem { key, error });
+    }
     let mut out = std::io::stdout().lock();
     if json {
         let report = Report {
