@@ -138,7 +138,7 @@ impl<S: Store> Array<S> {
     /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
     /// [`ArrayMetadata::validate`] — nothing is written then; the store's errors.
     pub fn create(store: S, mut meta: ArrayMetadata) -> Result<Self> {
-        meta.codecs.resolve(meta.data_type);
+        meta.codecs.resolve(&meta.data_type);
         meta.validate()?;
         store.set("zarr.json", &meta.to_json_bytes())?;
         Ok(Array::new(meta, store, Format::V3))
@@ -151,7 +151,7 @@ impl<S: Store> Array<S> {
     /// Errors: [`Error::InvalidMetadata`] (or [`Error::UnsupportedCodec`]) when `meta` fails
     /// [`ArrayMetadata::validate`].
     pub fn from_metadata(store: S, mut meta: ArrayMetadata) -> Result<Self> {
-        meta.codecs.resolve(meta.data_type);
+        meta.codecs.resolve(&meta.data_type);
         meta.validate()?;
         Ok(Array::new(meta, store, Format::V3))
     }

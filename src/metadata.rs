@@ -635,10 +635,10 @@ impl ArrayMetadata {
         let r = Self::from_json(&structure)?;
         let mut codecs = self.codecs.clone();
         codecs.resolve(&self.data_type);
-        let same = (&r.shape, r.data_type, &r.chunk_shape, r.chunk_key_encoding)
+        let same = (&r.shape, &r.data_type, &r.chunk_shape, r.chunk_key_encoding)
             == (
                 &self.shape,
-                self.data_type,
+                &self.data_type,
                 &self.chunk_shape,
                 self.chunk_key_encoding,
             )
