@@ -381,3 +381,32 @@ fn cli_verify_says_what_it_stored_decoded_and_could_not_verify() {
         "zarrshard: 0 of 4 shard(s) stored: the array reads as all fill value (nothing written yet, or a mistyped path?)\n"
     );
 }
+
+#[test]
+fn cli_errors_about_a_torn_shard_name_its_key_and_say_it_is_truncated() {
+    let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a");
+    with_inner(FsStore::new(&dir), json!([bytes, {"name": "crc32c"}]), true);
+    // 64 inner chunks: the index is 64 × 16 bytes and a crc32c, 1028 bytes.
+    std::fs::write(dir.join("c/0/1"), [1, 2, 3]).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (o.status.code(), text(&o.stdout), text(&o.stderr))
+    };
+    let truncated = "object is 3 bytes, index needs 1028: torn write? try `zarrshard repair`";
+    let raw = tmp.path().join("a.raw");
+    let (code, _, err) = run(&["export".as_ref(), dir.as_os_str(), raw.as_os_str()]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        format!("zarrshard: corrupt shard: c/0/1: {truncated}\n")
+    );
+    let (code, out, _) = run(&["verify".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, Some(1));
+    assert_eq!(out, format!("c/0/1: corrupt shard: {truncated}\n"));
+}
