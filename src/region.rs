@@ -5,7 +5,9 @@
 //! of the inner chunks the region touches, coalesced ([`crate::ShardReader::fetch_chunks`]: runs
 //! closer than the coalescing gap are one read, the whole span when most of it is wanted).
 //! Shards are fetched in parallel, a pass of rows of shards (along the first dimension) at a
-//! time, so memory beyond the caller's buffer is bounded by one pass's *encoded* bytes; then
+//! time, at most `PASS_SHARDS` shards and `PASS_CHUNKS` inner chunks (a row of many small
+//! shards is cut), so memory beyond the caller's buffer is bounded by one pass's *encoded*
+//! bytes and bookkeeping, whatever the number of shards the region touches; then
 //! the inner chunks are decoded in parallel, each task owning a band of rows of the output, so
 //! the copy into the caller's buffer is parallel too and needs no lock and no `unsafe`. A pass
 //! is one row of shards, or as many as the inner chunks covering the region's part of them
@@ -60,11 +62,16 @@ impl<S: Store> Array<S> {
     /// native byte order, `shape.product() × element size` bytes. The fill value where
     /// nothing is stored.
     ///
+    /// Memory beyond `out`: one pass of at most 1024 shards and 65 536 inner chunks at a time
+    /// (their fetched bytes and a few hundred bytes of bookkeeping each, nothing per element
+    /// or per chunk of the region as a whole); a single shard whose touched chunks need more
+    /// (48 bytes each) than the memory limit is [`Error::MemoryLimit`], before any read.
+    ///
     /// Errors: [`Error::InvalidArgument`] when the region's rank differs from the array's or it
     /// reaches past the array, or its byte size overflows 64 bits; [`Error::BufferSize`] when
     /// `out` has the wrong length (both checked, in that order, before the store is touched);
-    /// and whatever reading and decoding the shards reports (corruption names shard and
-    /// chunk). Safe to call from many threads at once.
+    /// [`Error::MemoryLimit`] as above; and whatever reading and decoding the shards reports
+    /// (corruption names shard and chunk). Safe to call from many threads at once.
     pub fn read_region(&self, start: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         self.read_region_in(start, shape, out, None)
     }
@@ -261,6 +268,10 @@ impl<S: Store> Array<S> {
     /// Write `data` (C order, native byte order, `shape.product() × element size` bytes) to
     /// the region of extent `shape` at `start`, appending rewritten chunks
     /// ([`UpdateMode::AppendOnly`]) and not storing chunks equal to the fill value.
+    ///
+    /// Memory: shards are written a pass of at most 1024 at a time (in parallel), each holding
+    /// its encoded chunks and the decoded chunks the region covers partly; nothing is kept
+    /// per shard or per chunk of the region as a whole.
     ///
     /// Not atomic across shards: each shard is written on its own (in parallel); on an error
     /// some shards may hold the new values and others the old. Within a shard the update
