@@ -37,6 +37,7 @@ impl Plan {
     ///
     /// Errors: [`crate::Error::MemoryLimit`] naming `what` when the smallest block that holds
     /// the units whole passes the limit and `cut` is false.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         shape: &[u64],
         chunk: &[u64],
