@@ -1,6 +1,7 @@
 //! A whole Zarr v3 array in a [`Store`]: its metadata, its shards, and whole-array operations
 //! (export to raw bytes, verification).
 
+use crate::blocks::Block;
 use crate::error::{shown, Error, Result};
 use crate::index::ShardIndex;
 use crate::io::{ByteRange, MemoryIo, ShardIo, SinkIo};
@@ -372,96 +373,75 @@ impl<S: Store> Array<S> {
         Ok(reader)
     }
 
-    /// The slabs of the array along its first dimension, one row of shards each: the slab's
-    /// shape and, for every shard in it, its grid coordinates, where it starts in the slab, and
-    /// the part of it inside the array. Export and import walk the array this way, so memory
-    /// is bounded by one slab, not by the array.
-    fn slabs(&self) -> impl Iterator<Item = (Vec<u64>, Vec<ShardPlace>)> + '_ {
-        let meta = &self.meta;
-        let rank = meta.shape.len();
-        let grid = meta.grid_shape();
-        let count = if meta.shape.contains(&0) {
-            0
-        } else if rank == 0 {
-            1
-        } else {
-            grid[0]
-        };
-        (0..count).map(move |g0| {
-            let mut slab_shape = meta.shape.clone();
-            if rank > 0 {
-                slab_shape[0] = meta.chunk_shape[0].min(meta.shape[0] - g0 * meta.chunk_shape[0]);
-            }
-            let rest = if rank == 0 {
-                vec![]
-            } else {
-                grid[1..].to_vec()
-            };
-            let places = nd::c_order(&rest)
-                .map(|tail| {
-                    let coords: Vec<u64> = if rank == 0 {
-                        vec![]
-                    } else {
-                        std::iter::once(g0).chain(tail).collect()
-                    };
-                    let origin: Vec<u64> = coords
-                        .iter()
-                        .zip(&meta.chunk_shape)
-                        .map(|(c, s)| c * s)
-                        .collect();
-                    let region = origin
-                        .iter()
-                        .zip(&meta.chunk_shape)
-                        .zip(&meta.shape)
-                        .map(|((o, c), s)| (*c).min(s - o))
-                        .collect();
-                    let mut in_slab = origin;
-                    if rank > 0 {
-                        in_slab[0] = 0;
-                    }
-                    ShardPlace {
-                        coords,
-                        in_slab,
-                        region,
-                    }
-                })
-                .collect();
-            (slab_shape, places)
-        })
-    }
-
     /// Write the whole array as raw bytes: C order, each element little-endian, bool as one
     /// byte 0/1, complex as real then imaginary part, the fill value where nothing is stored.
+    ///
+    /// Memory follows the work, not the grid: the array is read in blocks contiguous in C
+    /// order (`crate::blocks`) of at most [`EXPORT_BLOCK_BYTES`] (or the memory limit, when
+    /// lower) through [`Array::read_region`], which holds a bounded pass of shards at a time.
+    /// A block is larger only where cutting it would decode inner chunks (or whole shards, for
+    /// arrays read a shard at a time) once per row of them, and then at most the memory limit;
+    /// past that the block is cut anyway (slower, never more memory). When the store lists
+    /// ([`Store::list_prefix`]) only the listed shards are read, and a block without any is
+    /// written as fill bytes without asking the store, so a sparse array exports at the speed
+    /// of writing its bytes; otherwise every grid position in a block is asked (one store call
+    /// each).
+    ///
+    /// Errors: [`Error::MemoryLimit`] when an inner chunk (or a shard read whole) passes the
+    /// limit; the codecs', the store's and `out`'s errors.
     pub fn export(&self, out: &mut dyn Write) -> Result<()> {
         let meta = &self.meta;
-        let elem = meta.data_type.size();
-        let zeros = vec![0; meta.shape.len()];
-        for (slab_shape, places) in self.slabs() {
-            let mut slab = meta
-                .fill_value
-                .0
-                .repeat(slab_len(&slab_shape, meta)? / elem);
-            // The slab's shards are read and decoded in parallel (each also decodes its inner
-            // chunks in parallel), then placed.
-            let shards =
-                parallel::map_on_pool(places.len(), |k| self.read_shard(&places[k].coords))?;
-            for (p, shard) in places.iter().zip(shards) {
-                let Some(shard) = shard else {
-                    continue;
-                };
-                nd::copy_box(
-                    &shard,
-                    &meta.chunk_shape,
-                    &zeros,
-                    &mut slab,
-                    &slab_shape,
-                    &p.in_slab,
-                    &p.region,
-                    elem,
-                );
+        let elem = meta.data_type.size() as u64;
+        if meta.shape.contains(&0) {
+            return Ok(());
+        }
+        let walk = self.shard_walk()?;
+        let listed = walk.listed.as_deref();
+        let limit = crate::limits::memory_limit();
+        // Whole inner chunks where they are read one by one, else whole shards.
+        let unit = match (self.partial_regions(), meta.shard_layout()) {
+            (true, Some(layout)) => layout.codec().chunk_shape.clone(),
+            _ => meta.chunk_shape.clone(),
+        };
+        let target = EXPORT_BLOCK_BYTES.min(limit);
+        let plan = crate::blocks::Plan::new(
+            &meta.shape,
+            &meta.chunk_shape,
+            elem,
+            &unit,
+            target,
+            limit,
+            true,
+            "a block",
+        )?;
+        // Fill bytes in the export order, written as often as a block of fill needs them.
+        let mut fill = Vec::new();
+        let mut block = Vec::new();
+        for b in plan.blocks() {
+            let bytes = b.bytes(elem);
+            let (lo, hi) = b.shard_range(&meta.chunk_shape, &walk.grid);
+            let empty = listed
+                .is_some_and(|l| l.partition_point(|&i| i < lo) == l.partition_point(|&i| i < hi));
+            if empty {
+                if fill.is_empty() {
+                    let len = bytes.min(FILL_BYTES.div_ceil(elem) * elem);
+                    fill = meta.fill_value.0.repeat((len / elem) as usize);
+                    raw_order(&mut fill, &meta.data_type);
+                }
+                let mut left = bytes;
+                while left > 0 {
+                    let n = left.min(fill.len() as u64);
+                    out.write_all(&fill[..n as usize])?;
+                    left -= n;
+                }
+                continue;
             }
-            raw_order(&mut slab, &meta.data_type);
-            out.write_all(&slab)?;
+            let len =
+                crate::limits::buffer_len(bytes, &format!("a block of shape {}", shown(&b.shape)))?;
+            block.resize(len, 0);
+            self.read_region_in(&b.start, &b.shape, &mut block, listed)?;
+            raw_order(&mut block, &meta.data_type);
+            out.write_all(&block)?;
         }
         Ok(())
     }
@@ -474,9 +454,14 @@ impl<S: Store> Array<S> {
     /// Strategies apply where the shard object is the sharding codec's own output; with a
     /// bytes→bytes codec after `sharding_indexed` (or no sharding) each shard is encoded whole.
     ///
-    /// The input is read one row of shards (a slab) at a time, on the calling thread, while
-    /// the pool encodes and writes the previous row: two slab buffers are held (each checked
-    /// against the memory limit). `input` is never used from another thread.
+    /// The input is read in blocks contiguous in C order (`crate::blocks`) of about
+    /// [`IMPORT_BLOCK_BYTES`] (or the memory limit, when lower), on the calling thread, while
+    /// the pool encodes and writes the shards of the previous block, at most a pass of
+    /// [`IMPORT_PASS_SHARDS`] at a time: two block buffers are held, and bookkeeping for one
+    /// pass, however many shards the grid has. A block holds whole shards (a shard is written
+    /// whole), so it is larger where a row of shards is: the smallest such block must be
+    /// within the memory limit ([`Error::MemoryLimit`] otherwise, before anything is read or
+    /// written). `input` is never used from another thread.
     pub fn import(
         &self,
         input: &mut dyn Read,
@@ -487,66 +472,95 @@ impl<S: Store> Array<S> {
         let elem = meta.data_type.size();
         let zeros = vec![0; meta.shape.len()];
         let total = crate::codec::checked_product(&meta.shape)?.saturating_mul(elem as u64);
-        // Buffered, sharded, no array→array codec: chunks are cut straight out of the slab.
+        // Buffered, sharded, no array→array codec: chunks are cut straight out of the block.
         let direct = strategy == WriteStrategy::Buffered
             && meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty();
-        let read_slab = |input: &mut dyn Read, shape: &[u64], slab: &mut Vec<u8>| {
-            let len = slab_len(shape, meta)?;
-            slab.clear();
-            slab.reserve_exact(len);
+        let grid = meta.grid_shape();
+        let limit = crate::limits::memory_limit();
+        let plan = crate::blocks::Plan::new(
+            &meta.shape,
+            &meta.chunk_shape,
+            elem as u64,
+            &meta.chunk_shape,
+            IMPORT_BLOCK_BYTES.min(limit),
+            limit,
+            false,
+            "a block (whole shards) of the input",
+        )?;
+        let read_block = |input: &mut dyn Read, block: &Block, buf: &mut Vec<u8>| {
+            let len = crate::limits::buffer_len(block.bytes(elem as u64), "a block of the input")?;
+            buf.clear();
+            buf.reserve_exact(len);
             // Read into the buffer's spare capacity (`read_to_end` needs no zeroed memory:
-            // `read_exact` would take a memset of every slab first).
-            input.take(len as u64).read_to_end(slab)?;
-            if slab.len() < len {
+            // `read_exact` would take a memset of every block first).
+            input.take(len as u64).read_to_end(buf)?;
+            if buf.len() < len {
                 return Err(Error::InvalidArgument(format!(
                     "the input is shorter than the array's {total} bytes"
                 )));
             }
-            raw_order(slab, &meta.data_type);
+            raw_order(buf, &meta.data_type);
             Ok::<_, Error>(())
         };
-        // The slab's shards are cut out, encoded and written in parallel.
-        let encode_slab = |slab: &[u8], slab_shape: &[u64], places: &[ShardPlace]| {
-            parallel::map_on_pool(places.len(), |k| {
-                let p = &places[k];
-                if direct {
-                    return self.write_shard_cut(
-                        &p.coords, slab, slab_shape, &p.in_slab, &p.region, options,
+        // The block's shards are cut out, encoded and written in parallel, a pass at a time.
+        let encode_block = |buf: &[u8], block: &Block| -> Result<()> {
+            let (mut lo, hi) = block.shard_range(&meta.chunk_shape, &grid);
+            while lo < hi {
+                let n = (hi - lo).min(IMPORT_PASS_SHARDS);
+                parallel::map_on_pool(n as usize, |k| {
+                    let coords = nd::unravel(lo + k as u64, &grid);
+                    let origin = nd::mul(&coords, &meta.chunk_shape);
+                    let at = nd::sub(&origin, &block.start);
+                    let region = nd::in_array(&meta.shape, &origin, &meta.chunk_shape);
+                    if direct {
+                        return self.write_shard_cut(
+                            &coords,
+                            buf,
+                            &block.shape,
+                            &at,
+                            &region,
+                            options,
+                        );
+                    }
+                    let mut shard = meta.chunk_repr().filled()?;
+                    nd::copy_box(
+                        buf,
+                        &block.shape,
+                        &at,
+                        &mut shard,
+                        &meta.chunk_shape,
+                        &zeros,
+                        &region,
+                        elem,
                     );
-                }
-                let mut shard = meta.chunk_repr().filled()?;
-                nd::copy_box(
-                    slab,
-                    slab_shape,
-                    &p.in_slab,
-                    &mut shard,
-                    &meta.chunk_shape,
-                    &zeros,
-                    &p.region,
-                    elem,
-                );
-                self.write_shard_with(&p.coords, &shard, strategy, options)
-            })
+                    self.write_shard_with(&coords, &shard, strategy, options)
+                })?;
+                lo += n;
+            }
+            Ok(())
         };
-        // Two slab buffers, reused: the next row of shards is read on this thread while the
-        // pool encodes and writes the current one.
-        let slabs: Vec<(Vec<u64>, Vec<ShardPlace>)> = self.slabs().collect();
+        // Two block buffers, reused: the next block is read on this thread while the pool
+        // encodes and writes the current one's shards.
+        let mut blocks = plan.blocks();
         let (mut current, mut next) = (Vec::new(), Vec::new());
-        if let Some((shape, _)) = slabs.first() {
-            read_slab(input, shape, &mut current)?;
+        let mut block = blocks.next();
+        if let Some(b) = &block {
+            read_block(input, b, &mut current)?;
         }
-        for (k, (shape, places)) in slabs.iter().enumerate() {
+        while let Some(b) = block {
+            let following = blocks.next();
             let (encoded, read) = parallel::overlap(
-                || encode_slab(&current, shape, places),
-                || match slabs.get(k + 1) {
-                    Some((next_shape, _)) => read_slab(input, next_shape, &mut next),
+                || encode_block(&current, &b),
+                || match &following {
+                    Some(f) => read_block(input, f, &mut next),
                     None => Ok(()),
                 },
             );
             encoded?;
             read?;
             std::mem::swap(&mut current, &mut next);
+            block = following;
         }
         if input.read(&mut [0u8])? != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -1063,25 +1077,18 @@ fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
     serde_json::from_slice(bytes).map_err(|e| crate::metadata::json_error(what, &e))
 }
 
-/// Bytes of one slab (a row of shards) of `shape`, within the memory limit.
-fn slab_len(shape: &[u64], meta: &ArrayMetadata) -> Result<usize> {
-    let repr = crate::codec::ChunkRepr {
-        shape: shape.to_vec(),
-        dtype: meta.data_type.clone(),
-        fill_value: meta.fill_value.clone(),
-    };
-    crate::limits::buffer_len(
-        repr.byte_size()?,
-        &format!("a slab (one row of shards) of shape {}", shown(shape)),
-    )
-}
+/// The most bytes of one block of [`Array::export`] (less when the memory limit is lower).
+pub const EXPORT_BLOCK_BYTES: u64 = 16 << 20;
 
-/// Where a shard sits in a slab (see `Array::slabs`).
-struct ShardPlace {
-    coords: Vec<u64>,
-    in_slab: Vec<u64>,
-    region: Vec<u64>,
-}
+/// The bytes of one block of [`Array::import`]'s input (two are held; less when the memory
+/// limit is lower, more where a row of shards needs it).
+pub const IMPORT_BLOCK_BYTES: u64 = 16 << 20;
+
+/// The most shards [`Array::import`] encodes and writes in one parallel pass.
+pub const IMPORT_PASS_SHARDS: u64 = 1024;
+
+/// The most fill bytes [`Array::export`] keeps to write where nothing is stored.
+const FILL_BYTES: u64 = 256 << 10;
 
 /// Native ↔ raw export order, in place (little-endian; a swap on big-endian machines, its own
 /// inverse), bools normalised to 0/1: turns decoded chunk bytes into the export format.

@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod array;
+mod blocks;
 pub mod codec;
 pub mod dtype;
 pub mod encoded;

@@ -5,7 +5,9 @@
 //! of the inner chunks the region touches, coalesced ([`crate::ShardReader::fetch_chunks`]: runs
 //! closer than the coalescing gap are one read, the whole span when most of it is wanted).
 //! Shards are fetched in parallel, a pass of rows of shards (along the first dimension) at a
-//! time, so memory beyond the caller's buffer is bounded by one pass's *encoded* bytes; then
+//! time, at most `PASS_SHARDS` shards and `PASS_CHUNKS` inner chunks (a row of many small
+//! shards is cut), so memory beyond the caller's buffer is bounded by one pass's *encoded*
+//! bytes and bookkeeping, whatever the number of shards the region touches; then
 //! the inner chunks are decoded in parallel, each task owning a band of rows of the output, so
 //! the copy into the caller's buffer is parallel too and needs no lock and no `unsafe`. A pass
 //! is one row of shards, or as many as the inner chunks covering the region's part of them
@@ -60,12 +62,30 @@ impl<S: Store> Array<S> {
     /// native byte order, `shape.product() × element size` bytes. The fill value where
     /// nothing is stored.
     ///
+    /// Memory beyond `out`: one pass of at most 1024 shards and 65 536 inner chunks at a time
+    /// (their fetched bytes and a few hundred bytes of bookkeeping each, nothing per element
+    /// or per chunk of the region as a whole); a single shard whose touched chunks need more
+    /// (48 bytes each) than the memory limit is [`Error::MemoryLimit`], before any read.
+    ///
     /// Errors: [`Error::InvalidArgument`] when the region's rank differs from the array's or it
     /// reaches past the array, or its byte size overflows 64 bits; [`Error::BufferSize`] when
     /// `out` has the wrong length (both checked, in that order, before the store is touched);
-    /// and whatever reading and decoding the shards reports (corruption names shard and
-    /// chunk). Safe to call from many threads at once.
+    /// [`Error::MemoryLimit`] as above; and whatever reading and decoding the shards reports
+    /// (corruption names shard and chunk). Safe to call from many threads at once.
     pub fn read_region(&self, start: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
+        self.read_region_in(start, shape, out, None)
+    }
+
+    /// [`Array::read_region`]; with `listed` (the C-order positions of the stored shards,
+    /// sorted, [`Array::shard_walk`]) only those shards are read and the rest of `out` is set
+    /// to the fill value without asking the store.
+    pub(crate) fn read_region_in(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        out: &mut [u8],
+        listed: Option<&[u64]>,
+    ) -> Result<()> {
         let meta = self.metadata();
         let elem = meta.data_type.size();
         check_region(&meta.shape, start, shape)?;
@@ -74,11 +94,16 @@ impl<S: Store> Array<S> {
             return Ok(());
         }
         if !self.partial_regions() {
-            return self.read_region_by_shards(start, shape, out);
+            return self.read_region_by_shards(start, shape, out, listed);
+        }
+        if listed.is_some() {
+            meta.fill_value.fill(out);
         }
         let layout = Arc::new(meta.shard_layout().expect("sharded"));
         let inner = layout.codec().chunk_shape.clone();
+        let chunk_bytes = layout.inner_byte_size() as u64;
         let cs = &meta.chunk_shape;
+        let grid = meta.grid_shape();
         let row_bytes = nd_len(&shape[1..])? * elem;
         let shard_ranges = cells(start, shape, cs);
         // The buffers shards are fetched into are never freed between passes: freed and
@@ -98,65 +123,53 @@ impl<S: Store> Array<S> {
             let lo = start[0].max(g0.saturating_mul(cs[0]));
             (lo, (start[0] + shape[0]).min(g1.saturating_mul(cs[0])))
         };
-        // Decoded bytes of the inner chunks that cover one row of the region: what a pass
-        // fetches per output row, at most (encoded chunks are about that size or smaller). A
-        // thin region is covered by chunks much wider than it, so the pass is bounded by
-        // those, not by the region's own bytes.
-        let covering_row: u64 = cells(start, shape, &inner)
-            .iter()
-            .zip(&inner)
-            .skip(1)
-            .map(|((a, b), i)| (b - a).saturating_mul(*i))
-            .fold(elem as u64, u64::saturating_mul);
-        let (mut g0, last) = shard_ranges[0];
-        while g0 < last {
-            let g1 = pass_end(g0, last, |a, b| {
-                let (lo, hi) = rows_of(a, b);
-                let rows = (hi.div_ceil(inner[0]) - lo / inner[0]).saturating_mul(inner[0]);
-                usize::try_from(rows.saturating_mul(covering_row)).unwrap_or(usize::MAX)
-            });
-            let shards = rows_of_boxes(&shard_ranges, g0, g1);
-            spare.resize_with(shards.len(), Default::default);
+        // The inner chunks of a shard the region touches (per dimension, in the shard).
+        let local_of = |g: &[u64]| {
+            let origin = nd::mul(g, cs);
+            let (bs, be) = nd::intersect(start, shape, &origin, cs);
+            cells(&nd::sub(&bs, &origin), &be, &inner)
+        };
+        let mut shards = touched(&shard_ranges, &grid, listed).peekable();
+        while shards.peek().is_some() {
+            let pass = next_pass(&mut shards, |g| cell_count(&local_of(g)), chunk_bytes)?;
+            spare.resize_with(pass.len(), Default::default);
             let empty = spare.iter_mut().map(lock).filter(|b| b.is_empty()).count();
             let mut kept = read_buffers::take(empty).into_iter();
             for bufs in spare.iter_mut().map(lock).filter(|b| b.is_empty()) {
                 bufs.extend(kept.next());
             }
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
-            let fetched = self.map_io(shards.len(), |s| -> Result<Wanted> {
-                let origin = nd::mul(&shards[s], cs);
-                let (bs, be) = nd::intersect(start, shape, &origin, cs);
-                let local = cells(&nd::sub(&bs, &origin), &be, &inner);
-                let chunks: Vec<Vec<u64>> = boxes(&local).collect();
-                let reader = self.shard_reader(&shards[s])?;
+            let fetched = self.map_io(pass.len(), |s| -> Result<Wanted> {
+                let local = local_of(&pass[s]);
+                let reader = self.shard_reader(&pass[s])?;
                 let fetched = match reader.index() {
                     None => None,
                     Some(_) => {
                         let cps = layout.chunks_per_shard();
-                        let indices: Vec<usize> =
-                            chunks.iter().map(|c| nd::ravel(c, cps) as usize).collect();
+                        let mut indices = Vec::with_capacity(cell_count(&local) as usize);
+                        each_cell(&local, |c| {
+                            indices.push(nd::ravel(c, cps) as usize);
+                            Ok(())
+                        })?;
                         let mut bufs = spare[s].lock().unwrap_or_else(|e| e.into_inner());
                         let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
-                        Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&shards[s])))?)
+                        Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?)
                     }
                 };
-                let origins = chunks
-                    .iter()
-                    .map(|c| {
-                        c.iter()
-                            .zip(&inner)
-                            .zip(&origin)
-                            .map(|((c, i), o)| o + c * i)
-                            .collect()
-                    })
-                    .collect();
-                Ok(Wanted { origins, fetched })
+                let origin = nd::mul(&pass[s], cs);
+                Ok(Wanted {
+                    origin,
+                    local,
+                    fetched,
+                })
             })?;
-            // Phase 2: the output rows these rows of shards cover, cut where inner chunks
-            // start along the first dimension; each band is decoded into by one thread, the
-            // calling thread taking bands from the same queue as the pool's (not handing them
-            // over: after idleness a woken pool thread may join late, `parallel`).
-            let (lo, hi) = rows_of(g0, g1);
+            // Phase 2: the output rows these shards cover, cut where inner chunks start along
+            // the first dimension; each band is decoded into by one thread, the calling thread
+            // taking bands from the same queue as the pool's (not handing them over: after
+            // idleness a woken pool thread may join late, `parallel`). A band writes only
+            // the parts of this pass's shards; a row of shards split between passes is
+            // written by each in turn.
+            let (lo, hi) = rows_of(pass[0][0], pass[pass.len() - 1][0] + 1);
             let mut bands = Vec::new();
             let mut r = lo;
             while r < hi {
@@ -181,18 +194,38 @@ impl<S: Store> Array<S> {
                 let rank = shape.len();
                 let (mut from, mut to, mut extent) =
                     (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
-                for (s, w) in fetched.iter().enumerate() {
-                    for (k, c) in w.origins.iter().enumerate() {
-                        if !(c[0] <= r0 && r0 < c[0].saturating_add(inner[0])) {
-                            continue;
+                let (mut c, mut in_band) = (vec![0u64; rank], Vec::with_capacity(rank));
+                for w in &fetched {
+                    // The shard's row of inner chunks holding the band's first row, if any.
+                    let Some(row) = r0.checked_sub(w.origin[0]).map(|r| r / inner[0]) else {
+                        continue;
+                    };
+                    if !(w.local[0].0..w.local[0].1).contains(&row) {
+                        continue;
+                    }
+                    in_band.clear();
+                    in_band.push((row, row + 1));
+                    in_band.extend_from_slice(&w.local[1..]);
+                    each_cell(&in_band, |local| {
+                        // Its position among the chunks fetched (C order of `w.local`).
+                        let k = local
+                            .iter()
+                            .zip(&w.local)
+                            .fold(0u64, |k, (x, (a, b))| k * (b - a) + (x - a))
+                            as usize;
+                        for d in 0..rank {
+                            c[d] = w.origin[d] + local[d] * inner[d];
                         }
                         let encoded = w.fetched.as_ref().and_then(|f| f.encoded(k));
                         // Uncompressed native chunks are copied straight from the fetched bytes.
                         let src: &[u8] = match (encoded, &w.fetched) {
                             (Some(e), _) if layout.as_decoded(e).is_some() => e,
                             (_, Some(f)) => {
-                                f.decode_into(k, &mut chunk)
-                                    .map_err(|e| e.in_shard(&self.shard_key(&shards[s])))?;
+                                f.decode_into(k, &mut chunk).map_err(|e| {
+                                    let g: Vec<u64> =
+                                        w.origin.iter().zip(cs).map(|(o, c)| o / c).collect();
+                                    e.in_shard(&self.shard_key(&g))
+                                })?;
                                 &chunk
                             }
                             (_, None) => {
@@ -207,7 +240,8 @@ impl<S: Store> Array<S> {
                             (from[d], to[d], extent[d]) = (lo - c[d], lo - band_start[d], hi - lo);
                         }
                         nd::copy_box(src, &inner, &from, band, &band_shape, &to, &extent, elem);
-                    }
+                        Ok(())
+                    })?;
                 }
                 Ok(())
             })?;
@@ -223,7 +257,6 @@ impl<S: Store> Array<S> {
             } else {
                 read_buffers::keep(buffers.flatten().flatten());
             }
-            g0 = g1;
         }
         read_buffers::keep(spare.iter_mut().flat_map(|m| std::mem::take(lock(m))));
         Ok(())
@@ -240,6 +273,10 @@ impl<S: Store> Array<S> {
     /// Write `data` (C order, native byte order, `shape.product() × element size` bytes) to
     /// the region of extent `shape` at `start`, appending rewritten chunks
     /// ([`UpdateMode::AppendOnly`]) and not storing chunks equal to the fill value.
+    ///
+    /// Memory: shards are written a pass of at most 1024 at a time (in parallel), each holding
+    /// its encoded chunks and the decoded chunks the region covers partly; nothing is kept
+    /// per shard or per chunk of the region as a whole.
     ///
     /// Not atomic across shards: each shard is written on its own (in parallel); on an error
     /// some shards may hold the new values and others the old. Within a shard the update
@@ -275,11 +312,19 @@ impl<S: Store> Array<S> {
         if shape.contains(&0) {
             return Ok(());
         }
-        let shards: Vec<Vec<u64>> = boxes(&cells(start, shape, &meta.chunk_shape)).collect();
-        self.map_io(shards.len(), |s| {
-            self.write_region_shard(&shards[s], start, shape, data, mode, options)
-        })?;
-        Ok(())
+        // The shards are made as they are written, a pass of at most `PASS_SHARDS` at a time,
+        // so the bookkeeping follows the pass, not the region's number of shards.
+        let ranges = cells(start, shape, &meta.chunk_shape);
+        let mut shards = boxes(&ranges);
+        loop {
+            let pass: Vec<Vec<u64>> = shards.by_ref().take(PASS_SHARDS).collect();
+            if pass.is_empty() {
+                return Ok(());
+            }
+            self.map_io(pass.len(), |s| {
+                self.write_region_shard(&pass[s], start, shape, data, mode, options)
+            })?;
+        }
     }
 
     /// `f(0..n)` where `f` does I/O: on the pool ([`parallel::map_on_pool`]: the items
@@ -298,7 +343,7 @@ impl<S: Store> Array<S> {
     }
 
     /// Partial regions: shards readable chunk by chunk and inner chunks in array space.
-    fn partial_regions(&self) -> bool {
+    pub(crate) fn partial_regions(&self) -> bool {
         let meta = self.metadata();
         meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty()
@@ -306,14 +351,27 @@ impl<S: Store> Array<S> {
     }
 
     /// The region through whole decoded shards (see the module docs for when).
-    fn read_region_by_shards(&self, start: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
+    fn read_region_by_shards(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        out: &mut [u8],
+        listed: Option<&[u64]>,
+    ) -> Result<()> {
         let meta = self.metadata();
         let elem = meta.data_type.size();
         let cs = &meta.chunk_shape;
+        let grid = meta.grid_shape();
         meta.fill_value.fill(out);
-        let shards: Vec<Vec<u64>> = boxes(&cells(start, shape, cs)).collect();
+        let ranges = cells(start, shape, cs);
+        let mut shards = touched(&ranges, &grid, listed);
         // A few shards at a time: decoded shards are full size.
-        for batch in shards.chunks(parallel::threads().max(1).saturating_mul(2)) {
+        let per_batch = parallel::threads().max(1).saturating_mul(2);
+        loop {
+            let batch: Vec<Vec<u64>> = shards.by_ref().take(per_batch).collect();
+            if batch.is_empty() {
+                return Ok(());
+            }
             let decoded = self.map_io(batch.len(), |k| self.read_shard(&batch[k]))?;
             for (g, shard) in batch.iter().zip(decoded) {
                 let Some(shard) = shard else { continue };
@@ -331,7 +389,6 @@ impl<S: Store> Array<S> {
                 );
             }
         }
-        Ok(())
     }
 
     fn write_region_shard(
@@ -382,45 +439,52 @@ impl<S: Store> Array<S> {
             ShardWriter::new(layout.clone(), io, WriteStrategy::Update(mode), options)?;
         // First read (and decode) every chunk the region covers partly, then write: a read
         // or decode that fails (a corrupt chunk, a store error) then fails before any byte is
-        // written, and the shard stays exactly as it was. Memory: the partly covered chunks.
-        let mut parts = Vec::new();
-        for local in boxes(&cells(&nd::sub(&bs, &origin), &be, &inner)) {
-            let corigin: Vec<u64> = origin
-                .iter()
-                .zip(local.iter().zip(&inner))
-                .map(|(o, (c, i))| o + c * i)
-                .collect();
-            let (cb, ce) = nd::intersect(&bs, &be, &corigin, &inner);
-            // Read only a chunk the region covers partly; the rest of a covered chunk that lies
-            // past the array's edge is the fill value.
-            let old = if cb == corigin && ce == nd::in_array(&meta.shape, &corigin, &inner) {
-                None
-            } else {
+        // written, and the shard stays exactly as it was. Memory: the partly covered chunks
+        // (the chunks are walked twice rather than listed, so nothing is kept per chunk).
+        let local_box = cells(&nd::sub(&bs, &origin), &be, &inner);
+        let rank = inner.len();
+        let mut corigin = vec![0u64; rank];
+        // The chunk at `local`: its origin into `corigin`, and whether the region covers it
+        // only partly (the rest of a covered chunk that lies past the array's edge is the
+        // fill value, so such a chunk counts as covered).
+        let partly = |local: &[u64], corigin: &mut [u64]| {
+            for d in 0..rank {
+                corigin[d] = origin[d] + local[d] * inner[d];
+            }
+            let (cb, ce) = nd::intersect(&bs, &be, corigin, &inner);
+            let part = !(cb == corigin && ce == nd::in_array(&meta.shape, corigin, &inner));
+            (cb, ce, part)
+        };
+        let mut old = Vec::new();
+        each_cell(&local_box, |local| {
+            if partly(local, &mut corigin).2 {
                 let mut chunk = layout.inner_repr().filled()?;
-                writer.read_chunk_into(&local, &mut chunk)?;
-                Some(chunk)
-            };
-            parts.push((local, corigin, cb, ce, old));
-        }
+                writer.read_chunk_into(local, &mut chunk)?;
+                old.push(chunk);
+            }
+            Ok(())
+        })?;
         let written = (|| -> Result<()> {
             let mut chunk = layout.inner_repr().filled()?;
-            for (local, corigin, cb, ce, old) in &parts {
-                match old {
-                    Some(old) => chunk.copy_from_slice(old),
+            let mut old = old.into_iter();
+            each_cell(&local_box, |local| {
+                let (cb, ce, part) = partly(local, &mut corigin);
+                match if part { old.next() } else { None } {
+                    Some(old) => chunk.copy_from_slice(&old),
                     None => layout.inner_repr().fill_value.fill(&mut chunk),
                 }
                 nd::copy_box(
                     data,
                     shape,
-                    &nd::sub(cb, start),
+                    &nd::sub(&cb, start),
                     &mut chunk,
                     &inner,
-                    &nd::sub(cb, corigin),
-                    ce,
+                    &nd::sub(&cb, &corigin),
+                    &ce,
                     elem,
                 );
-                writer.write_chunk(local, &chunk)?;
-            }
+                writer.write_chunk(local, &chunk)
+            })?;
             writer.finalize()?;
             Ok(())
         })();
@@ -433,11 +497,118 @@ impl<S: Store> Array<S> {
     }
 }
 
-/// One shard's part of a region read: where each inner chunk the region touches starts (array
-/// coordinates, C order), and their fetched bytes (`None`: no object).
+/// One shard's part of a region read: where the shard starts (array coordinates), the inner
+/// chunks the region touches in it (per dimension; fetched in C order of this box), and their
+/// fetched bytes (`None`: no object). Nothing is kept per chunk beyond what the reader fetched.
 struct Wanted {
-    origins: Vec<Vec<u64>>,
+    origin: Vec<u64>,
+    local: Vec<(u64, u64)>,
     fetched: Option<FetchedChunks>,
+}
+
+/// The most shards one pass of a region read or write handles: their bookkeeping (a reader,
+/// the fetched bytes, a few hundred bytes each besides) follows the pass, not the region.
+const PASS_SHARDS: usize = 1024;
+
+/// The most inner chunks one pass of a region read fetches (more only when one shard alone
+/// has more): about [`CHUNK_BOOKKEEPING`] bytes each besides their bytes.
+const PASS_CHUNKS: u64 = 1 << 16;
+
+/// Bytes of bookkeeping a read keeps per inner chunk it fetches (its position in the request,
+/// its location in the object), which [`next_pass`] holds to the memory limit for a shard
+/// whose chunks alone pass [`PASS_CHUNKS`].
+const CHUNK_BOOKKEEPING: u64 = 48;
+
+/// The next pass of a region read: shards from `shards` (C order) while together they number
+/// at most [`PASS_SHARDS`] and [`PASS_CHUNKS`] inner chunks (`chunks(shard)` each, of
+/// `chunk_bytes` decoded), and either lie in the first's row of shards or keep the decoded
+/// bytes of the pass within [`PASS_BYTES`]; at least one shard.
+///
+/// Errors: [`Error::MemoryLimit`] when one shard's chunks need more bookkeeping than the limit.
+fn next_pass(
+    shards: &mut std::iter::Peekable<impl Iterator<Item = Vec<u64>>>,
+    chunks: impl Fn(&[u64]) -> u64,
+    chunk_bytes: u64,
+) -> Result<Vec<Vec<u64>>> {
+    let mut pass: Vec<Vec<u64>> = Vec::new();
+    let (mut total, mut bytes) = (0u64, 0u64);
+    while let Some(g) = shards.peek() {
+        let n = chunks(g);
+        let b = n.saturating_mul(chunk_bytes);
+        if let Some(first) = pass.first() {
+            if pass.len() >= PASS_SHARDS
+                || total + n > PASS_CHUNKS
+                || (g[0] != first[0] && bytes.saturating_add(b) > PASS_BYTES as u64)
+            {
+                break;
+            }
+        } else if n > PASS_CHUNKS {
+            crate::limits::buffer_len(
+                n.saturating_mul(CHUNK_BOOKKEEPING),
+                &format!(
+                    "the bookkeeping of the {n} inner chunks the region touches in shard {}",
+                    shown(g)
+                ),
+            )?;
+        }
+        total += n;
+        bytes = bytes.saturating_add(b);
+        pass.extend(shards.next());
+    }
+    Ok(pass)
+}
+
+/// The cells of `ranges` (a box of the chunk grid `grid`) in C order, made as they are asked
+/// for; with `listed` (the C-order positions of the stored shards, sorted) only those listed.
+fn touched<'a>(
+    ranges: &'a [(u64, u64)],
+    grid: &'a [u64],
+    listed: Option<&'a [u64]>,
+) -> Box<dyn Iterator<Item = Vec<u64>> + 'a> {
+    let Some(listed) = listed else {
+        return Box::new(boxes(ranges));
+    };
+    let first: Vec<u64> = ranges.iter().map(|r| r.0).collect();
+    let last: Vec<u64> = ranges.iter().map(|r| r.1 - 1).collect();
+    let (lo, hi) = (nd::ravel(&first, grid), nd::ravel(&last, grid));
+    let from = listed.partition_point(|&i| i < lo);
+    let to = listed.partition_point(|&i| i <= hi);
+    Box::new(listed[from..to].iter().filter_map(move |&i| {
+        let c = nd::unravel(i, grid);
+        let inside = c.iter().zip(ranges).all(|(x, (a, b))| (a..b).contains(&x));
+        inside.then_some(c)
+    }))
+}
+
+/// The number of cells in `ranges`.
+fn cell_count(ranges: &[(u64, u64)]) -> u64 {
+    ranges
+        .iter()
+        .fold(1u64, |n, (a, b)| n.saturating_mul(b - a))
+}
+
+/// `f(coords)` for every coordinate in `ranges`, C order, through one reused buffer; the
+/// first error stops the walk.
+fn each_cell(ranges: &[(u64, u64)], mut f: impl FnMut(&[u64]) -> Result<()>) -> Result<()> {
+    if ranges.iter().any(|(a, b)| a >= b) {
+        return Ok(());
+    }
+    let mut c: Vec<u64> = ranges.iter().map(|r| r.0).collect();
+    loop {
+        f(&c)?;
+        let mut d = c.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            c[d] += 1;
+            if c[d] < ranges[d].1 {
+                break;
+            }
+            c[d] = ranges[d].0;
+        }
+    }
 }
 
 fn check_region(array: &[u64], start: &[u64], shape: &[u64]) -> Result<()> {
@@ -497,57 +668,68 @@ fn cells(start: &[u64], shape: &[u64], cell: &[u64]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Every coordinate in the ranges, C order.
+/// Every coordinate in the ranges, C order, made as they are asked for.
 fn boxes(ranges: &[(u64, u64)]) -> impl Iterator<Item = Vec<u64>> + '_ {
     let extent: Vec<u64> = ranges.iter().map(|(a, b)| b - a).collect();
-    nd::c_order(&extent)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(move |c| c.iter().zip(ranges).map(|(x, (a, _))| a + x).collect())
-}
-
-/// Where the pass of a region read that starts at shard row `g0` ends (exclusive): after as
-/// many rows as fetch at most [`PASS_BYTES`] together (`bytes(g0, g1)`), at least one, at most
-/// up to `last`.
-fn pass_end(g0: u64, last: u64, bytes: impl Fn(u64, u64) -> usize) -> u64 {
-    let mut g1 = g0 + 1;
-    while g1 < last && bytes(g0, g1 + 1) <= PASS_BYTES {
-        g1 += 1;
-    }
-    g1
-}
-
-/// The cells of `ranges` whose first coordinate is in `g0..g1`, C order.
-fn rows_of_boxes(ranges: &[(u64, u64)], g0: u64, g1: u64) -> Vec<Vec<u64>> {
-    let mut rows = ranges.to_vec();
-    rows[0] = (g0, g1);
-    boxes(&rows).collect()
+    (0..cell_count(ranges)).map(move |i| {
+        let mut c = nd::unravel(i, &extent);
+        for (x, (a, _)) in c.iter_mut().zip(ranges) {
+            *x += a;
+        }
+        c
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Rows of shards go into one pass while together they cover at most `PASS_BYTES`; a row
-    /// covering more is a pass of its own; a pass never runs past the region's last row.
+    /// Rows of shards go into one pass while together they cover at most `PASS_BYTES`; the
+    /// first row is whole unless it passes `PASS_SHARDS` or `PASS_CHUNKS`.
     #[test]
     fn passes_by_hand() {
-        let mib = |n: u64| move |a: u64, b: u64| ((b - a) * n) as usize * (1 << 20);
+        let mib = 1u64 << 20;
+        let passes = |grid: &[u64], chunks: u64, bytes: u64| {
+            let ranges: Vec<(u64, u64)> = grid.iter().map(|&n| (0, n)).collect();
+            let mut shards = boxes(&ranges).peekable();
+            let mut lens = Vec::new();
+            while shards.peek().is_some() {
+                lens.push(next_pass(&mut shards, |_| chunks, bytes).unwrap().len());
+            }
+            lens
+        };
         assert_eq!(
-            pass_end(0, 10, mib(1)),
-            4,
-            "4 MiB in four rows; a fifth would exceed it"
+            passes(&[10, 1], 1, mib),
+            vec![4, 4, 2],
+            "4 MiB in four rows"
         );
-        assert_eq!(pass_end(3, 10, mib(1)), 7);
-        assert_eq!(pass_end(8, 10, mib(1)), 10, "up to the last row");
-        assert_eq!(pass_end(0, 10, mib(2)), 2);
-        assert_eq!(pass_end(0, 10, mib(3)), 1);
         assert_eq!(
-            pass_end(0, 10, mib(9)),
-            1,
-            "a row over the limit is a pass of its own"
+            passes(&[3, 4], 1, mib),
+            vec![4, 4, 4],
+            "a row is never cut for bytes"
         );
-        assert_eq!(pass_end(5, 6, mib(0)), 6);
+        assert_eq!(passes(&[2, 2], 1, 3 * mib), vec![2, 2]);
+        assert_eq!(
+            passes(&[1, 3000], 1, 1),
+            vec![1024, 1024, 952],
+            "at most PASS_SHARDS"
+        );
+        assert_eq!(
+            passes(&[1, 5], 1 << 15, 1),
+            vec![2, 2, 1],
+            "at most PASS_CHUNKS"
+        );
+        assert_eq!(
+            passes(&[1, 2], 1 << 17, 1),
+            vec![1, 1],
+            "one shard over PASS_CHUNKS"
+        );
+        let mut one = boxes(&[(0, 1)]).peekable();
+        let e = next_pass(&mut one, |_| 1 << 40, 1).unwrap_err();
+        assert!(
+            matches!(e, Error::MemoryLimit { needed, .. } if needed == 48 << 40),
+            "{e}"
+        );
     }
 
     #[test]

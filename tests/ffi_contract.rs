@@ -1138,3 +1138,41 @@ fn shard_errors_name_the_key_and_truncation_is_said() {
         shard_array_close(a);
     }
 }
+
+/// A region read whose bookkeeping for one shard (2^17 one-element inner chunks, 48 bytes each)
+/// passes the memory limit is refused with `SHARD_ERR_INVALID_ARGUMENT` and the memory-limit
+/// message before any object is opened — not an abort; within the limit it reads fill.
+#[test]
+fn region_bookkeeping_past_the_memory_limit_is_a_status() {
+    let _s = serial();
+    let json = r#"{"zarr_format": 3, "node_type": "array", "shape": [131072], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [131072]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 3,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1],
+            "codecs": [{"name": "bytes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "start"}}]}"#;
+    let a = open_array(json, null_mut(), counted_open);
+    let mut buf = vec![0u8; 131072];
+    let read = |buf: &mut [u8]| unsafe {
+        shard_array_read_region(
+            a,
+            [0u64].as_ptr(),
+            [131072u64].as_ptr(),
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    let before = OPENS.load(Ordering::SeqCst);
+    assert_eq!(zarrshard::ffi::shard_set_memory_limit(1 << 20), SHARD_OK);
+    let st = read(&mut buf);
+    let message = last_error();
+    assert_eq!(zarrshard::ffi::shard_set_memory_limit(0), SHARD_OK);
+    assert_eq!(st, SHARD_ERR_INVALID_ARGUMENT);
+    assert!(message.contains("memory limit: the bookkeeping of the 131072 inner chunks the region touches in shard [0] needs 6291456 bytes, more than the limit of 1048576"), "{message}");
+    assert_eq!(OPENS.load(Ordering::SeqCst), before, "the store was asked");
+    assert_eq!(read(&mut buf), SHARD_OK, "{}", last_error());
+    assert!(buf.iter().all(|&b| b == 3));
+    unsafe { shard_array_close(a) };
+}

@@ -42,6 +42,9 @@ struct Cli {
 enum Command {
     /// Write the whole array as raw bytes: C order, each element little-endian, bool one
     /// byte 0/1, complex as real then imaginary, the fill value where nothing is stored.
+    /// Memory: blocks of at most 16 MiB (or ZARRSHARD_MEMORY_LIMIT when lower), larger only to
+    /// hold whole inner chunks within a quarter of the limit; only stored shards are read, fill
+    /// is written for the rest.
     ///
     /// Example: zarrshard export data/image.zarr image.raw
     Export {
@@ -72,7 +75,8 @@ enum Command {
     },
     /// Write every shard of the array described by ARRAY_DIR/zarr.json (or .zarray) from raw
     /// bytes in the export format. Inner chunks equal to the fill value are not stored; a shard
-    /// with nothing stored is not written.
+    /// with nothing stored is not written. Memory: two blocks of the input of about 16 MiB
+    /// that hold whole shards (one over ZARRSHARD_MEMORY_LIMIT is refused before writing).
     ///
     /// Every strategy writes each shard to a new file beside it (SHARD.tmp-PID-N) and renames
     /// it over the shard when it is complete, so no strategy loses data it did not overwrite:
