@@ -277,7 +277,9 @@ impl<S: Store> Array<S> {
         }
         let shards: Vec<Vec<u64>> = boxes(&cells(start, shape, &meta.chunk_shape)).collect();
         self.map_io(shards.len(), |s| {
+            // A shard read back and merged names its key when its bytes do not decode.
             self.write_region_shard(&shards[s], start, shape, data, mode, options)
+                .map_err(|e| e.in_shard(&self.shard_key(&shards[s])))
         })?;
         Ok(())
     }
