@@ -17,20 +17,9 @@
 #include <stdint.h>
 
 /**
- * The most bytes of one block of [`Array::export`] (less when the memory limit is lower).
+ * How deep structs may nest (a struct field of a struct field …).
  */
-#define EXPORT_BLOCK_BYTES (16 << 20)
-
-/**
- * The bytes of one block of [`Array::import`]'s input (two are held; less when the memory
- * limit is lower, more where a row of shards needs it).
- */
-#define IMPORT_BLOCK_BYTES (16 << 20)
-
-/**
- * The most shards [`Array::import`] encodes and writes in one parallel pass.
- */
-#define IMPORT_PASS_SHARDS 1024
+#define MAX_STRUCT_DEPTH 32
 
 /**
  * The most threads `shard_set_threads` accepts.
@@ -467,6 +456,31 @@ typedef int32_t (*shard_problem_fn)(void *userdata,
                                     const char *message);
 
 /**
+ * What `shard_array_verify_summary` checked. A plain struct the host allocates; its layout
+ * never changes (more counts would come with a new function).
+ */
+typedef struct {
+  /**
+   * Shard objects the store holds, each fetched and checked (0: the array reads as all
+   * fill value, as one never written or at a mistyped path does).
+   */
+  uint64_t stored_shards;
+  /**
+   * Inner chunks that decoded without error.
+   */
+  uint64_t chunks_decoded;
+  /**
+   * Of those, the ones no checksum covers (no `crc32c` codec, zstd without its checksum):
+   * they decoded, but whether they hold the bytes written cannot be told.
+   */
+  uint64_t chunks_unverifiable;
+  /**
+   * Problems found, as `shard_array_verify`'s `*problems_out`.
+   */
+  uint64_t problems;
+} shard_verify_summary;
+
+/**
  * Where an inner chunk is stored.
  */
 typedef struct {
@@ -505,7 +519,8 @@ const char *shard_status_str(uint32_t status);
  * Copy the message of the last failed call on this thread into `buf` as a NUL-terminated
  * string, truncated to `len` bytes; `*written_out` receives the bytes written without the
  * NUL: at most `len - 1` bytes, cut at a UTF-8 character boundary, then the NUL. With
- * `(NULL, 0)` only the full length is stored (a size query). The message is empty
+ * `(NULL, 0)` only the full length is stored (a size query). `written_out` may be NULL (as
+ * every `*_out` that only reports a length). The message is empty
  * when no call has failed on this thread. The caller owns `buf`; nothing is allocated for it.
  * Thread-safe (the message is per thread). Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`.
  */
@@ -580,6 +595,9 @@ int32_t shard_last_io_code(void);
  * Open the array described by the Zarr v3 `zarr.json` text `json` (`json_len` bytes of UTF-8,
  * no NUL needed) over the host's `store`. Nothing is read yet. The array may be sharded or
  * not, with any supported codecs (see `shard_array_read_region` for which are read partially).
+ * The text is held to the same limits as a file (`SHARD_ERR_INVALID_METADATA` past them): at
+ * most 64 MiB, of which at most 1 MiB outside `attributes` (kept as text, so memory stays about
+ * the text's size), and `sharding_indexed` nested at most 32 levels.
  *
  * The store table is copied; see `shard_store_callbacks` for who owns `userdata`. On success
  * `*array_out` owns a new handle; close it with `shard_array_close`. Thread-safe.
@@ -630,15 +648,11 @@ shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out
  * length; so `(NULL, 0)` for a non-empty region checks it without reading anything
  * (`SHARD_ERR_BUFFER_SIZE` when it is valid), e.g. before allocating its buffer.
  *
- * Memory besides `buf`: a pass of at most 1024 shards and 65 536 inner chunks at a time
- * (their fetched bytes and a few hundred bytes each), however many shards the region touches.
- *
  * Thread-safe: many threads may read one handle at once (not while another writes the same
  * shards: the result is then unspecified, though memory-safe).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
  * past the array or whose byte size overflows 64 bits, a buffer over the memory limit: e.g.
- * a whole object read from a table without `size` that passes it, or one shard's touched
- * inner chunks needing more bookkeeping, 48 bytes each, than the limit),
+ * a whole object read from a table without `size` that passes it),
  * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
  * `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (the object tables lack `size`/`read_suffix`
  * an index at the end needs), `SHARD_ERR_PANIC`.
@@ -680,7 +694,8 @@ shard_status shard_array_write_region(const shard_array *array,
 
 /**
  * Write the array's kerchunk reference set (as `zarrshard refs` does) into `buf` as a
- * NUL-terminated JSON string; `*written_out` receives its length without the NUL. With
+ * NUL-terminated JSON string; `*written_out` (may be NULL) receives its length without the
+ * NUL. With
  * `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small for the
  * set and its NUL gives `SHARD_ERR_BUFFER_SIZE`. Every call reads each shard's index, so a
  * size query and the copy cost two reads of every index: `shard_array_refs_write` hands the
@@ -781,12 +796,15 @@ shard_status shard_array_refs_stream(const shard_array *array,
  * read (the set is never held: a batch of shards' indexes, one slab of shards and one
  * file's rows are). Each file is written to a temporary sibling and renamed, so a reader never
  * sees a partial file; a failure part way leaves the files written so far but no
- * `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read.
+ * `.zmetadata`. `name`, `record_size` and `dir` are checked before any shard is read, and so
+ * is the grid: the layout has one row per inner chunk, stored or not, so a grid of more than
+ * 100 000 000 inner chunks is refused (`SHARD_ERR_INVALID_ARGUMENT`, nothing written; the
+ * JSON sets list only stored chunks).
  *
  * Thread-safe (not while another thread writes the array, or another call writes `dir`).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
  * empty or invalid name, `record_size` 0, `dir` empty, containing NUL, or naming something
- * other than an empty directory; the array not sharded, a bytes→bytes codec after sharding,
+ * other than an empty directory; a grid of more than 100 000 000 inner chunks; the array not sharded, a bytes→bytes codec after sharding,
  * a data type v2 cannot name), `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot
  * express), `SHARD_ERR_IO` (reading the array; creating or writing `dir`, with the OS error
  * number in `shard_last_io_code`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
@@ -827,6 +845,40 @@ shard_status shard_array_verify(const shard_array *array,
                                 uint64_t *problems_out);
 
 /**
+ * `shard_array_verify`, telling besides the problems what was checked: `*summary_out`
+ * (allocated by the host, written only on success) receives how many shards are stored, how
+ * many inner chunks decoded and how many of those no checksum covers, and the problem count.
+ * An array is proven clean only when `problems` and `chunks_unverifiable` are 0 and
+ * `stored_shards` is what the host expects. Problems go to `on_problem(userdata, …)` as
+ * `shard_array_verify` says (NULL to count only).
+ *
+ * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER` (`array`, `summary_out`), `SHARD_ERR_IO` (the store's `list`
+ * failed; or the store failed on a shard: the first such shard in grid order; or
+ * `on_problem` returned non-zero, its code in `shard_last_io_code`),
+ * `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory limit),
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_verify_summary(const shard_array *array,
+                                        shard_problem_fn on_problem,
+                                        void *userdata,
+                                        shard_verify_summary *summary_out);
+
+/**
+ * Store in `*count_out` how many shards of the array are stored: 0 when the store holds
+ * none, which an array whose path was mistyped (or that was never written) shows, and which
+ * reads as all fill value exactly as a written all-fill array does. A store with `list` is
+ * listed once; otherwise every position of the chunk grid is opened and asked its `size`
+ * (one call each). Nothing is read. `*count_out` is written only on success.
+ *
+ * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER` (`array`, `count_out`), `SHARD_ERR_IO` (the store's `list`,
+ * `open_object` or `size` failed), `SHARD_ERR_UNSUPPORTED` (no `list`, and an object table
+ * without `size`), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_stored_shards(const shard_array *array, uint64_t *count_out);
+
+/**
  * Write the array's kerchunk reference set in the Parquet layout of fsspec's
  * `LazyReferenceMapper` (as `zarrshard refs --format parquet` does) as objects of the host's
  * store `out`: `NAME/refs.<n>.parq` (file `n` holds the chunks numbered `n × record_size ..`
@@ -837,14 +889,15 @@ shard_status shard_array_verify(const shard_array *array,
  * (`name_len` bytes of UTF-8) must not be empty; `record_size` ≥ 1 (fsspec's default is
  * 10000). `out` is borrowed for the call: its `destroy` is not called; its `flags` say
  * whether its callbacks may run on worker threads (they are called on this thread here).
- * `name` and `record_size` are checked before any shard is read. The objects are written as
+ * `name`, `record_size` and the grid (at most 100 000 000 inner chunks, as
+ * `shard_array_refs_parquet_dir`) are checked before any shard is read. The objects are written as
  * the shards are read, never holding the set (as `shard_array_refs_parquet_dir`); a failure
  * part way leaves the objects written so far but no `.zmetadata`.
  *
  * Thread-safe (not while another thread writes the array).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8, an
- * empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, the array not
- * sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
+ * empty or invalid name, `record_size` 0, `out` version 0, no `open_object` or unknown flags, a
+ * grid of more than 100 000 000 inner chunks, the array not sharded, a bytes→bytes codec after sharding, a data type v2 cannot name),
  * `SHARD_ERR_UNSUPPORTED_CODEC` (a codec v2 metadata cannot express), `SHARD_ERR_IO` (reading
  * the array or writing `out`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
  * `SHARD_ERR_UNSUPPORTED` (an object table of `out` without `write`, or without `truncate`
@@ -860,10 +913,11 @@ shard_status shard_array_refs_parquet(const shard_array *array,
 
 /**
  * Build a codec from a Zarr v3 array `zarr.json` (`json`, `json_len` bytes of UTF-8, no NUL
- * needed). The array's `codecs` must contain `sharding_indexed` as the array→bytes codec and
- * no bytes→bytes codec after it (inner chunks could not be read one by one). With array→array
- * codecs (e.g. `transpose`) before it, inner chunk coordinates and contents are those the
- * sharding codec sees.
+ * needed), within the limits `shard_array_open` states (64 MiB, 1 MiB outside `attributes`,
+ * sharding nested at most 32 levels). The array's `codecs` must contain `sharding_indexed`
+ * as the array→bytes codec and no bytes→bytes codec after it (inner chunks could not be read
+ * one by one). With array→array codecs (e.g. `transpose`) before it, inner chunk coordinates
+ * and contents are those the sharding codec sees.
  *
  * On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8),
@@ -877,12 +931,14 @@ shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard
  * Build a codec from a bare `sharding_indexed` configuration object (`config_json`: the value
  * of `"configuration"`), a data type name (`"uint16"`, `"float32"`, `"r24"`, …), the shard
  * shape (`rank` values) and the fill value as JSON (`"0"`, `"\"NaN\""`, `"[1.0, 0.0]"`).
- * String arguments are pointer + length, UTF-8, no NUL needed.
+ * String arguments are pointer + length, UTF-8, no NUL needed. The JSON texts may have at
+ * most 1 MiB each, and `sharding_indexed` nest at most 32 levels (this one counts as 1).
  *
  * On success `*codec_out` owns a new codec; free it with `shard_codec_free`. Thread-safe.
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (a string
  * argument is not UTF-8), `SHARD_ERR_INVALID_METADATA` (malformed JSON, unknown data type,
- * a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`),
+ * a fill value the type cannot hold, `rank` or shape not matching `chunk_shape`, past the
+ * limits),
  * `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_codec_from_config(const char *config_json,
@@ -974,8 +1030,8 @@ shard_status shard_codec_fill_value(const shard_codec *codec, uint8_t *buf, size
 /**
  * Copy the Zarr v3 data type name (`"uint16"`; for an extension type such as `raw_bytes` its
  * `zarr.json` object as compact JSON text) into `buf` as a NUL-terminated string;
- * `*written_out` receives its length without the NUL. With `(NULL, 0)` only the length is
- * stored (a size query); a non-empty buffer too small for name and NUL gives
+ * `*written_out` (may be NULL) receives its length without the NUL. With `(NULL, 0)` only the
+ * length is stored (a size query); a non-empty buffer too small for name and NUL gives
  * `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`,
  * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
  */
@@ -1000,8 +1056,8 @@ shard_status shard_codec_grid_shape(const shard_codec *codec, uint64_t *shape_ou
 
 /**
  * Copy the storage key of the shard at grid coordinates `coords` (`rank` values), e.g.
- * `"c/0/1"`, into `buf` as a NUL-terminated string; `*written_out` receives its length
- * without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
+ * `"c/0/1"`, into `buf` as a NUL-terminated string; `*written_out` (may be NULL) receives its
+ * length without the NUL. With `(NULL, 0)` only the length is stored; a non-empty buffer too small
  * for the key gives `SHARD_ERR_BUFFER_SIZE`. Thread-safe. Returns `SHARD_OK`,
  * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (coordinates outside the grid),
  * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_INVALID_STATE` (codec not from a `zarr.json`),
@@ -1100,8 +1156,8 @@ shard_status shard_read_chunks(const shard_handle *shard,
                                size_t len);
 
 /**
- * Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out`
- * receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
+ * Copy the encoded bytes of inner chunk `coords` into `buf` (`len` bytes); `*nbytes_out` (may
+ * be NULL) receives their number (0 for an empty chunk). With `(NULL, 0)` only the size is stored, from
  * the index, without reading (a size query); otherwise `len` must be at least that size. Both
  * hold the size to the memory limit (`shard_set_memory_limit`): where the object's size is
  * unknown (no `size` callback, index at the start) nothing else bounds an index entry, and a

@@ -75,7 +75,8 @@ pub struct VerifySummary {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.key, self.error)
+        // An error that names its shard already starts with the key; it is shown once.
+        write!(f, "{}: {}", self.key, self.error.text_without_shard())
     }
 }
 
@@ -671,9 +672,12 @@ impl<S: Store> Array<S> {
                 layout.extract_chunk(i, &data, chunk)
             });
         }
-        let io = self.store.shard_io(&self.shard_key(coords))?;
+        let key = self.shard_key(coords);
+        let io = self.store.shard_io(&key)?;
         let write = |io: &dyn ShardIo| {
-            let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)?;
+            // An update reads the old index: a damaged one names the shard.
+            let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)
+                .map_err(|e| e.in_shard(&key))?;
             let mut chunk = vec![0u8; layout.inner_byte_size()];
             for i in 0..layout.num_chunks() {
                 layout.extract_chunk(i, &data, &mut chunk);

@@ -78,6 +78,15 @@ pub(crate) fn truncated_read(offset: u64, got: u64, needed: u64) -> String {
     )
 }
 
+/// Prefix `KEY: ` when the error is about a stored shard, so a message starts with the object
+/// it is about wherever it is shown.
+fn shard_prefix(shard: &Option<String>) -> String {
+    match shard {
+        Some(key) => format!("{key}: "),
+        None => String::new(),
+    }
+}
+
 /// Prefix `inner chunk [i, j]: ` when the error is tied to one inner chunk.
 fn chunk_prefix(chunk: &Option<ChunkCoords>) -> String {
     match chunk {
@@ -103,8 +112,14 @@ pub enum Error {
 
     /// The bytes of a shard or inner chunk cannot be decoded: bad index entry, truncated
     /// object, undecodable compressed stream, decoded size mismatch.
-    #[error("corrupt shard: {}{reason}", chunk_prefix(chunk))]
+    #[error(
+        "{}corrupt shard: {}{reason}",
+        shard_prefix(shard),
+        chunk_prefix(chunk)
+    )]
     Corrupt {
+        /// The key of the shard object concerned, when known ([`Error::in_shard`]).
+        shard: Option<String>,
         /// The inner chunk concerned, when known.
         chunk: Option<ChunkCoords>,
         /// What is wrong.
@@ -113,10 +128,13 @@ pub enum Error {
 
     /// A crc32c checksum (index or inner chunk) does not match its data.
     #[error(
-        "checksum mismatch: {}{what}: stored {stored:#010x}, computed {computed:#010x}",
+        "{}checksum mismatch: {}{what}: stored {stored:#010x}, computed {computed:#010x}",
+        shard_prefix(shard),
         chunk_prefix(chunk)
     )]
     ChecksumMismatch {
+        /// The key of the shard object concerned, when known ([`Error::in_shard`]).
+        shard: Option<String>,
         /// The inner chunk concerned, when known (None for the shard index).
         chunk: Option<ChunkCoords>,
         /// Which checksum (`shard index`, `crc32c codec`).
@@ -182,6 +200,7 @@ impl Error {
     /// Shorthand for [`Error::Corrupt`] without chunk coordinates.
     pub fn corrupt(reason: impl Into<String>) -> Self {
         Error::Corrupt {
+            shard: None,
             chunk: None,
             reason: reason.into(),
         }
@@ -196,31 +215,32 @@ impl Error {
         }
     }
 
-    /// Name the shard an error is about: `KEY: ` before the text of a corrupt-shard or
-    /// checksum error (`corrupt shard: c/1/0: …`, `checksum mismatch: inner chunk [0, 0]:
-    /// c/1/0: crc32c codec: …`), once; other errors are not about the shard's bytes and are
-    /// returned as they are (an I/O error names its path already).
+    /// Name the shard an error is about: a corrupt-shard or checksum error then starts with
+    /// its key (`c/1/0: corrupt shard: inner chunk [0, 0]: …`) wherever it is shown, the C
+    /// API's `shard_last_error` included, and keeps its variant and status. The first key
+    /// given stays; other errors are not about the shard's bytes and are returned as they are
+    /// (an I/O error names its path already).
     pub fn in_shard(self, key: &str) -> Self {
-        let named = |text: String| {
-            if text.starts_with(&format!("{key}: ")) {
-                text
-            } else {
-                format!("{key}: {text}")
-            }
-        };
         match self {
-            Error::Corrupt { chunk, reason } => Error::Corrupt {
+            Error::Corrupt {
+                shard: None,
                 chunk,
-                reason: named(reason),
+                reason,
+            } => Error::Corrupt {
+                shard: Some(key.to_owned()),
+                chunk,
+                reason,
             },
             Error::ChecksumMismatch {
+                shard: None,
                 chunk,
                 what,
                 stored,
                 computed,
             } => Error::ChecksumMismatch {
+                shard: Some(key.to_owned()),
                 chunk,
-                what: named(what),
+                what,
                 stored,
                 computed,
             },
@@ -228,22 +248,49 @@ impl Error {
         }
     }
 
+    /// The key of the shard a corrupt-shard or checksum error is about, when it was named
+    /// ([`Error::in_shard`]).
+    pub fn shard(&self) -> Option<&str> {
+        match self {
+            Error::Corrupt { shard, .. } | Error::ChecksumMismatch { shard, .. } => {
+                shard.as_deref()
+            }
+            _ => None,
+        }
+    }
+
+    /// The error's text without the `KEY: ` that [`Error::in_shard`] put first: for a report
+    /// that shows the key already, so it is not printed twice.
+    pub fn text_without_shard(&self) -> String {
+        let text = self.to_string();
+        match self.shard() {
+            Some(key) => text
+                .strip_prefix(&format!("{key}: "))
+                .map_or(text.clone(), str::to_owned),
+            None => text,
+        }
+    }
+
     /// Attach inner-chunk coordinates to a decoding error that does not have them yet.
     pub fn at_chunk(self, coords: &[u64]) -> Self {
         match self {
             Error::Corrupt {
+                shard,
                 chunk: None,
                 reason,
             } => Error::Corrupt {
+                shard,
                 chunk: Some(ChunkCoords(coords.to_vec())),
                 reason,
             },
             Error::ChecksumMismatch {
+                shard,
                 chunk: None,
                 what,
                 stored,
                 computed,
             } => Error::ChecksumMismatch {
+                shard,
                 chunk: Some(ChunkCoords(coords.to_vec())),
                 what,
                 stored,

@@ -172,6 +172,7 @@ impl ShardIndex {
             Error::ChecksumMismatch {
                 stored, computed, ..
             } => Error::ChecksumMismatch {
+                shard: None,
                 chunk: None,
                 what: "shard index".into(),
                 stored,
@@ -280,6 +281,7 @@ impl ShardIndex {
         {
             let (offset, nbytes) = self.entry(i);
             let bad = |why: String| Error::Corrupt {
+                shard: None,
                 chunk: Some(ChunkCoords(nd::unravel(
                     i as u64,
                     layout.chunks_per_shard(),

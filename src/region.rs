@@ -322,7 +322,9 @@ impl<S: Store> Array<S> {
                 return Ok(());
             }
             self.map_io(pass.len(), |s| {
+                // A shard read back and merged names its key when its bytes do not decode.
                 self.write_region_shard(&pass[s], start, shape, data, mode, options)
+                    .map_err(|e| e.in_shard(&self.shard_key(&pass[s])))
             })?;
         }
     }

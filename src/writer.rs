@@ -307,9 +307,12 @@ impl<I: ShardIo> ShardWriter<I> {
                     .map(|o| o.data)
                     .unwrap_or_default();
                 if got.len() as u64 != loc.nbytes {
+                    // Worded as the reader words it: a short object is a torn write.
                     return Err(Error::corrupt(format!(
-                        "index entry (offset {}, nbytes {}) points past the end of the object",
-                        loc.offset, loc.nbytes
+                        "index entry (offset {}, nbytes {}) points past the end: {}",
+                        loc.offset,
+                        loc.nbytes,
+                        crate::error::truncated_read(loc.offset, got.len() as u64, loc.end())
                     ))
                     .at_chunk(coords));
                 }

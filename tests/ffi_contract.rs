@@ -1133,8 +1133,102 @@ fn shard_errors_name_the_key_and_truncation_is_said() {
         );
         assert_eq!(
             last_error(),
-            "corrupt shard: c/0/0: object is 3 bytes, index needs 100: torn write? try `zarrshard repair`"
+            "c/0/0: corrupt shard: object is 3 bytes, index needs 100: torn write? try `zarrshard repair`"
         );
+        // A region covering the shard partly reads it back to merge: the same error, the same
+        // key, and the object is left as it was.
+        let one = 7u16.to_ne_bytes();
+        assert_eq!(
+            shard_array_write_region(a, start.as_ptr(), [1u64, 1].as_ptr(), 2, one.as_ptr(), 2),
+            SHARD_ERR_CORRUPT
+        );
+        assert_eq!(
+            last_error(),
+            "c/0/0: corrupt shard: object is 3 bytes, index needs 100: torn write? try `zarrshard repair`"
+        );
+        assert_eq!(*m.data.lock().unwrap(), Some(vec![1, 2, 3]));
+        shard_array_close(a);
+    }
+}
+
+/// `shard_array_verify_summary` tells what it checked: shards stored, inner chunks decoded,
+/// how many of those no checksum covers, and the problems. One shard of 2×3 inner chunks of
+/// 2×2 uint16 (8 bytes each).
+#[test]
+fn verify_summary_counts_what_was_checked() {
+    let _s = serial();
+    let json = |inner: &str| {
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [4, 6], "data_type": "uint16",
+        "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [4, 6]}}}},
+        "chunk_key_encoding": {{"name": "default"}}, "fill_value": 0,
+        "codecs": [{{"name": "sharding_indexed", "configuration": {{"chunk_shape": [2, 2],
+            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}{inner}],
+            "index_codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}, {{"name": "crc32c"}}]}}}}]}}"#
+        )
+    };
+    let summary = |a: *mut shard_array| {
+        let mut s = shard_verify_summary {
+            stored_shards: 9,
+            chunks_decoded: 9,
+            chunks_unverifiable: 9,
+            problems: 9,
+        };
+        let st = unsafe { shard_array_verify_summary(a, None, null_mut(), &mut s) };
+        assert_eq!(st, SHARD_OK, "{}", last_error());
+        (
+            s.stored_shards,
+            s.chunks_decoded,
+            s.chunks_unverifiable,
+            s.problems,
+        )
+    };
+    let data: Vec<u8> = (0..24u16).flat_map(|v| (v + 1).to_ne_bytes()).collect();
+    let (start, all) = ([0u64, 0], [4u64, 6]);
+    unsafe {
+        // Nothing stored: nothing checked, which is not "clean".
+        let m = Mem::default();
+        let a = open_array(&json(""), &m as *const Mem as *mut c_void, mem_open);
+        assert_eq!(summary(a), (0, 0, 0, 0));
+        // All 6 chunks written, none with a checksum: decoded, none verified.
+        let st = shard_array_write_region(a, start.as_ptr(), all.as_ptr(), 2, data.as_ptr(), 48);
+        assert_eq!(st, SHARD_OK, "{}", last_error());
+        assert_eq!(summary(a), (1, 6, 6, 0));
+        let mut s = shard_verify_summary {
+            stored_shards: 7,
+            chunks_decoded: 7,
+            chunks_unverifiable: 7,
+            problems: 7,
+        };
+        assert_eq!(
+            shard_array_verify_summary(null(), None, null_mut(), &mut s),
+            SHARD_ERR_NULL_POINTER
+        );
+        assert_eq!(
+            shard_array_verify_summary(a, None, null_mut(), null_mut()),
+            SHARD_ERR_NULL_POINTER
+        );
+        assert_eq!(s.problems, 7, "written only on success");
+        shard_array_close(a);
+        // With crc32c, only chunk [0, 0] written (the others are fill and not stored): one
+        // chunk decoded and verified. Its 8 bytes and checksum come first (index at the end).
+        let m = Mem::default();
+        let a = open_array(
+            &json(r#", {"name": "crc32c"}"#),
+            &m as *const Mem as *mut c_void,
+            mem_open,
+        );
+        let two = [2u64, 2];
+        let st = shard_array_write_region(a, start.as_ptr(), two.as_ptr(), 2, data.as_ptr(), 8);
+        assert_eq!(st, SHARD_OK, "{}", last_error());
+        assert_eq!(
+            m.data.lock().unwrap().as_ref().map(Vec::len),
+            Some(8 + 4 + 100)
+        );
+        assert_eq!(summary(a), (1, 1, 0, 0));
+        // A flipped data byte: the chunk no longer decodes, one problem.
+        m.data.lock().unwrap().as_mut().unwrap()[0] ^= 1;
+        assert_eq!(summary(a), (1, 0, 0, 1));
         shard_array_close(a);
     }
 }

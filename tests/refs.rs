@@ -1095,7 +1095,7 @@ fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
     assert_eq!(err.to_string(), whole.to_string());
     assert_eq!(
         err.to_string(),
-        "corrupt shard: c/2/4: object is 3 bytes, index needs 262144: torn write? try `zarrshard repair`"
+        "c/2/4: corrupt shard: object is 3 bytes, index needs 262144: torn write? try `zarrshard repair`"
     );
     // Files 0..=15 hold chunks 0..160 000; file 16 would need chunks of the last slab.
     let mut written: Vec<String> = (0..16).map(|n| format!("img/refs.{n}.parq")).collect();
@@ -1116,7 +1116,7 @@ fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
     let err = write_parquet_from_array(&torn_early, "u", "img", 10, &fresh).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "corrupt shard: c/2/1/1: object is 3 bytes, index needs 192: torn write? try `zarrshard repair`"
+        "c/2/1/1: corrupt shard: object is 3 bytes, index needs 192: torn write? try `zarrshard repair`"
     );
     assert!(!fresh.exists());
 
@@ -1162,7 +1162,7 @@ fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
     assert_eq!(err.to_string(), whole.to_string());
     assert_eq!(
         err.to_string(),
-        "corrupt shard: c/2/1/1: object is 3 bytes, index needs 192: torn write? try `zarrshard repair`"
+        "c/2/1/1: corrupt shard: object is 3 bytes, index needs 192: torn write? try `zarrshard repair`"
     );
 
     // A failing writer: its error, with its OS error number.

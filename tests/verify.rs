@@ -404,9 +404,61 @@ fn cli_errors_about_a_torn_shard_name_its_key_and_say_it_is_truncated() {
     assert_eq!(code, Some(1));
     assert_eq!(
         err,
-        format!("zarrshard: corrupt shard: c/0/1: {truncated}\n")
+        format!("zarrshard: c/0/1: corrupt shard: {truncated}\n")
     );
     let (code, out, _) = run(&["verify".as_ref(), dir.as_os_str()]);
     assert_eq!(code, Some(1));
     assert_eq!(out, format!("c/0/1: corrupt shard: {truncated}\n"));
+}
+
+/// Errors about a shard start with its key and keep their kind, wherever they come from: a
+/// whole-shard decode (a bytes→bytes codec after sharding) on a read and on a region write
+/// that merges into the shard; a problem line shows the key once.
+#[test]
+fn shard_errors_start_with_the_key_and_keep_their_kind() {
+    let m = json!({"zarr_format": 3, "node_type": "array", "shape": [4, 4],
+        "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 4]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}},
+            {"name": "crc32c"}]});
+    let array = Array::create(MemoryStore::new(), ArrayMetadata::from_json(&m).unwrap()).unwrap();
+    array.write_region(&[0, 0], &[4, 4], &[1; 16]).unwrap();
+    // Too short for the crc32c codec that wraps the whole shard.
+    array.store().set("c/1/0", &[1, 2, 3]).unwrap();
+    let want = "c/1/0: corrupt shard: crc32c codec: 3 bytes, too short to hold a checksum";
+    let e = array.read_region_vec(&[2, 0], &[2, 4]).unwrap_err();
+    assert!(matches!(e, Error::Corrupt { .. }), "{e:?}");
+    assert_eq!(e.to_string(), want);
+    assert_eq!(e.shard(), Some("c/1/0"));
+    let e = array.write_region(&[3, 3], &[1, 1], &[9]).unwrap_err();
+    assert!(matches!(e, Error::Corrupt { .. }), "{e:?}");
+    assert_eq!(e.to_string(), want);
+    assert_eq!(array.store().get("c/1/0").unwrap(), Some(vec![1, 2, 3]));
+    // Named twice, the first key stays; a checksum error keeps its words after the key.
+    let e = Error::corrupt("bad").in_shard("c/0/0").in_shard("c/9/9");
+    assert_eq!(e.to_string(), "c/0/0: corrupt shard: bad");
+    let e = Error::ChecksumMismatch {
+        shard: None,
+        chunk: None,
+        what: "crc32c codec".into(),
+        stored: 1,
+        computed: 2,
+    }
+    .at_chunk(&[0, 1])
+    .in_shard("c/0/1");
+    assert_eq!(
+        e.to_string(),
+        "c/0/1: checksum mismatch: inner chunk [0, 1]: crc32c codec: stored 0x00000001, computed 0x00000002"
+    );
+    let p = Problem {
+        key: "c/0/1".into(),
+        error: e,
+    };
+    assert_eq!(
+        p.to_string(),
+        "c/0/1: checksum mismatch: inner chunk [0, 1]: crc32c codec: stored 0x00000001, computed 0x00000002"
+    );
 }

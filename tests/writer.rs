@@ -736,3 +736,28 @@ fn finish_with_encoded_chunks(l: Arc<ShardLayout>) {
     );
     assert!(io.bytes().is_none());
 }
+
+/// An update's read of a partly covered chunk from an object torn after its index was read
+/// (another process cut it to 110 bytes) says so as the reader does. Index first (100
+/// bytes), chunk 2 at bytes 108..112: 2 of its 4 bytes are left.
+#[test]
+fn an_update_reading_a_chunk_of_a_torn_object_says_it_is_truncated() {
+    let (l, object) = six_chunks("start");
+    let io = MemoryIo::from_bytes(object);
+    let w = ShardWriter::new(
+        l.clone(),
+        &io,
+        WriteStrategy::Update(UpdateMode::AppendOnly),
+        WriteOptions::default(),
+    )
+    .unwrap();
+    io.truncate(110).unwrap();
+    let mut out = vec![0u8; 4];
+    let e = w.read_chunk_into(&[2], &mut out).unwrap_err();
+    assert!(matches!(e, Error::Corrupt { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "corrupt shard: inner chunk [2]: index entry (offset 108, nbytes 4) points past the end: \
+         object is 110 bytes, index needs 112: torn write? try `zarrshard repair`"
+    );
+}

@@ -41,6 +41,7 @@ impl Crc32c {
         let computed = ::crc32c::crc32c(payload);
         if stored != computed {
             return Err(Error::ChecksumMismatch {
+                shard: None,
                 chunk: None,
                 what: "crc32c codec".into(),
                 stored,

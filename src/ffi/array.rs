@@ -816,46 +816,113 @@ pub unsafe extern "C" fn shard_array_verify(
         // SAFETY: per the documented contract.
         let h = unsafe { shard_array::borrow(array, "array") }?;
         let problems_out = unsafe { out(problems_out, "problems_out") }?;
-        let mut problems = 0u64;
-        h.array.verify_each(&|_| {}, |problem| {
-            problems += 1;
-            let Some(report) = on_problem else {
-                return Ok(());
-            };
-            let chunk = match &problem.error {
-                Error::Corrupt { chunk, .. } | Error::ChecksumMismatch { chunk, .. } => {
-                    chunk.as_ref().map(|c| c.0.as_slice())
-                }
-                _ => None,
-            };
-            let (chunk, rank) = chunk.map_or((std::ptr::null(), 0), |c| (c.as_ptr(), c.len()));
-            // Keys are ASCII digits and separators; a NUL in the message (a host's text inside
-            // it) would cut it short, so it is dropped.
-            let key = CString::new(problem.key.replace('\0', "")).unwrap_or_default();
-            let message =
-                CString::new(problem.error.to_string().replace('\0', "")).unwrap_or_default();
-            let status = shard_status::from(&problem.error);
-            // SAFETY: the host's callback, called as `shard_problem_fn`'s contract says.
-            let code = unsafe {
-                report(
-                    userdata,
-                    key.as_ptr(),
-                    chunk,
-                    rank,
-                    status,
-                    message.as_ptr(),
-                )
-            };
-            if code != 0 {
-                return Err(Error::Io {
-                    code,
-                    message: "the host's problem callback failed".into(),
-                });
-            }
-            Ok(())
-        })?;
-        *problems_out = problems;
+        // SAFETY: `on_problem` and `userdata` per the documented contract.
+        *problems_out = unsafe { verify(h, on_problem, userdata) }?.problems;
         Ok(())
+    })
+}
+
+/// What `shard_array_verify_summary` checked. A plain struct the host allocates; its layout
+/// never changes (more counts would come with a new function).
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct shard_verify_summary {
+    /// Shard objects the store holds, each fetched and checked (0: the array reads as all
+    /// fill value, as one never written or at a mistyped path does).
+    pub stored_shards: u64,
+    /// Inner chunks that decoded without error.
+    pub chunks_decoded: u64,
+    /// Of those, the ones no checksum covers (no `crc32c` codec, zstd without its checksum):
+    /// they decoded, but whether they hold the bytes written cannot be told.
+    pub chunks_unverifiable: u64,
+    /// Problems found, as `shard_array_verify`'s `*problems_out`.
+    pub problems: u64,
+}
+
+/// `shard_array_verify`, telling besides the problems what was checked: `*summary_out`
+/// (allocated by the host, written only on success) receives how many shards are stored, how
+/// many inner chunks decoded and how many of those no checksum covers, and the problem count.
+/// An array is proven clean only when `problems` and `chunks_unverifiable` are 0 and
+/// `stored_shards` is what the host expects. Problems go to `on_problem(userdata, …)` as
+/// `shard_array_verify` says (NULL to count only).
+///
+/// Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER` (`array`, `summary_out`), `SHARD_ERR_IO` (the store's `list`
+/// failed; or the store failed on a shard: the first such shard in grid order; or
+/// `on_problem` returned non-zero, its code in `shard_last_io_code`),
+/// `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory limit),
+/// `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_verify_summary(
+    array: *const shard_array,
+    on_problem: shard_problem_fn,
+    userdata: *mut c_void,
+    summary_out: *mut shard_verify_summary,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let summary_out = unsafe { out(summary_out, "summary_out") }?;
+        // SAFETY: `on_problem` and `userdata` per the documented contract.
+        *summary_out = unsafe { verify(h, on_problem, userdata) }?;
+        Ok(())
+    })
+}
+
+/// The walk of `shard_array_verify` and `shard_array_verify_summary`: each problem to the
+/// host's `on_problem`, and the counts.
+///
+/// # Safety
+/// `on_problem` and `userdata` as `shard_problem_fn` says.
+unsafe fn verify(
+    h: &ArrayHandle,
+    on_problem: shard_problem_fn,
+    userdata: *mut c_void,
+) -> crate::Result<shard_verify_summary> {
+    let mut problems = 0u64;
+    let s = h.array.verify_counted(&|_| {}, |problem| {
+        problems += 1;
+        let Some(report) = on_problem else {
+            return Ok(());
+        };
+        let chunk = match &problem.error {
+            Error::Corrupt { chunk, .. } | Error::ChecksumMismatch { chunk, .. } => {
+                chunk.as_ref().map(|c| c.0.as_slice())
+            }
+            _ => None,
+        };
+        let (chunk, rank) = chunk.map_or((std::ptr::null(), 0), |c| (c.as_ptr(), c.len()));
+        // Keys are ASCII digits and separators; a NUL in the message (a host's text inside
+        // it) would cut it short, so it is dropped.
+        let key = CString::new(problem.key.replace('\0', "")).unwrap_or_default();
+        let message =
+            CString::new(problem.error.text_without_shard().replace('\0', "")).unwrap_or_default();
+        let status = shard_status::from(&problem.error);
+        // SAFETY: the host's callback, called as `shard_problem_fn`'s contract says.
+        let code = unsafe {
+            report(
+                userdata,
+                key.as_ptr(),
+                chunk,
+                rank,
+                status,
+                message.as_ptr(),
+            )
+        };
+        if code != 0 {
+            return Err(Error::Io {
+                code,
+                message: "the host's problem callback failed".into(),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(shard_verify_summary {
+        stored_shards: s.stored_shards,
+        chunks_decoded: s.chunks_decoded,
+        chunks_unverifiable: s.chunks_unverifiable,
+        problems,
     })
 }
 

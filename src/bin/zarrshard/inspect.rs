@@ -102,7 +102,7 @@ fn gather(array: &Array<FsStore>, key: &str) -> zarrshard::Result<Inspect> {
 }
 
 pub fn run(array: &Array<FsStore>, key: &str, json: bool) -> zarrshard::Result<()> {
-    let r = gather(array, key)?;
+    let r = gather(array, key).map_err(|e| e.in_shard(key))?;
     let mut out = std::io::stdout().lock();
     if json {
         crate::write_json(&mut out, &r)?;

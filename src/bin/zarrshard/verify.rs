@@ -61,7 +61,7 @@ pub fn run(array: &Array<FsStore>, json: bool) -> zarrshard::Result<ExitCode> {
                         }
                         _ => None,
                     },
-                    error: one_line(&p.error.to_string()),
+                    error: one_line(&p.error.text_without_shard()),
                 })
                 .collect(),
         };
