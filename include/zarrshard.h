@@ -17,11 +17,6 @@
 #include <stdint.h>
 
 /**
- * How deep structs may nest (a struct field of a struct field …).
- */
-#define MAX_STRUCT_DEPTH 32
-
-/**
  * The most threads `shard_set_threads` accepts.
  */
 #define SHARD_MAX_THREADS 1024
@@ -648,11 +643,15 @@ shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out
  * length; so `(NULL, 0)` for a non-empty region checks it without reading anything
  * (`SHARD_ERR_BUFFER_SIZE` when it is valid), e.g. before allocating its buffer.
  *
+ * Memory besides `buf`: a pass of at most 1024 shards and 65 536 inner chunks at a time
+ * (their fetched bytes and a few hundred bytes each), however many shards the region touches.
+ *
  * Thread-safe: many threads may read one handle at once (not while another writes the same
  * shards: the result is then unspecified, though memory-safe).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a region
  * past the array or whose byte size overflows 64 bits, a buffer over the memory limit: e.g.
- * a whole object read from a table without `size` that passes it),
+ * a whole object read from a table without `size` that passes it, or one shard's touched
+ * inner chunks needing more bookkeeping, 48 bytes each, than the limit),
  * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
  * `SHARD_ERR_CHECKSUM`, `SHARD_ERR_UNSUPPORTED` (the object tables lack `size`/`read_suffix`
  * an index at the end needs), `SHARD_ERR_PANIC`.
