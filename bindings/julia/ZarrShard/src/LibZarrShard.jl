@@ -146,6 +146,14 @@ end
 # problems `shard_array_verify` finds: a C function pointer, passed as `Ptr{Cvoid}` (an
 # `@cfunction`).
 
+"What `shard_array_verify_summary` checked."
+struct shard_verify_summary
+    stored_shards::UInt64
+    chunks_decoded::UInt64
+    chunks_unverifiable::UInt64
+    problems::UInt64
+end
+
 "Where an inner chunk is stored (`shard_chunk_info`)."
 struct shard_chunk_location
     offset::UInt64
@@ -300,6 +308,24 @@ function shard_array_verify(array, on_problem, userdata, problems_out)
     ccall((:shard_array_verify, libzarrshard), Cint,
           (Ptr{shard_array}, Ptr{Cvoid}, Ptr{Cvoid}, Ref{UInt64}),
           array, on_problem, userdata, problems_out)
+end
+
+"""
+`shard_status shard_array_verify_summary(const shard_array *array, shard_problem_fn
+on_problem, void *userdata, shard_verify_summary *summary_out)`
+
+`on_problem` as for `shard_array_verify`, or `C_NULL` to count only.
+"""
+function shard_array_verify_summary(array, on_problem, userdata, summary_out)
+    ccall((:shard_array_verify_summary, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{Cvoid}, Ptr{Cvoid}, Ref{shard_verify_summary}),
+          array, on_problem, userdata, summary_out)
+end
+
+"`shard_status shard_array_stored_shards(const shard_array *array, uint64_t *count_out)`"
+function shard_array_stored_shards(array, count_out)
+    ccall((:shard_array_stored_shards, libzarrshard), Cint,
+          (Ptr{shard_array}, Ref{UInt64}), array, count_out)
 end
 
 """
