@@ -824,9 +824,7 @@ shard_status shard_array_refs_parquet_dir(const shard_array *array,
  * `on_problem(userdata, …)` (see `shard_problem_fn`; NULL to count only), on the calling
  * thread, in C order of the chunk grid and of each shard's chunks, as each batch of shards
  * is done; `*problems_out` receives how many there were (0: the array is clean). A damaged
- * shard is a problem, not an error: the call still returns `SHARD_OK`. So is a shard that
- * cannot be read (the store fails on it: status `SHARD_ERR_IO`; its object passes the memory
- * limit: `SHARD_ERR_INVALID_ARGUMENT`): the check goes on with the next shard.
+ * shard is a problem, not an error: the call still returns `SHARD_OK`.
  *
  * Shards are fetched and checked several at once on worker threads when the store is
  * `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise; their
@@ -836,8 +834,9 @@ shard_status shard_array_refs_parquet_dir(const shard_array *array,
  *
  * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
  * `SHARD_ERR_NULL_POINTER` (`array`, `problems_out`), `SHARD_ERR_IO` (the store's `list`
- * failed; or `on_problem` returned non-zero, its code in `shard_last_io_code`),
- * `SHARD_ERR_PANIC`.
+ * failed; or the store failed on a shard: the first such shard in grid order; or
+ * `on_problem` returned non-zero, its code in `shard_last_io_code`), `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory
+ * limit), `SHARD_ERR_PANIC`.
  */
 shard_status shard_array_verify(const shard_array *array,
                                 shard_problem_fn on_problem,
@@ -854,8 +853,10 @@ shard_status shard_array_verify(const shard_array *array,
  *
  * Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
  * `SHARD_ERR_NULL_POINTER` (`array`, `summary_out`), `SHARD_ERR_IO` (the store's `list`
- * failed; or `on_problem` returned non-zero, its code in `shard_last_io_code`),
- * `SHARD_ERR_PANIC`. A shard that cannot be read is a problem, as `shard_array_verify` says.
+ * failed; or the store failed on a shard: the first such shard in grid order; or
+ * `on_problem` returned non-zero, its code in `shard_last_io_code`),
+ * `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory limit),
+ * `SHARD_ERR_PANIC`.
  */
 shard_status shard_array_verify_summary(const shard_array *array,
                                         shard_problem_fn on_problem,

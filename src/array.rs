@@ -875,7 +875,8 @@ impl<S: Store> Array<S> {
         self.for_each_stored_object(
             |key, object| match object {
                 Ok(object) => Ok((key, self.check_shard_counted(&object))),
-                Err(e) => Ok((key, (vec![e], 0))),
+                Err(e) if self.store.unreadable_shard_is_problem() => Ok((key, (vec![e], 0))),
+                Err(e) => Err(e),
             },
             |covered, shard| {
                 on_progress(covered);

@@ -50,6 +50,15 @@ pub trait Store: Send + Sync {
     fn io_on_caller_thread(&self) -> bool {
         false
     }
+
+    /// True when a shard the store fails to read is a problem of that shard for
+    /// [`Array::verify`](crate::Array::verify) (the walk goes on), false when it ends the walk
+    /// with the store's error (the default: a host's store reports its own failures, with
+    /// their codes, to its caller). [`FsStore`] says true: a directory or a loop of links
+    /// where a shard file would be is damage in the array, not a failing store.
+    fn unreadable_shard_is_problem(&self) -> bool {
+        false
+    }
 }
 
 /// A directory on the local file system; key `a/b` is the file `ROOT/a/b`.
@@ -95,6 +104,10 @@ impl FsStore {
 }
 
 impl Store for FsStore {
+    fn unreadable_shard_is_problem(&self) -> bool {
+        true
+    }
+
     fn shard_io(&self, key: &str) -> Result<Box<dyn ShardIo>> {
         Ok(Box::new(FileIo::new(self.path(key)?)))
     }

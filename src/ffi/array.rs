@@ -792,9 +792,7 @@ pub type shard_problem_fn = Option<
 /// `on_problem(userdata, …)` (see `shard_problem_fn`; NULL to count only), on the calling
 /// thread, in C order of the chunk grid and of each shard's chunks, as each batch of shards
 /// is done; `*problems_out` receives how many there were (0: the array is clean). A damaged
-/// shard is a problem, not an error: the call still returns `SHARD_OK`. So is a shard that
-/// cannot be read (the store fails on it: status `SHARD_ERR_IO`; its object passes the memory
-/// limit: `SHARD_ERR_INVALID_ARGUMENT`): the check goes on with the next shard.
+/// shard is a problem, not an error: the call still returns `SHARD_OK`.
 ///
 /// Shards are fetched and checked several at once on worker threads when the store is
 /// `SHARD_STORE_THREAD_SAFE`, one after another on the calling thread otherwise; their
@@ -804,8 +802,9 @@ pub type shard_problem_fn = Option<
 ///
 /// Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
 /// `SHARD_ERR_NULL_POINTER` (`array`, `problems_out`), `SHARD_ERR_IO` (the store's `list`
-/// failed; or `on_problem` returned non-zero, its code in `shard_last_io_code`),
-/// `SHARD_ERR_PANIC`.
+/// failed; or the store failed on a shard: the first such shard in grid order; or
+/// `on_problem` returned non-zero, its code in `shard_last_io_code`), `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory
+/// limit), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_array_verify(
     array: *const shard_array,
@@ -850,8 +849,10 @@ pub struct shard_verify_summary {
 ///
 /// Thread-safe (not while another thread writes the array). Returns `SHARD_OK`,
 /// `SHARD_ERR_NULL_POINTER` (`array`, `summary_out`), `SHARD_ERR_IO` (the store's `list`
-/// failed; or `on_problem` returned non-zero, its code in `shard_last_io_code`),
-/// `SHARD_ERR_PANIC`. A shard that cannot be read is a problem, as `shard_array_verify` says.
+/// failed; or the store failed on a shard: the first such shard in grid order; or
+/// `on_problem` returned non-zero, its code in `shard_last_io_code`),
+/// `SHARD_ERR_INVALID_ARGUMENT` (a shard object larger than the memory limit),
+/// `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_array_verify_summary(
     array: *const shard_array,
