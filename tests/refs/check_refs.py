@@ -199,7 +199,11 @@ def check_legacy(entry, variant, lfix, binary, srv, tmp):
     hierarchy root, which is then the URL prefix). Every codec they have is expressible."""
     fmt, zf, where = variant
     array = os.path.join(lfix, entry["array"])
-    root = entry["array"].split("/meta/root/")[0] if entry["format"] == "v3draft" else entry["array"]
+    # A draft array's hierarchy root is before `/meta/root/<path>.array.json`, or before
+    # `/meta/root.array.json` for the array at the root itself.
+    root = (
+        entry["array"].split("/meta/root")[0] if entry["format"] == "v3draft" else entry["array"]
+    )
     url = f"{srv.url}/{root}" if where == "http" else "file://" + os.path.join(lfix, root)
     out = os.path.join(tmp, f"legacy-{entry['format']}-{entry['case']}-{fmt}-{zf}-{where}")
     out += ".parq" if fmt == "parquet" else ".json"
