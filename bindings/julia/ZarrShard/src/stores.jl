@@ -423,8 +423,10 @@ call `flush(a)` to write a partial layer and the shape (`close` does, losing err
 Throws [`ZarrShardError`](@ref) (`SHARD_ERR_INVALID_ARGUMENT` for a block that does not fit),
 `DimensionMismatch` for a block of another rank.
 """
-function Base.append!(a::ShardArray, block::AbstractArray; dims::Integer = ndims(a))
+function Base.append!(a::ShardArray, block::AbstractArray;
+                      dims::Union{Integer,Nothing} = nothing)
     n = ndims(a)
+    dims === nothing && (dims = n)
     1 <= dims <= n || throw(ArgumentError("dims is 1 to $n, not $dims"))
     T = a.codec === nothing ? eltype(block) : eltype(a.codec)
     _check_bits_eltype(T)
