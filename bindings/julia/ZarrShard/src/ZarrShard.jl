@@ -4,11 +4,14 @@
 Julia binding of zarrshard (Zarr v3 sharding, `sharding_indexed`) over its C ABI.
 
 Two layers, as in LibGit2 and CodecZstd.jl: [`LibZarrShard`](@ref) is the raw `ccall` layer
-(C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: [`Codec`](@ref)
-and [`Shard`](@ref) objects with finalizers and an idempotent `close`, do-block `open`,
-[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object;
-[`ShardArray`](@ref) reads and writes regions of a whole array over a store, a Julia function
-from key to `ShardIO`.
+(C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: the library's
+stores ([`DirectoryStore`](@ref), [`MemoryStore`](@ref)), arrays made ([`create`](@ref)) and
+opened (`open(store, path)`) at a path of a store, grown ([`append!`](@ref), `resize!`) and
+read and written by region ([`ShardArray`](@ref)), groups ([`create_group`](@ref)),
+[`Codec`](@ref) and [`Shard`](@ref) objects with finalizers and an idempotent `close`,
+do-block `open`, [`ZarrShardError`](@ref) exceptions, and storage written in Julia (custom
+storage: a [`ShardIO`](@ref) object, a [`HostStore`](@ref)). Files are the library's own file
+I/O ([`DirectoryStore`](@ref), [`ShardFile`](@ref)).
 
 # Dimension order and indexing (read this once)
 

@@ -189,7 +189,7 @@ function with_spec(f; shape, chunks, shards = nothing, dtype, fill_value = nothi
     cchunks = _dims_arg("chunks", chunks, rank)
     cshards = shards === nothing ? UInt64[] : _dims_arg("shards", shards, rank)
     dt = _no_nul("dtype", zarr_data_type(dtype))
-    fill = fill_value === nothing ? "" : _no_nul("fill_value", fill_json(fill_value))
+    fv = fill_value === nothing ? "" : _no_nul("fill_value", fill_json(fill_value))
     comp = compressor === nothing ? "" : _no_nul("compressor", string(compressor))
     lvl = level === nothing ? d.compression_level : Int32(level)
     loc = index_location === nothing ? d.index_location :
@@ -217,7 +217,7 @@ function with_spec(f; shape, chunks, shards = nothing, dtype, fill_value = nothi
         end
     end
     ptrs = Vector{Ptr{UInt8}}(undef, rank)
-    r = GC.@preserve cshape cchunks cshards dt fill comp namebuf ptrs begin
+    r = GC.@preserve cshape cchunks cshards dt fv comp namebuf ptrs begin
         for k in 1:rank
             ptrs[k] = offsets[k] == 0 ? Ptr{UInt8}(C_NULL) : pointer(namebuf, offsets[k])
         end
@@ -228,7 +228,7 @@ function with_spec(f; shape, chunks, shards = nothing, dtype, fill_value = nothi
             shards === nothing ? Ptr{UInt64}(C_NULL) : pointer(cshards),
             pointer(cchunks),
             pointer(dt),
-            fill_value === nothing ? Ptr{UInt8}(C_NULL) : pointer(fill),
+            fill_value === nothing ? Ptr{UInt8}(C_NULL) : pointer(fv),
             compressor === nothing ? Ptr{UInt8}(C_NULL) : pointer(comp),
             lvl,
             loc,
