@@ -2105,6 +2105,67 @@ int main(int argc, char **argv) {
             free(meta);
         }
         shard_store_release(&mem);                                                       /* [96] */
+
+        /* julia: host = HostStore(DictStore())     (no C call)                          [97]
+         * with_table(host): store_table(&hs, open_object = cb_store_open_object, list =
+         * cb_store_list over list_keys(::DictStore)), built for each call                     */
+        {
+            static mem_store hs;
+            shard_store_callbacks ht = store_table(&hs, mem_store_open_object, memory_store_list);
+            shard_array_spec spec;
+            uint64_t shape[2] = {4, 4}, chunks[2] = {2, 2}, origin[2] = {0, 0};
+            /* Julia UInt8[1 2 3 4; 5 6 7 8; ...] in column-major memory: C element [r][c] is
+             * small[c+1, r+1] = 4c + r + 1 */
+            static const uint8_t small[16] = {1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 4, 8, 12, 16};
+            uint8_t back[16];
+            shard_array *h = NULL;
+            shard_codec *hc;
+            const char *want_keys[3] = {"img/0/c/0/0", "img/0/zarr.json", "img/zarr.json"};
+            int found = 0, stored = 0, i;
+            /* julia: create_group(host, "img")                                            [98]
+             * C:     shard_group_create(&ht, "img", "", 0, 0)                                */
+            store_destroys = 0;
+            CHECK_OK(shard_group_create(&ht, "img", "", 0, 0), "[98] shard_group_create (host store)");
+            check(store_destroys == 0, "[98] shard_group_create never takes a host table over (%lu destroy)", store_destroys);
+            /* julia: h = create(host, "img/0"; shape = (4, 4), chunks = (2, 2),
+             *                   shards = (4, 4), dtype = UInt8)                            [99]
+             * C:     shard_array_spec_init(&spec); shard_array_create_spec(&ht, "img/0", &spec, 0, &h) */
+            CHECK_OK(shard_array_spec_init(&spec), "[99] shard_array_spec_init");
+            spec.rank = 2;
+            spec.shape = shape;
+            spec.shard_shape = shape;
+            spec.chunk_shape = chunks;
+            spec.data_type = "uint8";
+            CHECK_OK(shard_array_create_spec(&ht, "img/0", &spec, 0, &h), "[99] shard_array_create_spec (host store)");
+            if (h == NULL) die("[99] no array");
+            hc = wrap_array(h, "uint8", "[99] create(host, \"img/0\"; ...)");
+            /* julia: write_region(h, (1, 1), small)                                      [100]
+             * C:     shard_array_write_region(h, {0, 0}, {4, 4}, 2, small, 16)              */
+            CHECK_OK(shard_array_write_region(h, origin, shape, 2, small, sizeof small), "[100] shard_array_write_region");
+            close_array(h, hc);                                                          /* [101] */
+            check(store_destroys == 1, "[101] the array took the host table over: destroy once at close (%lu)", store_destroys);
+            /* julia: open(host, "img/0") do h2                                           [102]
+             *            read_region(h2, (1, 1), (4, 4)) == small                        [103]
+             *        end                                                                 [104] */
+            h = NULL;
+            CHECK_OK(shard_array_open_path(&ht, "img/0", &h), "[102] shard_array_open_path (host store)");
+            if (h == NULL) die("[102] no array");
+            hc = wrap_array(h, "uint8", "[102] open(host, \"img/0\")");
+            read_region_c(h, origin, shape, 2, back, sizeof back, "[103] read_region(h2)");
+            check(memcmp(back, small, sizeof small) == 0, "[103] the host store's array reads back");
+            close_array(h, hc);                                                          /* [104] */
+            /* julia: list_keys(host.open, "img/") == [the three keys]                          */
+            for (i = 0; i < 3; i++) {
+                size_t e;
+                for (e = 0; e < hs.n; e++)
+                    if (hs.e[e].io.exists && strcmp(hs.e[e].key, want_keys[i]) == 0) found++;
+            }
+            for (k = 0; k < hs.n; k++) stored += hs.e[k].io.exists ? 1 : 0;
+            check(found == 3 && stored == 3,
+                  "[104] the host store holds img/zarr.json, img/0/zarr.json, img/0/c/0/0 and nothing else (%d of 3, %d objects)",
+                  found, stored);
+            for (k = 0; k < hs.n; k++) free(hs.e[k].io.data);
+        }
     }
 
     free(dtype);

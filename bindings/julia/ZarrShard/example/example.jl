@@ -7,8 +7,9 @@
 # again; then walk a sparse array over a store that lists (DictStore), over one that cannot,
 # and over one whose listing fails. Last, the library's own stores: the fixture opened by path
 # in a DirectoryStore, a 3-D stack made under a group there, grown frame by frame with append!,
-# resized, compacted and opened again (bindings/julia/run.sh has zarr-python read it), and an
-# array in a MemoryStore made from metadata_json.
+# resized, compacted and opened again (bindings/julia/run.sh has zarr-python read it), an
+# array in a MemoryStore made from metadata_json, and a group and an array in a store written
+# in Julia (a HostStore over a DictStore).
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -364,6 +365,21 @@ function main(dir::AbstractString)
     end                                                                              # [95]
     close(mem)                                                                       # [96]
     println("memory store: an 8x4 int32 array at \"a\", read back by path")
+
+    # Storage written in Julia (custom storage) takes the same calls: groups, create, open by
+    # path. The HostStore's address is the table's userdata; the array keeps it.
+    host = HostStore(DictStore())                                                    # [97]
+    create_group(host, "img")                                                        # [98]
+    h = create(host, "img/0"; shape = (4, 4), chunks = (2, 2), shards = (4, 4), dtype = UInt8)  # [99]
+    small = UInt8[1 2 3 4; 5 6 7 8; 9 10 11 12; 13 14 15 16]
+    write_region(h, (1, 1), small)                                                   # [100]
+    close(h)                                                                         # [101]
+    open(host, "img/0") do h2                                                        # [102]
+        read_region(h2, (1, 1), (4, 4)) == small || error("the host store's array")  # [103]
+    end                                                                              # [104]
+    list_keys(host.open, "img/") == ["img/0/c/0/0", "img/0/zarr.json", "img/zarr.json"] ||
+        error("the host store holds $(list_keys(host.open, "img/"))")
+    println("host store: ", join(list_keys(host.open, ""), ", "))
     println("ok")
 end
 
