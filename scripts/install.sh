@@ -10,9 +10,9 @@
 #   PREFIX/lib/cmake/zarrshard/zarrshard-config-version.cmake
 #
 # The libraries are installed stripped: the release build keeps debug info (profiles and
-# benchmarks need it), which makes the .so ~50 MB and the .a ~130 MB. The .so's debug info goes
-# to a separate file that its .gnu_debuglink names; gdb, valgrind and perf find it there
-# (the binary's directory's .debug/) with no setting. The .a loses its debug info and its
+# benchmarks need it), which is most of their size. The .so's debug info goes to a separate
+# file that its .gnu_debuglink names; gdb and valgrind look for it there (the library's
+# directory's .debug/) with no setting. The .a loses its debug info and its
 # embedded LLVM bitcode (only used for cross-language LTO with the same LLVM).
 # pkg-config's Libs carry an rpath to PREFIX/lib, so a program built with
 # `pkg-config --libs zarrshard` runs without LD_LIBRARY_PATH.
