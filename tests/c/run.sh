@@ -6,7 +6,8 @@
 #   3. every example and test compiled with -std=c99 -Wall -Wextra -Werror -pedantic, and the
 #      headers compiled (and linked) from C++17
 #   4. test_capi, test_threads, test_faults, test_region (regions over a host store; also of a
-#      zarr-python fixture) and the demo (examples-c/write_array)
+#      zarr-python fixture), test_nodes (the library's stores, arrays at paths, append,
+#      resize, groups) and the demo (examples-c/write_array)
 #   5. the same built with -fsanitize=address,undefined (leak detection on); test_threads
 #      with -fsanitize=thread too
 #   6. the same under valgrind: no errors, no definite or indirect leaks; and a program that
@@ -20,7 +21,8 @@
 #      with its store path taken by a file (the error it prints); zarr-python reads the array
 #      it wrote (tests/c/check_quickstart.py)
 #   9. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
-#      the demo's array equal to the image it meant (when .venv exists; scripts/venv.sh makes it)
+#      the demo's array equal to the image it meant, and zarr-python and tensorstore read what
+#      test_nodes wrote (when .venv exists; scripts/venv.sh makes it)
 #
 # One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
 # Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
@@ -120,7 +122,8 @@ build_programs() (
         -o "$dir/test_threads" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_region.c" "$EX/mem_io.c" \
         "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE &&
-    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_nodes.c" -o "$dir/test_nodes" "$LIBZS" $NATIVE
 )
 step compile-c99-strict build_programs plain -O2 -g
 
@@ -165,6 +168,8 @@ step test_capi "$OUT/plain/test_capi"
 step test_region "$OUT/plain/test_region" "${FIXTURE[@]}"
 step test_threads "$OUT/plain/test_threads"
 step test_faults "$OUT/plain/test_faults"
+rm -rf "$OUT/nodes"
+step test_nodes "$OUT/plain/test_nodes" "$OUT/nodes"
 step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
 cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
 
@@ -178,6 +183,7 @@ step asan-test_capi "$OUT/asan/test_capi"
 step asan-test_threads env ZS_THREAD_ITERS=30 "$OUT/asan/test_threads"
 step asan-test_region "$OUT/asan/test_region" "${FIXTURE[@]}"
 step asan-test_faults "$OUT/asan/test_faults"
+step asan-test_nodes "$OUT/asan/test_nodes"
 step asan-demo run_demo "$OUT/demo-asan" $DEMO_SIZE "$OUT/asan/write_array"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
@@ -202,6 +208,7 @@ step valgrind-test_capi "${VG[@]}" "$OUT/plain/test_capi"
 step valgrind-test_threads env ZS_THREAD_ITERS=10 "${VG[@]}" "$OUT/plain/test_threads"
 step valgrind-test_region "${VG[@]}" "$OUT/plain/test_region" "${FIXTURE[@]}"
 step valgrind-test_faults "${VG[@]}" "$OUT/plain/test_faults"
+step valgrind-test_nodes "${VG[@]}" "$OUT/plain/test_nodes"
 # The full image (1-2 s under valgrind); VALGRIND_DEMO_SIZE=512 makes it smaller.
 step valgrind-demo run_demo "$OUT/demo-valgrind" "${VALGRIND_DEMO_SIZE:-$DEMO_SIZE}" \
     "${VG[@]}" "$OUT/plain/write_array"
@@ -379,6 +386,7 @@ fi
 PY="$REPO/.venv/bin/python"
 if [ -x "$PY" ]; then
     step peers-read-demo "$PY" "$TC/check_zarr.py" "$OUT/demo/image.zarr" $DEMO_SIZE
+    step peers-read-nodes "$PY" "$TC/check_nodes.py" "$OUT/nodes"
 else
     echo "SKIP peers-read-demo (no $PY; scripts/venv.sh creates it)"
 fi
