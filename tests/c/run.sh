@@ -18,8 +18,8 @@
 #      without LD_LIBRARY_PATH
 #   8. README's C quick start, taken from README.md between its marker comments, built against
 #      the installed library as README says, run plain, under ASan+UBSan and valgrind, and
-#      with its store path taken by a file (the error it prints); zarr-python reads the array
-#      it wrote (tests/c/check_quickstart.py)
+#      with its store path taken by a file (the error it prints); zarr-python and tensorstore
+#      read the arrays it wrote (tests/c/check_quickstart.py)
 #   9. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
 #      the demo's array equal to the image it meant, and zarr-python and tensorstore read what
 #      test_nodes wrote (when .venv exists; scripts/venv.sh makes it)
