@@ -649,7 +649,7 @@ public final class ShardArray implements AutoCloseable {
      * another thread writes the array.
      * For a local directory, {@link #kerchunkRefsParquetDir} writes each file through a
      * temporary and a rename, {@code .zmetadata} last;
-     * {@link #kerchunkRefsParquet(String, String, long, Store)} writes into a library store.
+     * {@link #kerchunkRefsParquetInto} writes into a library store.
      *
      * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
      * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty
@@ -680,7 +680,7 @@ public final class ShardArray implements AutoCloseable {
 
     /**
      * {@link #kerchunkRefsParquet(String, String, long, ShardStore)} into one of the library's
-     * stores (for {@link Store#directory}, files {@code ROOT/name/refs.<n>.parq} and
+     * stores (a distinct name, so that a {@code null} store stays unambiguous) (for {@link Store#directory}, files {@code ROOT/name/refs.<n>.parq} and
      * {@code ROOT/.zmetadata}). Thread-safe, but not while another thread writes the array.
      *
      * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
@@ -691,7 +691,8 @@ public final class ShardArray implements AutoCloseable {
      * @throws IllegalArgumentException for a negative {@code recordSize}
      * @throws IllegalStateException when {@code out} is closed
      */
-    public void kerchunkRefsParquet(String urlPrefix, String name, long recordSize, Store out) {
+    public void kerchunkRefsParquetInto(String urlPrefix, String name, long recordSize,
+            Store out) {
         checkParquetArgs(urlPrefix, name, recordSize);
         Objects.requireNonNull(out, "out");
         byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);

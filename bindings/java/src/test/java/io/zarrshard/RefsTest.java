@@ -213,7 +213,7 @@ public class RefsTest {
             assertThrows(NullPointerException.class,
                     () -> array.kerchunkRefsParquet(URL, null, 5, new MemoryShardStore()));
             assertThrows(NullPointerException.class,
-                    () -> array.kerchunkRefsParquet(URL, "fx", 5, (ShardStore) null));
+                    () -> array.kerchunkRefsParquet(URL, "fx", 5, null));
         }
         // A store whose reads throw: status IO, that exception as the cause.
         IOException boom = new IOException("store down");
@@ -595,7 +595,7 @@ public class RefsTest {
                 // Into the library's directory store: the same bytes as files.
                 Path lib = tempDir().resolve("lib.parq");
                 try (Store store = Store.directory(lib, true)) {
-                    array.kerchunkRefsParquet(url, "fx", recordSize, store);
+                    array.kerchunkRefsParquetInto(url, "fx", recordSize, store);
                 }
                 assertSameFiles(out, lib);
             }
