@@ -29,8 +29,10 @@ public final class Group {
      * @param overwrite replace an existing node at {@code path} (an array's shards, a group's
      *     children removed) instead of refusing it
      * @throws ShardException {@link Status#INVALID_STATE} (a node exists there and
-     *     {@code overwrite} is false: "... already exists"), {@link Status#INVALID_ARGUMENT}
-     *     (an invalid path, named; attributes that are not a JSON object),
+     *     {@code overwrite} is false: "`PATH` already holds ..."),
+     *     {@link Status#INVALID_ARGUMENT} (an invalid path, named),
+     *     {@link Status#INVALID_METADATA} (attributes that are not a JSON object),
+     *     {@link Status#UNSUPPORTED} (overwriting a group in a store that cannot list),
      *     {@link Status#IO} (the store failed)
      * @throws IllegalStateException when {@code store} is closed
      * @throws NullPointerException when {@code store} is null
@@ -50,10 +52,8 @@ public final class Group {
 
     /**
      * {@link #create(Store, String, String, boolean)} through a host {@link ShardStore},
-     * borrowed for the call: {@code zarr.json} is written through its {@link ShardIO}
-     * ({@link ShardIO#beginNew} … {@link ShardIO#commitNew} when offered, else
-     * {@link ShardIO#write}), on the calling thread; {@code overwrite} removes the old node's
-     * objects it finds with {@link ShardStore#list}.
+     * borrowed for the call (the library never takes it over): {@code zarr.json} is written
+     * through its {@link ShardIO}, on the calling thread.
      *
      * @param store the host's store
      * @param path the node path, as for {@link #create(Store, String, String, boolean)}

@@ -123,10 +123,11 @@ public final class ShardArray implements AutoCloseable {
      *     of refusing it
      * @return the new array; close it
      * @throws ShardException {@link Status#INVALID_METADATA} or
-     *     {@link Status#UNSUPPORTED_CODEC} (the message names the field),
+     *     {@link Status#UNSUPPORTED_CODEC} (the message names the field; nothing is written),
      *     {@link Status#INVALID_STATE} (a node exists and {@code overwrite} is false:
-     *     "... already exists"), {@link Status#INVALID_ARGUMENT} (an invalid path, named),
-     *     {@link Status#IO}
+     *     "`PATH` already holds ..."), {@link Status#INVALID_ARGUMENT} (an invalid path,
+     *     named), {@link Status#UNSUPPORTED} (overwriting a group in a store that cannot
+     *     list), {@link Status#IO}
      * @throws IllegalStateException when {@code store} is closed
      */
     public static ShardArray create(Store store, String path, String zarrJson,
@@ -281,8 +282,9 @@ public final class ShardArray implements AutoCloseable {
      *
      * @param shape the new shape, one value per dimension
      * @throws ShardException {@link Status#INVALID_ARGUMENT} (another rank),
-     *     {@link Status#BUSY}, {@link Status#IO}, {@link Status#CORRUPT},
-     *     {@link Status#CHECKSUM}
+     *     {@link Status#UNSUPPORTED} (not a Zarr v3 array), {@link Status#BUSY},
+     *     {@link Status#IO}, {@link Status#CORRUPT}, {@link Status#CHECKSUM} (an edge shard
+     *     read back)
      * @throws IllegalArgumentException for a negative extent
      */
     public void resize(long... shape) {
@@ -316,8 +318,11 @@ public final class ShardArray implements AutoCloseable {
      *     extent along every other dimension
      * @param data the block, C order, native byte order, exactly its element count times the
      *     element size (copied)
-     * @throws ShardException {@link Status#INVALID_ARGUMENT} (an axis past the rank, another
-     *     block shape), {@link Status#BUFFER_SIZE}, {@link Status#BUSY}, {@link Status#IO}
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (an axis past the rank, a block
+     *     that does not span the other dimensions or is empty, a layer over the
+     *     {@link MemoryLimit}), {@link Status#BUFFER_SIZE}, {@link Status#UNSUPPORTED} (not a
+     *     Zarr v3 array), {@link Status#BUSY}, {@link Status#IO} (the frames stay pending; a
+     *     later flush retries), {@link Status#CORRUPT}, {@link Status#CHECKSUM}
      * @throws IllegalArgumentException for a negative axis or extent
      */
     public void append(int axis, long[] blockShape, byte[] data) {
@@ -392,7 +397,7 @@ public final class ShardArray implements AutoCloseable {
      * rewrite whole) and the current shape to {@code zarr.json} (C {@code shard_array_flush}).
      * {@link #close()} flushes too, but cannot report a failure: call this to see it.
      *
-     * @throws ShardException {@link Status#IO}, {@link Status#BUSY}
+     * @throws ShardException {@link Status#IO} (the frames stay pending), {@link Status#BUSY}
      */
     public void flush() {
         long h = ref.acquire();
@@ -408,7 +413,8 @@ public final class ShardArray implements AutoCloseable {
      * is rewritten whole with them.
      *
      * @param json a JSON object's text, e.g. {@code {"units": "nm"}}
-     * @throws ShardException {@link Status#INVALID_ARGUMENT} (not a JSON object),
+     * @throws ShardException {@link Status#INVALID_METADATA} (not a JSON object, or past
+     *     the metadata limits), {@link Status#UNSUPPORTED} (not a Zarr v3 array),
      *     {@link Status#BUSY}, {@link Status#IO}
      */
     public void setAttributes(String json) {
@@ -452,8 +458,7 @@ public final class ShardArray implements AutoCloseable {
      * @param mortonOrder lay the inner chunks out in Morton order instead of C order
      * @return what was rewritten and freed
      * @throws ShardException {@link Status#IO}, {@link Status#CORRUPT},
-     *     {@link Status#CHECKSUM}, {@link Status#BUSY}, {@link Status#UNSUPPORTED} (an array
-     *     that is not sharded)
+     *     {@link Status#CHECKSUM}, {@link Status#BUSY}
      */
     public Compaction compact(boolean mortonOrder) {
         long[] r;

@@ -280,10 +280,11 @@ public class CreateTest {
             Map<String, Object> want = Map.of("units", "nm", "scale", List.of(1L, 2.5));
             assertEquals(want, jsonObject(parseJson(array.attributes())));
             assertEquals(want, json(mem, "img/zarr.json").get("attributes"));
+            // The header: INVALID_METADATA for text that is not a JSON object.
             ShardException e = assertThrows(ShardException.class, () -> array.setAttributes("[1]"));
-            assertEquals(Status.INVALID_ARGUMENT, e.status());
+            assertEquals(Status.INVALID_METADATA, e.status());
             e = assertThrows(ShardException.class, () -> array.setAttributes("{\"a\": "));
-            assertEquals(Status.INVALID_ARGUMENT, e.status());
+            assertEquals(Status.INVALID_METADATA, e.status());
             assertEquals(want, jsonObject(parseJson(array.attributes())));
         }
         try (ShardArray again = ShardArray.open(mem, "img")) {
@@ -339,11 +340,11 @@ public class CreateTest {
         ShardException e = assertThrows(ShardException.class,
                 () -> Group.create(mem, "img", null, false));
         assertEquals(Status.INVALID_STATE, e.status());
-        assertTrue(e.getMessage(), e.libraryMessage().contains("already exists"));
+        assertTrue(e.getMessage(), e.libraryMessage().contains("`img` already holds"));
         Group.create(mem, "img", null, true);
         assertEquals(Map.of(), json(mem, "img/zarr.json").get("attributes"));
         e = assertThrows(ShardException.class, () -> Group.create(mem, "img", "[]", true));
-        assertEquals(Status.INVALID_ARGUMENT, e.status());
+        assertEquals(Status.INVALID_METADATA, e.status());
 
         IOException boom = new IOException("disk on fire");
         ShardStore failing = key -> {
