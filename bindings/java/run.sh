@@ -297,7 +297,11 @@ want = ((r * 64 + c) % 65536).astype("uint16")
 want[(r >= 32) & (c >= 32)] = 0
 assert a.dtype == np.uint16 and a.shape == (64, 64), (a.dtype, a.shape)
 assert (a == want).all(), "zarr-python reads different values"
-print("zarr-python reads the example's array: equal")
+import os
+shards = sorted(os.path.relpath(os.path.join(d, f), sys.argv[1])
+                for d, _, fs in os.walk(os.path.join(sys.argv[1], "c")) for f in fs)
+assert shards == ["c/0/0", "c/0/1", "c/1/0"], shards  # the all-fill shard c/1/1 is not stored
+print("zarr-python reads the example's array: equal; the all-fill shard not stored")
 PY
 }
 step example run_example
