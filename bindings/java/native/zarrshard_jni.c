@@ -16,8 +16,9 @@
  *    region forbids. Java arrays are copied through malloc'd buffers; direct ByteBuffers are
  *    used in place.
  *
- * Handles are passed to Java as jlong (the shard_codec / shard_handle pointer). The Java
- * side guarantees a handle is not freed while a call is using it.
+ * Handles are passed to Java as jlong (the shard_codec / shard_handle / shard_array pointer,
+ * or a malloc'd copy of a library store table, io.zarrshard.Store). The Java side guarantees
+ * a handle is not freed while a call is using it.
  */
 #include <jni.h>
 
