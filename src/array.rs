@@ -190,8 +190,8 @@ impl<S: Store> Array<S> {
         Array::open(node).map_err(|e| match e {
             Error::InvalidMetadata(m) if m == "no zarr.json or .zarray in the store" => {
                 Error::metadata(format!(
-                    "no zarr.json or .zarray at `{}`",
-                    path.escape_debug()
+                    "no zarr.json or .zarray at {}",
+                    crate::store::shown_path(path)
                 ))
             }
             e => e,

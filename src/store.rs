@@ -317,6 +317,14 @@ pub fn node_path(path: &str) -> Result<&str> {
     Ok(path)
 }
 
+/// A node path as messages show it: `` `a/b` ``, or "the store's root" for `""`.
+pub(crate) fn shown_path(path: &str) -> String {
+    match path {
+        "" => "the store's root".to_string(),
+        p => format!("`{}`", p.escape_debug()),
+    }
+}
+
 /// A store seen from one node of its hierarchy: key `k` is the inner store's `PATH/k`, so an
 /// array at `a/b` finds `a/b/zarr.json` and its shards under `a/b/`. With an empty path it is
 /// the inner store itself.

@@ -445,6 +445,17 @@ static void test_shard_io_file(void) {
     shard_io_release(&io);
     shard_io_release(&io);
     shard_io_release(NULL);
+    /* A failure names the file and the cause (a file where a directory must be). */
+    char under[800];
+    snprintf(under, sizeof under, "%s/shard", path);
+    EXPECT(shard_io_file(under, 0, &io), SHARD_OK);
+    EXPECT(shard_open(codec, &io, SHARD_MODE_WRITE_BUFFERED, &w), SHARD_OK);
+    EXPECT(shard_write_chunk(w, c1, 1, chunk, 4), SHARD_OK);
+    EXPECT(shard_finalize(w, &size), SHARD_ERR_IO);
+    CHECK(shard_last_io_code() == ENOTDIR);
+    CHECK(strstr(last_error(), "sub/shard/shard") != NULL);
+    CHECK(strstr(last_error(), "host's") == NULL);
+    shard_close(w);
     EXPECT(shard_io_file(path, 1, &io), SHARD_ERR_INVALID_ARGUMENT);
     EXPECT(shard_io_file(NULL, 0, &io), SHARD_ERR_NULL_POINTER);
     shard_codec_free(codec);
