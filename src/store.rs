@@ -356,6 +356,11 @@ impl<S: Store> Prefixed<S> {
         &self.inner
     }
 
+    /// The store the node lives in, given back.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
     fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }

@@ -350,3 +350,44 @@ fn a_spec_with_defaults_is_the_metadata_a_careful_user_would_write() {
         .unwrap_err();
     assert!(matches!(e, Error::InvalidMetadata(_)), "{e}");
 }
+
+#[test]
+fn open_at_finds_a_v3_draft_array_by_its_hierarchy_path() {
+    let store = MemoryStore::new();
+    let doc = json!({"shape": [4, 6], "data_type": "<u2",
+        "chunk_grid": {"type": "regular", "chunk_shape": [2, 2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": null, "fill_value": 3, "extensions": [],
+        "attributes": {}, "storage_transformers": [{"extension":
+            "https://purl.org/zarr/spec/storage_transformers/sharding/1.0", "type": "indexed",
+            "configuration": {"chunks_per_shard": [1, 3]}}]});
+    store
+        .set("meta/root/foo/baz.array.json", doc.to_string().as_bytes())
+        .unwrap();
+    store
+        .set("meta/root.array.json", doc.to_string().as_bytes())
+        .unwrap();
+    store
+        .set(
+            "zarr.json",
+            json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0",
+        "metadata_encoding": "https://purl.org/zarr/spec/protocol/core/3.0",
+        "metadata_key_suffix": ".json", "extensions": []})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+    for path in ["foo/baz", ""] {
+        let a = Array::open_at(store.clone(), path).unwrap();
+        assert!(matches!(a.format(), Format::V3Draft { .. }), "{path}");
+        assert_eq!(a.shape(), &[4, 6]);
+        assert_eq!(
+            a.read_region_vec(&[0, 0], &[1, 1]).unwrap(),
+            3u16.to_ne_bytes()
+        );
+    }
+    let e = Array::open_at(store, "foo").err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "invalid metadata: no zarr.json or .zarray at `foo`"
+    );
+}
