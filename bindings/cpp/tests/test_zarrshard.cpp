@@ -44,7 +44,7 @@
 
 using zarrshard::Codec;
 using zarrshard::Error;
-using zarrshard::FileIO;
+using zarrshard::LibraryIO;
 using zarrshard::Flags;
 using zarrshard::MemoryIO;
 using zarrshard::Mode;
@@ -69,11 +69,16 @@ static_assert(std::is_copy_constructible<Codec>::value && std::is_copy_assignabl
 static_assert(!std::is_copy_constructible<Shard>::value && std::is_nothrow_move_constructible<Shard>::value &&
                   std::is_nothrow_move_assignable<Shard>::value,
               "Shard is move-only");
-static_assert(!std::is_copy_constructible<FileIO>::value && std::is_nothrow_move_constructible<FileIO>::value,
-              "FileIO is move-only");
+static_assert(!std::is_copy_constructible<LibraryIO>::value &&
+                  std::is_nothrow_move_constructible<LibraryIO>::value &&
+                  std::is_nothrow_move_assignable<LibraryIO>::value,
+              "LibraryIO is move-only (one owner of the library's table)");
+static_assert(std::is_copy_constructible<zarrshard::Store>::value &&
+                  std::is_nothrow_move_constructible<zarrshard::Store>::value,
+              "Store is copyable (copies share the library's table)");
 static_assert(std::is_base_of<std::runtime_error, Error>::value, "Error is a runtime_error");
 static_assert(std::is_nothrow_copy_constructible<Error>::value, "exceptions copy without throwing");
-static_assert(zarrshard::is_io_object_v<MemoryIO> && zarrshard::is_io_object_v<FileIO> &&
+static_assert(zarrshard::is_io_object_v<MemoryIO> && !zarrshard::is_io_object_v<LibraryIO> &&
                   zarrshard::is_io_object_v<std::shared_ptr<MemoryIO>> && !zarrshard::is_io_object_v<int>,
               "the I/O concept");
 static_assert(std::is_same<zarrshard::Coords, span<const std::uint64_t>>::value, "Coords");
@@ -182,6 +187,14 @@ static std::vector<std::uint8_t> file_bytes(const std::string &path) {
 }
 
 static std::string scratch(const std::string &name) { return g_scratch + "/" + name; }
+
+// Files in ROOT whose names hold ".tmp." (temporaries left behind), recursively.
+static int temporaries_below(const std::string &root) {
+    int n = 0;
+    for (const auto &e : std::filesystem::recursive_directory_iterator(root))
+        if (e.path().filename().string().find(".tmp.") != std::string::npos) n++;
+    return n;
+}
 
 // Live instances of CountedIO, to check that a shard destroys its I/O object exactly once.
 static std::atomic<int> g_live{0};
@@ -625,26 +638,29 @@ static void test_raw_copy_and_chunk_info() {
           src.read_chunk_raw({1, 1}));
 }
 
+// Every mode through the library's file I/O (LibraryIO::file, shard_io_file): buffered and
+// streaming writes give a file of exactly finalize's size that reads back as written, the
+// update modes change one chunk and keep the others, and nothing named `.tmp.` is left.
 static void test_file_round_trip_every_mode() {
     const Codec codec = codec_end();
     for (Mode mode : {Mode::WriteBuffered, Mode::WriteStreaming}) {
         const std::string path = scratch("write-" + std::to_string(static_cast<int>(mode)) + ".shard");
         std::remove(path.c_str());
-        std::string tmp;
         {
-            auto shard = Shard::open(codec, FileIO(path, FileIO::Write), mode);
-            tmp = shard.io<FileIO>().temporary_path();
-            CHECK(!tmp.empty() && file_exists(tmp));
+            auto shard = Shard::open(codec, LibraryIO::file(path), mode);
             write_all(shard, 1);
             const std::uint64_t size = shard.finalize();
-            CHECK(!file_exists(path)); // nothing visible before commit
-            shard.io<FileIO>().commit();
-            CHECK(file_exists(path) && !file_exists(tmp));
-            CHECK(file_bytes(path).size() == size);
-            EXPECT_ERROR(shard.io<FileIO>().commit(), SHARD_ERR_INVALID_STATE);
+            CHECK(file_exists(path) && file_bytes(path).size() == size);
         }
-        CHECK(!file_exists(tmp));
-        CHECK(reads_as(Shard::open(codec, FileIO(path, FileIO::Read)), 1));
+        CHECK(reads_as(Shard::open(codec, LibraryIO::file(path)), 1));
+        // The same bytes as the same shard written to memory.
+        MemoryIO mem;
+        {
+            auto shard = Shard::open(codec, mem, mode);
+            write_all(shard, 1);
+            (void)shard.finalize();
+        }
+        CHECK(file_bytes(path) == mem.bytes());
     }
     const auto changed = [](std::uint64_t cy, std::uint64_t cx, std::vector<std::uint16_t> v) {
         return cy == 2 && cx == 1 ? chunk_values(2, 1, 9) : v;
@@ -652,59 +668,91 @@ static void test_file_round_trip_every_mode() {
     for (Mode mode : {Mode::UpdateAppend, Mode::UpdateInPlace}) {
         const std::string path = scratch("update-" + std::to_string(static_cast<int>(mode)) + ".shard");
         {
-            auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteStreaming);
+            auto shard = Shard::open(codec, LibraryIO::file(path), Mode::WriteStreaming);
             write_all(shard, 1);
             (void)shard.finalize();
-            shard.io<FileIO>().commit();
         }
-        const auto old_bytes = file_bytes(path);
         {
-            auto shard = Shard::open(codec, FileIO(path, FileIO::Update), mode);
+            auto shard = Shard::open(codec, LibraryIO::file(path), mode);
             shard.write_chunk_as<std::uint16_t>({2, 1}, chunk_values(2, 1, 9));
             (void)shard.finalize();
-            CHECK(file_bytes(path) == old_bytes); // the old shard is intact until commit
-            shard.io<FileIO>().commit();
         }
-        CHECK(reads_as(Shard::open(codec, FileIO(path, FileIO::Read)), 1, changed));
+        CHECK(reads_as(Shard::open(codec, LibraryIO::file(path)), 1, changed));
     }
+    CHECK(temporaries_below(g_scratch) == 0);
 }
 
-static void test_file_uncommitted_and_removed() {
+// LibraryIO::file: a buffered write given up before finalize leaves the old file byte for
+// byte; a shard left with nothing stored deletes its file; a missing file reads as fill; a
+// path below a regular file fails with SHARD_ERR_IO, io_code ENOTDIR, naming the path; an empty
+// path or one with NUL is refused naming it; a LibraryIO is handed over only when the open
+// succeeds (a failed open leaves it usable), and a moved-from one is empty.
+static void test_file_abandoned_and_removed() {
     const Codec codec = codec_end();
     const std::string path = scratch("keep.shard");
     {
-        auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteBuffered);
+        auto shard = Shard::open(codec, LibraryIO::file(path), Mode::WriteBuffered);
         write_all(shard, 1);
         (void)shard.finalize();
-        shard.io<FileIO>().commit();
     }
     const auto before = file_bytes(path);
-    std::string tmp;
+    CHECK(!before.empty());
     {
-        // Written and finalized but never committed: the old shard stays, the temporary goes.
-        auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteStreaming);
-        tmp = shard.io<FileIO>().temporary_path();
+        // Written but never finalized: the old shard stays.
+        auto shard = Shard::open(codec, LibraryIO::file(path), Mode::WriteBuffered);
         write_all(shard, 2);
-        (void)shard.finalize();
     }
-    CHECK(!file_exists(tmp));
-    CHECK(file_bytes(path) == before);
+    CHECK(file_bytes(path) == before && temporaries_below(g_scratch) == 0);
     {
-        // Nothing stored: finalize removes the object, commit deletes PATH.
-        auto shard = Shard::open(codec, FileIO(path, FileIO::Write), Mode::WriteStreaming);
+        // Nothing stored: finalize removes the object, which deletes the file.
+        auto shard = Shard::open(codec, LibraryIO::file(path), Mode::WriteBuffered);
         shard.write_chunk_as<std::uint16_t>({1, 1}, std::vector<std::uint16_t>(16, 0));
         CHECK(shard.finalize() == 0);
-        shard.io<FileIO>().commit();
     }
     CHECK(!file_exists(path));
     // A missing file reads as all fill value.
-    const auto shard = Shard::open(codec, FileIO(path, FileIO::Read));
+    const auto shard = Shard::open(codec, LibraryIO::file(path));
     CHECK(shard.read_chunk_as<std::uint16_t>({2, 2}) == std::vector<std::uint16_t>(16, 0));
     CHECK(shard.chunk_info({2, 2}).empty);
-    EXPECT_ERROR(shard.io<FileIO>().commit(), SHARD_ERR_INVALID_STATE);
-    // A FileIO that cannot be opened.
-    auto e = EXPECT_ERROR(FileIO(scratch("no/such/dir/x.shard"), FileIO::Write), SHARD_ERR_IO);
-    CHECK(e && e->io_code() == ENOENT && contains(e->message(), "no/such/dir"));
+    auto e = EXPECT_ERROR((void)shard.io<MemoryIO>(), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "LibraryIO"));
+    // A file that cannot be made: its directory is a regular file.
+    {
+        const std::string plain = scratch("plain-file");
+        std::ofstream(plain) << "x";
+        const std::string below = plain + "/x.shard";
+        e = EXPECT_ERROR(
+            {
+                auto w = Shard::open(codec, LibraryIO::file(below), Mode::WriteBuffered);
+                write_all(w, 1);
+                (void)w.finalize();
+            },
+            SHARD_ERR_IO);
+        CHECK(e && e->io_code() == ENOTDIR && contains(e->message(), "plain-file/x.shard"));
+        std::remove(plain.c_str());
+    }
+    e = EXPECT_ERROR((void)LibraryIO::file(""), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && !e->message().empty());
+    e = EXPECT_ERROR((void)LibraryIO::file(std::string("a\0b", 3)), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message() == "invalid argument: path `a?b` contains a NUL byte");
+    // Handed over only on success.
+    LibraryIO io = LibraryIO::file(scratch("handed.shard"));
+    EXPECT_ERROR((void)Shard::open(codec, std::move(io), static_cast<Mode>(99)), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(static_cast<bool>(io)); // still ours after the failed open
+    {
+        auto w = Shard::open(codec, std::move(io), Mode::WriteBuffered);
+        CHECK(!io); // the shard's now
+        write_all(w, 3);
+        (void)w.finalize();
+    }
+    CHECK(reads_as(Shard::open(codec, LibraryIO::file(scratch("handed.shard"))), 3));
+    LibraryIO a = LibraryIO::file(scratch("handed.shard"));
+    LibraryIO b = std::move(a);
+    CHECK(!a && b && b.get()->version != 0);
+    e = EXPECT_ERROR((void)Shard::open(codec, std::move(a)), SHARD_ERR_NULL_POINTER);
+    CHECK(e && contains(e->message(), "empty LibraryIO"));
+    b = LibraryIO(); // releases the table
+    CHECK(!b);
 }
 
 static void test_memory_missing_object_reads_fill() {
@@ -759,7 +807,8 @@ static void test_shard_errors() {
                  SHARD_ERR_INVALID_ARGUMENT);
     EXPECT_ERROR((void)Shard::open(codec, MemoryIO(), static_cast<Mode>(99)), SHARD_ERR_INVALID_ARGUMENT);
     // The wrong I/O type.
-    e = EXPECT_ERROR((void)reader.io<FileIO>(), SHARD_ERR_INVALID_ARGUMENT);
+    e = EXPECT_ERROR((void)reader.io<CountedIO>(), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "is not a"));
     CHECK(&reader.io<MemoryIO>() != nullptr);
 }
 
@@ -1068,14 +1117,6 @@ static void test_move_semantics() {
     s2 = Shard();
     CHECK(g_live == 0);
 
-    // A moved-from FileIO neither closes nor deletes what it gave away.
-    const std::string path = scratch("moved.shard");
-    FileIO f1(path, FileIO::Write);
-    const std::string tmp = f1.temporary_path();
-    FileIO f2 = std::move(f1);
-    CHECK(f1.temporary_path().empty() && f2.temporary_path() == tmp && file_exists(tmp));
-    { FileIO sink = std::move(f2); }
-    CHECK(!file_exists(tmp));
     // MemoryIO copies share one object.
     MemoryIO m1;
     MemoryIO m2 = m1;
@@ -1186,7 +1227,7 @@ static void test_zarr_python_fixture() {
         for (std::uint64_t gx = 0; gx < grid[1]; gx++) {
             const std::string key = codec.shard_key({gy, gx});
             CHECK(key == "c/" + std::to_string(gy) + "/" + std::to_string(gx));
-            const auto shard = Shard::open(codec, FileIO(dir + "/" + key, FileIO::Read));
+            const auto shard = Shard::open(codec, LibraryIO::file(dir + "/" + key));
             for (std::uint64_t cy = 0; cy < per[0]; cy++) {
                 for (std::uint64_t cx = 0; cx < per[1]; cx++) {
                     const auto got = shard.read_chunk_as<std::uint16_t>({cy, cx});
@@ -1223,7 +1264,8 @@ static void test_zarr_python_fixture() {
 // ---- Array: regions over a store ----------------------------------------------------------------
 
 using zarrshard::Array;
-using zarrshard::DirectoryStore;
+using zarrshard::Existing;
+using zarrshard::Store;
 using zarrshard::MemoryStore;
 using zarrshard::StoreFlags;
 
@@ -1254,7 +1296,8 @@ static void test_array_fixture_regions() {
     std::vector<std::uint16_t> want(64 * 64);
     for (std::size_t i = 0; i < want.size(); i++)
         want[i] = static_cast<std::uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
-    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const Array array = Array::open(Store::directory(dir)); // the root's zarr.json
+    CHECK(array.shape() == (std::vector<std::uint64_t>{64, 64}));
     CHECK(array.codec().array_shape() == (std::vector<std::uint64_t>{64, 64}));
     CHECK(array.codec().data_type() == "uint16");
     // The whole array, as bytes (the host is little-endian, as fixture.raw).
@@ -1310,7 +1353,7 @@ static void test_array_fixture_regions() {
 // change what they must; a version that does not exist is refused.
 static void test_array_kerchunk_refs() {
     const std::string dir = g_fixture + "/fixture.zarr";
-    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const Array array = Array::open(read_text(dir + "/zarr.json"), Store::directory(dir));
     const Codec codec = array.codec();
     const std::string v0 = array.kerchunk_refs("file:///data/fx", 0);
     CHECK(v0.rfind("{\"zarr.json\":", 0) == 0);
@@ -1318,7 +1361,7 @@ static void test_array_kerchunk_refs() {
     for (std::uint64_t i = 0; i < 4; i++) {
         for (std::uint64_t j = 0; j < 4; j++) {
             const std::string shard_key = "c/" + std::to_string(i / 2) + "/" + std::to_string(j / 2);
-            const auto shard = Shard::open(codec, FileIO(dir + "/" + shard_key, FileIO::Read));
+            const auto shard = Shard::open(codec, LibraryIO::file(dir + "/" + shard_key));
             const auto loc = shard.chunk_info({i % 2, j % 2});
             const std::string key = "\"c/" + std::to_string(i) + "/" + std::to_string(j) + "\":";
             if (loc.empty) {
@@ -1356,7 +1399,7 @@ static void test_array_kerchunk_refs() {
 // and of the store surface as Error with the library's status.
 static void test_array_kerchunk_refs_parquet() {
     const std::string dir = g_fixture + "/fixture.zarr";
-    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const Array array = Array::open(read_text(dir + "/zarr.json"), Store::directory(dir));
     const Codec codec = array.codec();
     // Independent facts: the chunk count from the array and inner chunk shapes.
     const auto shape = codec.array_shape(), inner = codec.inner_chunk_shape();
@@ -1477,7 +1520,7 @@ static void test_array_kerchunk_refs_parquet() {
 static void test_array_kerchunk_refs_parquet_dir() {
     namespace fs = std::filesystem;
     const std::string dir = g_fixture + "/fixture.zarr";
-    const Array array = Array::open(read_text(dir + "/zarr.json"), DirectoryStore(dir));
+    const Array array = Array::open(read_text(dir + "/zarr.json"), Store::directory(dir));
     const std::string url = "file://" + dir;
     // Every entry below `root`, relative, directories marked with a trailing '/', sorted
     // ("(no directory)" when `root` is not one).
@@ -1730,7 +1773,7 @@ static void test_array_throwing_store() {
         e = EXPECT_ERROR((void)Array::open(ZARR_JSON, std::ref(i)).read_region<std::uint16_t>({0, 0}, {1, 1}),
                          SHARD_ERR_IO);
         CHECK(e && e->io_code() == zarrshard::io_code_unknown_exception);
-        // A zarrshard::Error from open (as FileIO's constructor throws) keeps its I/O code.
+        // A zarrshard::Error from open (as LibraryIO::file throws) keeps its I/O code.
         struct ErrorStore {
             MemoryIO open(std::string_view) {
                 throw Error(SHARD_ERR_IO, "I/O error: cannot open c/0/0: Permission denied", EACCES);
@@ -2447,82 +2490,47 @@ static void test_store_list_junk_keys() {
     CHECK(damaged_sparse_problems_ok(array.verify()) && store.inner.opens() - before == 3);
 }
 
-// DirectoryStore::list walks the directory part of the prefix recursively: symbolic links to
-// files and directories followed, a link loop walked once, a dangling link and a FIFO skipped,
-// keys outside the prefix left out, sorted; a missing directory or a file lists nothing. An
-// Array over it (a store wrapping it, counting opens) verifies and references the sparse
-// array's shards, one reached through a symbolic link, opening only those 3, with the text a
-// MemoryStore gives.
-static void test_directory_store_list() {
+// The library's directory store over the sparse array's shards (files copied from a
+// MemoryStore, beside files that are not shards): verify finds it clean and the reference set
+// is the one a MemoryStore gives. A host store whose open returns the library's file I/O
+// (LibraryIO::file) and that lists (from the MemoryStore's keys) opens only those 3 shards.
+static void test_directory_store_walks() {
     MemoryStore mem;
     write_sparse(mem);
     const std::string root = scratch("list-dir");
-    const std::string outside = scratch("list-outside");
     std::filesystem::remove_all(root);
-    std::filesystem::remove_all(outside);
-    std::filesystem::create_directories(root + "/c/0");
-    std::filesystem::create_directories(root + "/c/5");
-    std::filesystem::create_directories(root + "/c/63");
-    std::filesystem::create_directories(root + "/other");
-    std::filesystem::create_directories(outside + "/seven");
     auto put = [](const std::string &path, const std::vector<std::uint8_t> &bytes) {
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
         std::ofstream f(path, std::ios::binary);
         f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     };
-    put(root + "/c/0/0", mem.open("c/0/0").bytes());
-    put(root + "/c/5/63", mem.open("c/5/63").bytes());
-    put(outside + "/shard", mem.open("c/63/1").bytes());
-    put(outside + "/seven/x", {1, 2, 3});
-    put(root + "/zarr.json", {'{', '}'});
+    const std::vector<std::string> keys = mem.list("c/");
+    CHECK(keys.size() == 3);
+    for (const auto &key : keys) put(root + "/" + key, mem.open(key).bytes());
     put(root + "/c0", {0});
     put(root + "/other/x", {0});
-    CHECK(::symlink((outside + "/shard").c_str(), (root + "/c/63/1").c_str()) == 0);
-    CHECK(::symlink((outside + "/seven").c_str(), (root + "/c/7").c_str()) == 0);
-    CHECK(::symlink(".", (root + "/c/loop").c_str()) == 0);
-    CHECK(::symlink("nowhere", (root + "/c/dangling").c_str()) == 0);
-    // Another name for a directory (not a loop): its files are keys under both names.
-    CHECK(::symlink("other", (root + "/other2").c_str()) == 0);
-    CHECK(::mkfifo((root + "/c/fifo").c_str(), 0600) == 0);
+    const std::string want = Array::open(SPARSE_JSON, mem).kerchunk_refs("mem://s", 0);
+    const Array array = Array::open(SPARSE_JSON, Store::directory(root));
+    CHECK(array.verify().empty());
+    CHECK(array.kerchunk_refs("mem://s", 0) == want);
 
-    const DirectoryStore dir(root);
-    CHECK(dir.list("c/") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x"}));
-    CHECK(dir.list("") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x", "c0",
-                                                    "other/x", "other2/x", "zarr.json"}));
-    CHECK(dir.list("other") == (std::vector<std::string>{"other/x", "other2/x"}));
-    CHECK(dir.list("c") == (std::vector<std::string>{"c/0/0", "c/5/63", "c/63/1", "c/7/x", "c0"}));
-    CHECK(dir.list("c/6") == (std::vector<std::string>{"c/63/1"}));
-    CHECK(dir.list("missing/").empty() && dir.list("zarr.json/").empty());
-    CHECK(DirectoryStore(scratch("no-such-dir")).list("c/").empty());
-    if (::geteuid() != 0) { // root reads any directory
-        CHECK(::chmod((root + "/other").c_str(), 0) == 0);
-        bool denied = false;
-        try {
-            (void)dir.list("other/");
-        } catch (const std::system_error &e) {
-            denied = e.code().value() == EACCES;
-        }
-        CHECK(denied);
-        CHECK(::chmod((root + "/other").c_str(), 0755) == 0);
-    }
-
-    struct CountingDir {
-        DirectoryStore dir;
+    struct CountingFiles {
+        std::string root;
+        MemoryStore keys;
         int opens = 0;
-        zarrshard::DirectoryFile open(std::string_view key) {
+        LibraryIO open(std::string_view key) {
             opens++;
-            return dir.open(key);
+            return LibraryIO::file(root + "/" + std::string(key));
         }
-        std::vector<std::string> list(std::string_view prefix) const { return dir.list(prefix); }
+        std::vector<std::string> list(std::string_view prefix) const { return keys.list(prefix); }
     };
-    CountingDir counting{dir};
+    CountingFiles counting{root, mem};
     CHECK(table_of(counting).list != nullptr);
-    const Array array = Array::open(SPARSE_JSON, std::ref(counting));
-    CHECK(array.verify().empty() && counting.opens == 3);
+    const Array hosted = Array::open(SPARSE_JSON, std::ref(counting));
+    CHECK(hosted.verify().empty() && counting.opens == 3);
     counting.opens = 0;
-    CHECK(array.kerchunk_refs("mem://s", 0) == Array::open(SPARSE_JSON, mem).kerchunk_refs("mem://s", 0));
-    CHECK(counting.opens == 3);
+    CHECK(hosted.kerchunk_refs("mem://s", 0) == want && counting.opens == 3);
     std::filesystem::remove_all(root);
-    std::filesystem::remove_all(outside);
 }
 
 // ---- tests: review of the binding (each failed, crashed or was a sanitizer report before) ---
@@ -2684,47 +2692,52 @@ static void test_io_const_object() {
     CHECK(plain.io<MemoryIO>().exists() && plain.io<const MemoryIO>().exists());
 }
 
-// A store whose open returns a FileIO opened for writing: its temporary was never committed
-// (nothing commits store objects), so write_region reported success and lost every value.
-// Now refused: the call fails with SHARD_ERR_IO and the file is untouched.
-static void test_store_of_writing_file_io() {
+// A host store whose open returns the library's file I/O (LibraryIO::file): regions written
+// through it are files below ROOT that the library's directory store reads back equal; a store
+// returning an empty LibraryIO fails the call with SHARD_ERR_IO naming the key.
+static void test_host_store_of_library_files() {
     const std::string root = scratch("filestore");
+    std::filesystem::remove_all(root);
     for (const char *d : {"", "/c", "/c/0", "/c/1"}) ::mkdir((root + d).c_str(), 0755);
     struct FileStore {
         std::string root;
-        FileIO open(std::string_view key) { return FileIO(root + "/" + std::string(key), FileIO::Update); }
+        LibraryIO open(std::string_view key) { return LibraryIO::file(root + "/" + std::string(key)); }
     };
-    Array array = Array::open(ZARR_JSON, FileStore{root});
-    auto e = EXPECT_ERROR(array.write_region<std::uint16_t>({0, 0}, {1, 4}, {1, 2, 3, 4}), SHARD_ERR_IO);
-    CHECK(e && e->io_code() == zarrshard::io_code_exception && contains(e->host_message(), "FileIO::Read"));
-    CHECK(!file_exists(root + "/c/0/0"));
-    // Reading through FileIO::Read objects is what a directory store is for.
-    Array reader = Array::open(ZARR_JSON, zarrshard::DirectoryStore(root));
-    CHECK(reader.read_region<std::uint16_t>({0, 0}, {1, 4}) == std::vector<std::uint16_t>(4, 0));
+    std::vector<std::uint16_t> values(20 * 24);
+    for (std::size_t i = 0; i < values.size(); i++) values[i] = static_cast<std::uint16_t>(i * 3 + 1);
+    {
+        Array array = Array::open(ZARR_JSON, FileStore{root});
+        array.write_region<std::uint16_t>({4, 2}, {20, 24}, values);
+        CHECK(array.read_region<std::uint16_t>({4, 2}, {20, 24}) == values);
+    }
+    CHECK(file_exists(root + "/c/0/0") && file_exists(root + "/c/1/1"));
+    const Array reader = Array::open(ZARR_JSON, Store::directory(root));
+    CHECK(reader.read_region<std::uint16_t>({4, 2}, {20, 24}) == values);
+    CHECK(reader.read_region<std::uint16_t>({0, 0}, {4, 32}) == std::vector<std::uint16_t>(128, 0));
+    struct EmptyStore {
+        LibraryIO open(std::string_view) { return LibraryIO(); }
+    };
+    auto e = EXPECT_ERROR((void)Array::open(ZARR_JSON, EmptyStore{}).read_region<std::uint16_t>({0, 0}, {1, 1}),
+                          SHARD_ERR_IO);
+    CHECK(e && e->io_code() == zarrshard::io_code_exception &&
+          e->host_message() == "the store's open(\"c/0/0\") returned an empty LibraryIO");
 }
 
-// Files in ROOT whose names hold ".tmp." (temporaries left behind), recursively.
-static int temporaries_below(const std::string &root) {
-    int n = 0;
-    for (const auto &e : std::filesystem::recursive_directory_iterator(root))
-        if (e.path().filename().string().find(".tmp.") != std::string::npos) n++;
-    return n;
-}
-
-// DirectoryStore writes, with one thread and with the library's threads (ThreadSafe): a region
-// covering whole shards replaces their files through temporaries, file for file the bytes a
-// MemoryStore holds after the same writes; a partial region updates a shard in place; a region
+// The library's directory store (Store::directory, made with Directory::Create) written
+// through an Array opened on it with the zarr.json text: a region covering whole shards
+// replaces their files through temporaries, file for file the bytes a MemoryStore holds after
+// the same writes; a partial region updates a shard in place; a region
 // of fill value over a whole shard deletes its file; and a whole-shard rewrite whose temporary
 // cannot be written (RLIMIT_FSIZE below its size: EFBIG) fails with SHARD_ERR_IO and leaves the
 // old file byte for byte. Every step reads back equal through a fresh store, and no temporary
 // is left.
 static void test_directory_store_writes() {
     const std::uint64_t n = 32;
-    for (const StoreFlags flags : {StoreFlags::None, StoreFlags::ThreadSafe}) {
+    {
         const std::string root = scratch("dirstore");
         std::filesystem::remove_all(root);
         MemoryStore mem;
-        Array disk = Array::open(ZARR_JSON, DirectoryStore(root), flags);
+        Array disk = Array::open(ZARR_JSON, Store::directory(root, zarrshard::Directory::Create));
         Array memory = Array::open(ZARR_JSON, mem);
         std::vector<std::uint16_t> model(n * n);
         for (std::size_t i = 0; i < model.size(); i++)
@@ -2740,7 +2753,7 @@ static void test_directory_store_writes() {
                 for (std::uint64_t c = 0; c < cols; c++) model[(r0 + r) * n + c0 + c] = v[r * cols + c];
         };
         auto same = [&] {
-            const Array fresh = Array::open(ZARR_JSON, DirectoryStore(root));
+            const Array fresh = Array::open(ZARR_JSON, Store::directory(root));
             bool ok = fresh.read_region<std::uint16_t>({0, 0}, {n, n}) == model &&
                       disk.read_region<std::uint16_t>({0, 0}, {n, n}) == model;
             for (const char *key : {"c/0/0", "c/0/1", "c/1/0", "c/1/1"}) {
@@ -2845,7 +2858,7 @@ int main(int argc, char **argv) {
     RUN(test_memory_index_at_start_and_read_chunks);
     RUN(test_raw_copy_and_chunk_info);
     RUN(test_file_round_trip_every_mode);
-    RUN(test_file_uncommitted_and_removed);
+    RUN(test_file_abandoned_and_removed);
     RUN(test_memory_missing_object_reads_fill);
     RUN(test_shard_errors);
     RUN(test_corrupt_shards);
@@ -2874,7 +2887,7 @@ int main(int argc, char **argv) {
     RUN(test_store_list_cannot_list);
     RUN(test_store_list_throws);
     RUN(test_store_list_junk_keys);
-    RUN(test_directory_store_list);
+    RUN(test_directory_store_walks);
     RUN(test_array_errors);
     RUN(test_array_throwing_store);
     RUN(test_empty_smart_pointers);
@@ -2883,7 +2896,7 @@ int main(int argc, char **argv) {
     RUN(test_rank0_read_chunks);
     RUN(test_raw_chunk_hostile_size);
     RUN(test_io_const_object);
-    RUN(test_store_of_writing_file_io);
+    RUN(test_host_store_of_library_files);
     RUN(test_directory_store_writes);
     RUN(test_self_move);
     RUN(test_host_message_matches_io_code);
