@@ -2533,6 +2533,388 @@ static void test_directory_store_walks() {
     std::filesystem::remove_all(root);
 }
 
+// ---- tests: the library's stores, create / open by path, append, resize, groups -------------
+
+using zarrshard::ArraySpec;
+using zarrshard::Group;
+
+// `s` without blanks (the library may format JSON with or without them).
+static std::string squeeze(std::string s) {
+    s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\n'; }), s.end());
+    return s;
+}
+
+// Values i * 3 + 1 for a region of `n` elements.
+static std::vector<std::uint16_t> ramp(std::size_t n, std::uint16_t from = 1) {
+    std::vector<std::uint16_t> v(n);
+    for (std::size_t i = 0; i < n; i++) v[i] = static_cast<std::uint16_t>(from + i * 3);
+    return v;
+}
+
+// Store: copies share one table; arrays keep the store alive after every Store copy is gone;
+// an empty Store is SHARD_ERR_NULL_POINTER everywhere; a directory root that is missing is an
+// error naming it unless Directory::Create makes it; a root with NUL is refused naming it.
+static void test_store_basics() {
+    Store a = Store::memory();
+    CHECK(static_cast<bool>(a) && a.get() != nullptr && a.get()->open_object != nullptr);
+    {
+        Array x = Array::create(a, "x", ZARR_JSON);
+        x.write_region<std::uint16_t>({0, 0}, {8, 8}, ramp(64));
+    }
+    Store b = a;
+    CHECK(b.get() == a.get());
+    a = Store();
+    CHECK(!a);
+    CHECK(Array::open(b, "x").read_region<std::uint16_t>({0, 0}, {8, 8}) == ramp(64));
+    Array kept;
+    {
+        Store scratch_store = Store::memory();
+        kept = Array::create(scratch_store, "", ZARR_JSON);
+    } // the Store is gone; the array holds the library's own reference
+    kept.write_region<std::uint16_t>({20, 20}, {4, 4}, ramp(16, 9));
+    CHECK(kept.read_region<std::uint16_t>({20, 20}, {4, 4}) == ramp(16, 9));
+
+    const Store empty;
+    auto e = EXPECT_ERROR((void)Array::open(empty, "x"), SHARD_ERR_NULL_POINTER);
+    CHECK(e && e->message() == "`store` must not be NULL (an empty Store)");
+    EXPECT_ERROR((void)Array::create(empty, "x", ZARR_JSON), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)Array::create(empty, "x", ArraySpec({4}, {2}, "uint8")), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR((void)Array::open(ZARR_JSON, empty), SHARD_ERR_NULL_POINTER);
+    EXPECT_ERROR(Group::create(empty, "g"), SHARD_ERR_NULL_POINTER);
+
+    const std::string missing = scratch("no-such-root");
+    std::filesystem::remove_all(missing);
+    e = EXPECT_ERROR((void)Store::directory(missing), SHARD_ERR_IO);
+    CHECK(e && contains(e->message(), "no-such-root") && !file_exists(missing));
+    const Store made = Store::directory(missing + "/deeper", zarrshard::Directory::Create);
+    CHECK(std::filesystem::is_directory(missing + "/deeper"));
+    e = EXPECT_ERROR((void)Store::directory(std::string("ro\0ot", 5)), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message() == "invalid argument: root `ro?ot` contains a NUL byte");
+    std::filesystem::remove_all(missing);
+}
+
+// Array::create (JSON) and Array::open by path in the library's memory and directory stores:
+// nested paths, values read back through a fresh open, `zarr.json` where the path says; an
+// existing node is refused ("already exists") and replaced with Existing::Overwrite (its shards
+// gone: fill value); a path reaching outside the store and an empty component are refused
+// naming the path; opening where there is no array names the path.
+static void test_array_create_open_paths() {
+    const std::string root = scratch("paths");
+    std::filesystem::remove_all(root);
+    for (const Store &store : {Store::memory(), Store::directory(root, zarrshard::Directory::Create)}) {
+        {
+            Array a = Array::create(store, "a/b", ZARR_JSON);
+            CHECK(a.shape() == (std::vector<std::uint64_t>{32, 32}));
+            a.write_region<std::uint16_t>({0, 0}, {32, 32}, ramp(1024));
+        }
+        const Array back = Array::open(store, "a/b");
+        CHECK(back.read_region<std::uint16_t>({0, 0}, {32, 32}) == ramp(1024));
+        auto e = EXPECT_ERROR((void)Array::create(store, "a/b", ZARR_JSON), SHARD_ERR_INVALID_STATE);
+        CHECK(e && contains(e->message(), "already exists") && contains(e->message(), "a/b"));
+        CHECK(Array::open(store, "a/b").read_region<std::uint16_t>({0, 0}, {32, 32}) == ramp(1024));
+        {
+            const Array fresh = Array::create(store, "a/b", ZARR_JSON, Existing::Overwrite);
+            CHECK(fresh.read_region<std::uint16_t>({0, 0}, {32, 32}) == std::vector<std::uint16_t>(1024, 0));
+        }
+        for (const char *bad : {"../x", "a/../b", "/abs", "a//b", "a\\b", "./a"}) {
+            e = EXPECT_ERROR((void)Array::create(store, bad, ZARR_JSON), SHARD_ERR_INVALID_ARGUMENT);
+            CHECK(e && contains(e->message(), bad));
+            e = EXPECT_ERROR((void)Array::open(store, bad), SHARD_ERR_INVALID_ARGUMENT);
+            CHECK(e && contains(e->message(), bad));
+        }
+        e = EXPECT_ERROR((void)Array::open(store, std::string("a\0b", 3)), SHARD_ERR_INVALID_ARGUMENT);
+        CHECK(e && e->message() == "invalid argument: path `a?b` contains a NUL byte");
+        e = EXPECT_ERROR((void)Array::open(store, "no/such"), SHARD_ERR_INVALID_METADATA);
+        CHECK(e && contains(e->message(), "no zarr.json or .zarray at `no/such`"));
+        e = EXPECT_ERROR((void)Array::create(store, "bad", R"({"zarr_format": 3})"), SHARD_ERR_INVALID_METADATA);
+        CHECK(e && !e->message().empty());
+    }
+    CHECK(file_exists(root + "/a/b/zarr.json") && !file_exists(root + "/a/b/c/0/0"));
+    // Opened at the root: the same array as its zarr.json text says.
+    {
+        Array top = Array::create(Store::directory(root), "", ZARR_JSON);
+        top.write_region<std::uint16_t>({16, 0}, {16, 16}, ramp(256, 5));
+    }
+    CHECK(Array::open(Store::directory(root)).read_region<std::uint16_t>({16, 0}, {16, 16}) == ramp(256, 5));
+    CHECK(Array::open(read_text(root + "/zarr.json"), Store::directory(root))
+              .read_region<std::uint16_t>({16, 0}, {16, 16}) == ramp(256, 5));
+    std::filesystem::remove_all(root);
+}
+
+// ArraySpec: its defaults are the library's (shard_array_spec_init); to_json names the codecs
+// the fields ask for (sharding with a crc32c index, zstd, dimension names; none of sharding
+// without a shard shape); a field whose length is not the rank is refused naming it, before
+// the library reads past a vector; an unknown data type is refused naming it; an array created
+// from a spec reads and writes.
+static void test_array_spec() {
+    shard_array_spec c;
+    CHECK(shard_array_spec_init(&c) == SHARD_OK);
+    const ArraySpec d;
+    CHECK(c.version == SHARD_ARRAY_SPEC_VERSION);
+    CHECK(d.compression_level == c.compression_level);
+    CHECK(static_cast<std::uint32_t>(d.index_location) == c.index_location);
+    CHECK(((d.index_checksum ? SHARD_CHECKSUM_INDEX : 0u) | (d.chunk_checksum ? SHARD_CHECKSUM_CHUNKS : 0u)) ==
+          c.checksums);
+    CHECK(c.compressor == nullptr ? d.compressor == "zstd" : d.compressor == c.compressor);
+    CHECK(c.fill_value == nullptr && !d.fill_value && c.shard_shape == nullptr && !d.shard_shape);
+    CHECK(c.dimension_names == nullptr && !d.dimension_names);
+
+    ArraySpec spec({10, 12, 8}, {1, 6, 4}, "uint16");
+    spec.shard_shape = std::vector<std::uint64_t>{2, 12, 8};
+    spec.dimension_names = std::vector<std::optional<std::string>>{std::string("t"), std::nullopt, std::string("x")};
+    const std::string json = squeeze(spec.to_json());
+    CHECK(contains(json, "\"sharding_indexed\"") && contains(json, "\"crc32c\"") && contains(json, "\"zstd\""));
+    CHECK(contains(json, "\"dimension_names\":[\"t\",null,\"x\"]"));
+    CHECK(contains(json, "\"shape\":[10,12,8]") && contains(json, "\"uint16\""));
+    ArraySpec plain({4, 4}, {2, 2}, "float32");
+    plain.compressor = "none";
+    const std::string plain_json = squeeze(plain.to_json());
+    CHECK(!contains(plain_json, "sharding_indexed") && !contains(plain_json, "zstd") &&
+          contains(plain_json, "\"float32\""));
+
+    ArraySpec bad = spec;
+    bad.chunk_shape = {1, 6};
+    auto e = EXPECT_ERROR((void)bad.to_json(), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message() == "invalid argument: `chunk_shape` has 2 values, the shape 3");
+    bad = spec;
+    bad.shard_shape = std::vector<std::uint64_t>{2, 12, 8, 1};
+    e = EXPECT_ERROR((void)Array::create(Store::memory(), "s", bad), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && e->message() == "invalid argument: `shard_shape` has 4 values, the shape 3");
+    bad = spec;
+    bad.dimension_names = std::vector<std::optional<std::string>>{std::string("t")};
+    e = EXPECT_ERROR((void)bad.to_json(), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "`dimension_names` has 1 values"));
+    bad = spec;
+    bad.data_type = "uint13";
+    try {
+        (void)bad.to_json();
+        check_failed(__LINE__, "an unknown data type was accepted");
+    } catch (const Error &err) {
+        CHECK(err.status() != SHARD_OK && contains(err.message(), "uint13"));
+    }
+
+    const Store store = Store::memory();
+    {
+        Array a = Array::create(store, "spec", spec);
+        CHECK(a.shape() == (std::vector<std::uint64_t>{10, 12, 8}));
+        CHECK(a.codec().shard_shape() == (std::vector<std::uint64_t>{2, 12, 8}));
+        CHECK(a.codec().inner_chunk_shape() == (std::vector<std::uint64_t>{1, 6, 4}));
+        a.write_region<std::uint16_t>({3, 0, 0}, {2, 12, 8}, ramp(192));
+    }
+    CHECK(Array::open(store, "spec").read_region<std::uint16_t>({3, 0, 0}, {2, 12, 8}) == ramp(192));
+}
+
+// One frame (t, Y, X) of the acquisition: t * 1000 + y * 10 + x.
+static std::vector<std::uint16_t> frame(std::uint64_t t, std::uint64_t ny, std::uint64_t nx) {
+    std::vector<std::uint16_t> v;
+    for (std::uint64_t y = 0; y < ny; y++)
+        for (std::uint64_t x = 0; x < nx; x++) v.push_back(static_cast<std::uint16_t>(t * 1000 + y * 10 + x));
+    return v;
+}
+
+// Array::append: frames grow the shape at once and read back at once; after flush a fresh open
+// sees every frame (before it, at most the frames of complete shard layers); a block with the
+// wrong value count or element size is refused with the binding's exact message, the wrong
+// block shape or axis by the library, the shape unchanged. resize shrinks (cut frames read as
+// fill when grown again, as does the cut part of a partial inner chunk) and grows; append goes
+// on after it.
+static void test_array_append_resize() {
+    const Store store = Store::memory();
+    ArraySpec spec({0, 8, 6}, {1, 4, 3}, "uint16");
+    spec.shard_shape = std::vector<std::uint64_t>{2, 8, 6};
+    Array a = Array::create(store, "acq", spec);
+    CHECK(a.shape() == (std::vector<std::uint64_t>{0, 8, 6}));
+    std::vector<std::uint16_t> all;
+    for (std::uint64_t t = 0; t < 5; t++) {
+        const auto f = frame(t, 8, 6);
+        a.append<std::uint16_t>(0, {1, 8, 6}, f);
+        all.insert(all.end(), f.begin(), f.end());
+        CHECK(a.shape() == (std::vector<std::uint64_t>{t + 1, 8, 6}));
+    }
+    CHECK(a.read_region<std::uint16_t>({0, 0, 0}, {5, 8, 6}) == all);
+    {
+        const Array before_flush = Array::open(store, "acq");
+        const std::uint64_t seen = before_flush.shape()[0];
+        CHECK(seen <= 4);
+        if (seen > 0) {
+            const auto got = before_flush.read_region<std::uint16_t>({0, 0, 0}, {seen, 8, 6});
+            CHECK(got == std::vector<std::uint16_t>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(seen * 48)));
+        }
+    }
+    a.flush();
+    CHECK(Array::open(store, "acq").shape() == (std::vector<std::uint64_t>{5, 8, 6}));
+    CHECK(Array::open(store, "acq").read_region<std::uint16_t>({0, 0, 0}, {5, 8, 6}) == all);
+
+    auto e = EXPECT_ERROR(a.append<std::uint16_t>(0, {1, 8, 6}, std::vector<std::uint16_t>(47)), SHARD_ERR_BUFFER_SIZE);
+    CHECK(e && e->message() == "wrong buffer size: 47 values for a block of 48 elements");
+    e = EXPECT_ERROR(a.append<std::uint32_t>(0, {1, 8, 6}, std::vector<std::uint32_t>(48)), SHARD_ERR_BUFFER_SIZE);
+    CHECK(e && e->message() == "wrong buffer size: an element type of 4 bytes for a data type of 2 bytes");
+    e = EXPECT_ERROR(a.append<std::uint16_t>(0, {1, 8, 5}, std::vector<std::uint16_t>(40)), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && !e->message().empty());
+    EXPECT_ERROR(a.append<std::uint16_t>(3, {1, 8, 6}, std::vector<std::uint16_t>(48)), SHARD_ERR_INVALID_ARGUMENT);
+    EXPECT_ERROR(a.append<std::uint16_t>(0, {0, 8, 6}, std::vector<std::uint16_t>()), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(a.shape() == (std::vector<std::uint64_t>{5, 8, 6}));
+
+    // Shrink to 3 frames, grow back to 5: frames 3 and 4 are fill.
+    a.resize({3, 8, 6});
+    CHECK(a.shape() == (std::vector<std::uint64_t>{3, 8, 6}));
+    a.resize({5, 8, 6});
+    CHECK(a.read_region<std::uint16_t>({0, 0, 0}, {3, 8, 6}) ==
+          std::vector<std::uint16_t>(all.begin(), all.begin() + 3 * 48));
+    CHECK(a.read_region<std::uint16_t>({3, 0, 0}, {2, 8, 6}) == std::vector<std::uint16_t>(96, 0));
+    // Shrink x to 4 (inside the second inner chunk column 3..5), grow back: x 4, 5 are fill.
+    a.resize({5, 8, 4});
+    a.resize({5, 8, 6});
+    const auto grown = a.read_region<std::uint16_t>({0, 0, 0}, {1, 8, 6});
+    bool edge_ok = true;
+    for (std::uint64_t y = 0; y < 8; y++)
+        for (std::uint64_t x = 0; x < 6; x++)
+            edge_ok = edge_ok && grown[y * 6 + x] == (x < 4 ? static_cast<std::uint16_t>(y * 10 + x) : 0);
+    CHECK(edge_ok);
+    e = EXPECT_ERROR(a.resize({5, 8}), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && !e->message().empty());
+    // Appending goes on at the end.
+    a.append<std::uint16_t>(0, {1, 8, 6}, frame(7, 8, 6));
+    a.flush();
+    const Array back = Array::open(store, "acq");
+    CHECK(back.shape() == (std::vector<std::uint64_t>{6, 8, 6}));
+    CHECK(back.read_region<std::uint16_t>({5, 0, 0}, {1, 8, 6}) == frame(7, 8, 6));
+    // The byte form: the library checks the length.
+    e = EXPECT_ERROR(a.append(0, {1, 8, 6}, span<const std::uint8_t>(std::vector<std::uint8_t>(95))),
+                     SHARD_ERR_BUFFER_SIZE);
+    CHECK(e && !e->message().empty());
+}
+
+// Attributes and groups: an array's attributes are `{}`, then what set_attributes gave (also
+// after reopening); text that is not a JSON object is refused; a group is created with its
+// attributes, refused a second time ("already exists"), replaced with Overwrite; arrays below a
+// group open by path. In a host MemoryStore the group's zarr.json is the object `g/zarr.json`.
+static void test_attributes_and_groups() {
+    const Store store = Store::memory();
+    Group::create(store, "img", R"({"multiscales": [{"version": "0.5"}]})");
+    auto e = EXPECT_ERROR(Group::create(store, "img"), SHARD_ERR_INVALID_STATE);
+    CHECK(e && contains(e->message(), "already exists"));
+    e = EXPECT_ERROR(Group::create(store, "../img"), SHARD_ERR_INVALID_ARGUMENT);
+    CHECK(e && contains(e->message(), "../img"));
+    EXPECT_ERROR(Group::create(store, "g2", "[1, 2]"), SHARD_ERR_INVALID_METADATA);
+    {
+        Array a = Array::create(store, "img/0", ZARR_JSON);
+        CHECK(squeeze(a.attributes()) == "{}");
+        a.set_attributes(R"({"scale": [1.5, 2], "name": "zero"})");
+        CHECK(squeeze(a.attributes()) == R"({"scale":[1.5,2],"name":"zero"})" ||
+              squeeze(a.attributes()) == R"({"name":"zero","scale":[1.5,2]})");
+        e = EXPECT_ERROR(a.set_attributes("[1]"), SHARD_ERR_INVALID_METADATA);
+        CHECK(e && !e->message().empty());
+    }
+    const std::string reopened = squeeze(Array::open(store, "img/0").attributes());
+    CHECK(contains(reopened, R"("scale":[1.5,2])") && contains(reopened, R"("name":"zero")"));
+    Group::create(store, "img", "", Existing::Overwrite);
+    EXPECT_ERROR((void)Array::open(store, "img/0"), SHARD_ERR_INVALID_METADATA);
+
+    MemoryStore mem;
+    Group::create(mem, "g", R"({"k": 1})");
+    const auto keys = mem.keys();
+    CHECK(keys == (std::vector<std::string>{"g/zarr.json"}));
+    const auto text = squeeze(std::string(reinterpret_cast<const char *>(mem.open("g/zarr.json").bytes().data()),
+                                          mem.open("g/zarr.json").bytes().size()));
+    CHECK(contains(text, "\"node_type\":\"group\"") && contains(text, "\"k\":1"));
+    e = EXPECT_ERROR(Group::create(mem, "g"), SHARD_ERR_INVALID_STATE);
+    CHECK(e && contains(e->message(), "already exists"));
+}
+
+// Create and open by path over a host store (a C++ MemoryStore): the metadata and shards are
+// objects below the path; Overwrite removes the old shards; a spec works as JSON does.
+static void test_host_store_create_open_path() {
+    MemoryStore mem;
+    {
+        Array a = Array::create(mem, "x/y", ZARR_JSON);
+        a.write_region<std::uint16_t>({0, 0}, {16, 16}, ramp(256));
+    }
+    CHECK(mem.keys() == (std::vector<std::string>{"x/y/c/0/0", "x/y/zarr.json"}));
+    CHECK(Array::open(mem, "x/y").read_region<std::uint16_t>({0, 0}, {16, 16}) == ramp(256));
+    auto e = EXPECT_ERROR((void)Array::create(mem, "x/y", ZARR_JSON), SHARD_ERR_INVALID_STATE);
+    CHECK(e && contains(e->message(), "already exists"));
+    {
+        const Array fresh = Array::create(std::ref(mem), "x/y", ZARR_JSON, Existing::Overwrite);
+        CHECK(mem.list("x/y/c/").empty());
+        CHECK(fresh.read_region<std::uint16_t>({0, 0}, {16, 16}) == std::vector<std::uint16_t>(256, 0));
+    }
+    e = EXPECT_ERROR((void)Array::open(mem, "x/z"), SHARD_ERR_INVALID_METADATA);
+    CHECK(e && contains(e->message(), "no zarr.json or .zarray at `x/z`"));
+    ArraySpec spec({6, 6}, {3, 3}, "int32");
+    spec.fill_value = "-1";
+    {
+        Array s = Array::create(mem, "s", spec);
+        s.write_region<std::int32_t>({0, 0}, {3, 3}, std::vector<std::int32_t>(9, 42));
+    }
+    const auto got = Array::open(mem, "s").read_region<std::int32_t>({0, 0}, {6, 6});
+    CHECK(got[0] == 42 && got[2 * 6 + 2] == 42 && got[3] == -1 && got[35] == -1);
+}
+
+// compact: a shard updated in part holds the old chunk and index as dead bytes; compact
+// rewrites it (1 shard) and frees exactly the bytes the file shrank by, the values unchanged;
+// a second compact has nothing to do.
+static void test_array_compact() {
+    const std::string root = scratch("compact");
+    std::filesystem::remove_all(root);
+    const Store store = Store::directory(root, zarrshard::Directory::Create);
+    Array a = Array::create(store, "", ZARR_JSON);
+    a.write_region<std::uint16_t>({0, 0}, {16, 16}, ramp(256));
+    a.write_region<std::uint16_t>({0, 0}, {4, 4}, ramp(16, 999));
+    const auto want = a.read_region<std::uint16_t>({0, 0}, {32, 32});
+    const auto before = file_bytes(root + "/c/0/0").size();
+    const zarrshard::Compaction c = a.compact();
+    const auto after = file_bytes(root + "/c/0/0").size();
+    CHECK(c.shards_rewritten == 1);
+    CHECK(after < before && c.bytes_freed == before - after);
+    CHECK(a.read_region<std::uint16_t>({0, 0}, {32, 32}) == want);
+    const zarrshard::Compaction again = a.compact(Flags::MortonOrder);
+    CHECK(again.shards_rewritten == 0 && again.bytes_freed == 0);
+    CHECK(Array::open(store).read_region<std::uint16_t>({0, 0}, {32, 32}) == want);
+    EXPECT_ERROR((void)a.compact(Flags::StoreFillChunks), SHARD_ERR_INVALID_ARGUMENT);
+    std::filesystem::remove_all(root);
+}
+
+// What run.sh has zarr-python read (tests/check_zarr_python.py SCRATCH/py.zarr): a group `img`
+// with attributes; `img/frames`, from a spec (uint16, fill 7, dimension names t/y/x, shards of
+// 4 frames, inner chunks 1x6x5), 10 frames appended (t * 1000 + y * 10 + x) and flushed;
+// `img/json`, from ZARR_JSON, the whole array written (y * 32 + x) with attributes; and
+// `img/resized`, int32 not sharded, 20x20 of y * 20 + x + 1, resized to 10x12 then 16x16.
+static void test_write_for_zarr_python() {
+    const std::string root = scratch("py.zarr");
+    std::filesystem::remove_all(root);
+    const Store store = Store::directory(root, zarrshard::Directory::Create);
+    Group::create(store, "", R"({"written_by": "zarrshard C++"})");
+    Group::create(store, "img", R"({"multiscales": [{"version": "0.5", "name": "cpp"}]})");
+    ArraySpec spec({0, 12, 10}, {1, 6, 5}, "uint16");
+    spec.shard_shape = std::vector<std::uint64_t>{4, 12, 10};
+    spec.fill_value = "7";
+    spec.dimension_names = std::vector<std::optional<std::string>>{std::string("t"), std::string("y"), std::string("x")};
+    {
+        Array frames = Array::create(store, "img/frames", spec);
+        for (std::uint64_t t = 0; t < 10; t++) frames.append<std::uint16_t>(0, {1, 12, 10}, frame(t, 12, 10));
+        frames.flush();
+    }
+    {
+        Array json = Array::create(store, "img/json", ZARR_JSON);
+        std::vector<std::uint16_t> v(32 * 32);
+        for (std::size_t i = 0; i < v.size(); i++) v[i] = static_cast<std::uint16_t>(i);
+        json.write_region<std::uint16_t>({0, 0}, {32, 32}, v);
+        json.set_attributes(R"({"scale": [1.5, 2]})");
+    }
+    {
+        ArraySpec plain({20, 20}, {8, 8}, "int32");
+        Array resized = Array::create(store, "img/resized", plain);
+        std::vector<std::int32_t> v(400);
+        for (std::size_t i = 0; i < v.size(); i++) v[i] = static_cast<std::int32_t>(i + 1);
+        resized.write_region<std::int32_t>({0, 0}, {20, 20}, v);
+        resized.resize({10, 12});
+        resized.resize({16, 16});
+    }
+    CHECK(Array::open(store, "img/frames").shape() == (std::vector<std::uint64_t>{10, 12, 10}));
+    CHECK(temporaries_below(root) == 0);
+}
+
 // ---- tests: review of the binding (each failed, crashed or was a sanitizer report before) ---
 
 // An empty smart pointer given as the I/O object or the store, or returned by a store's open,
@@ -2898,6 +3280,14 @@ int main(int argc, char **argv) {
     RUN(test_io_const_object);
     RUN(test_host_store_of_library_files);
     RUN(test_directory_store_writes);
+    RUN(test_store_basics);
+    RUN(test_array_create_open_paths);
+    RUN(test_array_spec);
+    RUN(test_array_append_resize);
+    RUN(test_attributes_and_groups);
+    RUN(test_host_store_create_open_path);
+    RUN(test_array_compact);
+    RUN(test_write_for_zarr_python);
     RUN(test_self_move);
     RUN(test_host_message_matches_io_code);
     std::cout << g_passed << " passed, " << g_failed << " failed" << std::endl;
