@@ -2610,12 +2610,18 @@ class Array {
     }
 
     // The data type's size from the codec (sharded arrays); 0 when the array is not sharded.
+    // Asked once: the data type of an open array never changes.
     std::size_t element_nbytes() const {
-        shard_codec *c = nullptr;
-        detail::clear_host_failures();
-        if (shard_array_codec(get(), &c) != SHARD_OK) return 0;
-        return Codec(c).element_nbytes();
+        if (element_nbytes_ == unknown_size) {
+            shard_codec *c = nullptr;
+            detail::clear_host_failures();
+            element_nbytes_ =
+                shard_array_codec(get(), &c) == SHARD_OK ? Codec(c).element_nbytes() : 0;
+        }
+        return element_nbytes_;
     }
+
+    static constexpr std::size_t unknown_size = SIZE_MAX;
 
     // An empty array always reports SHARD_ERR_NULL_POINTER, before the binding's own checks.
     void require_open() const {
@@ -2632,6 +2638,7 @@ class Array {
     }
 
     std::unique_ptr<shard_array, detail::ArrayDeleter> ptr_;
+    mutable std::size_t element_nbytes_ = unknown_size; // see element_nbytes()
 };
 
 /// A store in memory: key → `MemoryIO`, for tests and caches. Copies share the same objects,
