@@ -2012,14 +2012,16 @@ inline std::string ArraySpec::to_json() const {
 /// would be `SHARD_STORE_CANNOT_LIST` reports `io_code_exception`, so that a failed listing
 /// never passes for "cannot list". `MemoryStore` lists, and so do the library's stores.
 ///
-/// Owns a `shard_array` (closed by the destructor) and, through it, the store (destroyed when
-/// the array closes). Move-only; a moved-from `Array` is empty (`!array`), safe to destroy,
+/// Owns a `shard_array` (closed by the destructor; an array appended to is flushed then, its
+/// errors lost: call `flush()`) and, through it, a host store (destroyed when the array closes)
+/// or a reference to a library `Store` (released then). Move-only; a moved-from `Array` is empty (`!array`), safe to destroy,
 /// and its calls throw `Error` (`SHARD_ERR_NULL_POINTER`).
 ///
 /// Threads: `read_region` may run on many threads at once (then the store and its I/O objects
 /// must be thread-safe). `write_region` needs exclusive use; a concurrent writer is refused
-/// with `SHARD_ERR_BUSY`. Without `StoreFlags::ThreadSafe` every callback runs on the thread
-/// of the call that needs it.
+/// with `SHARD_ERR_BUSY`; so do `append`, `flush`, `resize`, `set_attributes` and `compact`.
+/// Without `StoreFlags::ThreadSafe` every callback of a host store runs on the thread of the
+/// call that needs it; the library's stores are thread-safe.
 class Array {
   public:
     /// An empty array (holds nothing). Never throws.
