@@ -1767,7 +1767,8 @@ enum class Directory : std::uint32_t {
 
 /// What `Array::create` and `Group::create` do where a node already exists at the path.
 enum class Existing : std::uint32_t {
-    /// Refuse: `SHARD_ERR_INVALID_STATE` ("... already exists"); nothing is changed.
+    /// Refuse: `SHARD_ERR_INVALID_STATE` ("`a/b` already holds an array (zarr.json); overwrite
+    /// to replace it"); nothing is changed.
     Refuse = 0,
     /// Replace it, its shards or children removed (`SHARD_CREATE_OVERWRITE`).
     Overwrite = SHARD_CREATE_OVERWRITE,
@@ -2097,8 +2098,8 @@ class Array {
     /// `Existing::Overwrite` an existing node there is replaced and its shards removed.
     /// Returns the new array, open for writing. Thread-safe. Throws `Error`
     /// (`SHARD_ERR_INVALID_METADATA` / `SHARD_ERR_UNSUPPORTED_CODEC` naming the field;
-    /// `SHARD_ERR_INVALID_STATE` ("... already exists") for a node at `path` with
-    /// `Existing::Refuse`; `SHARD_ERR_INVALID_ARGUMENT` for a bad path, naming it;
+    /// `SHARD_ERR_INVALID_STATE` ("`a/b` already holds an array (zarr.json); ...") for a node
+    /// at `path` with `Existing::Refuse`; `SHARD_ERR_INVALID_ARGUMENT` for a bad path, naming it;
     /// `SHARD_ERR_IO`; `SHARD_ERR_NULL_POINTER` for an empty `store`).
     [[nodiscard]] static Array create(const Store &store, std::string_view path,
                                       std::string_view zarr_json,
@@ -2712,9 +2713,9 @@ class Group {
 
     /// Create a group at `path` in `store` with the attributes `attributes_json` (a JSON
     /// object; empty: `{}`): `path/zarr.json` with `node_type` `group`, written atomically.
-    /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_STATE` ("... already exists") for a
-    /// node at `path` with `Existing::Refuse`; `SHARD_ERR_INVALID_METADATA` for attributes that
-    /// are not a JSON object; `SHARD_ERR_INVALID_ARGUMENT` for a bad path, naming it;
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_STATE` ("`a/b` already holds a group
+    /// (zarr.json); ...") for a node at `path` with `Existing::Refuse`;
+    /// `SHARD_ERR_INVALID_METADATA` for attributes that are not a JSON object; `SHARD_ERR_INVALID_ARGUMENT` for a bad path, naming it;
     /// `SHARD_ERR_IO`; `SHARD_ERR_NULL_POINTER` for an empty `store`).
     static void create(const Store &store, std::string_view path,
                        std::string_view attributes_json = {},
