@@ -2883,7 +2883,9 @@ static void test_array_compact() {
 // What run.sh has zarr-python read (tests/check_zarr_python.py SCRATCH/py.zarr): a group `img`
 // with attributes; `img/frames`, from a spec (uint16, fill 7, dimension names t/y/x, shards of
 // 4 frames, inner chunks 1x6x5), 10 frames appended (t * 1000 + y * 10 + x) and flushed;
-// `img/json`, from ZARR_JSON, the whole array written (y * 32 + x) with attributes; and
+// `img/json`, from ZARR_JSON, the whole array written (y * 32 + x) with attributes;
+// `img/checked`, from a spec with every field away from its default (gzip 5, index at the
+// start without checksum, a crc32c per chunk, fill 255), rows 0..3 written (y * 8 + x); and
 // `img/resized`, int32 not sharded, 20x20 of y * 20 + x + 1, resized to 10x12 then 16x16.
 static void test_write_for_zarr_python() {
     const std::string root = scratch("py.zarr");
@@ -2906,6 +2908,21 @@ static void test_write_for_zarr_python() {
         for (std::size_t i = 0; i < v.size(); i++) v[i] = static_cast<std::uint16_t>(i);
         json.write_region<std::uint16_t>({0, 0}, {32, 32}, v);
         json.set_attributes(R"({"scale": [1.5, 2]})");
+    }
+    {
+        // Every spec field away from its default.
+        ArraySpec checked({8, 8}, {2, 4}, "uint8");
+        checked.shard_shape = std::vector<std::uint64_t>{4, 8};
+        checked.compressor = "gzip";
+        checked.compression_level = 5;
+        checked.index_location = zarrshard::IndexLocation::Start;
+        checked.index_checksum = false;
+        checked.chunk_checksum = true;
+        checked.fill_value = "255";
+        Array a = Array::create(store, "img/checked", checked);
+        std::vector<std::uint8_t> v(32);
+        for (std::size_t i = 0; i < v.size(); i++) v[i] = static_cast<std::uint8_t>(i);
+        a.write_region<std::uint8_t>({0, 0}, {4, 8}, v); // rows 4..7 stay fill
     }
     {
         ArraySpec plain({20, 20}, {8, 8}, "int32");
