@@ -17,12 +17,17 @@
 //   calls throw `Error` with `SHARD_ERR_NULL_POINTER`. `Shard` and `Array` are move-only;
 //   `Codec` (immutable in C) is also copyable, a copy being another reference
 //   (`shard_codec_clone`);
+// * files are the library's: `Store` (a `shard_store_directory` / `shard_store_memory` table,
+//   copyable, copies sharing it) and `LibraryIO` (a `shard_io_file` table, move-only, handed to
+//   the shard that opens it); the binding has no file code of its own. Arrays are created,
+//   opened by path, resized and appended to through them (`Array::create`, `ArraySpec`,
+//   `Group::create`);
 // * every status is checked: a failure throws `zarrshard::Error` with the status, the
 //   library's message (`shard_last_error`) and the host's I/O code (`shard_last_io_code`);
 // * host storage is any C++ object with `read(offset, span<uint8_t>)` (see "The I/O concept"
 //   below); it is adapted into a `shard_io_callbacks` table whose trampolines are `noexcept`
 //   and turn every exception into an error code, so nothing thrown ever crosses into C.
-// * a whole array's store is any object with `open(key)` returning such an I/O object, and
+// * a host's store is any object with `open(key)` returning such an I/O object, and
 //   optionally `list(prefix)` returning its keys (so walks over the stored shards open only
 //   those); its `open_object` and `list` trampolines are `noexcept` too.
 //   `Array::kerchunk_refs_parquet` writes
