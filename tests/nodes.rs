@@ -234,8 +234,7 @@ fn shrinking_then_growing_shows_fill_never_stale_data() {
 #[test]
 fn create_refuses_an_existing_node_unless_overwriting() {
     let store = MemoryStore::new();
-    let a =
-        Array::create_at(store.clone(), "a", spec(4).to_metadata().unwrap(), false).unwrap();
+    let a = Array::create_at(store.clone(), "a", spec(4).to_metadata().unwrap(), false).unwrap();
     a.write_region(
         &[0, 0, 0],
         &[4, 6, 5],

@@ -97,17 +97,14 @@ pub unsafe extern "C" fn shard_store_directory(
         if flags & !SHARD_STORE_CREATE != 0 {
             return Err(Error::InvalidArgument(format!("unknown flags {flags:#x}")).into());
         }
-        if flags & SHARD_STORE_CREATE != 0 {
-            std::fs::create_dir_all(&root).map_err(|e| Error::io_at(&root, e))?;
-        }
+        let not_a_directory = || {
+            Error::InvalidArgument(format!("`{}` is not a directory", root.display()))
+        };
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(Error::InvalidArgument(format!(
-                    "`{}` is not a directory",
-                    root.display()
-                ))
-                .into())
+            Ok(_) => return Err(not_a_directory().into()),
+            Err(e) if flags & SHARD_STORE_CREATE != 0 && e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&root).map_err(|e| Error::io_at(&root, e))?;
             }
             Err(e) => return Err(Error::io_at(&root, e).into()),
         }
