@@ -52,13 +52,7 @@ done
 
 echo "[install.sh] building zarrshard $VERSION (release)"
 cargo build --release --lib --quiet
-# Cargo replays the note when nothing needs rebuilding, so this is cheap on reruns.
-NATIVE="$(cargo rustc --release --lib --quiet --crate-type staticlib -- --print native-static-libs 2>&1 \
-          | sed -n 's/.*native-static-libs: //p' | tail -n 1)"
-if [ -z "$NATIVE" ]; then
-    NATIVE="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
-    echo "[install.sh] rustc did not print native-static-libs; assuming: $NATIVE" >&2
-fi
+NATIVE="$(bash scripts/native-static-libs.sh)"
 
 REAL="libzarrshard.so.$VERSION"
 SONAME="libzarrshard.so.$MAJOR"

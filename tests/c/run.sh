@@ -92,9 +92,7 @@ LIBZS="$REPO/target/release/libzarrshard.a"
 NATIVE_FILE="$OUT/native-static-libs"
 build_library() {
     cargo build --release --lib || return 1
-    cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs 2>&1 \
-        | sed -n 's/.*native-static-libs: //p' | tail -n 1 >"$NATIVE_FILE"
-    [ -s "$NATIVE_FILE" ] || echo "-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc" >"$NATIVE_FILE"
+    bash scripts/native-static-libs.sh >"$NATIVE_FILE" || return 1
     echo "native libraries: $(cat "$NATIVE_FILE")"
     [ -f "$LIBZS" ] && [ -f include/zarrshard.h ]
 }
