@@ -10,6 +10,7 @@ use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::nd;
 use crate::store::Store;
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
 /// The shard layer frames are being appended to.
@@ -89,8 +90,7 @@ impl<S: Store> Array<S> {
         crate::codec::checked_product(&grown_grid)?;
 
         if lock(&self.pending).as_ref().is_some_and(|p| p.axis != axis) {
-            self.flush()?;
-            *lock(&self.pending) = None;
+            self.end_appending()?;
         }
         let mut pending = match lock(&self.pending).take() {
             Some(p) => p,
@@ -98,6 +98,7 @@ impl<S: Store> Array<S> {
         };
         let result = self.append_rows(&mut pending, block_shape, data);
         *lock(&self.pending) = Some(pending);
+        self.appending.store(true, Ordering::Release);
         result
     }
 
@@ -165,6 +166,9 @@ impl<S: Store> Array<S> {
     ///
     /// Errors: the codecs' and the store's errors (the frames stay pending).
     pub fn flush(&self) -> Result<()> {
+        if !self.appending.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut guard = lock(&self.pending);
         let Some(pending) = guard.as_mut() else {
             return Ok(());
@@ -179,6 +183,7 @@ impl<S: Store> Array<S> {
     pub(crate) fn end_appending(&mut self) -> Result<()> {
         self.flush()?;
         *lock(&self.pending) = None;
+        self.appending.store(false, Ordering::Release);
         Ok(())
     }
 
@@ -286,6 +291,9 @@ impl<S: Store> Array<S> {
         shape: &[u64],
         mut f: impl FnMut(&mut [u8], &[u64], &[u64], &[u64]),
     ) {
+        if !self.appending.load(Ordering::Acquire) {
+            return;
+        }
         let mut guard = lock(&self.pending);
         let Some(pending) = guard.as_mut() else {
             return;
@@ -316,6 +324,9 @@ impl<S: Store> Array<S> {
 
     /// True when rows are pending along some axis at or after `start`'s position on it.
     pub(crate) fn pending_overlaps(&self, start: &[u64], shape: &[u64]) -> bool {
+        if !self.appending.load(Ordering::Acquire) {
+            return false;
+        }
         let guard = lock(&self.pending);
         let Some(p) = guard.as_ref() else {
             return false;

@@ -52,6 +52,9 @@ pub struct Array<S: Store> {
     write_ratio: streamed::Ratio,
     /// Frames appended ([`Array::append`]) to the shard layer not yet complete.
     pub(crate) pending: std::sync::Mutex<Option<crate::append::PendingLayer>>,
+    /// Whether `pending` may hold a layer: region reads skip its lock otherwise, so that many
+    /// threads reading one array never meet on it.
+    pub(crate) appending: std::sync::atomic::AtomicBool,
 }
 
 /// The metadata and format of the array at `store`'s root (see [`Array::open`]).
@@ -238,6 +241,7 @@ impl<S: Store> Array<S> {
             coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
             write_ratio: streamed::Ratio::default(),
             pending: std::sync::Mutex::new(None),
+            appending: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -391,3 +391,26 @@ fn open_at_finds_a_v3_draft_array_by_its_hierarchy_path() {
         "invalid metadata: no zarr.json or .zarray at `foo`"
     );
 }
+
+#[test]
+fn appending_along_another_axis_writes_the_pending_frames_first() {
+    let store = MemoryStore::new();
+    let mut a = Array::create_at(store.clone(), "", spec(0).to_metadata().unwrap(), false).unwrap();
+    a.append(0, &[2, 6, 5], &[frame(0), frame(1)].concat())
+        .unwrap();
+    // A column of x = 5 along axis 2: 2 x 6 x 1 elements of 7.
+    a.append(2, &[2, 6, 1], &[7u16.to_ne_bytes(); 12].concat())
+        .unwrap();
+    a.flush().unwrap();
+    assert_eq!(stored_shape(&store, ""), vec![2, 6, 6]);
+    let b = Array::open(store).unwrap();
+    let got = u16s(&b.read_region_vec(&[0, 0, 0], &[2, 6, 6]).unwrap());
+    for t in 0..2 {
+        for y in 0..6 {
+            for x in 0..6 {
+                let want = if x == 5 { 7 } else { value(t, y, x) };
+                assert_eq!(got[((t * 6 + y) * 6 + x) as usize], want, "({t}, {y}, {x})");
+            }
+        }
+    }
+}
