@@ -6,7 +6,7 @@
 #   3. every example and test compiled with -std=c99 -Wall -Wextra -Werror -pedantic, and the
 #      headers compiled (and linked) from C++17
 #   4. test_capi, test_threads, test_faults, test_region (regions over a host store; also of a
-#      zarr-python fixture) and the demo (examples-c/write_array)
+#      zarr-python fixture), the demo (examples-c/write_array) and examples-c/ome_pyramid
 #   5. the same built with -fsanitize=address,undefined (leak detection on); test_threads
 #      with -fsanitize=thread too
 #   6. the same under valgrind: no errors, no definite or indirect leaks; and a program that
@@ -14,7 +14,9 @@
 #   7. scripts/install.sh into a temporary prefix (twice: idempotent), then a consumer built
 #      with pkg-config (shared and static) and with CMake find_package, and run
 #   8. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
-#      the demo's array equal to the image it meant (when .venv exists; scripts/venv.sh makes it)
+#      the demo's array equal to the image it meant (when .venv exists; scripts/venv.sh makes it);
+#      ome-zarr and ome-zarr-models read examples-c/ome_pyramid's OME-Zarr 0.5 image equal to
+#      the pyramid it meant (in .venv-ome, which `scripts/venv.sh ome` makes here)
 #
 # One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
 # Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
@@ -106,7 +108,8 @@ build_programs() (
         -o "$dir/test_threads" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_region.c" "$EX/mem_io.c" \
         "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE &&
-    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$EX/ome_pyramid.c" -o "$dir/ome_pyramid" "$LIBZS" $NATIVE
 )
 step compile-c99-strict build_programs plain -O2 -g
 
@@ -151,6 +154,14 @@ step test_threads "$OUT/plain/test_threads"
 step test_faults "$OUT/plain/test_faults"
 step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
 cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
+# 10 planes: the last shard layer (planes 8-9) is partial, so flush's edge shards are read too.
+OME_SIZE=(10 512 512)
+run_ome() { # run_ome DIR PROGRAM... : the OME-Zarr image into DIR (replacing what is there)
+    local dir="$1"
+    shift
+    "$@" "$dir" "${OME_SIZE[@]}"
+}
+step ome_pyramid run_ome "$OUT/ome/image.ome.zarr" "$OUT/plain/ome_pyramid"
 
 # ---- 5. sanitizers -----------------------------------------------------------------------
 
@@ -163,6 +174,7 @@ step asan-test_threads env ZS_THREAD_ITERS=30 "$OUT/asan/test_threads"
 step asan-test_region "$OUT/asan/test_region" "${FIXTURE[@]}"
 step asan-test_faults "$OUT/asan/test_faults"
 step asan-demo run_demo "$OUT/demo-asan" $DEMO_SIZE "$OUT/asan/write_array"
+step asan-ome_pyramid run_ome "$OUT/ome-asan/image.ome.zarr" "$OUT/asan/ome_pyramid"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ThreadSanitizer on the threads test: the C side (test, mem_io callbacks called from many
@@ -189,6 +201,7 @@ step valgrind-test_faults "${VG[@]}" "$OUT/plain/test_faults"
 # The full image (1-2 s under valgrind); VALGRIND_DEMO_SIZE=512 makes it smaller.
 step valgrind-demo run_demo "$OUT/demo-valgrind" "${VALGRIND_DEMO_SIZE:-$DEMO_SIZE}" \
     "${VG[@]}" "$OUT/plain/write_array"
+step valgrind-ome_pyramid run_ome "$OUT/ome-valgrind/image.ome.zarr" "${VG[@]}" "$OUT/plain/ome_pyramid"
 
 # Both tools must catch a codec and a handle leaked on purpose.
 negative_control() (
@@ -258,6 +271,14 @@ if [ -x "$PY" ]; then
     step peers-read-demo "$PY" "$TC/check_zarr.py" "$OUT/demo/image.zarr" $DEMO_SIZE
 else
     echo "SKIP peers-read-demo (no $PY; scripts/venv.sh creates it)"
+fi
+
+step venv-ome "$REPO/scripts/venv.sh" ome
+if [ -x "$REPO/.venv-ome/bin/python" ]; then
+    step ome-zarr-reads-pyramid "$REPO/.venv-ome/bin/python" "$TC/check_ome.py" \
+        "$OUT/ome/image.ome.zarr" "${OME_SIZE[@]}"
+else
+    echo "SKIP ome-zarr-reads-pyramid (no .venv-ome: see $LOGS/venv-ome.log)"
 fi
 
 echo "tests/c/run.sh: $((SECONDS - START))s${failed_steps[*]:+; failed: ${failed_steps[*]}}"
