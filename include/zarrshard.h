@@ -74,6 +74,39 @@
 #define SHARD_IO_CONTRACT_VIOLATION 2147483646
 
 /**
+ * `shard_array_create`, `shard_array_create_spec`, `shard_group_create` flag: replace a node
+ * already at the path (an array's stored shards and metadata are deleted first; a group's
+ * whole subtree, which needs a store that lists).
+ */
+#define SHARD_CREATE_OVERWRITE 1
+
+/**
+ * The `shard_array_spec` version this header defines.
+ */
+#define SHARD_ARRAY_SPEC_VERSION 1
+
+/**
+ * `shard_array_spec.index_location`: the shard index after the chunks (the default).
+ */
+#define SHARD_INDEX_AT_END 0
+
+/**
+ * `shard_array_spec.index_location`: the shard index before the chunks.
+ */
+#define SHARD_INDEX_AT_START 1
+
+/**
+ * `shard_array_spec.checksums`: a crc32c checksum after the shard index (on by default).
+ */
+#define SHARD_CHECKSUM_INDEX 1
+
+/**
+ * `shard_array_spec.checksums`: a crc32c checksum after each inner chunk (off by default:
+ * see `shard_array_spec_init`).
+ */
+#define SHARD_CHECKSUM_CHUNKS 2
+
+/**
  * `shard_open_ex` flag: lay out buffered shards in Morton order instead of C order.
  */
 #define SHARD_FLAG_MORTON_ORDER 1
@@ -88,6 +121,11 @@
  * The coalescing gap of a new read handle: 65536 bytes (`shard_set_coalesce_gap`).
  */
 #define SHARD_DEFAULT_COALESCE_GAP 65536
+
+/**
+ * `shard_store_directory` flag: create the directory (and its parents) when it is missing.
+ */
+#define SHARD_STORE_CREATE 2
 
 /**
  * Result of every fallible `shard_*` function. `SHARD_OK` is 0; every other value is an
@@ -474,6 +512,68 @@ typedef struct {
    */
   uint64_t problems;
 } shard_verify_summary;
+
+/**
+ * An array described by the choices people make, for `shard_array_create_spec`: no
+ * `zarr.json` written by hand. Fill it with `shard_array_spec_init` first (later versions
+ * only append fields), then set what differs. The library reads the pointed-to values during
+ * the call only.
+ */
+typedef struct {
+  /**
+   * `SHARD_ARRAY_SPEC_VERSION` (set by `shard_array_spec_init`).
+   */
+  uint32_t version;
+  /**
+   * The number of dimensions.
+   */
+  size_t rank;
+  /**
+   * Required: the array's shape, `rank` values.
+   */
+  const uint64_t *shape;
+  /**
+   * The shard shape, `rank` values, each a multiple of the chunk shape's; NULL for an
+   * unsharded array (each chunk its own object).
+   */
+  const uint64_t *shard_shape;
+  /**
+   * Required: the inner chunk shape (the unit read and compressed), `rank` values.
+   */
+  const uint64_t *chunk_shape;
+  /**
+   * Required: the data type, NUL-terminated: a name (`"uint16"`, `"float32"`, `"bool"`, …)
+   * or the JSON text of an extension type's object form.
+   */
+  const char *data_type;
+  /**
+   * The fill value as NUL-terminated JSON text (`"0"`, `"65535"`, `"\"NaN\""`); NULL for zero
+   * (`false` for bool).
+   */
+  const char *fill_value;
+  /**
+   * The compressor, NUL-terminated: `"zstd"` (NULL is zstd), `"gzip"`, `"blosc"` (its zstd,
+   * with byte shuffle) or `"none"`.
+   */
+  const char *compressor;
+  /**
+   * The compression level (zstd 1–22, gzip 0–9, blosc 0–9); `shard_array_spec_init` sets 3.
+   */
+  int32_t compression_level;
+  /**
+   * `SHARD_INDEX_AT_END` (the default) or `SHARD_INDEX_AT_START`.
+   */
+  uint32_t index_location;
+  /**
+   * A bitwise OR of `SHARD_CHECKSUM_*`; `shard_array_spec_init` sets `SHARD_CHECKSUM_INDEX`.
+   */
+  uint32_t checksums;
+  /**
+   * NULL, or `rank` NUL-terminated names (an entry may be NULL: unnamed), written as
+   * `dimension_names` (`"t"`, `"z"`, `"y"`, `"x"` for OME-Zarr).
+   */
+  const char *const *dimension_names;
+} shard_array_spec;
 
 /**
  * Where an inner chunk is stored.
@@ -1070,6 +1170,207 @@ shard_status shard_codec_shard_key(const shard_codec *codec,
                                    size_t *written_out);
 
 /**
+ * Create a Zarr v3 array at `path` of `store` from its `zarr.json` text (`json_len` bytes of
+ * UTF-8): the metadata is validated (errors name the field; nothing is written then), and
+ * `PATH/zarr.json` is written as a new object. `path` is NULL or `""` for the store's root,
+ * or `/`-separated names (`"image/0"`: keys `image/0/zarr.json`, `image/0/c/0/1`); `..`,
+ * `.`, empty names, a leading `/`, `\` are refused. A node already at `path` is refused
+ * (`SHARD_ERR_INVALID_STATE`) unless `flags` has `SHARD_CREATE_OVERWRITE`.
+ *
+ * `store` is a table from `shard_store_directory` / `shard_store_memory` (shared: the host
+ * keeps and later releases its copy) or the host's own table (its `userdata` then belongs to
+ * the new handle, as with `shard_array_open`). On success `*array_out` owns a new handle;
+ * close it with `shard_array_close`. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, text
+ * not UTF-8, unknown flags, a bad store table), `SHARD_ERR_INVALID_METADATA`,
+ * `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_INVALID_STATE` (a node exists),
+ * `SHARD_ERR_UNSUPPORTED` (overwriting a group in a store that cannot list), `SHARD_ERR_IO`,
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_create(const shard_store_callbacks *store,
+                                const char *path,
+                                const char *metadata_json,
+                                size_t json_len,
+                                uint32_t flags,
+                                shard_array **array_out);
+
+/**
+ * Open the array at `path` of `store` (NULL or `""`: the root): `PATH/zarr.json` (Zarr v3)
+ * or `PATH/.zarray` (Zarr v2, the sharding prototype). `store` as for `shard_array_create`.
+ * On success `*array_out` owns a new handle. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, a bad
+ * store table), `SHARD_ERR_INVALID_METADATA` (no array at the path, naming it, or invalid
+ * metadata), `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_IO`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_open_path(const shard_store_callbacks *store,
+                                   const char *path,
+                                   shard_array **array_out);
+
+/**
+ * Store the array's rank in `*rank_out`. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_rank(const shard_array *array, size_t *rank_out);
+
+/**
+ * Copy the array's shape into `shape_out` (`rank` values, which must be the array's rank):
+ * frames appended and not yet written included. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (another rank),
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_shape(const shard_array *array, uint64_t *shape_out, size_t rank);
+
+/**
+ * Set the array's shape to `shape` (`rank` values; any dimension may grow or shrink), after
+ * writing the frames pending from `shard_array_append`. When a dimension shrinks,
+ * `zarr.json` is first written with the shape old and new share; the shards and inner chunks
+ * wholly outside are deleted and the part of an edge chunk past a shrunken edge is reset to
+ * the fill value (so growing again shows fill, never stale data); then `zarr.json` takes the
+ * new shape (a new object each time). One writer per handle (`SHARD_ERR_BUSY`); waits for
+ * reads in flight on other threads.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, a grid
+ * past 2^64 shards), `SHARD_ERR_UNSUPPORTED` (not a Zarr v3 array), `SHARD_ERR_BUSY`,
+ * `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM` (an edge shard read back),
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_resize(shard_array *array, const uint64_t *shape, size_t rank);
+
+/**
+ * Append `data` (`len` bytes, C order, native byte order), a block of extent `block_shape`
+ * (`rank` values), at the end of `axis`, growing the shape by `block_shape[axis]`: one frame
+ * of a `(t, y, x)` series is `axis` 0 with `block_shape` `{1, Y, X}`. Along every other axis
+ * the block spans the array.
+ *
+ * Frames are gathered per shard layer along `axis` in memory, and each shard is written once,
+ * whole, when its layer is complete (no dead bytes), then `zarr.json` with a shape covering
+ * the written layers only: a crash leaves every completed layer readable. Memory: one layer
+ * of shards. `shard_array_read_region` sees appended frames at once. `shard_array_flush`
+ * writes a partial layer (rewritten whole when later frames complete it);
+ * `shard_array_close` flushes too, but cannot report an error: call `shard_array_flush`
+ * before it. One writer per handle (`SHARD_ERR_BUSY`: exclusive use among writers, from
+ * any thread); waits for reads in flight on other threads.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, axis, a
+ * block that does not span the other axes or is empty, a layer over the memory limit),
+ * `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_UNSUPPORTED` (not a Zarr v3 array), `SHARD_ERR_BUSY`,
+ * `SHARD_ERR_IO` (the frames stay pending; a later flush retries), `SHARD_ERR_CORRUPT`,
+ * `SHARD_ERR_CHECKSUM` (a partly stored last layer read back), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_append(shard_array *array,
+                                size_t axis,
+                                const uint64_t *block_shape,
+                                size_t rank,
+                                const uint8_t *data,
+                                size_t len);
+
+/**
+ * Write the frames appended and not yet stored (the partial shard layer, each shard whole,
+ * as a new object) and then `zarr.json` with the shape covering them. Nothing to do when
+ * nothing is pending. One writer per handle (`SHARD_ERR_BUSY`: exclusive use among writers,
+ * from any thread); reads on other threads go on meanwhile.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUSY`, `SHARD_ERR_IO` (the frames
+ * stay pending), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_flush(shard_array *array);
+
+/**
+ * Replace the array's attributes with the JSON object `json` (`json_len` bytes of UTF-8) and
+ * write `zarr.json` (a new object), after the frames pending. One writer per handle
+ * (`SHARD_ERR_BUSY`: exclusive use among writers, from any thread); waits for reads in
+ * flight on other threads.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (not UTF-8),
+ * `SHARD_ERR_INVALID_METADATA` (not a JSON object, or past the metadata limits),
+ * `SHARD_ERR_UNSUPPORTED` (not a Zarr v3 array), `SHARD_ERR_BUSY`, `SHARD_ERR_IO`,
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_set_attributes(shard_array *array, const char *json, size_t json_len);
+
+/**
+ * Copy the array's attributes, a JSON object's text, into `buf` as a NUL-terminated string;
+ * `*written_out` (may be NULL) receives its length without the NUL. With `(NULL, 0)` only
+ * the length is stored (a size query); a non-empty buffer too small gives
+ * `SHARD_ERR_BUFFER_SIZE`. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_attributes(const shard_array *array,
+                                    char *buf,
+                                    size_t len,
+                                    size_t *written_out);
+
+/**
+ * Rewrite every shard that holds dead bytes (left by region updates) without them, as
+ * `zarrshard compact` does: each as a new object, inner chunks in C order, or Morton order
+ * with `SHARD_FLAG_MORTON_ORDER` in `flags`. `*shards_rewritten_out` and `*bytes_freed_out`
+ * (each may be NULL) receive the number of shards rewritten and the bytes they shrank by.
+ * One writer per handle (`SHARD_ERR_BUSY`); readers on other threads see each shard old or new.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (unknown flags),
+ * `SHARD_ERR_BUSY`, `SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`,
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_compact(shard_array *array,
+                                 uint32_t flags,
+                                 uint64_t *shards_rewritten_out,
+                                 uint64_t *bytes_freed_out);
+
+/**
+ * Create a Zarr v3 group at `path` of `store` (as for `shard_array_create`) with the
+ * attributes `attributes_json` (`json_len` bytes of UTF-8, a JSON object; NULL and 0 for
+ * none): `PATH/zarr.json`, a new object. An OME-Zarr image is such a group, with its
+ * `multiscales` in the attributes and its levels as arrays below it. A node already there is
+ * refused unless `flags` has `SHARD_CREATE_OVERWRITE`. The store table is never taken over:
+ * a host's table stays the host's. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, not
+ * UTF-8, unknown flags, a bad store table), `SHARD_ERR_INVALID_METADATA` (the attributes are
+ * not a JSON object), `SHARD_ERR_INVALID_STATE` (a node exists), `SHARD_ERR_UNSUPPORTED`,
+ * `SHARD_ERR_IO`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_group_create(const shard_store_callbacks *store,
+                                const char *path,
+                                const char *attributes_json,
+                                size_t json_len,
+                                uint32_t flags);
+
+/**
+ * Fill `*spec` with the defaults and NULL pointers: version `SHARD_ARRAY_SPEC_VERSION`, rank 0,
+ * zstd at level 3 (zstd's own default, and zarr-python's), the index at the end with a crc32c
+ * checksum (a torn or misplaced index is caught before any offset in it is used), no checksum
+ * per inner chunk (as zarr-python and tensorstore write by default: a damaged compressed chunk
+ * nearly always fails to decode; set `SHARD_CHECKSUM_CHUNKS` to catch every flipped bit, at
+ * about 1/15 of a core's time per byte). Set `rank`, `shape`, `chunk_shape`, `data_type`
+ * (and usually `shard_shape`) afterwards. Thread-safe (the spec is the caller's).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_spec_init(shard_array_spec *spec);
+
+/**
+ * Copy the `zarr.json` that `spec` describes (compact JSON, validated) into `buf` as a
+ * NUL-terminated string; `*written_out` (may be NULL) receives its length without the NUL.
+ * With `(NULL, 0)` only the length is stored (a size query); a non-empty buffer too small
+ * gives `SHARD_ERR_BUFFER_SIZE`. For a host that wants to see or adjust the metadata before
+ * `shard_array_create`. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER` (the spec or a required field),
+ * `SHARD_ERR_INVALID_ARGUMENT` (version, unknown compressor, index location or checksum
+ * bits, text not UTF-8 or not JSON), `SHARD_ERR_INVALID_METADATA` (naming the field: a shard
+ * shape not a multiple of the chunk shape, a zero extent, a fill value the type cannot hold,
+ * a level out of range), `SHARD_ERR_UNSUPPORTED_CODEC`, `SHARD_ERR_BUFFER_SIZE`,
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_spec_json(const shard_array_spec *spec,
+                                   char *buf,
+                                   size_t len,
+                                   size_t *written_out);
+
+/**
+ * `shard_array_create` of the array `spec` describes: no JSON written by hand. `store`,
+ * `path`, `flags` and `array_out` as there. Thread-safe.
+ * Returns what `shard_array_spec_json` and `shard_array_create` return.
+ */
+shard_status shard_array_create_spec(const shard_store_callbacks *store,
+                                     const char *path,
+                                     const shard_array_spec *spec,
+                                     uint32_t flags,
+                                     shard_array **array_out);
+
+/**
  * Open the shard object behind `io` with `codec`'s layout. `mode` is a `shard_mode`.
  * Same as `shard_open_ex` with no flags.
  *
@@ -1238,6 +1539,70 @@ shard_status shard_erase_chunk(const shard_handle *shard, const uint64_t *coords
  * `SHARD_ERR_PANIC`.
  */
 shard_status shard_finalize(const shard_handle *shard, uint64_t *size_out);
+
+/**
+ * Fill `*store_out` with a store over the directory `path` (a NUL-terminated local path):
+ * key `a/b` is the file `PATH/a/b`. Objects are written whole as a temporary file beside them
+ * renamed over them (readers see the old or the new object, never a mix; a replaced file's
+ * mode is kept), updates of a shard in place, parent directories made as needed; a shard
+ * left with no chunk is deleted. The directory must exist unless `flags` has
+ * `SHARD_STORE_CREATE` (then it and its parents are made now).
+ *
+ * The table is the host's copy of the store: pass it to any number of `shard_array_*` and
+ * `shard_group_*` calls and opens, from any thread (`SHARD_STORE_THREAD_SAFE` is set); each
+ * array opened on it keeps the store alive until `shard_array_close`, so the host may release
+ * its copy, once, with `shard_store_release` as soon as it has opened what it needs. Do not
+ * call the table's callbacks after that, nor `destroy` yourself.
+ *
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (an empty path,
+ * unknown flags, a path that is not a directory), `SHARD_ERR_IO` (it does not exist without
+ * `SHARD_STORE_CREATE`, or cannot be made; `shard_last_io_code` gives the errno),
+ * `SHARD_ERR_PANIC`.
+ */
+shard_status shard_store_directory(const char *path,
+                                   uint32_t flags,
+                                   shard_store_callbacks *store_out);
+
+/**
+ * Fill `*store_out` with a new, empty store in memory (for tests, or data that need not
+ * outlive the process). Shared and released as `shard_store_directory`'s tables are; its
+ * objects live until the last array on it is closed and the host's copy is released.
+ * Thread-safe, as its callbacks are.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_store_memory(shard_store_callbacks *store_out);
+
+/**
+ * Give back the host's copy of a store table from `shard_store_directory` or
+ * `shard_store_memory` and zero the table, so that releasing it twice is harmless. Arrays
+ * still open on the store keep it alive. NULL, a zeroed table and a host's own table (which
+ * the library never owns) are left alone. Thread-safe for distinct tables.
+ */
+void shard_store_release(shard_store_callbacks *store);
+
+/**
+ * Fill `*io_out` with the library's I/O for one file, `path` (a NUL-terminated local path),
+ * for `shard_open` / `shard_open_ex`: reads with `pread`; whole objects (a buffered
+ * `shard_finalize`) written as a temporary file renamed over the old one (the version-3
+ * new-object callbacks), so the old shard stays intact until the new one is complete;
+ * appends and updates in place; `remove` deletes the file; parent directories made as
+ * needed. A missing file reads as not found (all fill). `flags` must be 0.
+ *
+ * Ownership: the table's `userdata` is the library's. Passing the table to `shard_open` or
+ * `shard_open_ex` hands it over on success (the handle calls `destroy` at `shard_close`);
+ * otherwise give it back with `shard_io_release`. Its callbacks are thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (an empty path,
+ * flags other than 0), `SHARD_ERR_PANIC`.
+ */
+shard_status shard_io_file(const char *path, uint32_t flags, shard_io_callbacks *io_out);
+
+/**
+ * Give back a table from `shard_io_file` that was not handed to a shard handle: call its
+ * `destroy` and zero it, so that releasing it twice is harmless. NULL and a zeroed table are
+ * left alone; so is a host's own table (its `destroy` is the host's to call). Thread-safe
+ * for distinct tables.
+ */
+void shard_io_release(shard_io_callbacks *io);
 
 #ifdef __cplusplus
 }  // extern "C"

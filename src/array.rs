@@ -10,7 +10,7 @@ use crate::nd;
 use crate::parallel;
 use crate::reader::{ShardReader, DEFAULT_COALESCE_GAP};
 use crate::sharding::ShardLayout;
-use crate::store::Store;
+use crate::store::{Prefixed, Store};
 use crate::streamed;
 use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
 use serde_json::Value;
@@ -50,6 +50,16 @@ pub struct Array<S: Store> {
     /// What the last shard written while it encoded compressed to (`crate::streamed`): the
     /// next one's memory estimate.
     write_ratio: streamed::Ratio,
+    /// Frames appended ([`Array::append`]) to the shard layer not yet complete.
+    pub(crate) pending: std::sync::Mutex<Option<crate::append::PendingLayer>>,
+}
+
+/// Writes the frames still pending ([`Array::append`]), ignoring errors, as
+/// `std::io::BufWriter` does: call [`Array::flush`] to see them.
+impl<S: Store> Drop for Array<S> {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
 }
 
 /// One problem `verify` found: the shard key, and what is wrong (the error names the inner
@@ -146,6 +156,48 @@ impl<S: Store> Array<S> {
         Ok(Array::new(meta, store, Format::V3))
     }
 
+    /// Create a Zarr v3 array at node `path` of `store` (`""` for its root; checked by
+    /// [`crate::store::node_path`]): validate `meta`, then write `PATH/zarr.json` as a new
+    /// object. A node already there (`zarr.json`, `.zarray` or `.zgroup`) is refused unless
+    /// `overwrite`; then an array there has its stored shards and metadata deleted first, and
+    /// a group everything stored below it (which needs a store that lists).
+    ///
+    /// Errors: [`Error::InvalidArgument`] (the path), [`Error::InvalidMetadata`] or
+    /// [`Error::UnsupportedCodec`] (`meta`; nothing is written then), [`Error::InvalidState`]
+    /// (a node exists and not `overwrite`), [`Error::Unsupported`] (overwriting a group in a
+    /// store that cannot list), the store's errors.
+    pub fn create_at(
+        store: S,
+        path: &str,
+        mut meta: ArrayMetadata,
+        overwrite: bool,
+    ) -> Result<Array<Prefixed<S>>> {
+        let node = Prefixed::new(store, path)?;
+        meta.codecs.resolve(&meta.data_type);
+        meta.validate()?;
+        crate::group::make_room(&node, overwrite)?;
+        node.set("zarr.json", &meta.to_json_bytes())?;
+        Ok(Array::new(meta, node, Format::V3))
+    }
+
+    /// Open the array at node `path` of `store` (`""` for its root), as [`Array::open`] opens
+    /// the one at a store's root: `PATH/zarr.json` or `PATH/.zarray`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] (the path), [`Error::InvalidMetadata`] (no array
+    /// there, naming the path, or its metadata is invalid), the store's errors.
+    pub fn open_at(store: S, path: &str) -> Result<Array<Prefixed<S>>> {
+        let node = Prefixed::new(store, path)?;
+        Array::open(node).map_err(|e| match e {
+            Error::InvalidMetadata(m) if m == "no zarr.json or .zarray in the store" => {
+                Error::metadata(format!(
+                    "no zarr.json or .zarray at `{}`",
+                    path.escape_debug()
+                ))
+            }
+            e => e,
+        })
+    }
+
     /// An array of a Zarr v3 `meta` whose document the caller already has, or will write
     /// itself (nothing is read or written now; `repack` writes `zarr.json` last, so a
     /// half-written array never opens as a complete one).
@@ -165,6 +217,38 @@ impl<S: Store> Array<S> {
             format,
             coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
             write_ratio: streamed::Ratio::default(),
+            pending: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The array's shape, frames appended and not yet written ([`Array::append`]) included.
+    pub fn shape(&self) -> &[u64] {
+        &self.meta.shape
+    }
+
+    /// Replace the array's `attributes` and write its `zarr.json` (a new object: temporary and
+    /// rename for a directory), after the frames appended so far ([`Array::flush`]).
+    ///
+    /// Errors: [`Error::Unsupported`] for arrays not opened from a Zarr v3 `zarr.json`; the
+    /// store's errors (the attributes in memory are unchanged then).
+    pub fn set_attributes(&mut self, attributes: Attributes) -> Result<()> {
+        self.check_v3("setting attributes")?;
+        self.flush()?;
+        let mut meta = self.meta.clone();
+        meta.attributes = attributes;
+        self.store.set("zarr.json", &meta.to_json_bytes())?;
+        self.meta = meta;
+        Ok(())
+    }
+
+    /// [`Error::Unsupported`] unless the array's metadata is a Zarr v3 `zarr.json` (the older
+    /// formats are read and repacked, not changed in place).
+    pub(crate) fn check_v3(&self, what: &str) -> Result<()> {
+        match self.format {
+            Format::V3 => Ok(()),
+            _ => Err(Error::Unsupported(format!(
+                "{what} needs a Zarr v3 array (zarr.json); repack this one first (`zarrshard repack`)"
+            ))),
         }
     }
 
@@ -193,6 +277,11 @@ impl<S: Store> Array<S> {
         &self.meta
     }
 
+    /// The metadata, to change it in place (resize, append); the caller writes `zarr.json`.
+    pub(crate) fn meta_mut(&mut self) -> &mut ArrayMetadata {
+        &mut self.meta
+    }
+
     /// The store the array lives in.
     pub fn store(&self) -> &S {
         &self.store
@@ -213,7 +302,7 @@ impl<S: Store> Array<S> {
     /// What every shard key starts with (the key up to its first coordinate: `c/`,
     /// `data/root/image/c`, nothing for `0.0`-style keys), and the separator between its
     /// coordinates.
-    fn key_pattern(&self) -> (String, char) {
+    pub(crate) fn key_pattern(&self) -> (String, char) {
         match &self.format {
             Format::V3 | Format::V2Prototype => self
                 .meta
@@ -238,7 +327,7 @@ impl<S: Store> Array<S> {
 
     /// [`Array::shard_coords`] with the grid and key pattern worked out once by the caller
     /// (a listing parses every key with the same ones).
-    fn coords_of(
+    pub(crate) fn coords_of(
         &self,
         key: &str,
         grid: &[u64],

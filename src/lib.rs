@@ -9,7 +9,10 @@
 //! * [`io`]: byte-range I/O of one shard object (memory, file, or the host's callbacks);
 //! * [`reader`]: reads only the bytes it needs; [`writer`]: buffered, streaming and update
 //!   strategies, compaction;
-//! * [`store`] and [`array`](mod@array): a whole array in a directory (export, verify);
+//! * [`store`] and [`array`](mod@array): a whole array in a directory (export, verify), at
+//!   any path of a hierarchy, with [`group`]s; [`spec`]: arrays described without writing
+//!   `zarr.json`; [`resize`](mod@resize) and [`append`](mod@append): changing the shape in
+//!   place, frame after frame without dead bytes;
 //! * [`region`]: any hyper-rectangle of an array, read and written with the minimum I/O;
 //! * [`refs`]: kerchunk reference sets (JSON v0/v1, Parquet) over the inner chunks;
 //! * [`repack`](mod@repack): rewrite an array into a new shard layout, copying encoded chunks when it can;
@@ -18,6 +21,7 @@
 //!   kept between calls (codec contexts, encode segments) and how to free it.
 #![deny(missing_docs)]
 
+pub mod append;
 pub mod array;
 mod blocks;
 pub mod codec;
@@ -25,6 +29,7 @@ pub mod dtype;
 pub mod encoded;
 pub mod error;
 pub mod ffi;
+pub mod group;
 pub mod index;
 pub mod io;
 pub mod legacy;
@@ -39,8 +44,10 @@ pub mod refs;
 pub mod region;
 pub mod repack;
 pub mod repair;
+pub mod resize;
 pub mod retained;
 pub mod sharding;
+pub mod spec;
 pub mod store;
 pub mod streamed;
 pub mod writer;
@@ -50,6 +57,7 @@ pub use codec::{ChunkRepr, CodecChain, EncodedSize};
 pub use dtype::{DataType, FillValue};
 pub use encoded::{segment_counts, EncodedChunks, SegmentCounts};
 pub use error::{Error, Result};
+pub use group::Group;
 pub use index::{ChunkLocation, ShardIndex};
 pub use io::{ByteRange, CountingIo, FileIo, MemoryIo, ObjectSink, ReadOutput, ShardIo};
 pub use limits::{memory_limit, set_memory_limit};
@@ -61,7 +69,8 @@ pub use repack::{repack, repacked_metadata, RepackOptions, RepackReport};
 pub use repair::ShardRepair;
 pub use retained::{release_memory, Released};
 pub use sharding::{IndexLocation, ShardLayout, ShardingCodec};
-pub use store::{FsStore, MemoryStore, Store};
+pub use spec::{ArraySpec, Compressor};
+pub use store::{node_path, FsStore, MemoryStore, Prefixed, Store};
 pub use writer::{
     compact, ChunkOrder, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
 };

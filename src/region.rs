@@ -86,6 +86,20 @@ impl<S: Store> Array<S> {
         out: &mut [u8],
         listed: Option<&[u64]>,
     ) -> Result<()> {
+        self.read_stored_region(start, shape, out, listed)?;
+        // Frames appended and not yet written (`Array::append`) are read from memory.
+        self.read_pending(start, shape, out);
+        Ok(())
+    }
+
+    /// [`Array::read_region_in`] of what the store holds.
+    fn read_stored_region(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        out: &mut [u8],
+        listed: Option<&[u64]>,
+    ) -> Result<()> {
         let meta = self.metadata();
         let elem = meta.data_type.size();
         check_region(&meta.shape, start, shape)?;
@@ -312,6 +326,27 @@ impl<S: Store> Array<S> {
         if shape.contains(&0) {
             return Ok(());
         }
+        // Over frames still pending (`Array::append`): they are written first, and the pending
+        // layer takes the region's values too, so that its later whole write keeps them.
+        if self.pending_overlaps(start, shape) {
+            self.flush()?;
+            self.write_stored_region(start, shape, data, mode, options)?;
+            self.write_pending(start, shape, data);
+            return Ok(());
+        }
+        self.write_stored_region(start, shape, data, mode, options)
+    }
+
+    /// [`Array::write_region_with`] into the store, arguments checked.
+    fn write_stored_region(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        mode: UpdateMode,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let meta = self.metadata();
         // The shards are made as they are written, a pass of at most `PASS_SHARDS` at a time,
         // so the bookkeeping follows the pass, not the region's number of shards.
         let ranges = cells(start, shape, &meta.chunk_shape);
@@ -640,7 +675,7 @@ fn check_region(array: &[u64], start: &[u64], shape: &[u64]) -> Result<()> {
 
 /// The byte size of a region (an argument of the call, so overflow is
 /// [`Error::InvalidArgument`]).
-fn region_bytes(shape: &[u64], elem: usize) -> Result<u64> {
+pub(crate) fn region_bytes(shape: &[u64], elem: usize) -> Result<u64> {
     if shape.contains(&0) {
         return Ok(0);
     }

@@ -265,3 +265,119 @@ impl Store for MemoryStore {
         Ok(Some(keys))
     }
 }
+
+/// Forward [`Store`] through a pointer: a borrowed store (an array opened for a moment on a
+/// store the caller keeps) and a shared one (what the C API holds, so that arrays and groups
+/// opened on one of the library's stores share it).
+macro_rules! forward_store {
+    ($($ptr:ty),*) => {$(
+        impl<T: Store + ?Sized> Store for $ptr {
+            fn shard_io(&self, key: &str) -> Result<Box<dyn ShardIo>> {
+                (**self).shard_io(key)
+            }
+            fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+                (**self).get(key)
+            }
+            fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+                (**self).set(key, value)
+            }
+            fn delete(&self, key: &str) -> Result<()> {
+                (**self).delete(key)
+            }
+            fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+                (**self).list_prefix(prefix)
+            }
+            fn io_on_caller_thread(&self) -> bool {
+                (**self).io_on_caller_thread()
+            }
+            fn unreadable_shard_is_problem(&self) -> bool {
+                (**self).unreadable_shard_is_problem()
+            }
+        }
+    )*};
+}
+forward_store!(&T, Arc<T>);
+
+/// A node path in a hierarchy (`""` for the store's root, `a/b` for a nested node), checked so
+/// that no key made from it leaves the node: `..`, `.`, empty parts (a leading `/`: absolute
+/// paths), `\` and NUL are refused with [`Error::InvalidArgument`] naming the path.
+pub fn node_path(path: &str) -> Result<&str> {
+    if path.is_empty() {
+        return Ok(path);
+    }
+    let bad = path
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == ".." || part.contains(['\\', '\0']));
+    if bad {
+        return Err(Error::InvalidArgument(format!(
+            "invalid node path `{}`: use `/`-separated names without `.`, `..`, empty parts, a leading `/`, `\\` or NUL (\"\" is the store's root)",
+            path.escape_debug()
+        )));
+    }
+    Ok(path)
+}
+
+/// A store seen from one node of its hierarchy: key `k` is the inner store's `PATH/k`, so an
+/// array at `a/b` finds `a/b/zarr.json` and its shards under `a/b/`. With an empty path it is
+/// the inner store itself.
+#[derive(Debug, Clone)]
+pub struct Prefixed<S> {
+    inner: S,
+    /// `PATH/`, or empty at the root.
+    prefix: String,
+}
+
+impl<S: Store> Prefixed<S> {
+    /// `inner` seen from node `path` (checked by [`node_path`]).
+    pub fn new(inner: S, path: &str) -> Result<Self> {
+        let path = node_path(path)?;
+        let prefix = match path {
+            "" => String::new(),
+            p => format!("{p}/"),
+        };
+        Ok(Prefixed { inner, prefix })
+    }
+
+    /// The node's path (`""` at the root).
+    pub fn path(&self) -> &str {
+        self.prefix.strip_suffix('/').unwrap_or("")
+    }
+
+    /// The store the node lives in.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+impl<S: Store> Store for Prefixed<S> {
+    fn shard_io(&self, key: &str) -> Result<Box<dyn ShardIo>> {
+        self.inner.shard_io(&self.key(key))
+    }
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(&self.key(key))
+    }
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.inner.set(&self.key(key), value)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(&self.key(key))
+    }
+    fn list_prefix(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+        let listed = self.inner.list_prefix(&self.key(prefix))?;
+        Ok(listed.map(|keys| {
+            keys.into_iter()
+                .filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_string))
+                .collect()
+        }))
+    }
+    fn io_on_caller_thread(&self) -> bool {
+        self.inner.io_on_caller_thread()
+    }
+    fn unreadable_shard_is_problem(&self) -> bool {
+        self.inner.unreadable_shard_is_problem()
+    }
+}

@@ -6,15 +6,17 @@ use super::error::{guard, Failure, FfiResult};
 use super::handle::{bytes, bytes_mut, optional_out, out, path, text, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
+use super::store::SharedStore;
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
 use crate::refs::{JsonVersion, MetadataFormat};
-use crate::store::Store;
+use crate::store::{Prefixed, Store};
 use std::ffi::{c_char, c_void, CString};
 use std::io::Write;
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// The store callback table version this header defines. Version 1: `version` … `destroy`;
 /// version 2 appends `list`.
@@ -143,9 +145,19 @@ unsafe fn read_store_table(p: *const shard_store_callbacks) -> Option<shard_stor
     })
 }
 
-/// The host's store as a [`Store`].
-struct CallbackStore {
+/// The host's store as a [`Store`]. It calls `destroy(userdata)` when dropped once an array
+/// handle has taken the userdata over ([`StoreArg::adopt`]), never when an open failed.
+pub(crate) struct CallbackStore {
     cb: shard_store_callbacks,
+    owns_userdata: AtomicBool,
+}
+
+impl Drop for CallbackStore {
+    fn drop(&mut self) {
+        if self.owns_userdata.load(Ordering::Acquire) {
+            drop(UserdataOwner::of_store(self.cb.destroy, self.cb.userdata));
+        }
+    }
 }
 
 impl CallbackStore {
@@ -168,7 +180,49 @@ impl CallbackStore {
                 cb.flags
             )));
         }
-        Ok(CallbackStore { cb })
+        Ok(CallbackStore {
+            cb,
+            owns_userdata: AtomicBool::new(false),
+        })
+    }
+}
+
+/// A store argument of a C call: one of the library's own stores (shared: the host keeps its
+/// copy), or a host's table, whose `userdata` an array handle takes over once it is open.
+pub(crate) enum StoreArg {
+    Library(SharedStore),
+    Host(Arc<CallbackStore>),
+}
+
+impl StoreArg {
+    /// Read and check the table at `p`.
+    ///
+    /// # Safety
+    /// `p` is NULL or a valid table (see `read_store_table`).
+    pub(crate) unsafe fn from_table(p: *const shard_store_callbacks) -> FfiResult<Self> {
+        // SAFETY: per the contract.
+        let table = unsafe { read_store_table(p) }.ok_or(Failure::Null("store"))?;
+        // SAFETY: a table with the library's callbacks is one the library made, unreleased.
+        if let Some(store) = unsafe { super::store::library_store(&table) } {
+            return Ok(StoreArg::Library(store));
+        }
+        Ok(StoreArg::Host(Arc::new(CallbackStore::new(table)?)))
+    }
+
+    /// The store to open arrays and groups on.
+    pub(crate) fn shared(&self) -> SharedStore {
+        match self {
+            StoreArg::Library(s) => s.clone(),
+            StoreArg::Host(h) => h.clone(),
+        }
+    }
+
+    /// An array handle opened on it: a host's `userdata` is now the handle's, destroyed when
+    /// the last reference (the array's) goes.
+    pub(crate) fn adopt(&self) {
+        if let StoreArg::Host(h) = self {
+            h.owns_userdata.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -253,13 +307,45 @@ pub struct shard_array {
     _private: [u8; 0],
 }
 
-/// Field order matters: the array (whose store calls back into the host) is dropped before the
-/// store's `userdata` is destroyed.
+/// The store an array handle's array lives in: a shared store seen from the array's path.
+pub(crate) type HandleStore = Prefixed<SharedStore>;
+
+/// The array behind a `shard_array` handle. Calls that change its shape or attributes take
+/// the lock for writing (waiting for reads in flight); every other call takes it for reading.
+/// The store, and a host store's `userdata`, go with the array's last reference.
 pub(crate) struct ArrayHandle {
-    array: Array<CallbackStore>,
+    array: RwLock<Array<HandleStore>>,
     layout: Option<Arc<crate::sharding::ShardLayout>>,
     writing: Mutex<()>,
-    _userdata: UserdataOwner,
+}
+
+impl ArrayHandle {
+    pub(crate) fn new(array: Array<HandleStore>) -> Self {
+        ArrayHandle {
+            layout: array.metadata().shard_layout().map(Arc::new),
+            array: RwLock::new(array),
+            writing: Mutex::new(()),
+        }
+    }
+
+    /// The array, for calls that read it or write regions.
+    pub(crate) fn array(&self) -> RwLockReadGuard<'_, Array<HandleStore>> {
+        self.array.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Exclusive use as a writer: `SHARD_ERR_BUSY` while another thread writes.
+    pub(crate) fn writer(&self) -> FfiResult<MutexGuard<'_, ()>> {
+        match self.writing.try_lock() {
+            Ok(g) => Ok(g),
+            Err(TryLockError::WouldBlock) => Err(Failure::Busy),
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+        }
+    }
+
+    /// The array, to change its shape or metadata (after the reads in flight).
+    pub(crate) fn array_mut(&self) -> RwLockWriteGuard<'_, Array<HandleStore>> {
+        self.array.write().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Handle for shard_array {
@@ -288,19 +374,12 @@ pub unsafe extern "C" fn shard_array_open(
     guard(|| {
         // SAFETY: per the documented contract.
         let json = unsafe { text(json, json_len, "json") }?;
-        let store = unsafe { read_store_table(store) }.ok_or(Failure::Null("store"))?;
+        let store = unsafe { StoreArg::from_table(store) }?;
         let array_out = unsafe { out(array_out, "array_out") }?;
-        let store = CallbackStore::new(store)?;
         let meta = ArrayMetadata::parse(json)?;
-        let layout = meta.shard_layout().map(Arc::new);
-        let (destroy, userdata) = (store.cb.destroy, store.cb.userdata);
-        let array = Array::from_metadata(store, meta)?;
-        *array_out = shard_array::into_ptr(ArrayHandle {
-            array,
-            layout,
-            writing: Mutex::new(()),
-            _userdata: UserdataOwner::of_store(destroy, userdata),
-        });
+        let array = Array::from_metadata(Prefixed::new(store.shared(), "")?, meta)?;
+        store.adopt();
+        *array_out = shard_array::into_ptr(ArrayHandle::new(array));
         Ok(())
     })
 }
@@ -326,7 +405,7 @@ pub unsafe extern "C" fn shard_array_set_coalesce_gap(
     guard(|| {
         // SAFETY: per the documented contract.
         let h = unsafe { shard_array::borrow(array, "array") }?;
-        h.array.set_coalesce_gap(gap);
+        h.array().set_coalesce_gap(gap);
         Ok(())
     })
 }
@@ -351,10 +430,10 @@ pub unsafe extern "C" fn shard_array_codec(
             .layout
             .clone()
             .ok_or_else(|| Error::Unsupported("the array is not sharded".into()))?;
-        super::codec::refuse_whole_shard_codecs(h.array.metadata())?;
+        super::codec::refuse_whole_shard_codecs(h.array().metadata())?;
         *codec_out = shard_codec::into_ptr(CodecHandle {
             layout,
-            array: Some(h.array.metadata().clone()),
+            array: Some(h.array().metadata().clone()),
         });
         Ok(())
     })
@@ -410,7 +489,7 @@ pub unsafe extern "C" fn shard_array_read_region(
         // SAFETY: per the documented contract.
         let (h, start, shape) = unsafe { region_args(array, start, shape, rank) }?;
         let buf = unsafe { bytes_mut(buf, len, "buf") }?;
-        Ok(h.array.read_region(start, shape, buf)?)
+        Ok(h.array().read_region(start, shape, buf)?)
     })
 }
 
@@ -446,12 +525,8 @@ pub unsafe extern "C" fn shard_array_write_region(
         // SAFETY: per the documented contract.
         let (h, start, shape) = unsafe { region_args(array, start, shape, rank) }?;
         let data = unsafe { bytes(data, len, "data") }?;
-        let _exclusive = match h.writing.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::WouldBlock) => return Err(Failure::Busy),
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        };
-        Ok(h.array.write_region(start, shape, data)?)
+        let _exclusive = h.writer()?;
+        Ok(h.array().write_region(start, shape, data)?)
     })
 }
 
@@ -514,7 +589,7 @@ pub unsafe extern "C" fn shard_array_refs(
             )
         }?;
         let buf = unsafe { bytes_mut(buf.cast::<u8>(), len, "buf") }?;
-        let text = String::from_utf8(request.text(&h.array)?).expect("JSON text is UTF-8");
+        let text = String::from_utf8(request.text(&h.array())?).expect("JSON text is UTF-8");
         let written = copy_string(&text, buf)?;
         // SAFETY: NULL or valid for one write.
         if let Some(w) = unsafe { optional_out(written_out) } {
@@ -671,10 +746,10 @@ unsafe fn refs_to_sink(
     let written = match delivery {
         // The text, some 40–60 bytes a chunk, rather than the references, some 150. Writing
         // it fails only when the sink does, which `host.failed` tells.
-        Delivery::Whole => request.text(&h.array).map(|text| {
+        Delivery::Whole => request.text(&h.array()).map(|text| {
             let _ = host.write_all(&text);
         }),
-        Delivery::AsRead => request.write(&h.array, &mut host),
+        Delivery::AsRead => request.write(&h.array(), &mut host),
     };
     match (written, host.failed) {
         // The sink's failure is reported with its code, not as the writer's error.
@@ -762,7 +837,7 @@ pub unsafe extern "C" fn shard_array_refs_parquet_dir(
         let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
         let name = unsafe { text(name, name_len, "name") }?;
         let dir = unsafe { path(dir, dir_len, "dir") }?;
-        crate::refs::write_parquet_from_array(&h.array, url_prefix, name, record_size, &dir)?;
+        crate::refs::write_parquet_from_array(&*h.array(), url_prefix, name, record_size, &dir)?;
         Ok(())
     })
 }
@@ -881,7 +956,7 @@ unsafe fn verify(
     userdata: *mut c_void,
 ) -> crate::Result<shard_verify_summary> {
     let mut problems = 0u64;
-    let s = h.array.verify_counted(&|_| {}, |problem| {
+    let s = h.array().verify_counted(&|_| {}, |problem| {
         problems += 1;
         let Some(report) = on_problem else {
             return Ok(());
@@ -945,7 +1020,7 @@ pub unsafe extern "C" fn shard_array_stored_shards(
         // SAFETY: per the documented contract.
         let h = unsafe { shard_array::borrow(array, "array") }?;
         let count_out = unsafe { out(count_out, "count_out") }?;
-        *count_out = h.array.stored_shard_count()?;
+        *count_out = h.array().stored_shard_count()?;
         Ok(())
     })
 }
@@ -997,7 +1072,7 @@ impl<'a> RefsRequest<'a> {
 
     /// The set's whole JSON text, in the version asked for, written as the shards are read
     /// (the references are never all held; the text is). Errors as `References::from_array`.
-    fn text(&self, array: &Array<CallbackStore>) -> Result<Vec<u8>> {
+    fn text(&self, array: &Array<HandleStore>) -> Result<Vec<u8>> {
         let mut text = Vec::new();
         self.write(array, &mut text)?;
         Ok(text)
@@ -1005,7 +1080,7 @@ impl<'a> RefsRequest<'a> {
 
     /// Write the set's JSON text to `out` as the shards are read. Errors as
     /// `References::from_array`, and `out`'s as `Error::Io`.
-    fn write(&self, array: &Array<CallbackStore>, out: &mut dyn std::io::Write) -> Result<()> {
+    fn write(&self, array: &Array<HandleStore>, out: &mut dyn std::io::Write) -> Result<()> {
         let version = match self.json_v1 {
             false => JsonVersion::V0,
             true => JsonVersion::V1,
@@ -1055,7 +1130,7 @@ pub unsafe extern "C" fn shard_array_refs_parquet(
         let name = unsafe { text(name, name_len, "name") }?;
         let out =
             CallbackStore::new(unsafe { read_store_table(out) }.ok_or(Failure::Null("out"))?)?;
-        crate::refs::write_parquet_from_array_to(&h.array, url_prefix, name, record_size, &out)?;
+        crate::refs::write_parquet_from_array_to(&*h.array(), url_prefix, name, record_size, &out)?;
         Ok(())
     })
 }

@@ -24,8 +24,10 @@ pub mod codec;
 pub mod error;
 pub mod handle;
 pub mod io;
+pub mod node;
 pub mod shard;
 pub mod status;
+pub mod store;
 
 use handle::{bytes_mut, copy_cstr, optional_out, out};
 use status::shard_status;
