@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
      * default), a crc32c over each shard index (the default), dimension names as the axes. */
     for (i = 0; i < LEVELS; i++) {
         shard_array_spec spec;
-        char path[8];
+        char path[2]; /* "0", "1", "2" */
         uint64_t shape[3], shard[3], chunk[3];
         if (i > 0) {
             ny[i] = ny[i - 1] / 2;
@@ -155,7 +155,8 @@ int main(int argc, char **argv) {
         spec.chunk_shape = chunk;
         spec.data_type = "uint16";
         spec.dimension_names = dims;
-        snprintf(path, sizeof path, "%d", i);
+        path[0] = (char)('0' + i);
+        path[1] = '\0';
         st = shard_array_create_spec(&store, path, &spec, SHARD_CREATE_OVERWRITE, &arrays[i]);
         if (st != SHARD_OK) {
             lib_error("shard_array_create_spec", st);
