@@ -20,7 +20,8 @@ unbounded first dimension grown by appends, inner chunks of 4 x 256 x 256 and sh
 8 x 1024 x 1024, the shard index at the end with crc32c. The frames exist before the clock
 starts; each time covers opening the store or stream through close. MB/s = raw frame bytes /
 seconds / 1e6. The ratio column is the median of per-round ratios to acquire-zarr, with their
-range. After the rounds zarr-python reads each writer's last output, which must equal the
+range. CPU s is the writer's process CPU time (all threads) over the same span: on a machine
+other processes keep busy the wall times move with them, the CPU cost much less. After the rounds zarr-python reads each writer's last output, which must equal the
 frames (values, shape, chunk and shard shapes). No timed assertions: the table is the result;
 the exit status is 1 only when an output is wrong or a writer fails.
 """
@@ -57,7 +58,7 @@ def frames(t_count: int, n: int) -> np.ndarray:
     return out
 
 
-def run_acquire(out: str, data: np.ndarray, threads: int) -> float:
+def run_acquire(out: str, data: np.ndarray, threads: int) -> tuple:
     t_count, ny, nx = data.shape
     dims = [
         az.Dimension(name="t", kind=az.DimensionType.TIME, array_size_px=0,
@@ -73,15 +74,15 @@ def run_acquire(out: str, data: np.ndarray, threads: int) -> float:
         compression=az.CompressionSettings(compressor=az.Compressor.BLOSC1,
                                            codec=az.CompressionCodec.BLOSC_ZSTD,
                                            level=1, shuffle=1))]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     stream = az.ZarrStream(settings)
     for i in range(t_count):
         stream.append(data[i])
     stream.close()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def run_stream(program: str, out: str, shape: tuple, codec: str, threads: int) -> float:
+def run_stream(program: str, out: str, shape: tuple, codec: str, threads: int) -> tuple:
     shard = [c * s for c, s in zip(CHUNK, SHARD_CHUNKS)]
     args = [program, out, *map(str, shape), *map(str, CHUNK), *map(str, shard), codec,
             str(threads)]
@@ -89,7 +90,7 @@ def run_stream(program: str, out: str, shape: tuple, codec: str, threads: int) -
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} exited {res.returncode}: {res.stderr.strip()}")
     fields = dict(kv.split("=", 1) for kv in res.stdout.split())
-    return float(fields["seconds"])
+    return float(fields["seconds"]), float(fields["cpu_seconds"])
 
 
 def stored_bytes(path: str) -> int:
@@ -138,6 +139,7 @@ def main() -> int:
     }
     names = list(writers)
     secs = {n: [] for n in names}
+    cpus = {n: [] for n in names}
     load0 = os.getloadavg()[0]
     print(f"[compare.py] {a.rounds} rounds of {len(names)} writers, {shape[0]} frames of "
           f"{shape[1]}x{shape[2]} uint16 ({raw / 1e6:.0f} MB), threads {a.threads}, in {work}",
@@ -147,7 +149,9 @@ def main() -> int:
         for n in order:
             out = os.path.join(work, n.replace(" ", "_").replace(",", ""))
             shutil.rmtree(out, ignore_errors=True)
-            secs[n].append(writers[n][1](out))
+            wall, cpu = writers[n][1](out)
+            secs[n].append(wall)
+            cpus[n].append(cpu)
         print(f"[compare.py] round {r + 1}: " +
               ", ".join(f"{n} {secs[n][-1]:.2f} s" for n in names), file=sys.stderr)
     load1 = os.getloadavg()[0]
@@ -158,9 +162,9 @@ def main() -> int:
           f"{tuple(c * s for c, s in zip(CHUNK, SHARD_CHUNKS))}, index at the end + crc32c, "
           f"{a.threads} threads, {a.rounds} rounds; load average {load0:.2f} before, "
           f"{load1:.2f} after\n")
-    print("| writer | codec | MB/s median (min–max) | stored MB | ratio to acquire-zarr, median "
-          "(range) | zarr-python reads the frames |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| writer | codec | MB/s median (min–max) | ratio to acquire-zarr, median (range) | "
+          "CPU s median | stored MB | zarr-python reads the frames |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     base = secs["acquire-zarr"]
     for n in names:
         mbs = [raw / s / 1e6 for s in secs[n]]
@@ -169,8 +173,9 @@ def main() -> int:
         problems = check(out, data)
         failed += bool(problems)
         print(f"| {n} | {writers[n][0]} | {statistics.median(mbs):.0f} "
-              f"({min(mbs):.0f}–{max(mbs):.0f}) | {stored_bytes(out) / 1e6:.1f} | "
+              f"({min(mbs):.0f}–{max(mbs):.0f}) | "
               f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) | "
+              f"{statistics.median(cpus[n]):.2f} | {stored_bytes(out) / 1e6:.1f} | "
               f"{'; '.join(problems) if problems else 'yes, equal'} |")
     print(f"\nacquire-zarr {version('acquire-zarr')}, zarr-python {zarr.__version__}, "
           f"numpy {np.__version__}")
