@@ -65,6 +65,11 @@ int main(int argc, char **argv) {
         chunk[i] = strtoull(argv[5 + i], NULL, 10);
         shard[i] = strtoull(argv[8 + i], NULL, 10);
     }
+    for (i = 0; i < 3; i++)
+        if (n[i] == 0 || chunk[i] == 0 || shard[i] == 0 || n[i] > 65536) {
+            fprintf(stderr, "stream: sizes must be 1..65536, chunk and shard shapes nonzero\n");
+            return 2;
+        }
     codec = argv[11];
     threads = (size_t)strtoull(argv[12], NULL, 10);
     if (strcmp(codec, "blosc-zstd") != 0 && strcmp(codec, "zstd") != 0) {
