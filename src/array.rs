@@ -54,6 +54,36 @@ pub struct Array<S: Store> {
     pub(crate) pending: std::sync::Mutex<Option<crate::append::PendingLayer>>,
 }
 
+/// The metadata and format of the array at `store`'s root (see [`Array::open`]).
+fn open_metadata<T: Store>(store: &T) -> Result<(ArrayMetadata, Format)> {
+    if let Some(text) = read_document(store, "zarr.json")? {
+        let members = ArrayMetadata::members(&text, "zarr.json")?;
+        drop(text);
+        if members
+            .tree
+            .get("zarr_format")
+            .is_some_and(Value::is_string)
+        {
+            return Err(Error::metadata(
+                    "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
+                ));
+        }
+        let meta = ArrayMetadata::from_document(members)?;
+        return Ok((meta, Format::V3));
+    }
+    if let Some(text) = read_document(store, ".zarray")? {
+        let mut meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
+        // Zarr v2 keeps the user's attributes beside: they are the array's attributes.
+        if let Some(text) = read_document(store, ".zattrs")? {
+            let text =
+                std::str::from_utf8(&text).map_err(|_| Error::metadata(".zattrs is not UTF-8"))?;
+            meta.attributes = Attributes::from_text(text, ".zattrs")?;
+        }
+        return Ok((meta, Format::V2Prototype));
+    }
+    Err(Error::metadata("no zarr.json or .zarray in the store"))
+}
+
 /// Writes the frames still pending ([`Array::append`]), ignoring errors, as
 /// `std::io::BufWriter` does: call [`Array::flush`] to see them.
 impl<S: Store> Drop for Array<S> {
@@ -94,32 +124,8 @@ impl<S: Store> Array<S> {
     /// Open the array at the store's root: `zarr.json` (Zarr v3), or `.zarray` (the Zarr v2
     /// sharding prototype; plain v2 arrays read too).
     pub fn open(store: S) -> Result<Self> {
-        if let Some(text) = read_document(&store, "zarr.json")? {
-            let members = ArrayMetadata::members(&text, "zarr.json")?;
-            drop(text);
-            if members
-                .tree
-                .get("zarr_format")
-                .is_some_and(Value::is_string)
-            {
-                return Err(Error::metadata(
-                    "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
-                ));
-            }
-            let meta = ArrayMetadata::from_document(members)?;
-            return Ok(Array::new(meta, store, Format::V3));
-        }
-        if let Some(text) = read_document(&store, ".zarray")? {
-            let mut meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
-            // Zarr v2 keeps the user's attributes beside: they are the array's attributes.
-            if let Some(text) = read_document(&store, ".zattrs")? {
-                let text = std::str::from_utf8(&text)
-                    .map_err(|_| Error::metadata(".zattrs is not UTF-8"))?;
-                meta.attributes = Attributes::from_text(text, ".zattrs")?;
-            }
-            return Ok(Array::new(meta, store, Format::V2Prototype));
-        }
-        Err(Error::metadata("no zarr.json or .zarray in the store"))
+        let (meta, format) = open_metadata(&store)?;
+        Ok(Array::new(meta, store, format))
     }
 
     /// Open a Zarr v3 draft array (sharding storage transformer) at hierarchy path `path`
@@ -181,21 +187,35 @@ impl<S: Store> Array<S> {
     }
 
     /// Open the array at node `path` of `store` (`""` for its root), as [`Array::open`] opens
-    /// the one at a store's root: `PATH/zarr.json` or `PATH/.zarray`.
+    /// the one at a store's root: `PATH/zarr.json` or `PATH/.zarray`, else the Zarr v3 draft
+    /// array at hierarchy path `path` (`meta/root/PATH.array.json`, [`Array::open_v3_draft`]).
     ///
     /// Errors: [`Error::InvalidArgument`] (the path), [`Error::InvalidMetadata`] (no array
     /// there, naming the path, or its metadata is invalid), the store's errors.
     pub fn open_at(store: S, path: &str) -> Result<Array<Prefixed<S>>> {
         let node = Prefixed::new(store, path)?;
-        Array::open(node).map_err(|e| match e {
-            Error::InvalidMetadata(m) if m == "no zarr.json or .zarray in the store" => {
-                Error::metadata(format!(
-                    "no zarr.json or .zarray at `{}`",
-                    path.escape_debug()
-                ))
+        match open_metadata(&node) {
+            Ok((meta, format)) => Ok(Array::new(meta, node, format)),
+            Err(Error::InvalidMetadata(m))
+                if m == "no zarr.json or .zarray in the store"
+                    || m.starts_with("zarr.json is a Zarr v3 draft entry point") =>
+            {
+                // A Zarr v3 draft hierarchy keeps its arrays' metadata under `meta/root/`.
+                let root = Prefixed::new(node.into_inner(), "")?;
+                let draft = match path {
+                    "" => "meta/root.array.json".to_string(),
+                    p => format!("meta/root/{p}.array.json"),
+                };
+                if read_document(&root, &draft)?.is_some() {
+                    return Array::open_v3_draft(root, path);
+                }
+                Err(Error::metadata(format!(
+                    "no zarr.json or .zarray at {}",
+                    crate::store::shown_path(path)
+                )))
             }
-            e => e,
-        })
+            Err(e) => Err(e),
+        }
     }
 
     /// An array of a Zarr v3 `meta` whose document the caller already has, or will write

@@ -37,7 +37,8 @@ impl<S: Store> Group<S> {
     /// there, naming the path), the store's errors.
     pub fn open(store: S, path: &str) -> Result<Self> {
         let node = Prefixed::new(store, path)?;
-        let not_group = || Error::metadata(format!("no group at `{}`", path.escape_debug()));
+        let not_group =
+            || Error::metadata(format!("no group at {}", crate::store::shown_path(path)));
         let text = read_document(&node, "zarr.json")?.ok_or_else(not_group)?;
         let v: Value = serde_json::from_slice(&text)
             .map_err(|e| crate::metadata::json_error(&format!("{path}/zarr.json"), &e))?;
@@ -107,8 +108,8 @@ pub(crate) fn make_room<S: Store>(node: &Prefixed<S>, overwrite: bool) -> Result
     };
     if !overwrite {
         return Err(Error::InvalidState(format!(
-            "`{}` already holds {} {kind} ({doc}); overwrite to replace it",
-            path.escape_debug(),
+            "{} already holds {} {kind} ({doc}); overwrite to replace it",
+            crate::store::shown_path(path),
             if kind == "array" { "an" } else { "a" },
         )));
     }
@@ -135,8 +136,8 @@ pub(crate) fn make_room<S: Store>(node: &Prefixed<S>, overwrite: bool) -> Result
 fn remove_all<S: Store>(node: &Prefixed<S>, path: &str) -> Result<()> {
     let keys = node.list_prefix("")?.ok_or_else(|| {
         Error::Unsupported(format!(
-            "overwriting `{}` removes everything below it, which needs a store that lists",
-            path.escape_debug()
+            "overwriting {} removes everything below it, which needs a store that lists",
+            crate::store::shown_path(path)
         ))
     })?;
     // A directory store lists its directories too; only the files below them are objects.

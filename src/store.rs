@@ -317,6 +317,14 @@ pub fn node_path(path: &str) -> Result<&str> {
     Ok(path)
 }
 
+/// A node path as messages show it: `` `a/b` ``, or "the store's root" for `""`.
+pub(crate) fn shown_path(path: &str) -> String {
+    match path {
+        "" => "the store's root".to_string(),
+        p => format!("`{}`", p.escape_debug()),
+    }
+}
+
 /// A store seen from one node of its hierarchy: key `k` is the inner store's `PATH/k`, so an
 /// array at `a/b` finds `a/b/zarr.json` and its shards under `a/b/`. With an empty path it is
 /// the inner store itself.
@@ -346,6 +354,11 @@ impl<S: Store> Prefixed<S> {
     /// The store the node lives in.
     pub fn inner(&self) -> &S {
         &self.inner
+    }
+
+    /// The store the node lives in, given back.
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 
     fn key(&self, key: &str) -> String {

@@ -234,8 +234,7 @@ fn shrinking_then_growing_shows_fill_never_stale_data() {
 #[test]
 fn create_refuses_an_existing_node_unless_overwriting() {
     let store = MemoryStore::new();
-    let a =
-        Array::create_at(store.clone(), "a", spec(4).to_metadata().unwrap(), false).unwrap();
+    let a = Array::create_at(store.clone(), "a", spec(4).to_metadata().unwrap(), false).unwrap();
     a.write_region(
         &[0, 0, 0],
         &[4, 6, 5],
@@ -254,7 +253,16 @@ fn create_refuses_an_existing_node_unless_overwriting() {
         "invalid state: `a` already holds an array (zarr.json); overwrite to replace it"
     );
     Array::create_at(store.clone(), "a", spec(2).to_metadata().unwrap(), true).unwrap();
-    assert_eq!(store.keys(), vec!["a/zarr.json".to_string()]);
+    assert!(
+        !store.keys().iter().any(|k| k.starts_with("a/c/")),
+        "{:?}",
+        store.keys()
+    );
+    Array::create_at(store.clone(), "", spec(1).to_metadata().unwrap(), false).unwrap();
+    let e = Group::create(store.clone(), "", Attributes::new(), false)
+        .err()
+        .unwrap();
+    assert_eq!(e.to_string(), "invalid state: the store's root already holds an array (zarr.json); overwrite to replace it");
     Group::create(store.clone(), "g", Attributes::new(), false).unwrap();
     let e = Group::create(store.clone(), "g", Attributes::new(), false)
         .err()
@@ -341,4 +349,45 @@ fn a_spec_with_defaults_is_the_metadata_a_careful_user_would_write() {
         .to_metadata()
         .unwrap_err();
     assert!(matches!(e, Error::InvalidMetadata(_)), "{e}");
+}
+
+#[test]
+fn open_at_finds_a_v3_draft_array_by_its_hierarchy_path() {
+    let store = MemoryStore::new();
+    let doc = json!({"shape": [4, 6], "data_type": "<u2",
+        "chunk_grid": {"type": "regular", "chunk_shape": [2, 2], "separator": "/"},
+        "chunk_memory_layout": "C", "compressor": null, "fill_value": 3, "extensions": [],
+        "attributes": {}, "storage_transformers": [{"extension":
+            "https://purl.org/zarr/spec/storage_transformers/sharding/1.0", "type": "indexed",
+            "configuration": {"chunks_per_shard": [1, 3]}}]});
+    store
+        .set("meta/root/foo/baz.array.json", doc.to_string().as_bytes())
+        .unwrap();
+    store
+        .set("meta/root.array.json", doc.to_string().as_bytes())
+        .unwrap();
+    store
+        .set(
+            "zarr.json",
+            json!({"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0",
+        "metadata_encoding": "https://purl.org/zarr/spec/protocol/core/3.0",
+        "metadata_key_suffix": ".json", "extensions": []})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+    for path in ["foo/baz", ""] {
+        let a = Array::open_at(store.clone(), path).unwrap();
+        assert!(matches!(a.format(), Format::V3Draft { .. }), "{path}");
+        assert_eq!(a.shape(), &[4, 6]);
+        assert_eq!(
+            a.read_region_vec(&[0, 0], &[1, 1]).unwrap(),
+            3u16.to_ne_bytes()
+        );
+    }
+    let e = Array::open_at(store, "foo").err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "invalid metadata: no zarr.json or .zarray at `foo`"
+    );
 }

@@ -1,7 +1,8 @@
-// example: write one shard to a file with the zarrshard C++ binding, then read an inner
-// chunk back and print it.
+// example: write a 3-D uint16 array frame by frame into a directory with the zarrshard C++
+// binding (the library's own directory store), read a region back and print it; then open one
+// of its shards alone through the library's file I/O.
 //
-//     example [DIR]      writes DIR/example.shard (DIR defaults to ".")
+//     example [DIR]      writes DIR/frames.zarr (DIR defaults to ".")
 //
 // Build (from the repository root):
 //     g++ -std=c++17 -I include -I bindings/cpp bindings/cpp/example.cpp
@@ -14,49 +15,43 @@
 #include <vector>
 
 int main(int argc, char **argv) {
-    const std::string path = std::string(argc > 1 ? argv[1] : ".") + "/example.shard";
+    const std::string root = std::string(argc > 1 ? argv[1] : ".") + "/frames.zarr";
     try {
-        // 8x8 uint16 shards of 4x4 inner chunks, zstd-compressed, crc32c-protected index at
-        // the end; fill value 0.
-        const zarrshard::Codec codec = zarrshard::Codec::from_config(
-            R"({"chunk_shape": [4, 4],
-                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                           {"name": "zstd", "configuration": {"level": 1, "checksum": false}}],
-                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                                 {"name": "crc32c"}],
-                "index_location": "end"})",
-            "uint16", {8, 8}, "0");
+        const auto store = zarrshard::Store::directory(root, zarrshard::Directory::Create);
+        // 0 frames of 64x48 to start; shards of 8 frames, inner chunks of one 32x24 quarter
+        // frame; zstd and a crc32c-protected index (the defaults).
+        zarrshard::ArraySpec spec({0, 64, 48}, {1, 32, 24}, "uint16");
+        spec.shard_shape = std::vector<std::uint64_t>{8, 64, 48};
+        spec.dimension_names = std::vector<std::optional<std::string>>{"t", "y", "x"};
+        auto array = zarrshard::Array::create(store, "", spec, zarrshard::Existing::Overwrite);
+        for (std::uint64_t t = 0; t < 20; t++) {
+            std::vector<std::uint16_t> frame(64 * 48);
+            for (std::size_t i = 0; i < frame.size(); i++)
+                frame[i] = static_cast<std::uint16_t>(t * 100 + i % 100);
+            array.append<std::uint16_t>(0, {1, 64, 48}, frame); // one frame at the end of t
+        }
+        array.flush(); // the partial last layer of shards, and zarr.json's shape
+        const auto shape = array.shape();
+        std::printf("wrote %s: %llu x %llu x %llu (zarrshard %s)\n", root.c_str(),
+                    static_cast<unsigned long long>(shape[0]),
+                    static_cast<unsigned long long>(shape[1]),
+                    static_cast<unsigned long long>(shape[2]), zarrshard::version());
 
-        {
-            // Writes go to a temporary; commit() makes them visible only after finalize().
-            auto shard = zarrshard::Shard::open(codec, zarrshard::FileIO(path, zarrshard::FileIO::Write),
-                                                zarrshard::Mode::WriteStreaming);
-            for (std::uint64_t cy = 0; cy < 2; cy++) {
-                for (std::uint64_t cx = 0; cx < 2; cx++) {
-                    std::vector<std::uint16_t> chunk(16);
-                    for (std::size_t i = 0; i < chunk.size(); i++)
-                        chunk[i] = static_cast<std::uint16_t>(1000 * (cy * 2 + cx) + i);
-                    shard.write_chunk_as<std::uint16_t>({cy, cx}, chunk);
-                }
-            }
-            const std::uint64_t size = shard.finalize();
-            shard.io<zarrshard::FileIO>().commit();
-            std::printf("wrote %s: %llu bytes (zarrshard %s)\n", path.c_str(),
-                        static_cast<unsigned long long>(size), zarrshard::version());
-        } // the shard closes here, and its FileIO with it
-
-        const auto shard =
-            zarrshard::Shard::open(codec, zarrshard::FileIO(path, zarrshard::FileIO::Read));
-        const std::vector<std::uint16_t> values = shard.read_chunk_as<std::uint16_t>({1, 0});
-        const zarrshard::ChunkLocation where = shard.chunk_info({1, 0});
-        std::printf("inner chunk [1, 0] (%llu bytes at offset %llu):\n",
-                    static_cast<unsigned long long>(where.nbytes),
-                    static_cast<unsigned long long>(where.offset));
-        for (std::size_t r = 0; r < 4; r++) {
-            for (std::size_t c = 0; c < 4; c++) std::printf(" %5u", values[r * 4 + c]);
+        const auto region = array.read_region<std::uint16_t>({19, 0, 0}, {1, 2, 4});
+        std::printf("frame 19, rows 0-1, columns 0-3:\n");
+        for (std::size_t r = 0; r < 2; r++) {
+            for (std::size_t c = 0; c < 4; c++) std::printf(" %5u", region[r * 4 + c]);
             std::printf("\n");
         }
-        return values[0] == 2000 && values[15] == 2015 ? 0 : 1;
+
+        // One shard alone: the codec from the array, the file through the library's I/O.
+        const zarrshard::Codec codec = array.codec();
+        const auto shard = zarrshard::Shard::open(
+            codec, zarrshard::LibraryIO::file(root + "/" + codec.shard_key({1, 0, 0})));
+        const auto chunk = shard.read_chunk_as<std::uint16_t>({0, 0, 0}); // frame 8, top left
+        std::printf("shard %s, inner chunk [0, 0, 0] starts with %u\n",
+                    codec.shard_key({1, 0, 0}).c_str(), chunk[0]);
+        return region[0] == 1900 && region[5] == 1949 && chunk[0] == 800 ? 0 : 1;
     } catch (const zarrshard::Error &e) {
         std::fprintf(stderr, "example: %s (status %d, io code %d)\n", e.what(),
                      static_cast<int>(e.status()), static_cast<int>(e.io_code()));

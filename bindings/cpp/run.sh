@@ -11,7 +11,9 @@
 #      the Parquet reference sets the tests wrote (SCRATCH/refs-parquet, copied out of a
 #      MemoryStore, and SCRATCH/refs-parquet-dir, written by kerchunk_refs_parquet_dir) read
 #      back with fastparquet, fsspec's ReferenceFileSystem and zarr-python
-#      (tests/check_parquet_refs.py)
+#      (tests/check_parquet_refs.py), and the hierarchy the tests wrote through the library's
+#      directory store (SCRATCH/py.zarr: a group, arrays appended to, resized, with attributes)
+#      read with zarr-python (tests/check_zarr_python.py)
 #
 # Everything it builds or writes goes to target/bindings/cpp/ (logs in .../logs). One
 # PASS/FAIL line per step, then `N passed, M failed` alone on the last line; exit status 0
@@ -110,6 +112,12 @@ check_parquet() {
         "$REPO/.venv/bin/python" "$HERE/tests/check_parquet_refs.py" "$dir" fixture "$FIXTURE" "$3"
 }
 
+# check_zarr_python VARIANT: SCRATCH/py.zarr (test_write_for_zarr_python) read by zarr-python.
+check_zarr_python() {
+    local dir="$OUT/$1/scratch/py.zarr"
+    [ -f "$dir/zarr.json" ] && "$REPO/.venv/bin/python" "$HERE/tests/check_zarr_python.py" "$dir"
+}
+
 # The two compiles run side by side (the slow part); their logs are reported in order.
 build plain -O2 >"$LOGS/build-plain.bg" 2>&1 &
 pid_plain=$!
@@ -128,12 +136,14 @@ step run-example-plain run_example plain
 step run-tests-plain run_tests plain
 step check-parquet-refs-plain check_parquet plain refs-parquet 3
 step check-parquet-refs-dir-plain check_parquet plain refs-parquet-dir 5
+step check-zarr-python-plain check_zarr_python plain
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 step run-example-asan run_example asan
 step run-tests-asan run_tests asan
 step check-parquet-refs-asan check_parquet asan refs-parquet 3
 step check-parquet-refs-dir-asan check_parquet asan refs-parquet-dir 5
+step check-zarr-python-asan check_zarr_python asan
 
 echo "total $((SECONDS - START))s"
 echo "$passed passed, $failed failed"

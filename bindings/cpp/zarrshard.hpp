@@ -4,10 +4,11 @@
 //     // link: <repo>/target/release/libzarrshard.a -lpthread -ldl -lm
 //
 //     auto codec = zarrshard::Codec::from_zarr_json(zarr_json_text);
-//     auto shard = zarrshard::Shard::open(codec, zarrshard::FileIO(path, zarrshard::FileIO::Read));
+//     auto shard = zarrshard::Shard::open(codec, zarrshard::LibraryIO::file(path));
 //     std::vector<uint16_t> chunk = shard.read_chunk_as<uint16_t>({0, 1});
 //
-//     auto array = zarrshard::Array::open(zarr_json_text, zarrshard::DirectoryStore(dir));
+//     auto store = zarrshard::Store::directory(dir);          // the library's file store
+//     auto array = zarrshard::Array::open(store, "image");    // image/zarr.json
 //     std::vector<uint16_t> region = array.read_region<uint16_t>({10, 20}, {40, 30});
 //
 // Design (after wasmtime's C++ headers):
@@ -16,12 +17,17 @@
 //   calls throw `Error` with `SHARD_ERR_NULL_POINTER`. `Shard` and `Array` are move-only;
 //   `Codec` (immutable in C) is also copyable, a copy being another reference
 //   (`shard_codec_clone`);
+// * files are the library's: `Store` (a `shard_store_directory` / `shard_store_memory` table,
+//   copyable, copies sharing it) and `LibraryIO` (a `shard_io_file` table, move-only, handed to
+//   the shard that opens it); the binding has no file code of its own. Arrays are created,
+//   opened by path, resized and appended to through them (`Array::create`, `ArraySpec`,
+//   `Group::create`);
 // * every status is checked: a failure throws `zarrshard::Error` with the status, the
 //   library's message (`shard_last_error`) and the host's I/O code (`shard_last_io_code`);
 // * host storage is any C++ object with `read(offset, span<uint8_t>)` (see "The I/O concept"
 //   below); it is adapted into a `shard_io_callbacks` table whose trampolines are `noexcept`
 //   and turn every exception into an error code, so nothing thrown ever crosses into C.
-// * a whole array's store is any object with `open(key)` returning such an I/O object, and
+// * a host's store is any object with `open(key)` returning such an I/O object, and
 //   optionally `list(prefix)` returning its keys (so walks over the stored shards open only
 //   those); its `open_object` and `list` trampolines are `noexcept` too.
 //   `Array::kerchunk_refs_parquet` writes
@@ -40,7 +46,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +60,6 @@
 #include <new>
 #include <optional>
 #include <ostream>
-#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -65,14 +69,6 @@
 #include <utility>
 #include <vector>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <unistd.h>
-#define ZARRSHARD_HPP_HAVE_POSIX 1
-#endif
 
 namespace zarrshard {
 
@@ -312,7 +308,7 @@ inline std::int32_t current_exception_code() noexcept {
     } catch (const std::bad_alloc &e) {
         return record_host_failure(ENOMEM, e.what());
     } catch (const Error &e) {
-        // A zarrshard call (e.g. a FileIO constructor in a store's open) failed: keep its code.
+        // A zarrshard call (e.g. `LibraryIO::file` in a store's open) failed: keep its code.
         return record_host_failure(e.io_code() != 0 ? e.io_code() : io_code_exception, e.what());
     } catch (const std::exception &e) {
         return record_host_failure(io_code_exception, e.what());
@@ -890,6 +886,103 @@ class Codec {
     std::unique_ptr<shard_codec, detail::CodecDeleter> ptr_;
 };
 
+// ---- LibraryIO: the library's own I/O for one shard object ----------------------------
+
+namespace detail {
+
+/// The native bytes of `path` as the C API takes them (any bytes but NUL on POSIX; UTF-8,
+/// from `u8string()`, on Windows).
+inline std::string path_bytes(const std::filesystem::path &path) {
+#ifdef _WIN32
+    const auto utf8 = path.u8string(); // std::string in C++17, std::u8string in C++20
+    return std::string(utf8.begin(), utf8.end());
+#else
+    return path.native();
+#endif
+}
+
+/// `text` as a NUL-terminated string for a C call taking `const char *`; a NUL inside would
+/// cut it short without the library seeing it, so it is refused here with
+/// `SHARD_ERR_INVALID_ARGUMENT` naming `what` (`"path"`) and the text.
+inline std::string c_string(std::string_view text, const char *what) {
+    if (text.find('\0') != std::string_view::npos) {
+        std::string shown(text);
+        std::replace(shown.begin(), shown.end(), '\0', '?');
+        throw Error(SHARD_ERR_INVALID_ARGUMENT, std::string("invalid argument: ") + what + " `" +
+                                                    shown + "` contains a NUL byte");
+    }
+    return std::string(text);
+}
+
+} // namespace detail
+
+/// A shard object served by the library's own I/O (`shard_io_callbacks` filled by the
+/// library), e.g. `LibraryIO::file(path)` (`shard_io_file`): the binding writes no file
+/// code of its own.
+///
+/// Owns the table (released with `shard_io_release`, which calls its `destroy`, by the
+/// destructor) until it is handed over: `Shard::open(codec, std::move(io), ...)` gives it to
+/// the shard, which releases it when it closes, and a host store's `open(key)` may return one
+/// (see `Array`), which the library then owns. Move-only (the table has one owner); a
+/// moved-from or default `LibraryIO` is empty (`!io`), and opening a shard on it throws
+/// `SHARD_ERR_NULL_POINTER`. Thread-safety is the table's: `file`'s reads may run on many
+/// threads at once.
+class LibraryIO {
+  public:
+    /// An empty object (holds no table). Never throws.
+    LibraryIO() noexcept { std::memset(&t_, 0, sizeof t_); }
+
+    /// The file at `path` as one shard object (`shard_io_file`): reads with `pread` (a
+    /// missing file reads as all fill value); what the library writes whole (a buffered
+    /// finalize) goes to a temporary beside the file, renamed over it when complete, so a
+    /// reader or a crash sees the old shard or the new one whole; the update modes and
+    /// streaming writes change the file in place; a shard left empty deletes the file.
+    /// Nothing is opened yet. Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` for an
+    /// empty path or one containing NUL, naming it).
+    [[nodiscard]] static LibraryIO file(const std::filesystem::path &path) {
+        const std::string c = detail::c_string(detail::path_bytes(path), "path");
+        LibraryIO io;
+        detail::call([&] { return shard_io_file(c.c_str(), 0, &io.t_); });
+        return io;
+    }
+
+    /// Take `other`'s table; `other` is left empty. Never throws.
+    LibraryIO(LibraryIO &&other) noexcept : t_(other.t_) { std::memset(&other.t_, 0, sizeof t_); }
+    /// Release this table, then take `other`'s; self-move keeps the table. Never throws.
+    LibraryIO &operator=(LibraryIO &&other) noexcept {
+        if (this != &other) {
+            reset();
+            t_ = other.t_;
+            std::memset(&other.t_, 0, sizeof t_);
+        }
+        return *this;
+    }
+    LibraryIO(const LibraryIO &) = delete;
+    LibraryIO &operator=(const LibraryIO &) = delete;
+    /// Releases the table when it was not handed over (`shard_io_release`). Never throws.
+    ~LibraryIO() { reset(); }
+
+    /// Whether this holds a table. Never throws.
+    explicit operator bool() const noexcept { return t_.version != 0; }
+    /// The table, borrowed (still owned by this object). Never throws.
+    [[nodiscard]] const shard_io_callbacks *get() const noexcept { return &t_; }
+    /// Give up ownership of the table: the caller hands it to a C call that takes it (or
+    /// releases it with `shard_io_release`); this object is left empty. Never throws.
+    [[nodiscard]] shard_io_callbacks release() noexcept {
+        shard_io_callbacks t = t_;
+        std::memset(&t_, 0, sizeof t_);
+        return t;
+    }
+
+  private:
+    void reset() noexcept {
+        if (t_.version != 0) shard_io_release(&t_);
+        std::memset(&t_, 0, sizeof t_);
+    }
+
+    shard_io_callbacks t_;
+};
+
 // ---- Shard ------------------------------------------------------------------------------
 
 /// Where an inner chunk is stored (`shard_chunk_location`).
@@ -962,6 +1055,8 @@ class Shard {
     [[nodiscard]] static Shard open(const Codec &codec, IO &&io, Mode mode = Mode::Read,
                                     Flags flags = Flags::None) {
         using Stored = std::decay_t<IO>;
+        static_assert(!std::is_same<Stored, LibraryIO>::value,
+                      "a LibraryIO is handed over: pass it as an rvalue (std::move(io))");
         static_assert(is_io_object_v<Stored>,
                       "an I/O object needs read(uint64_t offset, zarrshard::span<uint8_t>)");
         Shard s;
@@ -984,6 +1079,28 @@ class Shard {
         return s;
     }
 
+    /// Open the shard object behind the library's own I/O `io` (e.g. `LibraryIO::file(path)`)
+    /// with `codec`'s layout in `mode`. On success the shard owns the table (released when it
+    /// closes) and `io` is left empty; if `open` throws, `io` still owns it. `io<T>()` has no
+    /// C++ object to borrow on such a shard. Thread-safe. Throws `Error` as the other `open`
+    /// (`SHARD_ERR_NULL_POINTER` for an empty `io`).
+    [[nodiscard]] static Shard open(const Codec &codec, LibraryIO &&io, Mode mode = Mode::Read,
+                                    Flags flags = Flags::None) {
+        Shard s;
+        s.rank_ = codec.rank(); // also rejects an empty codec
+        s.chunk_nbytes_ = codec.inner_chunk_nbytes();
+        s.element_nbytes_ = codec.element_nbytes();
+        if (!io) throw Error(SHARD_ERR_NULL_POINTER, "`io` must not be NULL (an empty LibraryIO)");
+        shard_handle *h = nullptr;
+        detail::call([&] {
+            return shard_open_ex(codec.get(), io.get(), static_cast<std::uint32_t>(mode),
+                                 static_cast<std::uint32_t>(flags), &h);
+        });
+        (void)io.release(); // the handle owns the table now (destroy, at close)
+        s.ptr_.reset(h);
+        return s;
+    }
+
     /// Whether this holds an open handle. Never throws.
     explicit operator bool() const noexcept { return ptr_ != nullptr; }
     /// The C handle, borrowed; null when empty. Never throws.
@@ -1002,13 +1119,17 @@ class Shard {
 
     /// Borrow the I/O object given to `open` when it is a `T` (or points at one, for smart
     /// pointers and `std::ref`); valid until the shard closes. E.g.
-    /// `shard.io<FileIO>().commit()`. An object given through a pointer to const
+    /// `shard.io<MemoryIO>().bytes()`. An object given through a pointer to const
     /// (`std::shared_ptr<const T>`) is borrowed only as `io<const T>()`. Throws `Error`
     /// (`SHARD_ERR_NULL_POINTER` when empty, `SHARD_ERR_INVALID_ARGUMENT` for another type or a
     /// non-const `T` of a const object).
     template <class T>
     [[nodiscard]] T &io() const {
-        if (io_ == nullptr) throw Error(SHARD_ERR_NULL_POINTER, "`shard` must not be NULL (closed or moved from)");
+        if (!ptr_) throw Error(SHARD_ERR_NULL_POINTER, "`shard` must not be NULL (closed or moved from)");
+        if (io_ == nullptr)
+            throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                        "invalid argument: the shard's I/O is the library's (LibraryIO), with no "
+                        "C++ object to borrow");
         void *p = io_->object(typeid(T), !std::is_const<T>::value);
         if (p == nullptr)
             throw Error(SHARD_ERR_INVALID_ARGUMENT,
@@ -1191,9 +1312,8 @@ class Shard {
 
     /// Write the index (and, buffered, the chunks): the shard is complete when this returns.
     /// Returns the object's size, or 0 when nothing is stored and the object was removed.
-    /// Later write calls throw `SHARD_ERR_INVALID_STATE`; the shard should be closed (for
-    /// `FileIO`, call `io<FileIO>().commit()` first). Exclusive use. Throws `Error`
-    /// (`SHARD_ERR_IO`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_UNSUPPORTED`, `SHARD_ERR_BUSY`).
+    /// Later write calls throw `SHARD_ERR_INVALID_STATE`; the shard should be closed.
+    /// Exclusive use. Throws `Error` (`SHARD_ERR_IO`, `SHARD_ERR_INVALID_STATE`, `SHARD_ERR_UNSUPPORTED`, `SHARD_ERR_BUSY`).
     [[nodiscard]] std::uint64_t finalize() {
         std::uint64_t size = 0;
         detail::call([&] { return shard_finalize(get(), &size); });
@@ -1357,469 +1477,6 @@ class MemoryIO {
     std::shared_ptr<State> s_;
 };
 
-#ifdef ZARRSHARD_HPP_HAVE_POSIX
-
-namespace detail {
-
-// POSIX file calls shared by `FileIO` and `DirectoryFile`: each loops over short transfers and
-// EINTR and throws `IoError` with errno.
-
-[[noreturn]] inline void io_fail(const char *what) {
-    const int e = errno != 0 ? errno : EIO;
-    throw IoError(e, std::string(what) + ": " + std::strerror(e));
-}
-
-// `pread` up to `len` bytes at `offset`; fewer only at the end of the file.
-inline std::size_t pread_full(int fd, std::uint8_t *buf, std::size_t len, std::uint64_t offset) {
-    std::size_t got = 0;
-    while (got < len) {
-        const ssize_t n = ::pread(fd, buf + got, len - got, static_cast<off_t>(offset + got));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            io_fail("pread");
-        }
-        if (n == 0) break; // end of file: a short read means the object ends here
-        got += static_cast<std::size_t>(n);
-    }
-    return got;
-}
-
-inline void pwrite_full(int fd, span<const std::uint8_t> data, std::uint64_t offset) {
-    std::size_t done = 0;
-    while (done < data.size()) {
-        const ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
-                                   static_cast<off_t>(offset + done));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            io_fail("pwrite");
-        }
-        if (n == 0) throw IoError(EIO, "pwrite wrote nothing");
-        done += static_cast<std::size_t>(n);
-    }
-}
-
-inline std::uint64_t fd_size(int fd) {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) io_fail("fstat");
-    return static_cast<std::uint64_t>(st.st_size);
-}
-
-inline void ftruncate_to(int fd, std::uint64_t len) {
-    while (::ftruncate(fd, static_cast<off_t>(len)) != 0)
-        if (errno != EINTR) io_fail("ftruncate");
-}
-
-} // namespace detail
-
-/// A POSIX file as one shard object (like examples-c/posix_io.c).
-///
-/// `Read` reads PATH in place with `pread` (a missing PATH reads as all fill value). `Write`
-/// writes a new temporary `PATH.tmp.<pid>.<n>`; `Update` starts that temporary as a copy of
-/// PATH (for the update modes). Nothing reaches PATH until `commit()`, called after
-/// `Shard::finalize` succeeded: it fsyncs and renames the temporary over PATH (or, when
-/// finalize removed the shard because nothing was stored, deletes PATH). A `FileIO` destroyed
-/// without a commit deletes its temporary, so a failed write leaves the previous shard intact.
-///
-/// Move-only. Reads (`read`, `read_suffix`, `size`) are thread-safe; the rest is not.
-/// Failures throw `Error` with `SHARD_ERR_IO` and the `errno` value as `io_code()` (inside
-/// a shard's callbacks they become that code).
-class FileIO {
-  public:
-    /// How the file is opened.
-    enum Access { Read = 0, Write = 1, Update = 2 };
-
-    /// Open `path` for `access`. Throws `Error` (`SHARD_ERR_IO`, `io_code()` = errno) when
-    /// the file (or, writing, the temporary) cannot be opened or, updating, copied.
-    FileIO(std::string path, Access access) : path_(std::move(path)), access_(access) {
-        if (access == Read) {
-            fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd_ < 0 && errno != ENOENT) fail("cannot open", path_);
-            return;
-        }
-        static std::atomic<unsigned long> counter{0};
-        tmp_ = path_ + ".tmp." + std::to_string(static_cast<long>(::getpid())) + "." +
-               std::to_string(counter.fetch_add(1));
-        fd_ = ::open(tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd_ < 0) {
-            tmp_.clear(); // nothing created: never unlink a name that is not ours
-            fail("cannot create a temporary for", path_);
-        }
-        if (access == Update) {
-            try {
-                copy_existing();
-            } catch (...) {
-                discard();
-                throw;
-            }
-        }
-    }
-    /// Take `o`'s file and temporary; `o` is left empty (owns nothing, deletes nothing).
-    /// Never throws.
-    FileIO(FileIO &&o) noexcept
-        : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), access_(o.access_),
-          fd_(std::exchange(o.fd_, -1)), exists_(o.exists_), committed_(o.committed_) {
-        o.tmp_.clear();
-    }
-    /// Discard this object's file (as the destructor), then take `o`'s. Never throws.
-    FileIO &operator=(FileIO &&o) noexcept {
-        if (this != &o) {
-            discard();
-            path_ = std::move(o.path_);
-            tmp_ = std::exchange(o.tmp_, std::string());
-            access_ = o.access_;
-            fd_ = std::exchange(o.fd_, -1);
-            exists_ = o.exists_;
-            committed_ = o.committed_;
-        }
-        return *this;
-    }
-    FileIO(const FileIO &) = delete;
-    FileIO &operator=(const FileIO &) = delete;
-    /// Closes the file; deletes the temporary unless committed.
-    ~FileIO() { discard(); }
-
-    /// The shard's path.
-    [[nodiscard]] const std::string &path() const noexcept { return path_; }
-    /// The temporary's path (empty when reading).
-    [[nodiscard]] const std::string &temporary_path() const noexcept { return tmp_; }
-    /// How the file was opened. Never throws.
-    [[nodiscard]] Access access() const noexcept { return access_; }
-
-    /// Make a successful write visible at PATH: fsync + rename (or delete PATH when the shard
-    /// was removed), then fsync the directory. Call once, after `finalize`, before the shard
-    /// closes. Not thread-safe. Throws `Error` (`SHARD_ERR_IO`, errno; `SHARD_ERR_INVALID_STATE`
-    /// for a read `FileIO` or a second commit).
-    void commit() {
-        if (access_ == Read || committed_ || fd_ < 0)
-            throw Error(SHARD_ERR_INVALID_STATE,
-                        "invalid state: FileIO::commit needs a write FileIO, once");
-        if (!exists_) {
-            if (::unlink(path_.c_str()) != 0 && errno != ENOENT) fail("cannot delete", path_);
-            ::unlink(tmp_.c_str());
-        } else {
-            if (::fsync(fd_) != 0) fail("cannot fsync", tmp_);
-            if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename to", path_);
-        }
-        committed_ = true;
-        sync_parent();
-    }
-
-    // The I/O concept.
-
-    /// `pread` up to `buf.size()` bytes at `offset` (looping); fewer only at the end of file.
-    [[nodiscard]] std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) const {
-        if (absent()) throw NotFound();
-        return full_pread(buf.data(), buf.size(), offset);
-    }
-    /// The last `buf.size()` bytes (or all) and the file's size.
-    [[nodiscard]] SuffixRead read_suffix(span<std::uint8_t> buf) const {
-        if (absent()) throw NotFound();
-        const std::uint64_t size = file_size();
-        const std::size_t n = size < buf.size() ? static_cast<std::size_t>(size) : buf.size();
-        return SuffixRead{full_pread(buf.data(), n, size - n), size};
-    }
-    /// The file's size; `nullopt` when it does not exist.
-    [[nodiscard]] std::optional<std::uint64_t> size() const {
-        if (absent()) return std::nullopt;
-        return file_size();
-    }
-    /// `pwrite` `data` at `offset` (looping). Write and update files only.
-    void write(std::uint64_t offset, span<const std::uint8_t> data) {
-        writable();
-        detail::pwrite_full(fd_, data, offset);
-        exists_ = true;
-    }
-    /// `ftruncate` to `len`. Write and update files only.
-    void truncate(std::uint64_t len) {
-        writable();
-        detail::ftruncate_to(fd_, len);
-        exists_ = true;
-    }
-    /// Empty the temporary and mark the object absent (`commit` then deletes PATH).
-    void remove() {
-        writable();
-        detail::ftruncate_to(fd_, 0);
-        exists_ = false;
-    }
-
-  private:
-    // Reads errno first: the arguments are built before anything may change it.
-    [[noreturn]] static void fail(const char *what, const std::string &name) {
-        const int e = errno != 0 ? errno : EIO;
-        throw Error(SHARD_ERR_IO, "I/O error: " + std::string(what) + " " + name + ": " +
-                                      std::strerror(e), e);
-    }
-
-    bool absent() const noexcept { return fd_ < 0 || (access_ != Read && !exists_); }
-    void writable() const {
-        if (access_ == Read || fd_ < 0) throw IoError(EBADF, "FileIO opened for reading");
-    }
-
-    std::uint64_t file_size() const { return detail::fd_size(fd_); }
-
-    std::size_t full_pread(std::uint8_t *buf, std::size_t len, std::uint64_t offset) const {
-        return detail::pread_full(fd_, buf, len, offset);
-    }
-
-    void copy_existing() {
-        const int src = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-        if (src < 0) {
-            if (errno == ENOENT) return; // a new, empty shard
-            fail("cannot open", path_);
-        }
-        std::vector<std::uint8_t> buf(1 << 16);
-        std::uint64_t offset = 0;
-        for (;;) {
-            const ssize_t n = ::pread(src, buf.data(), buf.size(), static_cast<off_t>(offset));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                const int e = errno;
-                ::close(src);
-                errno = e;
-                fail("cannot read", path_);
-            }
-            if (n == 0) break;
-            try {
-                write(offset, span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
-            } catch (const IoError &e) {
-                ::close(src);
-                throw Error(SHARD_ERR_IO, "I/O error: cannot copy " + path_ + ": " + e.what(),
-                            e.code());
-            }
-            offset += static_cast<std::uint64_t>(n);
-        }
-        ::close(src);
-        exists_ = true;
-    }
-
-    void sync_parent() {
-        const auto slash = path_.rfind('/');
-        const std::string dir =
-            slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-        const int fd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) fail("cannot open directory", dir);
-        const int rc = ::fsync(fd);
-        const int e = errno;
-        ::close(fd);
-        errno = e;
-        // Some file systems refuse fsync on directories (EINVAL); that is not an error here.
-        if (rc != 0 && e != EINVAL) fail("cannot fsync directory", dir);
-    }
-
-    void discard() noexcept {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-        if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
-        tmp_.clear();
-    }
-
-    std::string path_;
-    std::string tmp_; // empty when reading or after a move
-    Access access_ = Read;
-    int fd_ = -1;          // -1: PATH is missing (read) or the object was moved from
-    bool exists_ = false;  // write files: whether the object logically exists
-    bool committed_ = false;
-};
-
-/// The object at one key of a `DirectoryStore`: the file PATH = ROOT/key, read and changed in
-/// place, and replaced whole through a temporary.
-///
-/// Reads (`read`, `read_suffix`, `size`) `pread` the file as it is; a missing file is no object
-/// (all fill value). What the library writes whole (a shard a region write covers entirely, a
-/// buffered finalize) goes to a new temporary `PATH.tmp.<pid>.<n>` beside the file (the
-/// new-object members: `begin_new`, `write_new`), which `commit_new` renames over PATH: readers,
-/// in this process or another, see the old object or the new one whole, and a failure before
-/// the rename deletes the temporary and leaves the old file as it was. Partial updates (`write`,
-/// `truncate`: appended chunks and their new index) and `remove` (a shard left all fill value)
-/// change PATH in place. Missing parent directories are made. No `fsync`, as the Rust
-/// `FsStore`: after a power loss the file may hold either version (or, on some file systems,
-/// neither); `FileIO` with its `commit` is the durable way to write one shard.
-///
-/// Move-only (a moved-from object holds no file and reads as missing). Thread-safe: reads may
-/// run on several threads at once; a change that replaces or drops the file waits for them.
-/// Failures throw `IoError` with errno (inside a store's callbacks, `SHARD_ERR_IO` with that
-/// `io_code()`).
-class DirectoryFile {
-  public:
-    /// Open PATH for reading, if it exists. Throws `Error` (`SHARD_ERR_IO`, `io_code()` = errno)
-    /// when it exists but cannot be opened.
-    explicit DirectoryFile(std::string path) : path_(std::move(path)) { reopen(); }
-    /// Take `o`'s files (and its pending new object); `o` is left holding none. Never throws.
-    DirectoryFile(DirectoryFile &&o) noexcept
-        : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)), rw_(std::exchange(o.rw_, -1)),
-          tmp_(std::exchange(o.tmp_, std::string())), tmp_fd_(std::exchange(o.tmp_fd_, -1)) {}
-    /// Close this object's files (deleting a pending new object), then take `o`'s. Never throws.
-    DirectoryFile &operator=(DirectoryFile &&o) noexcept {
-        if (this != &o) {
-            close_all();
-            path_ = std::move(o.path_);
-            fd_ = std::exchange(o.fd_, -1);
-            rw_ = std::exchange(o.rw_, -1);
-            tmp_ = std::exchange(o.tmp_, std::string());
-            tmp_fd_ = std::exchange(o.tmp_fd_, -1);
-        }
-        return *this;
-    }
-    DirectoryFile(const DirectoryFile &) = delete;
-    DirectoryFile &operator=(const DirectoryFile &) = delete;
-    /// Closes the file; deletes a new object neither committed nor discarded.
-    ~DirectoryFile() { close_all(); }
-
-    /// The file's path.
-    [[nodiscard]] const std::string &path() const noexcept { return path_; }
-
-    // The I/O concept.
-
-    /// `pread` up to `buf.size()` bytes at `offset`; fewer only at the end of the file.
-    [[nodiscard]] std::size_t read(std::uint64_t offset, span<std::uint8_t> buf) const {
-        std::shared_lock<std::shared_mutex> lock(m_);
-        if (fd_ < 0) missing();
-        return detail::pread_full(fd_, buf.data(), buf.size(), offset);
-    }
-    /// The last `buf.size()` bytes (or all) and the file's size.
-    [[nodiscard]] SuffixRead read_suffix(span<std::uint8_t> buf) const {
-        std::shared_lock<std::shared_mutex> lock(m_);
-        if (fd_ < 0) missing();
-        const std::uint64_t size = detail::fd_size(fd_);
-        const std::size_t n = size < buf.size() ? static_cast<std::size_t>(size) : buf.size();
-        return SuffixRead{detail::pread_full(fd_, buf.data(), n, size - n), size};
-    }
-    /// The file's size; `nullopt` when it does not exist.
-    [[nodiscard]] std::optional<std::uint64_t> size() const {
-        std::shared_lock<std::shared_mutex> lock(m_);
-        if (fd_ < 0 && reopen_error_ == 0) return std::nullopt;
-        if (fd_ < 0) missing();
-        return detail::fd_size(fd_);
-    }
-    /// `pwrite` `data` at `offset` of PATH, creating it (and its directories) if missing.
-    void write(std::uint64_t offset, span<const std::uint8_t> data) {
-        detail::pwrite_full(in_place(), data, offset);
-    }
-    /// `ftruncate` PATH to `len`, creating it if missing.
-    void truncate(std::uint64_t len) { detail::ftruncate_to(in_place(), len); }
-    /// Delete PATH (a missing one is fine).
-    void remove() {
-        std::unique_lock<std::shared_mutex> lock(m_);
-        if (::unlink(path_.c_str()) != 0 && errno != ENOENT) detail::io_fail("unlink");
-        close_fd(fd_);
-        close_fd(rw_);
-        reopen_error_ = 0; // missing now, whatever a commit before left
-    }
-
-    /// Begin a new object: a new temporary beside PATH (directories made). A pending one is
-    /// deleted first.
-    void begin_new() {
-        discard_new();
-        static std::atomic<unsigned long> counter{0};
-        std::string tmp = path_ + ".tmp." + std::to_string(static_cast<long>(::getpid())) + "." +
-                          std::to_string(counter.fetch_add(1));
-        tmp_fd_ = open_making_parents(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC);
-        tmp_ = std::move(tmp);
-    }
-    /// `pwrite` `data` at `offset` of the new object.
-    void write_new(std::uint64_t offset, span<const std::uint8_t> data) {
-        if (tmp_fd_ < 0) throw IoError(EBADF, "write_new without begin_new");
-        detail::pwrite_full(tmp_fd_, data, offset);
-    }
-    /// Put the new object, `len` bytes, in place of PATH (a rename). On failure the new object
-    /// is deleted all the same and PATH is as it was.
-    void commit_new(std::uint64_t len) {
-        if (tmp_fd_ < 0) throw IoError(EBADF, "commit_new without begin_new");
-        try {
-            const std::uint64_t size = detail::fd_size(tmp_fd_);
-            if (size != len)
-                throw IoError(EIO, "the new object holds " + std::to_string(size) +
-                                       " bytes, not " + std::to_string(len));
-            if (::rename(tmp_.c_str(), path_.c_str()) != 0) detail::io_fail("rename");
-        } catch (...) {
-            discard_new();
-            throw;
-        }
-        close_fd(tmp_fd_);
-        tmp_.clear();
-        std::unique_lock<std::shared_mutex> lock(m_);
-        close_fd(rw_); // the replaced file's
-        // Committed: a failure to reopen for reading is not the commit's, but later reads
-        // through this object report it instead of reading the file as missing.
-        try {
-            reopen();
-        } catch (const Error &e) {
-            reopen_error_ = e.io_code();
-        }
-    }
-    /// Delete the new object; PATH stays as it was. Never throws.
-    void discard_new() noexcept {
-        close_fd(tmp_fd_);
-        if (!tmp_.empty()) ::unlink(tmp_.c_str());
-        tmp_.clear();
-    }
-
-  private:
-    static void close_fd(int &fd) noexcept {
-        if (fd >= 0) ::close(fd);
-        fd = -1;
-    }
-
-    // A read of a file that is not open: missing (`NotFound`), unless it could not be opened
-    // again after a commit.
-    [[noreturn]] void missing() const {
-        if (reopen_error_ != 0)
-            throw IoError(reopen_error_, "cannot open " + path_ + " again after replacing it: " +
-                                             std::strerror(reopen_error_));
-        throw NotFound();
-    }
-
-    // Opens `path` with `flags`, making its parent directories when they are missing.
-    static int open_making_parents(const std::string &path, int flags) {
-        int fd = ::open(path.c_str(), flags, 0644);
-        if (fd < 0 && errno == ENOENT) {
-            std::error_code ec;
-            std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-            if (ec) throw IoError(ec.value(), "cannot make the directories of " + path + ": " +
-                                                  ec.message());
-            fd = ::open(path.c_str(), flags, 0644);
-        }
-        if (fd < 0) detail::io_fail(("open " + path).c_str());
-        return fd;
-    }
-
-    // (Re)opens PATH for reading; -1 when it is missing. Called with `m_` held (or unshared).
-    void reopen() {
-        close_fd(fd_);
-        reopen_error_ = 0;
-        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd_ < 0 && errno != ENOENT) {
-            const int e = errno;
-            throw Error(SHARD_ERR_IO, "I/O error: cannot open " + path_ + ": " + std::strerror(e), e);
-        }
-    }
-
-    // PATH opened for writing in place (created if missing), for `write` and `truncate`.
-    int in_place() {
-        std::unique_lock<std::shared_mutex> lock(m_);
-        if (rw_ < 0) {
-            rw_ = open_making_parents(path_, O_RDWR | O_CREAT | O_CLOEXEC);
-            if (fd_ < 0) reopen(); // it exists now
-        }
-        return rw_;
-    }
-
-    void close_all() noexcept {
-        discard_new();
-        close_fd(fd_);
-        close_fd(rw_);
-    }
-
-    mutable std::shared_mutex m_; // reads share it; replacing or dropping `fd_`/`rw_` takes it
-    std::string path_;
-    int fd_ = -1;     // PATH for reading; -1 while it is missing
-    int rw_ = -1;     // PATH for in-place writes, opened by the first
-    std::string tmp_; // the new object's path, between begin_new and commit_new/discard_new
-    int tmp_fd_ = -1;
-    int reopen_error_ = 0; // errno of reopening PATH after a commit, 0 when it did not fail
-};
-
-#endif // ZARRSHARD_HPP_HAVE_POSIX
 
 // ---- Array: regions of a whole array over a host store ------------------------------------
 
@@ -1877,8 +1534,10 @@ struct StoreAdapter {
     static_assert(detect<Object, store_open_op>::value,
                   "a store needs open(std::string_view key) returning an I/O object");
     using IO = std::decay_t<store_open_op<Object>>;
-    static_assert(is_io_object_v<IO>, "a store's open(key) must return an I/O object "
-                                      "(read(uint64_t offset, zarrshard::span<uint8_t>))");
+    static constexpr bool library_io = std::is_same<IO, LibraryIO>::value;
+    static_assert(is_io_object_v<IO> || library_io,
+                  "a store's open(key) must return an I/O object "
+                  "(read(uint64_t offset, zarrshard::span<uint8_t>)) or a zarrshard::LibraryIO");
     static_assert(store_list_ok<Object>::value,
                   "a store's list(std::string_view prefix) must return an iterable of keys "
                   "convertible to std::string_view (e.g. std::vector<std::string>), or a "
@@ -1892,29 +1551,25 @@ struct StoreAdapter {
     static std::int32_t open_object(void *ud, const char *key, shard_io_callbacks *io_out) noexcept {
         try {
             auto &self = *static_cast<StoreAdapter *>(ud);
-            auto io = std::make_unique<Adapter<IO>>(pointee<Store>::get(self.store).open(
-                std::string_view(key)));
-            if (pointee<IO>::is_null(io->io))
-                throw Error(SHARD_ERR_NULL_POINTER,
-                            "the store's open(\"" + std::string(key) +
-                                "\") returned an empty pointer, not an I/O object");
-#ifdef ZARRSHARD_HPP_HAVE_POSIX
-            // A FileIO that writes does so into a temporary that only commit() makes visible,
-            // and nothing commits the objects a store opens: every write would be lost
-            // while the call reports success. Refuse it.
-            if constexpr (std::is_same<std::remove_cv_t<typename pointee<IO>::type>,
-                                       FileIO>::value) {
-                if (pointee<IO>::get(io->io).access() != FileIO::Read)
-                    throw Error(SHARD_ERR_INVALID_ARGUMENT,
-                                "invalid argument: the store's open(\"" + std::string(key) +
-                                    "\") returned a FileIO opened for writing; a store's FileIO "
-                                    "must be FileIO::Read (objects a store opens are never "
-                                    "committed, so what was written would be lost)");
+            if constexpr (library_io) {
+                // The library's own table: handed over as it is (the library releases it).
+                LibraryIO io = pointee<Store>::get(self.store).open(std::string_view(key));
+                if (!io)
+                    throw Error(SHARD_ERR_NULL_POINTER, "the store's open(\"" + std::string(key) +
+                                                            "\") returned an empty LibraryIO");
+                *io_out = io.release();
+                return 0;
+            } else {
+                auto io = std::make_unique<Adapter<IO>>(pointee<Store>::get(self.store).open(
+                    std::string_view(key)));
+                if (pointee<IO>::is_null(io->io))
+                    throw Error(SHARD_ERR_NULL_POINTER,
+                                "the store's open(\"" + std::string(key) +
+                                    "\") returned an empty pointer, not an I/O object");
+                *io_out = io->table();
+                io.release(); // the library owns it now (its destroy callback deletes it)
+                return 0;
             }
-#endif
-            *io_out = io->table();
-            io.release(); // the library owns it now (its destroy callback deletes it)
-            return 0;
         } catch (...) {
             return current_exception_code();
         }
@@ -2105,18 +1760,244 @@ struct ProblemReceiver : Receiver {
 
 } // namespace detail
 
-/// A whole Zarr v3 array over a host store: reads and writes any hyper-rectangle (region),
-/// across shards and inner chunks, with the fill value where nothing is stored.
+// ---- the library's stores, array specs ---------------------------------------------------
+
+/// How `Store::directory` treats a missing root directory.
+enum class Directory : std::uint32_t {
+    /// The root must exist (`SHARD_ERR_IO` otherwise).
+    MustExist = 0,
+    /// Make the root (and its parents) when it is missing (`SHARD_STORE_CREATE`).
+    Create = SHARD_STORE_CREATE,
+};
+
+/// What `Array::create` and `Group::create` do where a node already exists at the path.
+enum class Existing : std::uint32_t {
+    /// Refuse: `SHARD_ERR_INVALID_STATE` ("`a/b` already holds an array (zarr.json); overwrite
+    /// to replace it"); nothing is changed.
+    Refuse = 0,
+    /// Replace it, its shards or children removed (`SHARD_CREATE_OVERWRITE`).
+    Overwrite = SHARD_CREATE_OVERWRITE,
+};
+
+/// One of the library's own stores (a `shard_store_callbacks` table the library filled):
+/// `Store::directory(root)` (files below a directory: whole objects written as a temporary
+/// renamed into place, updates in place, parent directories made, shards left all fill value
+/// deleted) or `Store::memory()` (objects in the library's memory, for tests and scratch).
+/// The binding holds no file code of its own: everything goes through the C ABI.
 ///
-/// The store is any object with `open(std::string_view key)` returning an I/O object (see
-/// `Shard::open`; e.g. `MemoryIO`, `FileIO`) for the object at `key` (`"c/0/1"`, per the
-/// array's `chunk_key_encoding`). The object need not exist: its reads then throw `NotFound`
-/// and it reads as the fill value. The store is called once per shard a call touches; the
-/// I/O object it returns is destroyed before that call returns. A `FileIO` from a store must
-/// be `FileIO::Read`: one opened for writing writes a temporary that nothing commits, so it
-/// is refused (the call fails with `SHARD_ERR_IO`) rather than losing the writes. Exceptions from `open` or
-/// from the I/O object are caught at the C boundary (as in `Shard::open`) and surface as
-/// `Error` with `SHARD_ERR_IO`, `io_code()` and `host_message()`.
+/// Copyable: copies share the one table (like a `std::shared_ptr`), which is released
+/// (`shard_store_release`) when the last copy is destroyed. An `Array` opened or created on it
+/// holds its own reference inside the library, so the `Store` may be destroyed while arrays
+/// are open; a memory store's objects live as long as any copy or array does. A default or
+/// moved-from `Store` is empty (`!store`); calls given one throw `SHARD_ERR_NULL_POINTER`. The
+/// library's stores are thread-safe (`SHARD_STORE_THREAD_SAFE`): any number of arrays on any
+/// threads may use one store at once. Destroying or assigning one `Store` object must not race
+/// with other calls on that same object (copies are separate objects).
+class Store {
+  public:
+    /// An empty store. Never throws.
+    Store() noexcept = default;
+
+    /// The directory `root` as a store (`shard_store_directory`): key `a/b/c/0/1` is the file
+    /// `root/a/b/c/0/1`. A relative `root` is relative to the current directory. Thread-safe.
+    /// Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` for an empty `root` or one containing NUL,
+    /// `SHARD_ERR_IO` with the OS error as `io_code()` when `root` is missing (without
+    /// `Directory::Create`), not a directory or cannot be made; the message names `root`).
+    [[nodiscard]] static Store directory(const std::filesystem::path &root,
+                                         Directory mode = Directory::MustExist) {
+        const std::string c = detail::c_string(detail::path_bytes(root), "root");
+        return make([&](shard_store_callbacks *t) {
+            return shard_store_directory(c.c_str(), static_cast<std::uint32_t>(mode), t);
+        });
+    }
+
+    /// A new, empty store in memory (`shard_store_memory`). Thread-safe. Throws `Error`
+    /// (`SHARD_ERR_PANIC` only).
+    [[nodiscard]] static Store memory() {
+        return make([](shard_store_callbacks *t) { return shard_store_memory(t); });
+    }
+
+    /// Whether this holds a store. Never throws.
+    explicit operator bool() const noexcept { return t_ != nullptr; }
+    /// The table, borrowed (for C calls that take a store); null when empty. Never throws.
+    [[nodiscard]] const shard_store_callbacks *get() const noexcept { return t_.get(); }
+
+  private:
+    struct Release {
+        void operator()(shard_store_callbacks *t) const noexcept {
+            shard_store_release(t);
+            delete t;
+        }
+    };
+
+    template <class F>
+    static Store make(F &&fill) {
+        auto t = std::make_unique<shard_store_callbacks>();
+        std::memset(t.get(), 0, sizeof *t);
+        detail::call([&] { return fill(t.get()); });
+        Store s;
+        s.t_ = std::shared_ptr<shard_store_callbacks>(t.release(), Release());
+        return s;
+    }
+
+    std::shared_ptr<shard_store_callbacks> t_;
+};
+
+/// Where a shard's index is stored (`SHARD_INDEX_AT_*`).
+enum class IndexLocation : std::uint32_t {
+    /// After the chunks (zarr-python's default).
+    End = SHARD_INDEX_AT_END,
+    /// Before the chunks.
+    Start = SHARD_INDEX_AT_START,
+};
+
+/// An array described field by field instead of as `zarr.json` text (`shard_array_spec`):
+/// `Array::create(store, path, spec)` turns it into metadata, `to_json()` shows that metadata.
+///
+/// The defaults are the library's (`shard_array_spec_init`): sharded when `shard_shape` is
+/// set, else one object per chunk; fill value 0; zstd at level 3; the index at the end with a
+/// crc32c checksum (a damaged index would otherwise send reads to wrong offsets); inner chunks
+/// without a checksum (zstd frames detect most damage, and a checksum per chunk costs a pass
+/// over every chunk written and read); no dimension names. `shape`, `chunk_shape` and
+/// `shard_shape` (when set) must have the same length, the rank, as must `dimension_names`.
+struct ArraySpec {
+    /// The array's shape.
+    std::vector<std::uint64_t> shape;
+    /// The shard shape (a multiple of `chunk_shape` per dimension); `nullopt`: not sharded.
+    std::optional<std::vector<std::uint64_t>> shard_shape;
+    /// The inner chunk shape (the chunk shape when not sharded). Required.
+    std::vector<std::uint64_t> chunk_shape;
+    /// The Zarr v3 data type (`"uint16"`, `"float32"`, ...). Required.
+    std::string data_type;
+    /// The fill value as JSON text (`"0"`, `"\"NaN\""`); `nullopt`: 0.
+    std::optional<std::string> fill_value;
+    /// `"zstd"`, `"gzip"`, `"blosc"` or `"none"`.
+    std::string compressor = "zstd";
+    /// The compressor's level.
+    std::int32_t compression_level = 3;
+    /// Where the shard index is stored.
+    IndexLocation index_location = IndexLocation::End;
+    /// A crc32c checksum after the shard index.
+    bool index_checksum = true;
+    /// A crc32c checksum after each inner chunk.
+    bool chunk_checksum = false;
+    /// One name per dimension (an entry may be `nullopt`); `nullopt`: none.
+    std::optional<std::vector<std::optional<std::string>>> dimension_names;
+
+    /// An empty spec (defaults only). Never throws.
+    ArraySpec() = default;
+    /// A spec with the required fields, everything else at its default.
+    ArraySpec(std::vector<std::uint64_t> shape_, std::vector<std::uint64_t> chunk_shape_,
+              std::string data_type_)
+        : shape(std::move(shape_)), chunk_shape(std::move(chunk_shape_)),
+          data_type(std::move(data_type_)) {}
+
+    /// The array's `zarr.json` text as `Array::create` would write it (`shard_array_spec_json`).
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` naming the field: lengths that
+    /// differ from the rank, an unknown data type or compressor, a shard shape that is not a
+    /// multiple of the chunk shape, a fill value the data type cannot hold, ...).
+    [[nodiscard]] std::string to_json() const;
+
+    /// Run `fn(const shard_array_spec &)` with the C view of this spec (valid during the call).
+    /// Throws `Error` (`SHARD_ERR_INVALID_ARGUMENT` naming the field whose length is not the
+    /// rank, or a string containing NUL), or what `fn` throws.
+    template <class F>
+    decltype(auto) with_c_spec(F &&fn) const {
+        const std::size_t rank = shape.size();
+        const auto same_rank = [&](std::size_t n, const char *field) {
+            if (n != rank)
+                throw Error(SHARD_ERR_INVALID_ARGUMENT,
+                            std::string("invalid argument: `") + field + "` has " +
+                                std::to_string(n) + " values, the shape " +
+                                std::to_string(rank));
+        };
+        same_rank(chunk_shape.size(), "chunk_shape");
+        if (shard_shape) same_rank(shard_shape->size(), "shard_shape");
+        if (dimension_names) same_rank(dimension_names->size(), "dimension_names");
+        const std::string dtype = detail::c_string(data_type, "data_type");
+        const std::string comp = detail::c_string(compressor, "compressor");
+        std::optional<std::string> fill;
+        if (fill_value) fill = detail::c_string(*fill_value, "fill_value");
+        std::vector<std::string> names;
+        std::vector<const char *> name_ptrs;
+        if (dimension_names) {
+            names.reserve(rank);
+            for (const auto &n : *dimension_names)
+                names.push_back(n ? detail::c_string(*n, "dimension_names") : std::string());
+            for (std::size_t i = 0; i < rank; i++)
+                name_ptrs.push_back((*dimension_names)[i] ? names[i].c_str() : nullptr);
+        }
+        shard_array_spec c;
+        detail::call([&] { return shard_array_spec_init(&c); });
+        c.rank = rank;
+        c.shape = shape.data();
+        c.shard_shape = shard_shape ? shard_shape->data() : nullptr;
+        c.chunk_shape = chunk_shape.data();
+        c.data_type = dtype.c_str();
+        c.fill_value = fill ? fill->c_str() : nullptr;
+        c.compressor = comp.c_str();
+        c.compression_level = compression_level;
+        c.index_location = static_cast<std::uint32_t>(index_location);
+        c.checksums = (index_checksum ? SHARD_CHECKSUM_INDEX : 0u) |
+                      (chunk_checksum ? SHARD_CHECKSUM_CHUNKS : 0u);
+        c.dimension_names = dimension_names ? name_ptrs.data() : nullptr;
+        const shard_array_spec &view = c;
+        return fn(view);
+    }
+};
+
+/// What `Array::compact` did.
+struct Compaction {
+    /// Shards rewritten without their dead bytes.
+    std::uint64_t shards_rewritten = 0;
+    /// Bytes the store holds less.
+    std::uint64_t bytes_freed = 0;
+};
+
+namespace detail {
+
+/// Whether `S` (decayed) is a host store for the templates: not the library's `Store`.
+template <class S>
+inline constexpr bool is_host_store_v =
+    !std::is_same<std::decay_t<S>, Store>::value &&
+    detect<typename pointee<std::decay_t<S>>::type, store_open_op>::value;
+
+/// A JSON text query (`fn(buf, len, &written)` with the size query `(NULL, 0)` first), as a
+/// string.
+template <class F>
+std::string query_text(F &&fn) {
+    std::size_t n = 0;
+    call([&] { return fn(nullptr, 0, &n); });
+    std::string s(n + 1, '\0');
+    std::size_t written = 0;
+    call([&] { return fn(&s[0], s.size(), &written); });
+    s.resize(written < n ? written : n);
+    return s;
+}
+
+} // namespace detail
+
+inline std::string ArraySpec::to_json() const {
+    return with_c_spec([](const shard_array_spec &c) {
+        return detail::query_text([&](char *buf, std::size_t len, std::size_t *written) {
+            return shard_array_spec_json(&c, buf, len, written);
+        });
+    });
+}
+
+/// A whole Zarr v3 array in a store: created, opened by path, resized, appended to, and read
+/// and written by hyper-rectangle (region), across shards and inner chunks, with the fill value
+/// where nothing is stored.
+///
+/// The store is either the library's own (`Store::directory`, `Store::memory`: `create`,
+/// `open(store, path)`) or a host store: any object with `open(std::string_view key)`
+/// returning an I/O object (see `Shard::open`; e.g. `MemoryIO`) or a `LibraryIO` for the
+/// object at `key` (`"c/0/1"`, per the array's `chunk_key_encoding`, below the array's path).
+/// The object need not exist: its reads then throw `NotFound` and it reads as the fill value.
+/// The store is called once per shard a call touches; the I/O object it returns is destroyed
+/// before that call returns. Exceptions from `open` or from the I/O object are caught at the
+/// C boundary (as in `Shard::open`) and surface as `Error` with `SHARD_ERR_IO`, `io_code()`
+/// and `host_message()`.
 ///
 /// Listing. The store may also have `list(std::string_view prefix)` returning the keys of the
 /// stored objects that start with `prefix` (`"c/"`), as anything iterable whose elements
@@ -2135,17 +2016,18 @@ struct ProblemReceiver : Receiver {
 /// `io_code()` and `host_message()` (`list` always runs on the thread of the call, also
 /// with `StoreFlags::ThreadSafe`, so its message is always reported); an exception whose code
 /// would be `SHARD_STORE_CANNOT_LIST` reports `io_code_exception`, so that a failed listing
-/// never passes for "cannot list". `MemoryStore` and
-/// `DirectoryStore` list.
+/// never passes for "cannot list". `MemoryStore` lists, and so do the library's stores.
 ///
-/// Owns a `shard_array` (closed by the destructor) and, through it, the store (destroyed when
-/// the array closes). Move-only; a moved-from `Array` is empty (`!array`), safe to destroy,
+/// Owns a `shard_array` (closed by the destructor; an array appended to is flushed then, its
+/// errors lost: call `flush()`) and, through it, a host store (destroyed when the array closes)
+/// or a reference to a library `Store` (released then). Move-only; a moved-from `Array` is empty (`!array`), safe to destroy,
 /// and its calls throw `Error` (`SHARD_ERR_NULL_POINTER`).
 ///
 /// Threads: `read_region` may run on many threads at once (then the store and its I/O objects
 /// must be thread-safe). `write_region` needs exclusive use; a concurrent writer is refused
-/// with `SHARD_ERR_BUSY`. Without `StoreFlags::ThreadSafe` every callback runs on the thread
-/// of the call that needs it.
+/// with `SHARD_ERR_BUSY`; so do `append`, `flush`, `resize`, `set_attributes` and `compact`.
+/// Without `StoreFlags::ThreadSafe` every callback of a host store runs on the thread of the
+/// call that needs it; the library's stores are thread-safe.
 class Array {
   public:
     /// An empty array (holds nothing). Never throws.
@@ -2168,22 +2050,118 @@ class Array {
     /// `open` throws, the adapter and the store moved into it are already destroyed.
     /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_METADATA`, `SHARD_ERR_UNSUPPORTED_CODEC`,
     /// `SHARD_ERR_INVALID_ARGUMENT`).
-    template <class Store>
-    [[nodiscard]] static Array open(std::string_view zarr_json, Store &&store,
+    template <class HostStore, std::enable_if_t<!std::is_same<std::decay_t<HostStore>, Store>::value, int> = 0>
+    [[nodiscard]] static Array open(std::string_view zarr_json, HostStore &&store,
                                     StoreFlags flags = StoreFlags::None) {
-        using Adapter = detail::StoreAdapter<std::decay_t<Store>>;
-        if (detail::pointee<std::decay_t<Store>>::is_null(store))
-            throw Error(SHARD_ERR_NULL_POINTER,
-                        "`store` must not be NULL (an empty smart pointer was given as the store)");
-        auto adapter = std::make_unique<Adapter>(std::forward<Store>(store));
-        const shard_store_callbacks table =
-            adapter->table(static_cast<std::uint32_t>(flags), /*owned=*/true);
-        shard_array *a = nullptr;
-        detail::call([&] { return shard_array_open(zarr_json.data(), zarr_json.size(), &table, &a); });
-        adapter.release(); // the handle owns it now (destroy, at close)
-        Array array;
-        array.ptr_.reset(a);
-        return array;
+        return with_host_store(std::forward<HostStore>(store), flags,
+                               [&](const shard_store_callbacks *table, shard_array **a) {
+                                   return shard_array_open(zarr_json.data(), zarr_json.size(),
+                                                           table, a);
+                               });
+    }
+
+    /// Open the array described by the `zarr.json` text over one of the library's stores
+    /// (`shard_array_open`; keys are the array's own, from the store's root). The array holds
+    /// its own reference to the store. Thread-safe. Throws `Error` as the other `open`
+    /// (`SHARD_ERR_NULL_POINTER` for an empty `store`).
+    [[nodiscard]] static Array open(std::string_view zarr_json, const Store &store) {
+        return adopt(store, [&](shard_array **a) {
+            return shard_array_open(zarr_json.data(), zarr_json.size(), store.get(), a);
+        });
+    }
+
+    /// Open the array at `path` in `store` (`shard_array_open_path`): `""` is the store's root,
+    /// `"a/b"` a nested node whose metadata is `a/b/zarr.json` (or Zarr v2 `.zarray`, or the v3
+    /// draft layout). The array holds its own reference to the store. Thread-safe. Throws
+    /// `Error` (`SHARD_ERR_INVALID_METADATA` naming the path when there is no array there
+    /// (`no zarr.json or .zarray at `a/b``) or its metadata is bad; `SHARD_ERR_INVALID_ARGUMENT`
+    /// naming the path for `..`, `.`, an empty component, an absolute path, a backslash or NUL;
+    /// `SHARD_ERR_IO` reading the metadata; `SHARD_ERR_NULL_POINTER` for an empty `store`).
+    [[nodiscard]] static Array open(const Store &store, std::string_view path = {}) {
+        const std::string p = detail::c_string(path, "path");
+        return adopt(store, [&](shard_array **a) {
+            return shard_array_open_path(store.get(), p.c_str(), a);
+        });
+    }
+
+    /// `open(store, path)` over a host store (see `Array`): its `open(key)` is asked for
+    /// `path/zarr.json` (and the other metadata keys) and then the array's shards. Ownership
+    /// of `store` as for `open(zarr_json, store)`: the handle owns it on success. Throws `Error`
+    /// as `open(store, path)`.
+    template <class HostStore, std::enable_if_t<detail::is_host_store_v<HostStore>, int> = 0>
+    [[nodiscard]] static Array open(HostStore &&store, std::string_view path,
+                                    StoreFlags flags = StoreFlags::None) {
+        const std::string p = detail::c_string(path, "path");
+        return with_host_store(std::forward<HostStore>(store), flags,
+                               [&](const shard_store_callbacks *table, shard_array **a) {
+                                   return shard_array_open_path(table, p.c_str(), a);
+                               });
+    }
+
+    /// Create the array described by the Zarr v3 `zarr.json` text at `path` in `store`
+    /// (`shard_array_create`): the metadata is validated, then written atomically; with
+    /// `Existing::Overwrite` an existing node there is replaced and its shards removed.
+    /// Returns the new array, open for writing. Thread-safe. Throws `Error`
+    /// (`SHARD_ERR_INVALID_METADATA` / `SHARD_ERR_UNSUPPORTED_CODEC` naming the field;
+    /// `SHARD_ERR_INVALID_STATE` ("`a/b` already holds an array (zarr.json); ...") for a node
+    /// at `path` with `Existing::Refuse`; `SHARD_ERR_INVALID_ARGUMENT` for a bad path, naming it;
+    /// `SHARD_ERR_IO`; `SHARD_ERR_NULL_POINTER` for an empty `store`).
+    [[nodiscard]] static Array create(const Store &store, std::string_view path,
+                                      std::string_view zarr_json,
+                                      Existing existing = Existing::Refuse) {
+        const std::string p = detail::c_string(path, "path");
+        return adopt(store, [&](shard_array **a) {
+            return shard_array_create(store.get(), p.c_str(), zarr_json.data(), zarr_json.size(),
+                                      static_cast<std::uint32_t>(existing), a);
+        });
+    }
+
+    /// `create` from an `ArraySpec` instead of JSON text (`shard_array_create_spec`). Throws
+    /// `Error` as `create` and as `ArraySpec::to_json` (a bad field named).
+    [[nodiscard]] static Array create(const Store &store, std::string_view path,
+                                      const ArraySpec &spec,
+                                      Existing existing = Existing::Refuse) {
+        const std::string p = detail::c_string(path, "path");
+        return spec.with_c_spec([&](const shard_array_spec &c) {
+            return adopt(store, [&](shard_array **a) {
+                return shard_array_create_spec(store.get(), p.c_str(), &c,
+                                               static_cast<std::uint32_t>(existing), a);
+            });
+        });
+    }
+
+    /// `create` in a host store (see `Array`); ownership of `store` as for
+    /// `open(zarr_json, store)`: the handle owns it on success. Throws `Error` as `create`.
+    template <class HostStore, std::enable_if_t<detail::is_host_store_v<HostStore>, int> = 0>
+    [[nodiscard]] static Array create(HostStore &&store, std::string_view path,
+                                      std::string_view zarr_json,
+                                      Existing existing = Existing::Refuse,
+                                      StoreFlags flags = StoreFlags::None) {
+        const std::string p = detail::c_string(path, "path");
+        return with_host_store(std::forward<HostStore>(store), flags,
+                               [&](const shard_store_callbacks *table, shard_array **a) {
+                                   return shard_array_create(table, p.c_str(), zarr_json.data(),
+                                                             zarr_json.size(),
+                                                             static_cast<std::uint32_t>(existing),
+                                                             a);
+                               });
+    }
+
+    /// `create` from an `ArraySpec` in a host store. Throws `Error` as `create`.
+    template <class HostStore, std::enable_if_t<detail::is_host_store_v<HostStore>, int> = 0>
+    [[nodiscard]] static Array create(HostStore &&store, std::string_view path,
+                                      const ArraySpec &spec,
+                                      Existing existing = Existing::Refuse,
+                                      StoreFlags flags = StoreFlags::None) {
+        const std::string p = detail::c_string(path, "path");
+        return spec.with_c_spec([&](const shard_array_spec &c) {
+            return with_host_store(std::forward<HostStore>(store), flags,
+                                   [&](const shard_store_callbacks *table, shard_array **a) {
+                                       return shard_array_create_spec(
+                                           table, p.c_str(), &c,
+                                           static_cast<std::uint32_t>(existing), a);
+                                   });
+        });
     }
 
     /// Whether this holds an open array. Never throws.
@@ -2293,8 +2271,7 @@ class Array {
     /// `MemoryStore`, whose `keys()` then lists what was written); a temporary lives long
     /// enough. Its `open` is called once per object; each I/O object it returns is written with
     /// one `write` (plus `truncate`) and destroyed before the call returns, so it needs
-    /// `write`, and `truncate` (or `size`) where an existing object may be longer. A `FileIO` it returns must be
-    /// `FileIO::Read` (one that writes only fills a temporary nothing commits); to write the
+    /// `write`, and `truncate` (or `size`) where an existing object may be longer; to write the
     /// set into a local directory use `kerchunk_refs_parquet_dir`. Every callback runs on the
     /// calling thread. `name` must not be empty (and not start with `.z` or contain `..`);
     /// `record_size` is at least 1 (fsspec's default, 10000).
@@ -2308,12 +2285,13 @@ class Array {
     /// and `host_message()` as for `Array::open`), `SHARD_ERR_UNSUPPORTED` (an I/O object of
     /// `out` without `write`), `SHARD_ERR_CORRUPT`, `SHARD_ERR_CHECKSUM`. After an error some
     /// objects may already be written (`.zmetadata`, written last, then is not).
-    template <class Store>
-    void kerchunk_refs_parquet(Store &&out, std::string_view url_prefix, std::string_view name,
+    template <class HostStore,
+              std::enable_if_t<!std::is_same<std::decay_t<HostStore>, Store>::value, int> = 0>
+    void kerchunk_refs_parquet(HostStore &&out, std::string_view url_prefix, std::string_view name,
                                std::uint64_t record_size = 10000) const {
-        using Stored = std::decay_t<Store>;
+        using Stored = std::decay_t<HostStore>;
         using Object = typename detail::pointee<Stored>::type;
-        static_assert(!std::is_const<std::remove_reference_t<Store>>::value,
+        static_assert(!std::is_const<std::remove_reference_t<HostStore>>::value,
                       "kerchunk_refs_parquet writes through the store: pass a non-const store");
         require_open();
         if (detail::pointee<Stored>::is_null(out))
@@ -2328,6 +2306,19 @@ class Array {
         detail::call([&] {
             return shard_array_refs_parquet(get(), url_prefix.data(), url_prefix.size(),
                                             name.data(), name.size(), record_size, &table);
+        });
+    }
+
+    /// `kerchunk_refs_parquet` into one of the library's stores (e.g. `Store::memory()`, then
+    /// opened or read through the library). Throws `Error` as the host-store version
+    /// (`SHARD_ERR_NULL_POINTER` for an empty `out`).
+    void kerchunk_refs_parquet(const Store &out, std::string_view url_prefix,
+                               std::string_view name, std::uint64_t record_size = 10000) const {
+        require_open();
+        if (!out) throw Error(SHARD_ERR_NULL_POINTER, "`out` must not be NULL (an empty Store)");
+        detail::call([&] {
+            return shard_array_refs_parquet(get(), url_prefix.data(), url_prefix.size(),
+                                            name.data(), name.size(), record_size, out.get());
         });
     }
 
@@ -2362,12 +2353,7 @@ class Array {
                                    std::string_view name,
                                    std::uint64_t record_size = 10000) const {
         require_open();
-#ifdef _WIN32
-        const auto utf8 = dir.u8string(); // std::string in C++17, std::u8string in C++20
-        const std::string bytes(utf8.begin(), utf8.end());
-#else
-        const std::string &bytes = dir.native();
-#endif
+        const std::string bytes = detail::path_bytes(dir);
         detail::call([&] {
             return shard_array_refs_parquet_dir(get(), url_prefix.data(), url_prefix.size(),
                                                 name.data(), name.size(), record_size,
@@ -2489,7 +2475,162 @@ class Array {
         write_region(start, shape, as_bytes(span<const T>(values)));
     }
 
+    /// The array's shape now (`shard_array_shape`): after `append` and `resize`, the new one.
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_NULL_POINTER` when empty).
+    [[nodiscard]] std::vector<std::uint64_t> shape() const {
+        require_open();
+        std::size_t rank = 0;
+        detail::call([&] { return shard_array_rank(get(), &rank); });
+        std::vector<std::uint64_t> v(rank);
+        detail::call([&] { return shard_array_shape(get(), v.data(), v.size()); });
+        return v;
+    }
+
+    /// Grow or shrink the array to `shape` (`shard_array_resize`): `zarr.json` replaced
+    /// atomically; shards and inner chunks wholly outside the new shape deleted; the part of a
+    /// partial inner chunk past a shrunken edge reset to the fill value (growing again shows
+    /// fill, never old data). Pending appended frames are flushed first. Exclusive use. Throws
+    /// `Error` (`SHARD_ERR_INVALID_ARGUMENT` for a rank mismatch, `SHARD_ERR_IO`,
+    /// `SHARD_ERR_BUSY`, `SHARD_ERR_NULL_POINTER` when empty).
+    void resize(Coords shape) {
+        require_open();
+        detail::call([&] { return shard_array_resize(ptr_.get(), shape.data(), shape.size()); });
+    }
+
+    /// Append the block `data` of extent `block_shape` at the end of `axis`
+    /// (`shard_array_append`), growing the shape: `block_shape[axis] >= 1`, the other extents
+    /// equal to the array's; `data` is the block's elements, C order, native byte order. Frames
+    /// are gathered per layer of shards along `axis` and each shard is written once, whole,
+    /// when its layer is complete; they read back at once through `read_region`. `zarr.json`'s
+    /// shape covers only written layers until `flush()` (or the destructor, which flushes and
+    /// loses errors: call `flush()` to see them). Exclusive use. Throws `Error`
+    /// (`SHARD_ERR_INVALID_ARGUMENT` for a bad axis or block shape, `SHARD_ERR_BUFFER_SIZE`,
+    /// `SHARD_ERR_IO`, `SHARD_ERR_BUSY`, `SHARD_ERR_NULL_POINTER` when empty).
+    void append(std::size_t axis, Coords block_shape, span<const std::uint8_t> data) {
+        require_open();
+        detail::call([&] {
+            return shard_array_append(ptr_.get(), axis, block_shape.data(), block_shape.size(),
+                                      data.data(), data.size());
+        });
+    }
+
+    /// `append` from elements of `T` (trivially copyable): `values` must hold exactly the
+    /// block's element count, and `sizeof(T)` must equal the data type's size (checked for
+    /// sharded arrays, whose codec names it), else `SHARD_ERR_BUFFER_SIZE` before anything is
+    /// written. Throws `Error` as `append`.
+    template <class T>
+    void append(std::size_t axis, Coords block_shape, span<const T> values) {
+        static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
+        require_open();
+        const std::size_t n = detail::region_elements(block_shape, block_shape);
+        if (values.size() != n)
+            throw Error(SHARD_ERR_BUFFER_SIZE,
+                        "wrong buffer size: " + std::to_string(values.size()) +
+                            " values for a block of " + std::to_string(n) + " elements");
+        const std::size_t element = element_nbytes();
+        if (element != 0 && element != sizeof(T))
+            throw Error(SHARD_ERR_BUFFER_SIZE,
+                        "wrong buffer size: an element type of " + std::to_string(sizeof(T)) +
+                            " bytes for a data type of " + std::to_string(element) + " bytes");
+        append(axis, block_shape, as_bytes(values));
+    }
+
+    /// `append` from a vector of `T`. As `append(axis, block_shape, span<const T>)`.
+    template <class T>
+    void append(std::size_t axis, Coords block_shape, const std::vector<T> &values) {
+        append(axis, block_shape, span<const T>(values));
+    }
+
+    /// Write the pending appended frames (a partial layer as edge shards, rewritten whole when
+    /// later frames complete it) and the shape in `zarr.json` (`shard_array_flush`). Nothing
+    /// pending: nothing written. Exclusive use. Throws `Error` (`SHARD_ERR_IO`,
+    /// `SHARD_ERR_BUSY`, `SHARD_ERR_NULL_POINTER` when empty).
+    void flush() {
+        require_open();
+        detail::call([&] { return shard_array_flush(ptr_.get()); });
+    }
+
+    /// Replace the array's attributes with the JSON object `json`
+    /// (`shard_array_set_attributes`; `zarr.json` rewritten atomically). Exclusive use. Throws
+    /// `Error` (`SHARD_ERR_INVALID_METADATA` for text that is not a JSON object,
+    /// `SHARD_ERR_IO`, `SHARD_ERR_NULL_POINTER` when empty).
+    void set_attributes(std::string_view json) {
+        require_open();
+        detail::call([&] {
+            return shard_array_set_attributes(ptr_.get(), json.data(), json.size());
+        });
+    }
+
+    /// The array's attributes as JSON object text (`shard_array_attributes`; `{}` when none).
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_NULL_POINTER` when empty).
+    [[nodiscard]] std::string attributes() const {
+        require_open();
+        return detail::query_text([&](char *buf, std::size_t len, std::size_t *written) {
+            return shard_array_attributes(get(), buf, len, written);
+        });
+    }
+
+    /// Rewrite every stored shard that holds dead bytes (chunks replaced by later writes)
+    /// without them, as `zarrshard compact` does (`shard_array_compact`); `Flags::MortonOrder`
+    /// lays the chunks out in Morton order (other flags: `SHARD_ERR_INVALID_ARGUMENT`).
+    /// Exclusive use. Throws `Error` (`SHARD_ERR_IO`, `SHARD_ERR_CORRUPT`,
+    /// `SHARD_ERR_CHECKSUM`, `SHARD_ERR_BUSY`, `SHARD_ERR_NULL_POINTER` when empty).
+    Compaction compact(Flags flags = Flags::None) {
+        require_open();
+        Compaction c;
+        detail::call([&] {
+            return shard_array_compact(ptr_.get(), static_cast<std::uint32_t>(flags),
+                                       &c.shards_rewritten, &c.bytes_freed);
+        });
+        return c;
+    }
+
   private:
+    // Open or create over a library store: the array holds its own reference to it.
+    template <class F>
+    static Array adopt(const Store &store, F &&make) {
+        if (!store)
+            throw Error(SHARD_ERR_NULL_POINTER, "`store` must not be NULL (an empty Store)");
+        shard_array *a = nullptr;
+        detail::call([&] { return make(&a); });
+        Array array;
+        array.ptr_.reset(a);
+        return array;
+    }
+
+    // Open or create over a host store moved into a heap adapter the handle owns on success
+    // (its destroy, at close); when the call fails the adapter is deleted here.
+    template <class HostStore, class F>
+    static Array with_host_store(HostStore &&store, StoreFlags flags, F &&make) {
+        using Adapter = detail::StoreAdapter<std::decay_t<HostStore>>;
+        if (detail::pointee<std::decay_t<HostStore>>::is_null(store))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`store` must not be NULL (an empty smart pointer was given as the store)");
+        auto adapter = std::make_unique<Adapter>(std::forward<HostStore>(store));
+        const shard_store_callbacks table =
+            adapter->table(static_cast<std::uint32_t>(flags), /*owned=*/true);
+        shard_array *a = nullptr;
+        detail::call([&] { return make(&table, &a); });
+        adapter.release(); // the handle owns it now (destroy, at close)
+        Array array;
+        array.ptr_.reset(a);
+        return array;
+    }
+
+    // The data type's size from the codec (sharded arrays); 0 when the array is not sharded.
+    // Asked once: the data type of an open array never changes.
+    std::size_t element_nbytes() const {
+        if (element_nbytes_ == unknown_size) {
+            shard_codec *c = nullptr;
+            detail::clear_host_failures();
+            element_nbytes_ =
+                shard_array_codec(get(), &c) == SHARD_OK ? Codec(c).element_nbytes() : 0;
+        }
+        return element_nbytes_;
+    }
+
+    static constexpr std::size_t unknown_size = SIZE_MAX;
+
     // An empty array always reports SHARD_ERR_NULL_POINTER, before the binding's own checks.
     void require_open() const {
         if (!ptr_) throw Error(SHARD_ERR_NULL_POINTER, "`array` must not be NULL (empty Array)");
@@ -2505,6 +2646,7 @@ class Array {
     }
 
     std::unique_ptr<shard_array, detail::ArrayDeleter> ptr_;
+    mutable std::size_t element_nbytes_ = unknown_size; // see element_nbytes()
 };
 
 /// A store in memory: key → `MemoryIO`, for tests and caches. Copies share the same objects,
@@ -2568,98 +2710,56 @@ class MemoryStore {
     std::shared_ptr<State> s_;
 };
 
-#ifdef ZARRSHARD_HPP_HAVE_POSIX
-/// A store over a directory: key `c/0/1` is the file `ROOT/c/0/1`, a `DirectoryFile` (a
-/// missing file reads as the fill value). Writes through an `Array` replace a shard a region
-/// covers entirely by a temporary renamed over its file (the old shard stays whole until
-/// then), update the others in place, and delete a shard left all fill value; directories are
-/// made as needed. The host writes `zarr.json` itself. It lists (`list`), so walks over the
-/// stored shards read one directory tree instead of trying every grid position. Thread-safe
-/// (open it with `StoreFlags::ThreadSafe` to let the library fetch and write several shards at
-/// once).
-class DirectoryStore {
+/// Zarr v3 groups (`shard_group_create`): enough, with `Array::create` below them, for an
+/// OME-Zarr image (a group with `multiscales` attributes and arrays `0`, `1`, ...).
+class Group {
   public:
-    /// A store over the directory `root` (not opened yet). Throws `std::bad_alloc` only.
-    explicit DirectoryStore(std::string root) : root_(std::move(root)) {}
-    /// `DirectoryFile(ROOT/key)`: read, written in place, replaced whole through a temporary.
-    /// Throws `Error` (`SHARD_ERR_IO`) when the file exists but cannot be opened.
-    [[nodiscard]] DirectoryFile open(std::string_view key) const {
-        return DirectoryFile(root_ + "/" + std::string(key));
+    Group() = delete;
+
+    /// Create a group at `path` in `store` with the attributes `attributes_json` (a JSON
+    /// object; empty: `{}`): `path/zarr.json` with `node_type` `group`, written atomically.
+    /// Thread-safe. Throws `Error` (`SHARD_ERR_INVALID_STATE` ("`a/b` already holds a group
+    /// (zarr.json); ...") for a node at `path` with `Existing::Refuse`;
+    /// `SHARD_ERR_INVALID_METADATA` for attributes that are not a JSON object; `SHARD_ERR_INVALID_ARGUMENT` for a bad path, naming it;
+    /// `SHARD_ERR_IO`; `SHARD_ERR_NULL_POINTER` for an empty `store`).
+    static void create(const Store &store, std::string_view path,
+                       std::string_view attributes_json = {},
+                       Existing existing = Existing::Refuse) {
+        if (!store)
+            throw Error(SHARD_ERR_NULL_POINTER, "`store` must not be NULL (an empty Store)");
+        create_in(store.get(), path, attributes_json, existing);
     }
 
-    /// The keys (`/`-separated paths below ROOT) of the regular files whose keys start with
-    /// `prefix`, sorted: the directory part of `prefix` (up to its last `/`) is walked
-    /// recursively, following symbolic links (a linked directory's files are keys under the
-    /// link's name, as `open` finds them), except a link back to a directory the walk is
-    /// inside (by device and inode), so a loop ends; a dangling link and anything that is
-    /// neither a regular file nor a directory is skipped. A missing directory (or one that is
-    /// a file) lists nothing. Throws `std::system_error` (the OS error, e.g. `EACCES`, and the
-    /// path) when a directory cannot be read; through an `Array` call, `Error(SHARD_ERR_IO)`
-    /// with that `io_code()` and `host_message()`.
-    [[nodiscard]] std::vector<std::string> list(std::string_view prefix) const {
-        const std::string pre(prefix);
-        const std::size_t slash = pre.rfind('/');
-        const std::string top = slash == std::string::npos ? std::string() : pre.substr(0, slash + 1);
-        std::vector<std::string> keys;
-        std::vector<std::pair<dev_t, ino_t>> inside;
-        list_below(top, pre, inside, keys);
-        std::sort(keys.begin(), keys.end());
-        return keys;
-    }
-
-  private:
-    // The files below the directory keyed `dir_key` (ending in '/', or empty for ROOT) whose
-    // keys start with `pre`, into `keys`; `inside` holds the directories the walk is in.
-    void list_below(const std::string &dir_key, const std::string &pre,
-                    std::vector<std::pair<dev_t, ino_t>> &inside,
-                    std::vector<std::string> &keys) const {
-        const std::string dir_path = root_ + "/" + dir_key;
-        struct stat st;
-        if (::stat(dir_path.c_str(), &st) != 0) {
-            if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return; // no objects
-            throw std::system_error(errno, std::generic_category(),
-                                    "cannot list directory " + dir_path);
-        }
-        if (!S_ISDIR(st.st_mode)) return;
-        const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
-        if (std::find(inside.begin(), inside.end(), id) != inside.end()) return; // a link loop
-        std::unique_ptr<DIR, int (*)(DIR *)> d(::opendir(dir_path.c_str()), &::closedir);
-        if (!d) {
-            if (errno == ENOENT || errno == ENOTDIR) return; // gone meanwhile
-            throw std::system_error(errno, std::generic_category(),
-                                    "cannot list directory " + dir_path);
-        }
-        inside.push_back(id);
-        for (;;) {
-            errno = 0;
-            const struct dirent *e = ::readdir(d.get());
-            if (e == nullptr) {
-                if (errno != 0)
-                    throw std::system_error(errno, std::generic_category(),
-                                            "cannot list directory " + dir_path);
-                break;
-            }
-            const std::string name = e->d_name;
-            if (name == "." || name == "..") continue;
-            const std::string key = dir_key + name;
-            struct stat entry;
-            if (::stat((dir_path + name).c_str(), &entry) != 0) continue; // dangling link
-            if (S_ISDIR(entry.st_mode)) {
-                const std::string sub = key + "/";
-                // Only directories that can hold keys with the prefix.
-                if (sub.compare(0, pre.size(), pre) == 0 || pre.compare(0, sub.size(), sub) == 0)
-                    list_below(sub, pre, inside, keys);
-            } else if (S_ISREG(entry.st_mode) && key.compare(0, pre.size(), pre) == 0) {
-                keys.push_back(key);
-            }
-        }
-        inside.pop_back();
+    /// `create` in a host store (see `Array`), **borrowed** for the call: neither copied,
+    /// moved nor kept (the library never owns a store given to `shard_group_create`); every
+    /// callback runs on the calling thread. Throws `Error` as `create`.
+    template <class HostStore, std::enable_if_t<detail::is_host_store_v<HostStore>, int> = 0>
+    static void create(HostStore &&store, std::string_view path,
+                       std::string_view attributes_json = {},
+                       Existing existing = Existing::Refuse) {
+        using Stored = std::decay_t<HostStore>;
+        using Object = typename detail::pointee<Stored>::type;
+        if (detail::pointee<Stored>::is_null(store))
+            throw Error(SHARD_ERR_NULL_POINTER,
+                        "`store` must not be NULL (an empty smart pointer was given as the store)");
+        detail::StoreAdapter<std::reference_wrapper<Object>> adapter(
+            std::ref(detail::pointee<Stored>::get(store)));
+        const shard_store_callbacks table = adapter.table(0, /*owned=*/false);
+        create_in(&table, path, attributes_json, existing);
     }
 
   private:
-    std::string root_;
+    static void create_in(const shard_store_callbacks *table, std::string_view path,
+                          std::string_view attributes_json, Existing existing) {
+        const std::string p = detail::c_string(path, "path");
+        detail::call([&] {
+            return shard_group_create(table, p.c_str(),
+                                      attributes_json.empty() ? nullptr : attributes_json.data(),
+                                      attributes_json.size(),
+                                      static_cast<std::uint32_t>(existing));
+        });
+    }
 };
-#endif
 
 } // namespace zarrshard
 

@@ -15,9 +15,11 @@
 #      kerchunkRefs, kerchunkRefsParquet through a store and kerchunkRefsParquetDir into a
 #      directory, over the fixture) read back through fsspec's ReferenceFileSystem and
 #      zarr-python, equal to fixture.raw
-#   9. the array DirectoryStoreTest wrote through ShardStore.directory (the fixture's zarr.json
-#      and values) read by zarr-python, equal to fixture.raw
-#  10. the example (bindings/java/example/Example.java), and zarr-python reading its array
+#   9. the array DirectoryStoreTest created in the library's directory store (Store.directory;
+#      the fixture's zarr.json and values) read by zarr-python, equal to fixture.raw
+#  10. the group and appended array CreateTest wrote (Group.create, ShardArray.create with an
+#      ArraySpec, append, setAttributes) read by zarr-python: attributes, dimension names, values
+#  11. the example (bindings/java/example/Example.java), and zarr-python reading its array
 #
 # Everything it builds goes to target/bindings/java/ (logs in target/bindings/java/logs/).
 # One PASS/FAIL line per step; last a line `N passed, M failed` (steps); exit status 0 only
@@ -153,21 +155,24 @@ step javadoc build_javadoc
 
 # zarrshard.cli: RefsTest compares the Parquet objects with the command-line tool's; it writes
 # the reference sets it made to zarrshard.refs.out for step 8. DirectoryStoreTest writes the
-# fixture's array through ShardStore.directory to zarrshard.dirstore.out for step 9.
+# fixture's array through Store.directory to zarrshard.dirstore.out for step 9; CreateTest its
+# acquisition group to zarrshard.create.out for step 10.
 REFS_OUT="$OUT/refs-out"
 DIRSTORE_OUT="$OUT/dirstore-out/fixture.zarr"
+CREATE_OUT="$OUT/create-out/acq.zarr"
 JAVA_PROPS=(-Djava.library.path="$LIBDIR" -Dzarrshard.fixture="$FIXTURE"
     -Dzarrshard.test.tmp="$OUT/tmp" -Dzarrshard.cli="$REPO/target/release/zarrshard"
-    -Dzarrshard.refs.out="$REFS_OUT" -Dzarrshard.dirstore.out="$DIRSTORE_OUT")
+    -Dzarrshard.refs.out="$REFS_OUT" -Dzarrshard.dirstore.out="$DIRSTORE_OUT"
+    -Dzarrshard.create.out="$CREATE_OUT")
 run_tests() {
-    rm -rf "$OUT/tmp" "$REFS_OUT" "$OUT/dirstore-out"
+    rm -rf "$OUT/tmp" "$REFS_OUT" "$OUT/dirstore-out" "$OUT/create-out"
     java "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain
 }
 step test run_tests
 
 run_tests_checkjni() {
     local log="$OUT/checkjni-output.log" rc
-    rm -rf "$OUT/tmp" "$REFS_OUT" "$OUT/dirstore-out"
+    rm -rf "$OUT/tmp" "$REFS_OUT" "$OUT/dirstore-out" "$OUT/create-out"
     java -Xcheck:jni "${JAVA_PROPS[@]}" -cp "$TEST_CP" io.zarrshard.TestMain >"$log" 2>&1
     rc=$?
     cat "$log"
@@ -247,12 +252,35 @@ assert a.dtype == np.uint16 and a.shape == (64, 64), (a.dtype, a.shape)
 assert (a[...] == want).all(), "zarr-python reads different values"
 shards = sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(os.path.join(path, "c")) for f in fs)
 assert shards == ["c/0/0", "c/0/1", "c/1/0", "c/1/1"], shards
-print("zarr-python reads the array written through ShardStore.directory: equal to fixture.raw")
+print("zarr-python reads the array created in Store.directory: equal to fixture.raw")
 PY
 }
 step dirstore-zarr-python check_dirstore
 
-# ---- 10. the example -------------------------------------------------------------------------
+# ---- 10. the created group and appended array, read by zarr-python ----------------------------
+
+# The values are computed here from their definition (CreateTest.frame: frame t, element
+# (y, x) = t * 100 + y * 8 + x + 1), not copied from the Java side.
+check_created() {
+    "$REPO/.venv/bin/python" - "$CREATE_OUT" <<'PY'
+import sys
+import numpy as np
+import zarr
+root = zarr.open_group(sys.argv[1], mode="r")
+assert dict(root.attrs) == {"ome": {"version": "0.5", "name": "acq"}}, dict(root.attrs)
+a = root["0"]
+assert a.dtype == np.uint16 and a.shape == (5, 8, 8), (a.dtype, a.shape)
+assert tuple(a.metadata.dimension_names) == ("t", "y", "x"), a.metadata.dimension_names
+assert dict(a.attrs) == {"frames": 5}, dict(a.attrs)
+t, y, x = np.indices((5, 8, 8))
+want = (t * 100 + y * 8 + x + 1).astype("uint16")
+assert (a[...] == want).all(), "zarr-python reads different values"
+print("zarr-python reads CreateTest's group (attributes) and appended array 0: 5x8x8, equal")
+PY
+}
+step created-zarr-python check_created
+
+# ---- 11. the example -------------------------------------------------------------------------
 
 run_example() {
     local dir="$OUT/example-out/example.zarr"
@@ -269,7 +297,11 @@ want = ((r * 64 + c) % 65536).astype("uint16")
 want[(r >= 32) & (c >= 32)] = 0
 assert a.dtype == np.uint16 and a.shape == (64, 64), (a.dtype, a.shape)
 assert (a == want).all(), "zarr-python reads different values"
-print("zarr-python reads the example's array: equal")
+import os
+shards = sorted(os.path.relpath(os.path.join(d, f), sys.argv[1])
+                for d, _, fs in os.walk(os.path.join(sys.argv[1], "c")) for f in fs)
+assert shards == ["c/0/0", "c/0/1", "c/1/0"], shards  # the all-fill shard c/1/1 is not stored
+print("zarr-python reads the example's array: equal; the all-fill shard not stored")
 PY
 }
 step example run_example

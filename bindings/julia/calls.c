@@ -6,7 +6,7 @@
  * of calls the Julia example (ZarrShard/example/example.jl) makes works against the built
  * libzarrshard and reads what zarr-python wrote: EXACTLY the same C calls, in the same order,
  * with the same argument types and values, through callbacks that do what the Julia ShardIO
- * implementations do (FileShardIO read mode, MemoryShardIO), and the same column-major index
+ * implementations do (MemoryShardIO; ShardFile is the library's own file I/O), and the same column-major index
  * transform the Julian layer applies (Julia A[x, y] is C element [y-1][x-1]).
  *
  *     calls FIXTURE_DIR [EXAMPLE_JL]   (FIXTURE_DIR/fixture.zarr and fixture.raw from
@@ -123,105 +123,127 @@ enum { K_READ, K_READ_SUFFIX, K_SIZE, K_WRITE, K_TRUNCATE, K_REMOVE, K_DESTROY, 
 static unsigned long calls_of[K_KINDS];
 static unsigned long reads(void) { return calls_of[K_READ] + calls_of[K_READ_SUFFIX]; }
 
-/* ---- FileShardIO(path; mode = :read), in C ------------------------------------------------
- * read_at!: seek + read to len or end of file; ObjectNotFound when the file is missing.
- * objectsize: the file's size. Registered callbacks (read mode): read, read_suffix, size,
- * destroy (release!: close the file). */
+/* ---- ShardFile(path), in C: the library's file I/O for one object (shard_io_file) ----------
+ * The Julian layer fills a table with shard_io_file(path, 0, &table) and hands it to
+ * shard_open_ex (or, from a store function, copies it into open_object's io_out); a failed
+ * open gives it back with shard_io_release. Here each of the library's callbacks is reached
+ * through a forwarder that counts it first (calls_of, not part of the example), so the checks
+ * below can count what the library calls on its own file I/O: same arguments, same order. */
 typedef struct {
-    int fd; /* -1: the file does not exist */
+    shard_io_callbacks lib; /* what shard_io_file filled */
 } file_io;
 
-static int32_t errno_code(void) { return errno != 0 ? (int32_t)errno : (int32_t)EIO; }
-
-static int32_t file_read_at(file_io *f, uint64_t offset, uint8_t *buf, size_t len, size_t *got_out) {
-    size_t got = 0;
-    if (f->fd < 0) return SHARD_IO_NOT_FOUND;
-    while (got < len) {
-        ssize_t n = pread(f->fd, buf + got, len - got, (off_t)(offset + got));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return errno_code();
-        }
-        if (n == 0) break;
-        got += (size_t)n;
-    }
-    *got_out = got;
-    return 0;
-}
-
-static int32_t file_objectsize(file_io *f, uint64_t *size_out) {
-    struct stat st;
-    if (f->fd < 0) return SHARD_IO_NOT_FOUND;
-    if (fstat(f->fd, &st) != 0) return errno_code();
-    *size_out = (uint64_t)st.st_size;
-    return 0;
-}
-
-/* cb_read */
 static int32_t file_cb_read(void *ud, uint64_t offset, size_t len, uint8_t *buf, size_t *read_out) {
+    file_io *f = (file_io *)ud;
     calls_of[K_READ]++;
-    return file_read_at((file_io *)ud, offset, buf, len, read_out);
+    return f->lib.read(f->lib.userdata, offset, len, buf, read_out);
 }
 
-/* cb_read_suffix: total = objectsize(io); n = min(total, len); read_at!(io, total - n, ...) */
 static int32_t file_cb_read_suffix(void *ud, size_t len, uint8_t *buf, size_t *read_out,
                                    uint64_t *object_size_out) {
-    uint64_t total = 0;
-    size_t n;
-    int32_t rc;
+    file_io *f = (file_io *)ud;
     calls_of[K_READ_SUFFIX]++;
-    if ((rc = file_objectsize((file_io *)ud, &total)) != 0) return rc;
-    n = total < (uint64_t)len ? (size_t)total : len;
-    if ((rc = file_read_at((file_io *)ud, total - n, buf, n, read_out)) != 0) return rc;
-    *object_size_out = total;
-    return 0;
+    return f->lib.read_suffix(f->lib.userdata, len, buf, read_out, object_size_out);
 }
 
 static int32_t file_cb_size(void *ud, uint64_t *size_out) {
+    file_io *f = (file_io *)ud;
     calls_of[K_SIZE]++;
-    return file_objectsize((file_io *)ud, size_out);
+    return f->lib.size(f->lib.userdata, size_out);
 }
 
+static int32_t file_cb_write(void *ud, uint64_t offset, const uint8_t *buf, size_t len) {
+    file_io *f = (file_io *)ud;
+    calls_of[K_WRITE]++;
+    return f->lib.write(f->lib.userdata, offset, buf, len);
+}
+
+static int32_t file_cb_truncate(void *ud, uint64_t len) {
+    file_io *f = (file_io *)ud;
+    calls_of[K_TRUNCATE]++;
+    return f->lib.truncate(f->lib.userdata, len);
+}
+
+static int32_t file_cb_remove(void *ud) {
+    file_io *f = (file_io *)ud;
+    calls_of[K_REMOVE]++;
+    return f->lib.remove(f->lib.userdata);
+}
+
+/* destroy, and the Julian layer's shard_io_release after a failed open: the library's own
+ * destroy through shard_io_release (which zeroes the table). */
 static void file_cb_destroy(void *ud) {
     file_io *f = (file_io *)ud;
     calls_of[K_DESTROY]++;
-    if (f->fd >= 0) close(f->fd);
+    shard_io_release(&f->lib);
+    if (f->lib.read != NULL || f->lib.destroy != NULL) check(0, "shard_io_release zeroes the table");
     free(f);
 }
 
-/* FileShardIO(path): open if it exists (a missing file is "no object"). */
+/* One counted read per range, as the host callbacks count them. */
+static int32_t file_cb_read_vectored(void *ud, size_t count, const uint64_t *offsets,
+                                     const size_t *lens, uint8_t *const *bufs, size_t *read_outs) {
+    file_io *f = (file_io *)ud;
+    calls_of[K_READ] += count;
+    return f->lib.read_vectored(f->lib.userdata, count, offsets, lens, bufs, read_outs);
+}
+
+static int32_t file_cb_create_new(void *ud, void **new_out) {
+    file_io *f = (file_io *)ud;
+    return f->lib.create_new(f->lib.userdata, new_out);
+}
+
+static int32_t file_cb_write_new(void *ud, void *new_object, uint64_t offset, const uint8_t *buf,
+                                 size_t len) {
+    file_io *f = (file_io *)ud;
+    calls_of[K_WRITE]++;
+    return f->lib.write_new(f->lib.userdata, new_object, offset, buf, len);
+}
+
+static int32_t file_cb_commit_new(void *ud, void *new_object, uint64_t len) {
+    file_io *f = (file_io *)ud;
+    return f->lib.commit_new(f->lib.userdata, new_object, len);
+}
+
+static void file_cb_discard_new(void *ud, void *new_object) {
+    file_io *f = (file_io *)ud;
+    f->lib.discard_new(f->lib.userdata, new_object);
+}
+
+/* ShardFile(path): shard_io_file(path, 0, &table). A missing file is no object (it reads as
+ * the fill value), not an error. */
 static file_io *file_io_open(const char *path) {
-    file_io *f = (file_io *)malloc(sizeof *f);
+    file_io *f = (file_io *)calloc(1, sizeof *f);
+    shard_status st;
     if (f == NULL) die("out of memory");
-    f->fd = open(path, O_RDONLY);
-    if (f->fd < 0 && errno != ENOENT) die("cannot open a shard file");
+    st = shard_io_file(path, 0, &f->lib);
+    if (st != SHARD_OK) {
+        zs_error e = zarrshard_error(st);
+        printf("FAIL shard_io_file(%s): status %d: %s\n", path, (int)st, e.message);
+        die("shard_io_file");
+    }
     return f;
 }
 
-/* callback_table(io, pointer_from_objref(io), write = false) for a FileShardIO. */
-/* cb_read_vectored in io.jl: one read_at! per range, i.e. the table's own read per range. */
-static int32_t file_cb_read_vectored(void *ud, size_t count, const uint64_t *offsets,
-                                     const size_t *lens, uint8_t *const *bufs, size_t *read_outs) {
-    size_t k;
-    for (k = 0; k < count; k++) {
-        int32_t rc = file_cb_read(ud, offsets[k], lens[k], bufs[k], &read_outs[k]);
-        if (rc != 0) return rc;
-    }
-    return 0;
-}
-
+/* The forwarding table: each callback the library's table has, counted. */
 static shard_io_callbacks file_table(file_io *f) {
     shard_io_callbacks t;
-    t.version = SHARD_IO_VERSION;
+    const shard_io_callbacks *l = &f->lib;
+    memset(&t, 0, sizeof t);
+    t.version = l->version;
     t.userdata = f;
-    t.read = file_cb_read;
-    t.read_suffix = file_cb_read_suffix; /* objectsize(::FileShardIO) exists */
-    t.size = file_cb_size;
-    t.write = NULL;    /* mode :read */
-    t.truncate = NULL;
-    t.remove = NULL;
+    t.read = l->read ? file_cb_read : NULL;
+    t.read_suffix = l->read_suffix ? file_cb_read_suffix : NULL;
+    t.size = l->size ? file_cb_size : NULL;
+    t.write = l->write ? file_cb_write : NULL;
+    t.truncate = l->truncate ? file_cb_truncate : NULL;
+    t.remove = l->remove ? file_cb_remove : NULL;
     t.destroy = file_cb_destroy;
-    t.read_vectored = file_cb_read_vectored; /* callback_table always sets it (version 2) */
+    t.read_vectored = l->read_vectored ? file_cb_read_vectored : NULL;
+    t.create_new = l->create_new ? file_cb_create_new : NULL;
+    t.write_new = l->write_new ? file_cb_write_new : NULL;
+    t.commit_new = l->commit_new ? file_cb_commit_new : NULL;
+    t.discard_new = l->discard_new ? file_cb_discard_new : NULL;
     return t;
 }
 
@@ -339,7 +361,7 @@ static shard_io_callbacks mem_table(mem_io *m, int write) {
 /* ---- stores: ShardArray's key -> ShardIO function, in C -----------------------------------
  * cb_store_open_object calls the function and fills the table with callback_table(io, ...,
  * write = true), which leaves out write callbacks when the io is not writable (a read
- * FileShardIO). cb_store_destroy does nothing (the ShardArray holds the function). */
+ * ShardFile: the library's table as is). cb_store_destroy does nothing (the ShardArray holds the function). */
 static unsigned long store_opens, store_destroys;
 
 static void store_destroy(void *ud) {
@@ -347,7 +369,8 @@ static void store_destroy(void *ud) {
     store_destroys++;
 }
 
-/* key -> FileShardIO(joinpath(array, key)); userdata: the array's directory. */
+/* key -> ShardFile(joinpath(array, key)): shard_io_file into io_out (here through the
+ * counting forwarder); userdata: the array's directory. */
 static int32_t file_store_open_object(void *ud, const char *key, shard_io_callbacks *io_out) {
     char path[4096];
     store_opens++;
@@ -394,7 +417,7 @@ static void list_called(const char *prefix) {
     snprintf(list_prefix, sizeof list_prefix, "%s", prefix);
 }
 
-/* list_keys(store, prefix) = nothing: the default, for a plain function (key -> FileShardIO,
+/* list_keys(store, prefix) = nothing: the default, for a plain function (key -> ShardFile,
  * key -> get!(MemoryShardIO, objects, key), key -> sparse(key)). */
 static int32_t plain_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
     (void)ud;
@@ -418,7 +441,7 @@ static shard_store_callbacks store_table(void *userdata,
     return t;
 }
 
-/* MemoryStore: the mem_store's open_object (get!), and list_keys(s::MemoryStore, prefix): the
+/* DictStore: the mem_store's open_object (get!), and list_keys(s::MemoryStore, prefix): the
  * keys under prefix whose object exists (sorted in Julia; order does not matter to C). */
 static int32_t memory_store_list(void *ud, const char *prefix, shard_key_fn on_key, void *list_state) {
     mem_store *s = (mem_store *)ud;
@@ -630,6 +653,80 @@ static void part3(size_t ci, size_t cj, size_t ck, int32_t *out) {
             for (c = 0; c < 5; c++) out[(a * 3 + b) * 5 + c] = value3(ci * 2 + a, cj * 3 + b, ck * 5 + c);
 }
 
+/* ---- the library's stores: what the Julian layer's stores.jl calls, in C -------------------
+ * _wrap_array(ptr, store): shard_array_codec, then Codec(c): rank, data type (size query and
+ * copy), inner chunk shape, inner chunk bytes. WANT_DT is the data type expected. */
+static shard_codec *wrap_array(shard_array *arr, const char *want_dt, const char *what) {
+    shard_codec *c = NULL;
+    size_t r = 0, n = 0, nb = 0;
+    uint64_t inner[8];
+    char dt[32];
+    CHECK_OK(shard_array_codec(arr, &c), what);
+    if (c == NULL) die("shard_array_codec gave no codec");
+    CHECK_OK(shard_codec_rank(c, &r), what);
+    if (r > 8) die("rank above 8");
+    CHECK_OK(shard_codec_data_type(c, NULL, 0, &n), what);
+    CHECK_OK(shard_codec_data_type(c, dt, n + 1 <= sizeof dt ? n + 1 : sizeof dt, &n), what);
+    CHECK_OK(shard_codec_inner_chunk_shape(c, inner, r), what);
+    CHECK_OK(shard_codec_inner_chunk_nbytes(c, &nb), what);
+    check(strcmp(dt, want_dt) == 0, "%s: the array's data type is %s (want %s)", what, dt, want_dt);
+    return c;
+}
+
+/* close(a::ShardArray): shard_array_close, then close(codec): shard_codec_free. */
+static void close_array(shard_array *arr, shard_codec *c) {
+    shard_array_close(arr);
+    shard_codec_free(c);
+}
+
+/* size(a): shard_array_rank, then shard_array_shape (C order; Julia reverses it). */
+static int array_size_is(shard_array *arr, const uint64_t *want, size_t want_rank, const char *what) {
+    size_t r = 0, k;
+    uint64_t got[8] = {0};
+    int same;
+    CHECK_OK(shard_array_rank(arr, &r), what);
+    if (r != want_rank || r > 8) {
+        check(0, "%s: rank %zu, want %zu", what, r, want_rank);
+        return 0;
+    }
+    CHECK_OK(shard_array_shape(arr, got, r), what);
+    same = 1;
+    for (k = 0; k < r; k++)
+        if (got[k] != want[k]) same = 0;
+    check(same, "%s: C shape [%llu][%llu]%s == the expected one", what, (unsigned long long)got[0],
+          (unsigned long long)(r > 1 ? got[1] : 0), r > 2 ? "[..]" : "");
+    return same;
+}
+
+/* read_region(a, start, shape): the (NULL, 0) probe, then the read. */
+static void read_region_c(shard_array *arr, const uint64_t *start, const uint64_t *shape, size_t rank,
+                          void *buf, size_t len, const char *what) {
+    CHECK_PROBE(shard_array_read_region(arr, start, shape, rank, NULL, 0), SHARD_ERR_BUFFER_SIZE, what);
+    CHECK_OK(shard_array_read_region(arr, start, shape, rank, (uint8_t *)buf, len), what);
+}
+
+/* frame(t)[x+1, y+1] = 1000 t + 10 y + x: C element [y][x] of a 24x40 frame. */
+static uint16_t stack_value(size_t t, size_t y, size_t x) { return (uint16_t)(1000 * t + 10 * y + x); }
+static void stack_frame(size_t t, uint16_t *out) {
+    size_t x, y;
+    for (y = 0; y < 24; y++)
+        for (x = 0; x < 40; x++) out[y * 40 + x] = stack_value(t, y, x);
+}
+
+/* Whether FILE, whitespace removed, contains NEEDLE. */
+static int file_contains(const char *path, const char *needle) {
+    size_t len = 0, i, j = 0;
+    char *text = (char *)read_file(path, &len);
+    int found;
+    if (text == NULL) return 0;
+    for (i = 0; i < len; i++)
+        if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r') text[j++] = text[i];
+    text[j] = '\0';
+    found = strstr(text, needle) != NULL;
+    free(text);
+    return found;
+}
+
 int main(int argc, char **argv) {
     char path[4096];
     const char *dir = argc > 1 ? argv[1] : "fixture";
@@ -709,7 +806,7 @@ int main(int argc, char **argv) {
      *
      * julia: for s in CartesianIndices(grid)           (s[1] fastest: C's last index)
      *            key = shard_key(codec, s)                                         [8]
-     *            open(codec, FileShardIO(joinpath(array, key))) do shard            [9]
+     *            open(codec, ShardFile(joinpath(array, key))) do shard              [9]
      *                for c in CartesianIndices(per_shard)
      *                    A = read_chunk(shard, c)                                  [10]
      *                    A == expected[origin .+ (1:16, 1:16)]
@@ -717,8 +814,8 @@ int main(int argc, char **argv) {
      *            end                                                              [11]
      * C:     s = (gj+1, gi+1) -> cc = {gi, gj}; c = (cj+1, ci+1) -> {ci, cj}
      *        [8]  shard_codec_shard_key(codec, cc, 2, NULL, 0, &n); (..., buf, n + 1, &n)
-     *        [9]  shard_open_ex(codec, &{1, io, read, read_suffix, size, NULL, NULL, NULL,
-     *                           destroy}, SHARD_MODE_READ, 0, &h)
+     *        [9]  shard_io_file(path, 0, &io); shard_open_ex(codec, &io, SHARD_MODE_READ, 0, &h)
+     *             (a failed open: shard_io_release(&io))
      *        [10] shard_read_chunk(h, {ci, cj}, 2, (uint8_t *)A, 512)
      *        [11] shard_close(h)                                                          */
     for (gi = 0; gi < grid_c[0]; gi++) {
@@ -739,7 +836,7 @@ int main(int argc, char **argv) {
             st = shard_open_ex(codec, &io, SHARD_MODE_READ, 0, &h);                     /* [9] */
             if (st != SHARD_OK) {
                 zs_error e = zarrshard_error(st);
-                file_cb_destroy(f); /* a failed open leaves userdata with us: release! */
+                file_cb_destroy(f); /* a failed open leaves the table with us: shard_io_release */
                 printf("FAIL [9] shard_open_ex %s: %s\n", key, e.message);
                 failed++;
                 free(key);
@@ -794,9 +891,9 @@ int main(int argc, char **argv) {
     }
     check(checked == 16, "checked %lu inner chunks of 4 shards against fixture.raw", checked);
 
-    /* julia: open(codec, FileShardIO(joinpath(array, shard_key(codec, (2, 1))))) do shard [12]
+    /* julia: open(codec, ShardFile(joinpath(array, shard_key(codec, (2, 1))))) do shard [12]
      * C:     shard_codec_shard_key(codec, {0, 1}, 2, NULL, 0, &n); (..., buf, n + 1, &n)
-     *        shard_open_ex(codec, &file table, SHARD_MODE_READ, 0, &h)                   */
+     *        shard_io_file(path, 0, &io); shard_open_ex(codec, &io, SHARD_MODE_READ, 0, &h) */
     {
         uint64_t cc[2] = {0, 1};
         char *key = shard_key(codec, cc, rank);
@@ -1055,7 +1152,7 @@ int main(int argc, char **argv) {
     /* julia: close(codec)                                                              [35] */
     shard_codec_free(codec);
 
-    /* julia: arr = ShardArray(json, key -> FileShardIO(joinpath(array, key)))           [36]
+    /* julia: arr = ShardArray(json, key -> ShardFile(joinpath(array, key)))             [36]
      * C:     shard_array_open(json, sizeof(json), &{2, 0, store, open_object, destroy, list}, &arr)
      *        shard_array_codec(arr, &c), then Codec(c): rank, data type (twice), inner chunk
      *        shape, inner chunk bytes                                                         */
@@ -1071,7 +1168,7 @@ int main(int argc, char **argv) {
         int same = 1, zero = 1;
         snprintf(root, sizeof root, "%s/fixture.zarr", dir);
         table = store_table(root, file_store_open_object, plain_store_list);
-        arr = array_open(json, json_len, &table, &acodec, "[36] ShardArray(json, key -> FileShardIO)");
+        arr = array_open(json, json_len, &table, &acodec, "[36] ShardArray(json, key -> ShardFile)");
 
         /* julia: R = read_region(arr, (21, 11), (30, 40))                                  [37]
          * C:     shard_array_read_region(arr, {10, 20}, {40, 30}, 2, NULL, 0) -> BUFFER_SIZE
@@ -1394,7 +1491,7 @@ int main(int argc, char **argv) {
             memset(calls_of, 0, sizeof calls_of);
             CHECK_OK(shard_array_verify(arr, problem_push, &pl, &n), "[38h] shard_array_verify");
             check(store_lists == 1 && strcmp(list_prefix, "c/") == 0,
-                  "[38h] the store's list called once, prefix \"%s\" (key -> FileShardIO cannot list: "
+                  "[38h] the store's list called once, prefix \"%s\" (key -> ShardFile cannot list: "
                   "SHARD_STORE_CANNOT_LIST, every grid position asked)", list_prefix);
             check(n == 0 && pl.seen == 0, "[38h] verify(arr): the fixture is clean (%lu problems, %zu callback calls)",
                   (unsigned long)n, pl.seen);
@@ -1550,10 +1647,10 @@ int main(int argc, char **argv) {
             for (k = 0; k < objects.n; k++) free(objects.e[k].io.data);
         }
 
-        /* julia: sparse = MemoryStore()   (no C call)
+        /* julia: sparse = DictStore()   (no C call)
          *        open(ShardArray, json, sparse) do sarr                                    [45]
          * C:     shard_array_open(json, sizeof(json), &{2, 0, sf, open_object, destroy, list}, &sarr),
-         *        then Codec(c) as in [36]; list is cb_store_list, calling list_keys(::MemoryStore)
+         *        then Codec(c) as in [36]; list is cb_store_list, calling list_keys(::DictStore)
          * julia: write_region(sarr, (49, 1), fill(UInt16(5), 16, 16))                      [46]
          * C:     shard_array_write_region(sarr, {0, 48}, {16, 16}, 2, fives, 512)
          *        -> C rows 0..15, columns 48..63: inner chunk [0][1] of c/0/1, 1 open_object
@@ -1599,7 +1696,7 @@ int main(int argc, char **argv) {
             acodec = NULL;
             store_opens = 0;
             store_lists = 0;
-            sarr = array_open(json, json_len, &table, &acodec, "[45] ShardArray(json, MemoryStore())");
+            sarr = array_open(json, json_len, &table, &acodec, "[45] ShardArray(json, DictStore())");
             for (k = 0; k < 16 * 16; k++) fives[k] = 5;
             CHECK_OK(shard_array_write_region(sarr, s5, sh5, 2, (const uint8_t *)fives, sizeof fives),
                      "[46] shard_array_write_region");
@@ -1717,6 +1814,358 @@ int main(int argc, char **argv) {
         check(st == SHARD_OK && freed_bytes == 0 && contexts == 0,
               "[57] a second release_memory: status %d, %lu bytes and %lu contexts (want 0 and 0)",
               (int)st, (unsigned long)freed_bytes, (unsigned long)contexts);
+    }
+
+    /* ---- the library's stores (stores.jl) ------------------------------------------------ */
+    {
+        char root[4096], stack_root[4096], jpath[4200];
+        shard_store_callbacks fx, st, mem;
+        shard_array *arr = NULL;
+        shard_codec *c = NULL;
+        shard_status rc;
+        static uint16_t R[40 * 30], F[24 * 40], G[8 * 24 * 40], M[8 * 24 * 40];
+        size_t t, x, y, k;
+        int same;
+
+        /* julia: fx = DirectoryStore(array)                                               [58]
+         * C:     shard_store_directory(root, 0, &fx)                                          */
+        snprintf(root, sizeof root, "%s/fixture.zarr", dir);
+        CHECK_OK(shard_store_directory(root, 0, &fx), "[58] shard_store_directory");
+        check((fx.flags & SHARD_STORE_THREAD_SAFE) != 0 && fx.version == SHARD_STORE_VERSION,
+              "[58] the library's store table is version %u, thread-safe", (unsigned)fx.version);
+        /* julia: open(fx) do farr                                                         [59]
+         * C:     shard_array_open_path(&fx, "", &arr), then _wrap_array's calls              */
+        CHECK_OK(shard_array_open_path(&fx, "", &arr), "[59] shard_array_open_path(fixture, \"\")");
+        if (arr == NULL) die("[59] no array");
+        c = wrap_array(arr, "uint16", "[59] open(fx)");
+        {
+            /* julia: size(farr) == (64, 64)                                               [60] */
+            uint64_t want[2] = {64, 64};
+            uint64_t start[2] = {10, 20}, shape[2] = {40, 30};
+            array_size_is(arr, want, 2, "[60] size(farr)");
+            /* julia: read_region(farr, (21, 11), (30, 40)) == expected[21:50, 11:50]      [61] */
+            read_region_c(arr, start, shape, 2, R, sizeof R, "[61] read_region(farr)");
+            same = 1;
+            for (x = 1; x <= 30; x++)
+                for (y = 1; y <= 40; y++)
+                    if (R[(x - 1) + (y - 1) * 30] != le16(raw + 2 * ((20 + x - 1) + (10 + y - 1) * 64))) same = 0;
+            check(same, "[61] the fixture by path in a DirectoryStore: the region equals fixture.raw's");
+        }
+        close_array(arr, c);                                                             /* [62] */
+        /* julia: close(fx)                                                                [63]
+         * C:     shard_store_release(&fx)                                                     */
+        shard_store_release(&fx);
+        check(fx.userdata == NULL && fx.open_object == NULL, "[63] shard_store_release zeroed the table");
+        shard_store_release(&fx); /* Not in the example: a second release of the zeroed table is a no-op */
+        shard_store_release(NULL);
+
+        /* julia: store = DirectoryStore(root; create = true)                              [64]
+         * C:     shard_store_directory(stack_root, SHARD_STORE_CREATE, &st)
+         *        (run.sh makes a fresh fixture directory: nothing to remove first)           */
+        snprintf(stack_root, sizeof stack_root, "%s/stack.zarr", dir);
+        CHECK_OK(shard_store_directory(stack_root, SHARD_STORE_CREATE, &st), "[64] shard_store_directory(CREATE)");
+        /* julia: create_group(store; attributes = """{"description":"frames"}""")        [65]
+         * C:     shard_group_create(&st, "", json, 26, 0)                                     */
+        {
+            static const char gattrs[] = "{\"description\":\"frames\"}";
+            CHECK_OK(shard_group_create(&st, "", gattrs, strlen(gattrs), 0), "[65] shard_group_create");
+        }
+        /* julia: stack = create(store, "0"; shape = (40, 24, 0), chunks = (20, 8, 2),       [66]
+         *                       shards = (40, 24, 4), dtype = UInt16,
+         *                       dimension_names = ("x", "y", "t"))
+         * C:     with_spec: shard_array_spec_init(&init), then the spec, C order:
+         *        {init.version, 3, {0, 24, 40}, {4, 24, 40}, {2, 8, 20}, "uint16", NULL, NULL,
+         *         init.compression_level, init.index_location, init.checksums, {"t", "y", "x"}}
+         *        shard_array_create_spec(&st, "0", &spec, 0, &arr), then _wrap_array's calls   */
+        {
+            shard_array_spec init, spec;
+            uint64_t shape[3] = {0, 24, 40}, shards[3] = {4, 24, 40}, chunks[3] = {2, 8, 20};
+            /* namebuf "t\0y\0x\0" and pointers into it, as with_spec builds them */
+            static const char namebuf[] = "t\0y\0x";
+            const char *names[3];
+            names[0] = namebuf;
+            names[1] = namebuf + 2;
+            names[2] = namebuf + 4;
+            CHECK_OK(shard_array_spec_init(&init), "[66] shard_array_spec_init");
+            check(init.version == SHARD_ARRAY_SPEC_VERSION && init.shape == NULL && init.data_type == NULL,
+                  "[66] shard_array_spec_init: version %u, pointers NULL", (unsigned)init.version);
+            spec = init;
+            spec.rank = 3;
+            spec.shape = shape;
+            spec.shard_shape = shards;
+            spec.chunk_shape = chunks;
+            spec.data_type = "uint16";
+            spec.fill_value = NULL;
+            spec.compressor = NULL;
+            spec.dimension_names = names;
+            arr = NULL;
+            CHECK_OK(shard_array_create_spec(&st, "0", &spec, 0, &arr), "[66] shard_array_create_spec");
+            if (arr == NULL) die("[66] no array");
+            c = wrap_array(arr, "uint16", "[66] create(store, \"0\"; ...)");
+        }
+        /* julia: for t in 0:4: append!(stack, frame(t))                                   [67]
+         * C:     ndims: shard_array_rank(arr, &r); then, a frame (40, 24) made (40, 24, 1):
+         *        shard_array_append(arr, 3 - 3 = 0, {1, 24, 40}, 3, frame, 1920)              */
+        for (t = 0; t <= 4; t++) {
+            size_t r = 0;
+            uint64_t block[3] = {1, 24, 40};
+            CHECK_OK(shard_array_rank(arr, &r), "[67] shard_array_rank");
+            stack_frame(t, F);
+            CHECK_OK(shard_array_append(arr, r - 3, block, r, (const uint8_t *)F, sizeof F), "[67] shard_array_append");
+        }
+        {
+            /* julia: size(stack) == (40, 24, 5)                                           [68] */
+            uint64_t want[3] = {5, 24, 40};
+            uint64_t start[3] = {4, 0, 0}, shape[3] = {1, 24, 40};
+            array_size_is(arr, want, 3, "[68] size(stack) after 5 frames");
+            /* Not in the example: zarr.json does not cover pending frames until a flush. */
+            snprintf(jpath, sizeof jpath, "%s/0/zarr.json", stack_root);
+            check(!file_contains(jpath, "\"shape\":[5,24,40]"), "[68] before flush, zarr.json's shape is not [5,24,40]");
+            /* julia: read_region(stack, (1, 1, 5), (40, 24, 1)) == frame(4)               [69] */
+            read_region_c(arr, start, shape, 3, F, sizeof F, "[69] read_region(stack, frame 4)");
+            same = 1;
+            for (y = 0; y < 24; y++)
+                for (x = 0; x < 40; x++)
+                    if (F[y * 40 + x] != stack_value(4, y, x)) same = 0;
+            check(same, "[69] the pending frame 4 reads back");
+        }
+        /* julia: flush(stack)                                                             [70] */
+        CHECK_OK(shard_array_flush(arr), "[70] shard_array_flush");
+        check(file_contains(jpath, "\"shape\":[5,24,40]"), "[70] after flush, zarr.json's shape is [5,24,40]");
+        /* julia: set_attributes!(stack, """{"unit":"ms"}""")                              [71]
+         * julia: attributes(stack) == """{"unit":"ms"}"""                                 [72]
+         * C:     shard_array_set_attributes(arr, json, 13);
+         *        shard_array_attributes(arr, NULL, 0, &n); (arr, buf, n + 1, &n)              */
+        {
+            static const char attrs[] = "{\"unit\":\"ms\"}";
+            size_t n = 0;
+            char buf[64];
+            CHECK_OK(shard_array_set_attributes(arr, attrs, strlen(attrs)), "[71] shard_array_set_attributes");
+            CHECK_OK(shard_array_attributes(arr, NULL, 0, &n), "[72] shard_array_attributes (size)");
+            if (n + 1 > sizeof buf) die("[72] attributes too long");
+            CHECK_OK(shard_array_attributes(arr, buf, n + 1, &n), "[72] shard_array_attributes");
+            check(n == strlen(attrs) && strcmp(buf, attrs) == 0, "[72] attributes(stack) == %s (got %s)", attrs, buf);
+            check(file_contains(jpath, "\"attributes\":{\"unit\":\"ms\"}"), "[71] zarr.json holds the attributes");
+        }
+        /* julia: for t in 5:9: append!(stack, frame(t))                                   [73] */
+        for (t = 5; t <= 9; t++) {
+            size_t r = 0;
+            uint64_t block[3] = {1, 24, 40};
+            CHECK_OK(shard_array_rank(arr, &r), "[73] shard_array_rank");
+            stack_frame(t, F);
+            CHECK_OK(shard_array_append(arr, r - 3, block, r, (const uint8_t *)F, sizeof F), "[73] shard_array_append");
+        }
+        {
+            /* julia: resize!(stack, (40, 24, 7)); resize!(stack, (40, 24, 8))          [74] [75]
+             * C:     shard_array_resize(arr, {7, 24, 40}, 3); (arr, {8, 24, 40}, 3)          */
+            uint64_t s7[3] = {7, 24, 40}, s8[3] = {8, 24, 40};
+            uint64_t start[3] = {7, 0, 0}, shape[3] = {1, 24, 40};
+            CHECK_OK(shard_array_resize(arr, s7, 3), "[74] shard_array_resize to 7 frames");
+            CHECK_OK(shard_array_resize(arr, s8, 3), "[75] shard_array_resize to 8 frames");
+            check(file_contains(jpath, "\"shape\":[8,24,40]"), "[75] zarr.json's shape is [8,24,40]");
+            /* julia: all(iszero, read_region(stack, (1, 1, 8), (40, 24, 1)))              [76] */
+            read_region_c(arr, start, shape, 3, F, sizeof F, "[76] read_region(stack, frame 7)");
+            same = 1;
+            for (k = 0; k < 24 * 40; k++)
+                if (F[k] != 0) same = 0;
+            check(same, "[76] frame 7, cut by the shrink and regrown, reads as the fill value (not frame 7's old data)");
+        }
+        {
+            /* julia: write_region(stack, (1, 1, 2), fill(UInt16(7), 20, 8, 1))           [77]
+             * C:     shard_array_write_region(arr, {1, 0, 0}, {1, 8, 20}, 3, data, 320)      */
+            uint64_t start[3] = {1, 0, 0}, shape[3] = {1, 8, 20};
+            uint16_t sevens[8 * 20];
+            uint64_t rewritten = 0, freed = 0;
+            for (k = 0; k < 8 * 20; k++) sevens[k] = 7;
+            CHECK_OK(shard_array_write_region(arr, start, shape, 3, (const uint8_t *)sevens, sizeof sevens),
+                     "[77] shard_array_write_region");
+            /* julia: c = compact!(stack)                                                  [78]
+             * C:     shard_array_compact(arr, 0, &rewritten, &freed)                         */
+            CHECK_OK(shard_array_compact(arr, 0, &rewritten, &freed), "[78] shard_array_compact");
+            check(rewritten == 1 && freed > 0, "[78] compact!: %llu shard(s) rewritten, %llu bytes freed",
+                  (unsigned long long)rewritten, (unsigned long long)freed);
+            /* Not in the example: a second compaction has nothing left to free. */
+            CHECK_OK(shard_array_compact(arr, 0, &rewritten, &freed), "[78] shard_array_compact again");
+            check(rewritten == 0 && freed == 0, "[78] compacted again: %llu shard(s), %llu bytes",
+                  (unsigned long long)rewritten, (unsigned long long)freed);
+        }
+        close_array(arr, c);                                                             /* [79] */
+        /* the model: frames 0..6, frame 7 fill, C [1][0..7][0..19] = 7 */
+        for (t = 0; t < 8; t++)
+            for (y = 0; y < 24; y++)
+                for (x = 0; x < 40; x++)
+                    M[(t * 24 + y) * 40 + x] = t == 7 ? 0 : (t == 1 && y < 8 && x < 20) ? 7 : stack_value(t, y, x);
+        /* julia: open(store, "0") do s2                                                   [80]
+         * C:     shard_array_open_path(&st, "0", &arr), then _wrap_array's calls             */
+        arr = NULL;
+        CHECK_OK(shard_array_open_path(&st, "0", &arr), "[80] shard_array_open_path(store, \"0\")");
+        if (arr == NULL) die("[80] no array");
+        c = wrap_array(arr, "uint16", "[80] open(store, \"0\")");
+        {
+            uint64_t want[3] = {8, 24, 40}, start[3] = {0, 0, 0};
+            array_size_is(arr, want, 3, "[81] size(s2)");                                /* [81] */
+            read_region_c(arr, start, want, 3, G, sizeof G, "[82] read_region(s2, all)"); /* [82] */
+            check(memcmp(G, M, sizeof G) == 0, "[82] the stack opened by path equals the model");
+        }
+        close_array(arr, c);                                                             /* [83] */
+        /* julia: create(store, "0"; shape = (1,), chunks = (1,), dtype = UInt8) -> INVALID_STATE,
+         *        the same at "../x" -> INVALID_ARGUMENT                                  [84]
+         * C:     shard_array_spec_init(&init); shard_array_create_spec(&st, path, &spec, 0, &a),
+         *        then ZarrShardError(status)                                                  */
+        {
+            const char *paths[2] = {"0", "../x"};
+            shard_status want[2] = {SHARD_ERR_INVALID_STATE, SHARD_ERR_INVALID_ARGUMENT};
+            int i;
+            for (i = 0; i < 2; i++) {
+                shard_array_spec spec;
+                uint64_t one[1] = {1};
+                shard_array *a = NULL;
+                zs_error e;
+                CHECK_OK(shard_array_spec_init(&spec), "[84] shard_array_spec_init");
+                spec.rank = 1;
+                spec.shape = one;
+                spec.shard_shape = NULL;
+                spec.chunk_shape = one;
+                spec.data_type = "uint8";
+                rc = shard_array_create_spec(&st, paths[i], &spec, 0, &a);
+                e = zarrshard_error(rc);
+                check(rc == want[i] && a == NULL && strstr(e.message, paths[i]) != NULL,
+                      "[84] create at \"%s\": status %d (want %d), \"%s\"", paths[i], (int)rc, (int)want[i], e.message);
+            }
+        }
+        /* julia: open(store, "1") -> SHARD_ERR_INVALID_METADATA                           [85] */
+        {
+            shard_array *a = NULL;
+            zs_error e;
+            rc = shard_array_open_path(&st, "1", &a);
+            e = zarrshard_error(rc);
+            check(rc == SHARD_ERR_INVALID_METADATA && a == NULL && strstr(e.message, "`1`") != NULL,
+                  "[85] open of a missing array: status %d (want %d), \"%s\"", (int)rc,
+                  (int)SHARD_ERR_INVALID_METADATA, e.message);
+        }
+        shard_store_release(&st);                                                        /* [86] */
+
+        /* julia: mem = MemoryStore()                                                      [87]
+         * C:     shard_store_memory(&mem)                                                     */
+        CHECK_OK(shard_store_memory(&mem), "[87] shard_store_memory");
+        {
+            /* julia: meta = metadata_json(; shape = (8, 4), chunks = (4, 2), shards = (8, 4),
+             *                             dtype = Int32, fill_value = -1)              [88]
+             * C:     shard_array_spec_init(&spec); spec: rank 2, {4, 8}, {4, 8}, {2, 4},
+             *        "int32", "-1"; shard_array_spec_json(&spec, NULL, 0, &n), (..., buf, n + 1, &n) */
+            shard_array_spec spec;
+            uint64_t shape[2] = {4, 8}, chunks[2] = {2, 4};
+            size_t n = 0;
+            char *meta;
+            int32_t data[4] = {1, 3, 2, 4}; /* Julia Int32[1 2; 3 4], column-major */
+            int32_t W[4 * 8], want[4 * 8];
+            uint64_t start[2] = {2, 4}, shape2[2] = {2, 2}, all0[2] = {0, 0}, all[2] = {4, 8};
+            shard_array *m = NULL;
+            shard_codec *mc;
+            CHECK_OK(shard_array_spec_init(&spec), "[88] shard_array_spec_init");
+            spec.rank = 2;
+            spec.shape = shape;
+            spec.shard_shape = shape;
+            spec.chunk_shape = chunks;
+            spec.data_type = "int32";
+            spec.fill_value = "-1";
+            CHECK_OK(shard_array_spec_json(&spec, NULL, 0, &n), "[88] shard_array_spec_json (size)");
+            meta = (char *)malloc(n + 1);
+            if (meta == NULL) die("out of memory");
+            CHECK_OK(shard_array_spec_json(&spec, meta, n + 1, &n), "[88] shard_array_spec_json");
+            check(strlen(meta) == n && strstr(meta, "\"sharding_indexed\"") != NULL && strstr(meta, "\"int32\"") != NULL,
+                  "[88] metadata_json: %zu bytes of zarr.json, sharded int32", n);
+            /* julia: m = create(mem, "a", meta)                                            [89]
+             * C:     shard_array_create(&mem, "a", meta, n, 0, &m), then _wrap_array's calls */
+            CHECK_OK(shard_array_create(&mem, "a", meta, n, 0, &m), "[89] shard_array_create");
+            if (m == NULL) die("[89] no array");
+            mc = wrap_array(m, "int32", "[89] create(mem, \"a\", meta)");
+            /* julia: write_region(m, (5, 3), Int32[1 2; 3 4])                             [90]
+             * C:     shard_array_write_region(m, {2, 4}, {2, 2}, 2, {1, 3, 2, 4}, 16)        */
+            CHECK_OK(shard_array_write_region(m, start, shape2, 2, (const uint8_t *)data, sizeof data),
+                     "[90] shard_array_write_region");
+            for (k = 0; k < 32; k++) want[k] = -1;
+            want[2 * 8 + 4] = 1; /* Julia want[5, 3] */
+            want[2 * 8 + 5] = 3; /* want[6, 3] */
+            want[3 * 8 + 4] = 2; /* want[5, 4] */
+            want[3 * 8 + 5] = 4; /* want[6, 4] */
+            /* julia: read_region(m, (1, 1), (8, 4)) == want                                [91] */
+            read_region_c(m, all0, all, 2, W, sizeof W, "[91] read_region(m)");
+            check(memcmp(W, want, sizeof W) == 0, "[91] the memory array reads back, fill value -1 elsewhere");
+            close_array(m, mc);                                                          /* [92] */
+            /* julia: open(mem, "a") do m2 ... end                                   [93]-[95] */
+            m = NULL;
+            CHECK_OK(shard_array_open_path(&mem, "a", &m), "[93] shard_array_open_path(mem, \"a\")");
+            if (m == NULL) die("[93] no array");
+            mc = wrap_array(m, "int32", "[93] open(mem, \"a\")");
+            memset(W, 0, sizeof W);
+            read_region_c(m, all0, all, 2, W, sizeof W, "[94] read_region(m2)");
+            check(memcmp(W, want, sizeof W) == 0, "[94] the memory array by path reads the same");
+            close_array(m, mc);                                                          /* [95] */
+            free(meta);
+        }
+        shard_store_release(&mem);                                                       /* [96] */
+
+        /* julia: host = HostStore(DictStore())     (no C call)                          [97]
+         * with_table(host): store_table(&hs, open_object = cb_store_open_object, list =
+         * cb_store_list over list_keys(::DictStore)), built for each call                     */
+        {
+            static mem_store hs;
+            shard_store_callbacks ht = store_table(&hs, mem_store_open_object, memory_store_list);
+            shard_array_spec spec;
+            uint64_t shape[2] = {4, 4}, chunks[2] = {2, 2}, origin[2] = {0, 0};
+            /* Julia UInt8[1 2 3 4; 5 6 7 8; ...] in column-major memory: C element [r][c] is
+             * small[c+1, r+1] = 4c + r + 1 */
+            static const uint8_t small[16] = {1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 4, 8, 12, 16};
+            uint8_t back[16];
+            shard_array *h = NULL;
+            shard_codec *hc;
+            const char *want_keys[3] = {"img/0/c/0/0", "img/0/zarr.json", "img/zarr.json"};
+            int found = 0, stored = 0, i;
+            /* julia: create_group(host, "img")                                            [98]
+             * C:     shard_group_create(&ht, "img", "", 0, 0)                                */
+            store_destroys = 0;
+            CHECK_OK(shard_group_create(&ht, "img", "", 0, 0), "[98] shard_group_create (host store)");
+            check(store_destroys == 0, "[98] shard_group_create never takes a host table over (%lu destroy)", store_destroys);
+            /* julia: h = create(host, "img/0"; shape = (4, 4), chunks = (2, 2),
+             *                   shards = (4, 4), dtype = UInt8)                            [99]
+             * C:     shard_array_spec_init(&spec); shard_array_create_spec(&ht, "img/0", &spec, 0, &h) */
+            CHECK_OK(shard_array_spec_init(&spec), "[99] shard_array_spec_init");
+            spec.rank = 2;
+            spec.shape = shape;
+            spec.shard_shape = shape;
+            spec.chunk_shape = chunks;
+            spec.data_type = "uint8";
+            CHECK_OK(shard_array_create_spec(&ht, "img/0", &spec, 0, &h), "[99] shard_array_create_spec (host store)");
+            if (h == NULL) die("[99] no array");
+            hc = wrap_array(h, "uint8", "[99] create(host, \"img/0\"; ...)");
+            /* julia: write_region(h, (1, 1), small)                                      [100]
+             * C:     shard_array_write_region(h, {0, 0}, {4, 4}, 2, small, 16)              */
+            CHECK_OK(shard_array_write_region(h, origin, shape, 2, small, sizeof small), "[100] shard_array_write_region");
+            close_array(h, hc);                                                          /* [101] */
+            check(store_destroys == 1, "[101] the array took the host table over: destroy once at close (%lu)", store_destroys);
+            /* julia: open(host, "img/0") do h2                                           [102]
+             *            read_region(h2, (1, 1), (4, 4)) == small                        [103]
+             *        end                                                                 [104] */
+            h = NULL;
+            CHECK_OK(shard_array_open_path(&ht, "img/0", &h), "[102] shard_array_open_path (host store)");
+            if (h == NULL) die("[102] no array");
+            hc = wrap_array(h, "uint8", "[102] open(host, \"img/0\")");
+            read_region_c(h, origin, shape, 2, back, sizeof back, "[103] read_region(h2)");
+            check(memcmp(back, small, sizeof small) == 0, "[103] the host store's array reads back");
+            close_array(h, hc);                                                          /* [104] */
+            /* julia: list_keys(host.open, "img/") == [the three keys]                          */
+            for (i = 0; i < 3; i++) {
+                size_t e;
+                for (e = 0; e < hs.n; e++)
+                    if (hs.e[e].io.exists && strcmp(hs.e[e].key, want_keys[i]) == 0) found++;
+            }
+            for (k = 0; k < hs.n; k++) stored += hs.e[k].io.exists ? 1 : 0;
+            check(found == 3 && stored == 3,
+                  "[104] the host store holds img/zarr.json, img/0/zarr.json, img/0/c/0/0 and nothing else (%d of 3, %d objects)",
+                  found, stored);
+            for (k = 0; k < hs.n; k++) free(hs.e[k].io.data);
+        }
     }
 
     free(dtype);

@@ -7,6 +7,8 @@
 #   3. the static check of ZarrShard/ against include/zarrshard.h
 #   4. build libzarrshard, write the zarr-python fixture, build and run calls.c: the C calls
 #      ZarrShard/example/example.jl makes, in the same order, against the real library
+#   5. zarr-python reads the stack.zarr calls.c wrote through the library's stores
+#      (read_stack.py, its expected values computed from the steps' definition)
 #
 # One PASS/FAIL line per step, logs in bindings/julia/build/, last line "N passed, M failed"
 # (steps). Exit status 1 if any step failed. Idempotent; needs cargo, gcc and python3 (the
@@ -102,6 +104,15 @@ if [ $calls_ok -eq 1 ] && [ $fixture_ok -eq 1 ] &&
     pass "calls.c: the example's C calls read the fixture ($(tally "$BUILD/calls.log"))"
 else
     fail "$BUILD/calls.log" "calls.c: the example's C calls read the fixture"
+fi
+
+# 5. zarr-python reads the stack calls.c wrote through the library's stores (create from a
+#    spec, append, resize, attributes, compact): values computed independently in the script.
+if [ $calls_ok -eq 1 ] && [ $fixture_ok -eq 1 ] && [ -d "$BUILD/fixture/stack.zarr" ] &&
+        "$PY" "$HERE/read_stack.py" "$BUILD/fixture" > "$BUILD/read-stack.log" 2>&1; then
+    pass "zarr-python reads calls.c's stack.zarr ($(tally "$BUILD/read-stack.log"))"
+else
+    fail "$BUILD/read-stack.log" "zarr-python reads calls.c's stack.zarr"
 fi
 
 echo "julia binding: $(( $(date +%s) - start )) s, logs in ${BUILD#"$REPO"/}/"

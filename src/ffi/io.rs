@@ -315,10 +315,10 @@ impl CallbackIo {
     }
 
     fn fail(&self, what: &str, code: i32) -> Error {
-        Error::Io {
-            code,
-            message: format!("the host's {what} callback failed"),
-        }
+        // The library's own tables (`shard_io_file`) say what failed themselves.
+        let message = super::store::library_io_message(&self.cb)
+            .unwrap_or_else(|| format!("the host's {what} callback failed"));
+        Error::Io { code, message }
     }
 
     /// Read `len` bytes at `offset` into `spare`'s allocation when it is large enough.

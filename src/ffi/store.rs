@@ -97,17 +97,15 @@ pub unsafe extern "C" fn shard_store_directory(
         if flags & !SHARD_STORE_CREATE != 0 {
             return Err(Error::InvalidArgument(format!("unknown flags {flags:#x}")).into());
         }
-        if flags & SHARD_STORE_CREATE != 0 {
-            std::fs::create_dir_all(&root).map_err(|e| Error::io_at(&root, e))?;
-        }
+        let not_a_directory =
+            || Error::InvalidArgument(format!("`{}` is not a directory", root.display()));
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(Error::InvalidArgument(format!(
-                    "`{}` is not a directory",
-                    root.display()
-                ))
-                .into())
+            Ok(_) => return Err(not_a_directory().into()),
+            Err(e)
+                if flags & SHARD_STORE_CREATE != 0 && e.kind() == std::io::ErrorKind::NotFound =>
+            {
+                std::fs::create_dir_all(&root).map_err(|e| Error::io_at(&root, e))?;
             }
             Err(e) => return Err(Error::io_at(&root, e).into()),
         }
@@ -166,12 +164,31 @@ unsafe extern "C" fn library_store_destroy(userdata: *mut c_void) {
 }
 
 /// The error code a callback returns for `e`: the back end's own code for I/O errors (an errno
-/// for files), else `EIO`.
+/// for files), else `EIO`. Its message is kept for [`library_io_message`], so that an error
+/// of the library's own table still names the file and the cause.
 fn code_of(e: &Error) -> i32 {
-    match e {
-        Error::Io { code, .. } => *code,
-        _ => 5, // EIO
+    let (code, message) = match e {
+        Error::Io { code, message } => (*code, message.clone()),
+        e => (5, e.to_string()), // EIO
+    };
+    LIBRARY_IO_ERROR.with(|m| *m.borrow_mut() = Some(message));
+    code
+}
+
+thread_local! {
+    /// The message of the last failure of a library-made object table's callback on this
+    /// thread (callbacks run on the thread of the call that made them).
+    static LIBRARY_IO_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The message of the failure just reported by `cb`'s callback, when `cb` is a table the
+/// library made (`shard_io_file`, a library store's objects); `None` for a host's table.
+#[allow(unpredictable_function_pointer_comparisons)]
+pub(crate) fn library_io_message(cb: &shard_io_callbacks) -> Option<String> {
+    if cb.destroy != Some(io_destroy as _) {
+        return None;
     }
+    LIBRARY_IO_ERROR.with(|m| m.borrow_mut().take())
 }
 
 unsafe extern "C" fn library_open_object(

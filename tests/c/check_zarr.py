@@ -30,20 +30,26 @@ def expected(size: int) -> np.ndarray:
     return np.where(blank, 0, v).astype(np.uint16)
 
 
-def main() -> int:
-    path, size = sys.argv[1], int(sys.argv[2])
-    arr = zarr.open_array(path, mode="r")
+def layout_problems(arr, want: np.ndarray, shards: tuple, chunks: tuple) -> list:
+    """How a zarr-python array differs from the values, shard and inner chunk shapes meant."""
     got = arr[...]
-    want = expected(size)
     problems = []
-    if arr.dtype != np.uint16 or got.shape != want.shape:
-        problems.append(f"dtype/shape {arr.dtype} {got.shape}, expected uint16 {want.shape}")
+    if arr.dtype != want.dtype or got.shape != want.shape:
+        problems.append(f"dtype/shape {arr.dtype} {got.shape}, expected {want.dtype} {want.shape}")
     elif not np.array_equal(got, want):
         bad = np.argwhere(got != want)
         problems.append(f"{len(bad)} values differ, first at {tuple(bad[0])}: "
                         f"{got[tuple(bad[0])]} != {want[tuple(bad[0])]}")
-    if arr.shards != (size // 2, size // 2) or arr.chunks != (size // 16, size // 16):
-        problems.append(f"shards {arr.shards} chunks {arr.chunks}")
+    if arr.shards != shards or arr.chunks != chunks:
+        problems.append(f"shards {arr.shards} chunks {arr.chunks}, expected {shards} {chunks}")
+    return problems
+
+
+def main() -> int:
+    path, size = sys.argv[1], int(sys.argv[2])
+    arr = zarr.open_array(path, mode="r")
+    want = expected(size)
+    problems = layout_problems(arr, want, (size // 2, size // 2), (size // 16, size // 16))
     if os.path.exists(os.path.join(path, "c", "1", "1")):
         problems.append("the all-fill shard c/1/1 was stored")
     if problems:

@@ -6,20 +6,30 @@
 #   3. every example and test compiled with -std=c99 -Wall -Wextra -Werror -pedantic, and the
 #      headers compiled (and linked) from C++17
 #   4. test_capi, test_threads, test_faults, test_region (regions over a host store; also of a
-#      zarr-python fixture), the demo (examples-c/write_array) and examples-c/ome_pyramid
+#      zarr-python fixture), test_nodes (the library's stores, arrays at paths, append,
+#      resize, groups), the demo (examples-c/write_array) and examples-c/ome_pyramid
 #   5. the same built with -fsanitize=address,undefined (leak detection on); test_threads
 #      with -fsanitize=thread too
 #   6. the same under valgrind: no errors, no definite or indirect leaks; and a program that
 #      leaks on purpose, which ASan and valgrind must both flag (so their silence means something)
-#   7. scripts/install.sh into a temporary prefix (twice: idempotent), then a consumer built
-#      with pkg-config (shared and static) and with CMake find_package, and run
-#   8. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
-#      the demo's array equal to the image it meant (when .venv exists; scripts/venv.sh makes it);
-#      ome-zarr and ome-zarr-models read examples-c/ome_pyramid's OME-Zarr 0.5 image equal to
-#      the pyramid it meant (in .venv-ome, which `scripts/venv.sh ome` makes here)
+#   7. scripts/install.sh into a temporary prefix (twice: byte for byte the same files), its
+#      libraries stripped (the .so's debug info in a separate file that gdb finds), then C and
+#      C++ consumers built with pkg-config (shared and static) and with CMake find_package, run
+#      without LD_LIBRARY_PATH
+#   8. README's C quick start, taken from README.md between its marker comments, built against
+#      the installed library as README says, run plain, under ASan+UBSan and valgrind, and
+#      with its store path taken by a file (the error it prints); zarr-python and tensorstore
+#      read the arrays it wrote (tests/c/check_quickstart.py)
+#   9. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
+#      the demo's array equal to the image it meant, and zarr-python and tensorstore read what
+#      test_nodes wrote (when .venv exists; scripts/venv.sh makes it); ome-zarr and
+#      ome-zarr-models read examples-c/ome_pyramid's OME-Zarr 0.5 image equal to the pyramid it
+#      meant (in .venv-ome, which `scripts/venv.sh ome` makes here)
 #
 # One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
 # Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
+# C_STEPS=REGEX runs only the steps whose whole name matches, e.g.
+# C_STEPS='install.*|consumer.*|.*quickstart.*' tests/c/run.sh
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
@@ -31,11 +41,17 @@ passed=0
 failed=0
 failed_steps=()
 
+# selected NAME: whether step NAME runs (C_STEPS unset, or its whole name matches).
+selected() {
+    [[ -z "${C_STEPS:-}" || "$1" =~ ^(${C_STEPS})$ ]]
+}
+
 # step NAME COMMAND...: run COMMAND with its output in $LOGS/NAME.log; one line of result.
 # A test program's closing `N passed, M failed` line is echoed on the PASS/FAIL line.
 step() {
     local name="$1"
     shift
+    selected "$name" || return 0
     local log="$LOGS/$name.log" t0=$SECONDS detail
     if "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
@@ -109,6 +125,7 @@ build_programs() (
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_region.c" "$EX/mem_io.c" \
         "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_nodes.c" -o "$dir/test_nodes" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" "${INC[@]}" "$EX/ome_pyramid.c" -o "$dir/ome_pyramid" "$LIBZS" $NATIVE
 )
 step compile-c99-strict build_programs plain -O2 -g
@@ -131,7 +148,9 @@ run_demo() { # run_demo PREFIX... : the demo into $OUT/demo-$tag, through PREFIX
 }
 # The zarr-python fixture test_region reads (when .venv exists; scripts/venv.sh makes it).
 FIXTURE=()
-if [ -x "$REPO/.venv/bin/python" ] &&
+if ! selected test_region && ! selected asan-test_region && ! selected valgrind-test_region; then
+    : # no step reads it
+elif [ -x "$REPO/.venv/bin/python" ] &&
     "$REPO/.venv/bin/python" "$REPO/bindings/make_fixture.py" "$OUT/fixture" >"$LOGS/fixture.log" 2>&1; then
     FIXTURE=("$OUT/fixture")
     # Its Parquet reference set as `zarrshard refs` writes it, which test_region's C call
@@ -152,6 +171,8 @@ step test_capi "$OUT/plain/test_capi"
 step test_region "$OUT/plain/test_region" "${FIXTURE[@]}"
 step test_threads "$OUT/plain/test_threads"
 step test_faults "$OUT/plain/test_faults"
+rm -rf "$OUT/nodes"
+step test_nodes "$OUT/plain/test_nodes" "$OUT/nodes"
 step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
 cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
 # 10 planes: the last shard layer (planes 8-9) is partial, so flush's edge shards are read too.
@@ -173,6 +194,7 @@ step asan-test_capi "$OUT/asan/test_capi"
 step asan-test_threads env ZS_THREAD_ITERS=30 "$OUT/asan/test_threads"
 step asan-test_region "$OUT/asan/test_region" "${FIXTURE[@]}"
 step asan-test_faults "$OUT/asan/test_faults"
+step asan-test_nodes "$OUT/asan/test_nodes"
 step asan-demo run_demo "$OUT/demo-asan" $DEMO_SIZE "$OUT/asan/write_array"
 step asan-ome_pyramid run_ome "$OUT/ome-asan/image.ome.zarr" "${OME_SIZE[@]}" "$OUT/asan/ome_pyramid"
 unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -198,6 +220,7 @@ step valgrind-test_capi "${VG[@]}" "$OUT/plain/test_capi"
 step valgrind-test_threads env ZS_THREAD_ITERS=10 "${VG[@]}" "$OUT/plain/test_threads"
 step valgrind-test_region "${VG[@]}" "$OUT/plain/test_region" "${FIXTURE[@]}"
 step valgrind-test_faults "${VG[@]}" "$OUT/plain/test_faults"
+step valgrind-test_nodes "${VG[@]}" "$OUT/plain/test_nodes"
 # The full image (1-2 s under valgrind); VALGRIND_DEMO_SIZE=512 makes it smaller.
 step valgrind-demo run_demo "$OUT/demo-valgrind" "${VALGRIND_DEMO_SIZE:-$DEMO_SIZE}" \
     "${VG[@]}" "$OUT/plain/write_array"
@@ -227,17 +250,54 @@ trap 'rm -rf "$PREFIX"' EXIT
 install_twice() {
     "$REPO/scripts/install.sh" "$PREFIX" || return 1
     local before after
-    before="$(cd "$PREFIX" && find . -printf '%y %p %l %s\n' | sort)"
+    # Types, links, sizes, modes and contents.
+    prefix_tree() { (cd "$PREFIX" && find . -printf '%y %p %l %s %m\n' | sort && find . -type f -exec md5sum {} + | sort); }
+    before="$(prefix_tree)"
     "$REPO/scripts/install.sh" "$PREFIX" || return 1
-    after="$(cd "$PREFIX" && find . -printf '%y %p %l %s\n' | sort)"
+    after="$(prefix_tree)"
     echo "$after"
     [ "$before" = "$after" ] || { echo "second install changed the tree"; return 1; }
     [ "$(readlink "$PREFIX/lib/libzarrshard.so")" = libzarrshard.so.0 ] &&
     [ -f "$PREFIX/lib/$(readlink "$PREFIX/lib/libzarrshard.so.0")" ] &&
-    [ -f "$PREFIX/lib/libzarrshard.a" ] && [ -f "$PREFIX/include/zarrshard.h" ] &&
+    [ -f "$PREFIX/lib/libzarrshard.a" ] && cmp include/zarrshard.h "$PREFIX/include/zarrshard.h" &&
+    cmp bindings/cpp/zarrshard.hpp "$PREFIX/include/zarrshard.hpp" &&
     [ -f "$PREFIX/lib/cmake/zarrshard/zarrshard-config-version.cmake" ]
 }
 step install install_twice
+
+# The installed libraries carry no debug info (nor the .a LLVM bitcode); the .so names its
+# debug file, which holds it.
+SO="$PREFIX/lib/libzarrshard.so.0"
+install_stripped() {
+    local a="$PREFIX/lib/libzarrshard.a" link
+    ls -lL "$SO" "$a" "$REPO/target/release/libzarrshard.so" "$REPO/target/release/libzarrshard.a"
+    readelf -d "$SO" | grep -F "Library soname: [libzarrshard.so.0]" || { echo "soname?"; return 1; }
+    if readelf -SW "$SO" | grep -E '\.z?debug_|\.symtab'; then
+        echo "$SO carries debug info or a full symbol table"
+        return 1
+    fi
+    if readelf -SW "$a" | grep -m 3 -E '\.z?debug_|\.llvmbc'; then
+        echo "$a carries debug info or LLVM bitcode"
+        return 1
+    fi
+    link="$(readelf -p .gnu_debuglink "$SO" | sed -n 's/^ *\[ *0\] *//p')"
+    echo "debug link: $link"
+    [ -n "$link" ] && readelf -SW "$PREFIX/lib/.debug/$link" | grep -E '\.z?debug_info'
+}
+step install-stripped install_stripped
+
+# gdb finds the separate debug info by itself: a line number for an exported function.
+debug_info_gdb() {
+    local out
+    out="$(gdb -nx -batch -ex 'info line shard_version' "$SO" 2>&1)"
+    echo "$out"
+    grep -qE '^Line [0-9]+ of "src/ffi/' <<<"$out"
+}
+if command -v gdb >/dev/null 2>&1; then
+    step install-debug-info-gdb debug_info_gdb
+else
+    echo "SKIP install-debug-info-gdb (no gdb)"
+fi
 
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
 consume_pkgconfig() (
@@ -246,8 +306,12 @@ consume_pkgconfig() (
     set -x
     pkg-config --exists --print-errors zarrshard &&
     gcc "${STRICT[@]}" "$TC/consumer.c" -o "$dir/consumer" $(pkg-config --cflags --libs zarrshard) &&
-    LD_LIBRARY_PATH="$PREFIX/lib" ldd "$dir/consumer" | grep -F "$PREFIX/lib/libzarrshard.so.0" &&
-    LD_LIBRARY_PATH="$PREFIX/lib" "$dir/consumer" &&
+    # pkg-config's Libs carry the rpath: no LD_LIBRARY_PATH.
+    env -u LD_LIBRARY_PATH ldd "$dir/consumer" | grep -F "$PREFIX/lib/libzarrshard.so.0" &&
+    env -u LD_LIBRARY_PATH "$dir/consumer" &&
+    g++ -std=c++17 -Wall -Wextra -Werror -pedantic "$TC/consumer.cpp" -o "$dir/consumer_cpp" \
+        $(pkg-config --cflags --libs zarrshard) &&
+    env -u LD_LIBRARY_PATH "$dir/consumer_cpp" &&
     # Static: the archive by name, plus Libs.private.
     gcc "${STRICT[@]}" "$TC/consumer.c" -o "$dir/consumer_static" \
         $(pkg-config --cflags --static --libs zarrshard | sed 's/-lzarrshard\b/-l:libzarrshard.a/') &&
@@ -262,15 +326,81 @@ consume_cmake() {
     cmake -S "$TC/cmake" -B "$build" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release &&
     cmake --build "$build" &&
     "$build/consumer" && # CMake's build rpath finds the installed .so
+    "$build/consumer_cpp" &&
     "$build/consumer_static" && ! ldd "$build/consumer_static" | grep -q zarrshard
 }
 step consumer-cmake consume_cmake
 
-# ---- 8. zarr-python and zarrs read the demo --------------------------------------------------
+# ---- 8. README's C quick start ------------------------------------------------------------
+
+# Taken from README.md as a reader copies it, built against the installed library as README
+# says (pkg-config), so neither can drift from what the test runs.
+QS="$OUT/quickstart"
+quickstart_build() (
+    rm -rf "$QS"
+    mkdir -p "$QS"
+    awk '/^<!-- end quickstart.c -->/ {on = 0} on {print} /^<!-- quickstart.c/ {on = 1}' \
+        README.md >"$QS/block.md"
+    # The block is one fenced C code block; the program is what lies between the fences.
+    [ "$(head -n 1 "$QS/block.md")" = '```c' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
+        { echo "README.md: no \`\`\`c block between the quickstart.c markers"; return 1; }
+    sed '1d;$d' "$QS/block.md" >"$QS/quickstart.c"
+    local lines
+    lines=$(wc -l <"$QS/quickstart.c")
+    echo "quickstart.c: $lines lines"
+    [ "$lines" -le 30 ] || { echo "README's C quick start has $lines lines: at most 30"; return 1; }
+    set -x
+    gcc "${STRICT[@]}" -O2 "$QS/quickstart.c" -o "$QS/quickstart" \
+        $(pkg-config --cflags --libs zarrshard) &&
+    gcc "${STRICT[@]}" "${SAN[@]}" "$QS/quickstart.c" -o "$QS/quickstart-asan" \
+        $(pkg-config --cflags --libs zarrshard)
+)
+step quickstart-build quickstart_build
+
+# quickstart_run TAG RUNNER...: the program in an empty directory $QS/TAG, as a reader runs
+# it (no LD_LIBRARY_PATH); its standard output in $QS/TAG.out.
+quickstart_run() {
+    local tag="$1"
+    shift
+    rm -rf "$QS/$tag"
+    mkdir -p "$QS/$tag"
+    (cd "$QS/$tag" && env -u LD_LIBRARY_PATH "$@") >"$QS/$tag.out" || return 1
+    cat "$QS/$tag.out"
+}
+step quickstart quickstart_run plain "$QS/quickstart"
+step asan-quickstart quickstart_run asan env ASAN_OPTIONS=detect_leaks=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$QS/quickstart-asan"
+step valgrind-quickstart quickstart_run valgrind "${VG[@]}" "$QS/quickstart"
+
+# What a reader sees when a call fails: the store's path is a file. Exit status 1, nothing on
+# stdout, one line on stderr with the library's message: its kind and the path.
+quickstart_error() {
+    rm -rf "$QS/error"
+    mkdir -p "$QS/error"
+    echo "a file where the array's directory should be" >"$QS/error/frames.zarr"
+    local rc=0
+    (cd "$QS/error" && env -u LD_LIBRARY_PATH "$QS/quickstart") >"$QS/error.out" \
+        2>"$QS/error.err" || rc=$?
+    echo "exit status $rc"
+    cat "$QS/error.out" "$QS/error.err"
+    [ "$rc" -eq 1 ] && [ ! -s "$QS/error.out" ] && [ "$(wc -l <"$QS/error.err")" -eq 1 ] &&
+        grep -qxF 'frames: invalid argument: `frames.zarr` is not a directory' "$QS/error.err"
+}
+step quickstart-error quickstart_error
+
+if [ -x "$REPO/.venv/bin/python" ]; then
+    step peers-read-quickstart "$REPO/.venv/bin/python" "$TC/check_quickstart.py" \
+        "$QS/plain/frames.zarr" "$QS/plain.out" "$QS/asan/frames.zarr" "$QS/valgrind/frames.zarr"
+else
+    echo "SKIP peers-read-quickstart (no .venv; scripts/venv.sh creates it)"
+fi
+
+# ---- 9. zarr-python and zarrs read the demo --------------------------------------------------
 
 PY="$REPO/.venv/bin/python"
 if [ -x "$PY" ]; then
     step peers-read-demo "$PY" "$TC/check_zarr.py" "$OUT/demo/image.zarr" $DEMO_SIZE
+    step peers-read-nodes "$PY" "$TC/check_nodes.py" "$OUT/nodes"
 else
     echo "SKIP peers-read-demo (no $PY; scripts/venv.sh creates it)"
 fi

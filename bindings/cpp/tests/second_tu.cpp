@@ -1,6 +1,6 @@
 // A second translation unit using zarrshard.hpp, linked with test_zarrshard.cpp: the
 // header's inline functions, inline variables and function-local statics (the per-thread
-// host message, FileIO's temporary counter) must not break the one-definition rule.
+// host message, the trampolines' templates) must not break the one-definition rule.
 #include "zarrshard.hpp"
 
 #include "common.hpp"

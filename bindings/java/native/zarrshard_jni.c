@@ -16,8 +16,9 @@
  *    region forbids. Java arrays are copied through malloc'd buffers; direct ByteBuffers are
  *    used in place.
  *
- * Handles are passed to Java as jlong (the shard_codec / shard_handle pointer). The Java
- * side guarantees a handle is not freed while a call is using it.
+ * Handles are passed to Java as jlong (the shard_codec / shard_handle / shard_array pointer,
+ * or a malloc'd copy of a library store table, io.zarrshard.Store). The Java side guarantees
+ * a handle is not freed while a call is using it.
  */
 #include <jni.h>
 
@@ -1883,6 +1884,534 @@ JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayWriteRegionDirect(
     jint pos, jint len) {
     (void)cls;
     region_direct(env, array, start, shape, buffer, pos, len, 1);
+}
+
+/* ---- the library's stores, arrays by path, groups (issue 35) ---------------------------- */
+
+/* A copy of a Java byte[] that the Java side checked holds no NUL, NUL-terminated (a C
+ * string for the library); NULL and an exception on failure. */
+static char *get_cstr(JNIEnv *env, jbyteArray arr) {
+    size_t len = 0;
+    uint8_t *bytes = get_bytes(env, arr, &len);
+    char *s;
+    if (bytes == NULL) return NULL;
+    if ((s = (char *)malloc(len + 1)) == NULL) {
+        free(bytes);
+        throw_oom(env);
+        return NULL;
+    }
+    if (len > 0) memcpy(s, bytes, len);
+    s[len] = '\0';
+    free(bytes);
+    return s;
+}
+
+static const shard_store_callbacks *STORE(jlong p) {
+    return (const shard_store_callbacks *)(uintptr_t)p;
+}
+
+/* A library store (the table behind io.zarrshard.Store) in a malloc'd block the Java object
+ * owns; 0 and an exception on failure. */
+static jlong store_new(JNIEnv *env, scope *s, shard_status st, shard_store_callbacks *cb) {
+    shard_store_callbacks *heap;
+    if (!finish(env, s, st)) return 0;
+    if ((heap = (shard_store_callbacks *)malloc(sizeof *heap)) == NULL) {
+        shard_store_release(cb);
+        throw_oom(env);
+        return 0;
+    }
+    *heap = *cb;
+    return (jlong)(uintptr_t)heap;
+}
+
+/* shard_store_directory(path, flags): flags is SHARD_STORE_CREATE or 0 (Store checks). */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_storeDirectory(JNIEnv *env, jclass cls,
+                                                                jbyteArray path, jint flags) {
+    shard_store_callbacks cb;
+    char *p;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if ((p = get_cstr(env, path)) == NULL) return 0;
+    memset(&cb, 0, sizeof cb);
+    scope_begin(&s);
+    st = shard_store_directory(p, (uint32_t)flags, &cb);
+    free(p);
+    return store_new(env, &s, st, &cb);
+}
+
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_storeMemory(JNIEnv *env, jclass cls) {
+    shard_store_callbacks cb;
+    shard_status st;
+    scope s;
+    (void)cls;
+    memset(&cb, 0, sizeof cb);
+    scope_begin(&s);
+    st = shard_store_memory(&cb);
+    return store_new(env, &s, st, &cb);
+}
+
+/* The host's copy of the table given back (arrays opened on it keep the store alive). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_storeRelease(JNIEnv *env, jclass cls,
+                                                            jlong store) {
+    shard_store_callbacks *cb = (shard_store_callbacks *)(uintptr_t)store;
+    (void)env;
+    (void)cls;
+    shard_store_release(cb);
+    free(cb);
+}
+
+/* The store of an array/group call: the library's table `lib`, or a table over the host's
+ * ShardStore `host` (exactly one of them). `owned`: a successful open hands the host table to
+ * the array (store_destroy at shard_array_close). */
+typedef struct {
+    shard_store_callbacks cb;
+    const shard_store_callbacks *use;
+    jni_store *host;
+    int owned;
+} store_arg;
+
+static int store_arg_get(JNIEnv *env, jlong lib, jobject host, int owned, store_arg *a) {
+    memset(a, 0, sizeof *a);
+    a->owned = owned;
+    if (host == NULL) {
+        if (!live(env, lib)) return 0;
+        a->use = STORE(lib);
+        return 1;
+    }
+    if ((a->host = (jni_store *)calloc(1, sizeof *a->host)) == NULL) {
+        throw_oom(env);
+        return 0;
+    }
+    if ((a->host->store = (*env)->NewGlobalRef(env, host)) == NULL) {
+        free(a->host);
+        a->host = NULL;
+        throw_oom(env);
+        return 0;
+    }
+    a->cb = store_table(a->host, owned);
+    a->use = &a->cb;
+    return 1;
+}
+
+/* After the call: a host table the library did not take (a failed open, or a borrowed one)
+ * is ours to free. */
+static void store_arg_done(JNIEnv *env, store_arg *a, shard_status st) {
+    if (a->host != NULL && !(a->owned && st == SHARD_OK)) {
+        (*env)->DeleteGlobalRef(env, a->host->store);
+        free(a->host);
+    }
+    a->host = NULL;
+}
+
+/* shard_array_create with the zarr.json text; flags 0 or SHARD_CREATE_OVERWRITE. */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayCreate(JNIEnv *env, jclass cls,
+                                                             jlong lib, jobject host,
+                                                             jbyteArray path, jbyteArray json,
+                                                             jint flags) {
+    store_arg a;
+    shard_array *array = NULL;
+    char *p = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    jlong result = 0;
+    (void)cls;
+    if ((p = get_cstr(env, path)) == NULL) return 0;
+    if ((buf = get_bytes(env, json, &len)) == NULL) goto out;
+    if (!store_arg_get(env, lib, host, 1, &a)) goto out;
+    scope_begin(&s);
+    st = shard_array_create(a.use, p, (const char *)buf, len, (uint32_t)flags, &array);
+    store_arg_done(env, &a, st);
+    if (finish(env, &s, st)) result = (jlong)(uintptr_t)array;
+out:
+    free(p);
+    free(buf);
+    return result;
+}
+
+/* A shard_array_spec over Java's arguments (ArraySpec.nativeArgs), with the buffers it points
+ * into; 0 and an exception on failure (spec_free either way). */
+typedef struct {
+    shard_array_spec spec;
+    coords_buf shape, shard_shape, chunk_shape;
+    char *data_type, *fill_value, *compressor;
+    char **names;
+    size_t names_len;
+    int have_shard_shape;
+} spec_buf;
+
+static void spec_free(spec_buf *b) {
+    size_t i;
+    free_coords(&b->shape);
+    if (b->have_shard_shape) free_coords(&b->shard_shape);
+    free_coords(&b->chunk_shape);
+    free(b->data_type);
+    free(b->fill_value);
+    free(b->compressor);
+    for (i = 0; i < b->names_len; i++) free(b->names[i]);
+    free(b->names);
+}
+
+static int spec_get(JNIEnv *env, spec_buf *b, jlongArray shape, jlongArray shard_shape,
+                    jlongArray chunk_shape, jbyteArray data_type, jbyteArray fill_value,
+                    jbyteArray compressor, jint level, jint index_location, jint checksums,
+                    jobjectArray names) {
+    memset(b, 0, sizeof *b);
+    b->shape.v = b->shape.inline_v;
+    b->shard_shape.v = b->shard_shape.inline_v;
+    b->chunk_shape.v = b->chunk_shape.inline_v;
+    if (shard_array_spec_init(&b->spec) != SHARD_OK) {
+        throw_new(env, g_IllegalStateException, "shard_array_spec_init failed");
+        return 0;
+    }
+    if (!get_coords(env, shape, &b->shape) || !get_coords(env, chunk_shape, &b->chunk_shape))
+        return 0;
+    if (shard_shape != NULL) {
+        if (!get_coords(env, shard_shape, &b->shard_shape)) return 0;
+        b->have_shard_shape = 1;
+    }
+    /* The library reads rank values behind each pointer: lengths must agree (ArraySpec
+     * checks; this keeps a bug there from reading past a buffer). */
+    if (b->chunk_shape.n != b->shape.n || (b->have_shard_shape && b->shard_shape.n != b->shape.n)) {
+        throw_new(env, g_IllegalArgumentException, "spec shapes differ in rank");
+        return 0;
+    }
+    if ((b->data_type = get_cstr(env, data_type)) == NULL) return 0;
+    if (fill_value != NULL && (b->fill_value = get_cstr(env, fill_value)) == NULL) return 0;
+    if (compressor != NULL && (b->compressor = get_cstr(env, compressor)) == NULL) return 0;
+    if (names != NULL) {
+        jsize n = (*env)->GetArrayLength(env, names), i;
+        if ((size_t)n != b->shape.n) {
+            throw_new(env, g_IllegalArgumentException, "dimension names differ from the rank");
+            return 0;
+        }
+        if ((b->names = (char **)calloc(n > 0 ? (size_t)n : 1, sizeof *b->names)) == NULL) {
+            throw_oom(env);
+            return 0;
+        }
+        b->names_len = (size_t)n;
+        for (i = 0; i < n; i++) {
+            jbyteArray name = (jbyteArray)(*env)->GetObjectArrayElement(env, names, i);
+            if ((*env)->ExceptionCheck(env)) return 0;
+            if (name == NULL) continue; /* an unnamed dimension */
+            b->names[i] = get_cstr(env, name);
+            (*env)->DeleteLocalRef(env, name);
+            if (b->names[i] == NULL) return 0;
+        }
+        b->spec.dimension_names = (const char *const *)b->names;
+    }
+    b->spec.rank = b->shape.n;
+    b->spec.shape = b->shape.v;
+    b->spec.shard_shape = b->have_shard_shape ? b->shard_shape.v : NULL;
+    b->spec.chunk_shape = b->chunk_shape.v;
+    b->spec.data_type = b->data_type;
+    b->spec.fill_value = b->fill_value;
+    b->spec.compressor = b->compressor;
+    b->spec.compression_level = (int32_t)level;
+    b->spec.index_location = (uint32_t)index_location;
+    b->spec.checksums = (uint32_t)checksums;
+    return 1;
+}
+
+/* The zarr.json text shard_array_spec_json makes of the spec. */
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_specJson(
+    JNIEnv *env, jclass cls, jlongArray shape, jlongArray shard_shape, jlongArray chunk_shape,
+    jbyteArray data_type, jbyteArray fill_value, jbyteArray compressor, jint level,
+    jint index_location, jint checksums, jobjectArray names) {
+    spec_buf b;
+    size_t len = 0, written = 0;
+    char *buf;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (spec_get(env, &b, shape, shard_shape, chunk_shape, data_type, fill_value, compressor,
+                 level, index_location, checksums, names)) {
+        scope_begin(&s);
+        st = shard_array_spec_json(&b.spec, NULL, 0, &len);
+        if (finish(env, &s, st)) {
+            if ((buf = (char *)malloc(len + 1)) == NULL) {
+                throw_oom(env);
+            } else {
+                scope_begin(&s);
+                st = shard_array_spec_json(&b.spec, buf, len + 1, &written);
+                if (finish(env, &s, st)) result = new_bytes(env, buf, written);
+                free(buf);
+            }
+        }
+    }
+    spec_free(&b);
+    return result;
+}
+
+/* shard_array_create_spec: the spec as for specJson. */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayCreateSpec(
+    JNIEnv *env, jclass cls, jlong lib, jobject host, jbyteArray path, jlongArray shape,
+    jlongArray shard_shape, jlongArray chunk_shape, jbyteArray data_type, jbyteArray fill_value,
+    jbyteArray compressor, jint level, jint index_location, jint checksums, jobjectArray names,
+    jint flags) {
+    spec_buf b;
+    store_arg a;
+    shard_array *array = NULL;
+    char *p;
+    shard_status st;
+    scope s;
+    jlong result = 0;
+    (void)cls;
+    if ((p = get_cstr(env, path)) == NULL) return 0;
+    if (spec_get(env, &b, shape, shard_shape, chunk_shape, data_type, fill_value, compressor,
+                 level, index_location, checksums, names) &&
+        store_arg_get(env, lib, host, 1, &a)) {
+        scope_begin(&s);
+        st = shard_array_create_spec(a.use, p, &b.spec, (uint32_t)flags, &array);
+        store_arg_done(env, &a, st);
+        if (finish(env, &s, st)) result = (jlong)(uintptr_t)array;
+    }
+    spec_free(&b);
+    free(p);
+    return result;
+}
+
+/* shard_array_open_path: the node at `path` of the store (zarr.json, .zarray, v3 draft). */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_arrayOpenPath(JNIEnv *env, jclass cls,
+                                                               jlong lib, jobject host,
+                                                               jbyteArray path) {
+    store_arg a;
+    shard_array *array = NULL;
+    char *p;
+    shard_status st;
+    scope s;
+    jlong result = 0;
+    (void)cls;
+    if ((p = get_cstr(env, path)) == NULL) return 0;
+    if (store_arg_get(env, lib, host, 1, &a)) {
+        scope_begin(&s);
+        st = shard_array_open_path(a.use, p, &array);
+        store_arg_done(env, &a, st);
+        if (finish(env, &s, st)) result = (jlong)(uintptr_t)array;
+    }
+    free(p);
+    return result;
+}
+
+/* shard_group_create: the host table is borrowed for the call (the library never owns it). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_groupCreate(JNIEnv *env, jclass cls, jlong lib,
+                                                            jobject host, jbyteArray path,
+                                                            jbyteArray attributes, jint flags) {
+    store_arg a;
+    char *p;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if ((p = get_cstr(env, path)) == NULL) return;
+    if (attributes != NULL && (buf = get_bytes(env, attributes, &len)) == NULL) goto out;
+    if (store_arg_get(env, lib, host, 0, &a)) {
+        scope_begin(&s);
+        st = shard_group_create(a.use, p, (const char *)buf, len, (uint32_t)flags);
+        store_arg_done(env, &a, st);
+        finish(env, &s, st);
+    }
+out:
+    free(p);
+    free(buf);
+}
+
+/* The array's shape (rank values, read with shard_array_rank first). */
+JNIEXPORT jlongArray JNICALL Java_io_zarrshard_Native_arrayShape(JNIEnv *env, jclass cls,
+                                                                 jlong array) {
+    size_t rank = 0;
+    uint64_t *v;
+    shard_status st;
+    scope s;
+    jlongArray result = NULL;
+    (void)cls;
+    if (!live(env, array)) return NULL;
+    scope_begin(&s);
+    st = shard_array_rank(ARRAY(array), &rank);
+    if (!finish(env, &s, st)) return NULL;
+    if (rank > (size_t)INT32_MAX || (v = (uint64_t *)malloc(rank * sizeof *v + 1)) == NULL) {
+        throw_oom(env);
+        return NULL;
+    }
+    scope_begin(&s);
+    st = shard_array_shape(ARRAY(array), v, rank);
+    if (finish(env, &s, st)) result = new_longs(env, v, rank);
+    free(v);
+    return result;
+}
+
+static shard_array *MUT_ARRAY(jlong p) { return (shard_array *)(uintptr_t)p; }
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayResize(JNIEnv *env, jclass cls,
+                                                            jlong array, jlongArray shape) {
+    coords_buf c;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array) || !get_coords(env, shape, &c)) return;
+    scope_begin(&s);
+    st = shard_array_resize(MUT_ARRAY(array), c.v, c.n);
+    finish(env, &s, st);
+    free_coords(&c);
+}
+
+/* axis >= 0 (ShardArray checks). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayAppend(JNIEnv *env, jclass cls,
+                                                            jlong array, jint axis,
+                                                            jlongArray block, jbyteArray data) {
+    coords_buf c;
+    uint8_t *buf;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array) || !get_coords(env, block, &c)) return;
+    if ((buf = get_bytes(env, data, &len)) != NULL) {
+        scope_begin(&s);
+        st = shard_array_append(MUT_ARRAY(array), (size_t)axis, c.v, c.n, buf, len);
+        finish(env, &s, st);
+        free(buf);
+    }
+    free_coords(&c);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayAppendDirect(JNIEnv *env, jclass cls,
+                                                                  jlong array, jint axis,
+                                                                  jlongArray block,
+                                                                  jobject buffer, jint pos,
+                                                                  jint len) {
+    coords_buf c;
+    uint8_t *addr;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array) || !get_coords(env, block, &c)) return;
+    if ((addr = direct_range(env, buffer, pos, len)) != NULL) {
+        scope_begin(&s);
+        st = shard_array_append(MUT_ARRAY(array), (size_t)axis, c.v, c.n, addr, (size_t)len);
+        finish(env, &s, st);
+    }
+    free_coords(&c);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayFlush(JNIEnv *env, jclass cls,
+                                                           jlong array) {
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return;
+    scope_begin(&s);
+    st = shard_array_flush(MUT_ARRAY(array));
+    finish(env, &s, st);
+}
+
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arraySetAttributes(JNIEnv *env, jclass cls,
+                                                                   jlong array,
+                                                                   jbyteArray json) {
+    uint8_t *buf;
+    size_t len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array) || (buf = get_bytes(env, json, &len)) == NULL) return;
+    scope_begin(&s);
+    st = shard_array_set_attributes(MUT_ARRAY(array), (const char *)buf, len);
+    finish(env, &s, st);
+    free(buf);
+}
+
+/* The attributes as JSON object text, UTF-8 (a size query, then the text). */
+JNIEXPORT jbyteArray JNICALL Java_io_zarrshard_Native_arrayAttributes(JNIEnv *env, jclass cls,
+                                                                      jlong array) {
+    size_t len = 0, written = 0;
+    char *buf;
+    shard_status st;
+    scope s;
+    jbyteArray result = NULL;
+    (void)cls;
+    if (!live(env, array)) return NULL;
+    scope_begin(&s);
+    st = shard_array_attributes(ARRAY(array), NULL, 0, &len);
+    if (!finish(env, &s, st)) return NULL;
+    if ((buf = (char *)malloc(len + 1)) == NULL) {
+        throw_oom(env);
+        return NULL;
+    }
+    scope_begin(&s);
+    st = shard_array_attributes(ARRAY(array), buf, len + 1, &written);
+    if (finish(env, &s, st)) result = new_bytes(env, buf, written);
+    free(buf);
+    return result;
+}
+
+/* {shards rewritten, bytes freed}; flags 0 or SHARD_FLAG_MORTON_ORDER. */
+JNIEXPORT jlongArray JNICALL Java_io_zarrshard_Native_arrayCompact(JNIEnv *env, jclass cls,
+                                                                   jlong array, jint flags) {
+    uint64_t v[2] = {0, 0};
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array)) return NULL;
+    scope_begin(&s);
+    st = shard_array_compact(MUT_ARRAY(array), (uint32_t)flags, &v[0], &v[1]);
+    if (!finish(env, &s, st)) return NULL;
+    return new_longs(env, v, 2);
+}
+
+/* The Parquet reference set written through a library store (see arrayRefsParquet). */
+JNIEXPORT void JNICALL Java_io_zarrshard_Native_arrayRefsParquetStore(JNIEnv *env, jclass cls,
+                                                                     jlong array, jbyteArray url,
+                                                                     jbyteArray name,
+                                                                     jlong record_size,
+                                                                     jlong out) {
+    uint8_t *url_buf = NULL, *name_buf = NULL;
+    size_t url_len = 0, name_len = 0;
+    shard_status st;
+    scope s;
+    (void)cls;
+    if (!live(env, array) || !live(env, out)) return;
+    if ((url_buf = get_bytes(env, url, &url_len)) == NULL) return;
+    if ((name_buf = get_bytes(env, name, &name_len)) != NULL) {
+        scope_begin(&s);
+        st = shard_array_refs_parquet(ARRAY(array), (const char *)url_buf, url_len,
+                                      (const char *)name_buf, name_len, (uint64_t)record_size,
+                                      STORE(out));
+        finish(env, &s, st);
+    }
+    free(url_buf);
+    free(name_buf);
+}
+
+/* One shard object as a file (shard_io_file), opened with codec's layout: the table is handed
+ * to the handle (destroy at shard_close); a failed open leaves it with us to release. */
+JNIEXPORT jlong JNICALL Java_io_zarrshard_Native_shardOpenFile(JNIEnv *env, jclass cls,
+                                                               jlong codec, jbyteArray path,
+                                                               jint mode, jint flags) {
+    shard_io_callbacks cb;
+    shard_handle *handle = NULL;
+    char *p;
+    shard_status st;
+    scope s;
+    int open_failed = 0;
+    jlong result;
+    (void)cls;
+    if (!live(env, codec) || (p = get_cstr(env, path)) == NULL) return 0;
+    memset(&cb, 0, sizeof cb);
+    scope_begin(&s);
+    st = shard_io_file(p, 0, &cb);
+    free(p);
+    if (st == SHARD_OK) {
+        st = shard_open_ex(CODEC(codec), &cb, (uint32_t)mode, (uint32_t)flags, &handle);
+        open_failed = st != SHARD_OK;
+    }
+    /* The error is read (finish) before the release can run any code of the library. */
+    result = finish(env, &s, st) ? (jlong)(uintptr_t)handle : 0;
+    if (open_failed) shard_io_release(&cb);
+    return result;
 }
 
 /* ---- test hook ------------------------------------------------------------------------ */

@@ -1,10 +1,15 @@
 # ZarrShard.jl example: read the interop fixture zarr-python wrote, check every inner chunk of
 # every shard against fixture.raw, print one chunk; then write a rank-3 shard in memory and
-# read it back; then read regions of the whole array through a store (key -> FileShardIO),
-# write its kerchunk reference set as Parquet files into a store of MemoryShardIOs and into a
-# directory, and as JSON text, verify it; and write regions through a store of MemoryShardIOs,
-# verify them, damage one inner chunk and verify again; then walk a sparse array over a store
-# that lists (MemoryStore), over one that cannot, and over one whose listing fails.
+# read it back; then read regions of the whole array through a store written in Julia
+# (key -> ShardFile, the library's file I/O), write its kerchunk reference set as Parquet files
+# into a store of MemoryShardIOs and into a directory, and as JSON text, verify it; and write
+# regions through a store of MemoryShardIOs, verify them, damage one inner chunk and verify
+# again; then walk a sparse array over a store that lists (DictStore), over one that cannot,
+# and over one whose listing fails. Last, the library's own stores: the fixture opened by path
+# in a DirectoryStore, a 3-D stack made under a group there, grown frame by frame with append!,
+# resized, compacted and opened again (bindings/julia/run.sh has zarr-python read it), an
+# array in a MemoryStore made from metadata_json, and a group and an array in a store written
+# in Julia (a HostStore over a DictStore).
 #
 #     .venv/bin/python bindings/make_fixture.py /tmp/fx        # -> /tmp/fx/fixture.zarr, .raw
 #     cargo build --release --lib
@@ -25,9 +30,9 @@ using ZarrShard: LibZarrShard
 const CONFIG3 = """{"chunk_shape":[2,3,5],"codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd","configuration":{"level":1,"checksum":false}}],"index_codecs":[{"name":"bytes","configuration":{"endian":"little"}},{"name":"crc32c"}],"index_location":"end"}"""
 
 # A store whose listing fails (say the server refused it): walks over the stored shards throw
-# a ZarrShardError (SHARD_ERR_IO) whose cause is the exception. Its objects are a MemoryStore's.
+# a ZarrShardError (SHARD_ERR_IO) whose cause is the exception. Its objects are a DictStore's.
 struct RefusingListing
-    objects::MemoryStore
+    objects::DictStore
 end
 (s::RefusingListing)(key::String) = s.objects(key)
 ZarrShard.list_keys(::RefusingListing, prefix::String) = error("listing refused")
@@ -53,7 +58,7 @@ function main(dir::AbstractString)
     checked = 0
     for s in CartesianIndices(grid)                  # Julia order: C's last index fastest
         key = shard_key(codec, s)                                                    # [8]
-        open(codec, FileShardIO(joinpath(array, key))) do shard                      # [9]
+        open(codec, ShardFile(joinpath(array, key))) do shard                        # [9]
             for c in CartesianIndices(per_shard)
                 A = read_chunk(shard, c)                                             # [10]
                 origin = (Tuple(s) .- 1) .* shard_dims .+ (Tuple(c) .- 1) .* inner
@@ -67,7 +72,7 @@ function main(dir::AbstractString)
 
     # Shard c/0/1 is grid (2, 1); its inner chunk [0][1] (C) is (2, 1) here. It holds rows
     # 0..15 and columns 48..63 of the array: A[j+1, i+1] = value(row i, column 48 + j).
-    open(codec, FileShardIO(joinpath(array, shard_key(codec, (2, 1))))) do shard     # [12]
+    open(codec, ShardFile(joinpath(array, shard_key(codec, (2, 1))))) do shard       # [12]
         A = read_chunk(shard, (2, 1))                                                # [13]
         A[2, 1] == UInt16((0 * 64 + 49) * 7) || error("A[2, 1] is not C element [0][1]")
         println("shard c/0/1, inner chunk [0][1] (C) = (2, 1) (Julia), ", summary(A),
@@ -128,9 +133,10 @@ function main(dir::AbstractString)
     close(codec3)                                                                    # [34]
     close(codec)                                                                     # [35]
 
-    # The whole array over a store: a function from key ("c/0/1") to a ShardIO.
+    # The whole array over a store written in Julia: a function from key ("c/0/1") to the
+    # object's storage, here the library's file I/O for it (a ShardFile).
     json = read(joinpath(array, "zarr.json"), String)
-    arr = ShardArray(json, key -> FileShardIO(joinpath(array, key)))                 # [36]
+    arr = ShardArray(json, key -> ShardFile(joinpath(array, key)))                   # [36]
     # C start [10][20], shape [40][30] (rows 10..49, columns 20..49): all four shards.
     R = read_region(arr, (21, 11), (30, 40))                                         # [37]
     R == expected[21:50, 11:50] || error("region differs from fixture.raw")
@@ -241,11 +247,11 @@ function main(dir::AbstractString)
                 length(objects), " shards in memory")
     end                                                                              # [44]
 
-    # A store that lists (MemoryStore has a list_keys method): walks over the stored shards
+    # A store that lists (DictStore has a list_keys method): walks over the stored shards
     # (verify, kerchunk_refs, kerchunk_refs_parquet) list once and open only the listed
     # shards, not every position of the 2x2 grid. One inner chunk written: C rows 0..15,
     # columns 48..63, inner chunk [0][1] of c/0/1, the only shard stored.
-    sparse = MemoryStore()
+    sparse = DictStore()
     open(ShardArray, json, sparse) do sarr                                           # [45]
         write_region(sarr, (49, 1), fill(UInt16(5), 16, 16))                         # [46]
         list_keys(sparse, "c/") == ["c/0/1"] || error("listed: $(list_keys(sparse, "c/"))")
@@ -275,6 +281,105 @@ function main(dir::AbstractString)
     freed = release_memory()                                                         # [56]
     freed.contexts >= 2 || error("release_memory freed $(freed.contexts) codec contexts")
     release_memory() == (bytes = 0, contexts = 0) || error("a second release freed memory")  # [57]
+
+    # The library's own stores. The fixture, opened by path from its own zarr.json.
+    fx = DirectoryStore(array)                                                       # [58]
+    open(fx) do farr                                                                 # [59]
+        size(farr) == (64, 64) || error("size of the fixture: $(size(farr))")        # [60]
+        read_region(farr, (21, 11), (30, 40)) == expected[21:50, 11:50] ||           # [61]
+            error("the fixture by path differs from fixture.raw")
+    end                                                                              # [62]
+    close(fx)                                                                        # [63]
+
+    # A 3-D uint16 stack, Julia (x, y, t) = C [t][y][x], made under a group and grown frame by
+    # frame: 40x24 frames, inner chunks 20x8x2, shards of 4 frames. frame(t)[x+1, y+1] is
+    # 1000 t + 10 y + x (C element [t][y][x]).
+    frame(t) = [UInt16(1000t + 10y + x) for x in 0:39, y in 0:23]
+    root = joinpath(dir, "stack.zarr")
+    rm(root; force = true, recursive = true)
+    store = DirectoryStore(root; create = true)                                      # [64]
+    create_group(store; attributes = """{"description":"frames"}""")                 # [65]
+    stack = create(store, "0"; shape = (40, 24, 0), chunks = (20, 8, 2),              # [66]
+                   shards = (40, 24, 4), dtype = UInt16, dimension_names = ("x", "y", "t"))
+    for t in 0:4
+        append!(stack, frame(t))                     # one frame: (40, 24) -> (40, 24, 1) # [67]
+    end
+    size(stack) == (40, 24, 5) || error("size after 5 frames: $(size(stack))")       # [68]
+    read_region(stack, (1, 1, 5), (40, 24, 1)) == reshape(frame(4), 40, 24, 1) ||    # [69]
+        error("a pending frame does not read back")
+    flush(stack)                                     # frame 4's partial layer, the shape # [70]
+    set_attributes!(stack, """{"unit":"ms"}""")                                      # [71]
+    attributes(stack) == """{"unit":"ms"}""" || error("attributes: $(attributes(stack))") # [72]
+    for t in 5:9
+        append!(stack, frame(t))                                                     # [73]
+    end
+    resize!(stack, (40, 24, 7))                      # frames 7..9 gone               # [74]
+    resize!(stack, (40, 24, 8))                      # frame 7 again: the fill value   # [75]
+    all(iszero, read_region(stack, (1, 1, 8), (40, 24, 1))) ||                       # [76]
+        error("a regrown frame shows old data")
+    # Half an inner chunk rewritten: the shard grows by the new chunk (dead bytes) ...
+    write_region(stack, (1, 1, 2), fill(UInt16(7), 20, 8, 1))                        # [77]
+    c = compact!(stack)                              # ... which compaction frees       # [78]
+    c.shards_rewritten == 1 && c.bytes_freed > 0 || error("compact!: $c")
+    close(stack)                                                                     # [79]
+    model = cat([frame(t) for t in 0:6]..., zeros(UInt16, 40, 24); dims = 3)
+    model[1:20, 1:8, 2] .= 7
+    open(store, "0") do s2                           # by path, from its zarr.json     # [80]
+        size(s2) == (40, 24, 8) || error("size by path: $(size(s2))")                # [81]
+        read_region(s2, (1, 1, 1), (40, 24, 8)) == model || error("the stack differs") # [82]
+    end                                                                              # [83]
+    for (bad, status) in (("0", LibZarrShard.SHARD_ERR_INVALID_STATE),      # exists  # [84]
+                          ("../x", LibZarrShard.SHARD_ERR_INVALID_ARGUMENT)) # leaves the store
+        err = try
+            create(store, bad; shape = (1,), chunks = (1,), dtype = UInt8)
+            nothing
+        catch e
+            e
+        end
+        err isa ZarrShardError && err.status == Int32(status) ||
+            error("create at $(repr(bad)): expected $status, got $(repr(err))")
+    end
+    err = try                                        # nothing there                  # [85]
+        open(store, "1")
+        nothing
+    catch e
+        e
+    end
+    err isa ZarrShardError && err.status == Int32(LibZarrShard.SHARD_ERR_INVALID_METADATA) ||
+        error("open of a missing array: $(repr(err))")
+    close(store)                                                                     # [86]
+    println("stack: 8 frames of 40x24 in ", root, " (", c.bytes_freed, " bytes compacted)")
+
+    # In the library's memory store, from metadata text: int32, fill value -1.
+    mem = MemoryStore()                                                              # [87]
+    meta = metadata_json(; shape = (8, 4), chunks = (4, 2), shards = (8, 4),         # [88]
+                         dtype = Int32, fill_value = -1)
+    m = create(mem, "a", meta)                                                       # [89]
+    write_region(m, (5, 3), Int32[1 2; 3 4])         # C start [2][4], shape [2][2]    # [90]
+    want = fill(Int32(-1), 8, 4)
+    want[5:6, 3:4] = [1 2; 3 4]
+    read_region(m, (1, 1), (8, 4)) == want || error("the memory array differs")      # [91]
+    close(m)                                                                         # [92]
+    open(mem, "a") do m2                                                             # [93]
+        read_region(m2, (1, 1), (8, 4)) == want || error("the memory array by path") # [94]
+    end                                                                              # [95]
+    close(mem)                                                                       # [96]
+    println("memory store: an 8x4 int32 array at \"a\", read back by path")
+
+    # Storage written in Julia (custom storage) takes the same calls: groups, create, open by
+    # path. The HostStore's address is the table's userdata; the array keeps it.
+    host = HostStore(DictStore())                                                    # [97]
+    create_group(host, "img")                                                        # [98]
+    h = create(host, "img/0"; shape = (4, 4), chunks = (2, 2), shards = (4, 4), dtype = UInt8)  # [99]
+    small = UInt8[1 2 3 4; 5 6 7 8; 9 10 11 12; 13 14 15 16]
+    write_region(h, (1, 1), small)                                                   # [100]
+    close(h)                                                                         # [101]
+    open(host, "img/0") do h2                                                        # [102]
+        read_region(h2, (1, 1), (4, 4)) == small || error("the host store's array")  # [103]
+    end                                                                              # [104]
+    list_keys(host.open, "img/") == ["img/0/c/0/0", "img/0/zarr.json", "img/zarr.json"] ||
+        error("the host store holds $(list_keys(host.open, "img/"))")
+    println("host store: ", join(list_keys(host.open, ""), ", "))
     println("ok")
 end
 

@@ -49,6 +49,21 @@ const SHARD_MAX_THREADS = Csize_t(1024)
 "The coalescing gap of a new read handle, in bytes (`shard_set_coalesce_gap`)."
 const SHARD_DEFAULT_COALESCE_GAP = UInt64(65536)
 
+"`shard_store_directory` flag: create the directory (and its parents) when it is missing."
+const SHARD_STORE_CREATE = UInt32(2)
+"`shard_array_create`, `shard_array_create_spec`, `shard_group_create` flag: replace an existing node (its shards or children removed)."
+const SHARD_CREATE_OVERWRITE = UInt32(1)
+"The `shard_array_spec` version this header defines (`shard_array_spec.version`)."
+const SHARD_ARRAY_SPEC_VERSION = UInt32(1)
+"`shard_array_spec.index_location`: the shard index after the inner chunks (the default)."
+const SHARD_INDEX_AT_END = UInt32(0)
+"`shard_array_spec.index_location`: the shard index before the inner chunks."
+const SHARD_INDEX_AT_START = UInt32(1)
+"`shard_array_spec.checksums` bit: a crc32c checksum on the shard index (the default)."
+const SHARD_CHECKSUM_INDEX = UInt32(1)
+"`shard_array_spec.checksums` bit: a crc32c checksum on every inner chunk."
+const SHARD_CHECKSUM_CHUNKS = UInt32(2)
+
 "`shard_array_refs` format: kerchunk reference set version 0 JSON."
 const SHARD_REFS_JSON_V0 = UInt32(0)
 
@@ -145,6 +160,29 @@ end
 # size_t chunk_rank, shard_status status, const char *message)`, the host's receiver of the
 # problems `shard_array_verify` finds: a C function pointer, passed as `Ptr{Cvoid}` (an
 # `@cfunction`).
+
+"""
+What `shard_array_create_spec` and `shard_array_spec_json` turn into an array's metadata: the
+C struct (version 1), field for field. Fill it with `shard_array_spec_init` first (the
+library's defaults, pointers NULL). Every pointer is the caller's and only read during the
+call: `shape`, `shard_shape` (NULL: not sharded), `chunk_shape` hold `rank` values, C order;
+the strings are NUL-terminated; `dimension_names` is NULL or `rank` strings (an entry may be
+NULL).
+"""
+struct shard_array_spec
+    version::UInt32
+    rank::Csize_t
+    shape::Ptr{UInt64}
+    shard_shape::Ptr{UInt64}
+    chunk_shape::Ptr{UInt64}
+    data_type::Ptr{UInt8}
+    fill_value::Ptr{UInt8}
+    compressor::Ptr{UInt8}
+    compression_level::Int32
+    index_location::UInt32
+    checksums::UInt32
+    dimension_names::Ptr{Ptr{UInt8}}
+end
 
 "What `shard_array_verify_summary` checked."
 struct shard_verify_summary
@@ -339,6 +377,160 @@ function shard_array_refs_parquet(array, url_prefix, url_prefix_len, name, name_
           (Ptr{shard_array}, Ptr{UInt8}, Csize_t, Ptr{UInt8}, Csize_t, UInt64,
            Ref{shard_store_callbacks}),
           array, url_prefix, url_prefix_len, name, name_len, record_size, out)
+end
+
+# ---------------------------------------------------------------------------------------------
+# The library's stores, arrays by path, groups, the array spec and the library's file I/O.
+
+"""
+`shard_status shard_store_directory(const char *path, uint32_t flags,
+shard_store_callbacks *store_out)`
+
+Fills `store_out` with the library's directory store rooted at `path` (`flags`:
+`SHARD_STORE_CREATE` or 0). Give the table back with `shard_store_release`.
+"""
+function shard_store_directory(path, flags, store_out)
+    ccall((:shard_store_directory, libzarrshard), Cint,
+          (Cstring, UInt32, Ref{shard_store_callbacks}), path, flags, store_out)
+end
+
+"`shard_status shard_store_memory(shard_store_callbacks *store_out)`"
+function shard_store_memory(store_out)
+    ccall((:shard_store_memory, libzarrshard), Cint, (Ref{shard_store_callbacks},), store_out)
+end
+
+"`void shard_store_release(shard_store_callbacks *store)`: NULL-safe; zeroes the table."
+function shard_store_release(store)
+    ccall((:shard_store_release, libzarrshard), Cvoid, (Ref{shard_store_callbacks},), store)
+end
+
+"""
+`shard_status shard_array_create(const shard_store_callbacks *store, const char *path,
+const char *metadata_json, size_t json_len, uint32_t flags, shard_array **array_out)`
+"""
+function shard_array_create(store, path, metadata_json, json_len, flags, array_out)
+    ccall((:shard_array_create, libzarrshard), Cint,
+          (Ref{shard_store_callbacks}, Cstring, Ptr{UInt8}, Csize_t, UInt32,
+           Ref{Ptr{shard_array}}),
+          store, path, metadata_json, json_len, flags, array_out)
+end
+
+"""
+`shard_status shard_array_open_path(const shard_store_callbacks *store, const char *path,
+shard_array **array_out)`
+"""
+function shard_array_open_path(store, path, array_out)
+    ccall((:shard_array_open_path, libzarrshard), Cint,
+          (Ref{shard_store_callbacks}, Cstring, Ref{Ptr{shard_array}}), store, path, array_out)
+end
+
+"`shard_status shard_array_rank(const shard_array *array, size_t *rank_out)`"
+function shard_array_rank(array, rank_out)
+    ccall((:shard_array_rank, libzarrshard), Cint,
+          (Ptr{shard_array}, Ref{Csize_t}), array, rank_out)
+end
+
+"`shard_status shard_array_shape(const shard_array *array, uint64_t *shape_out, size_t rank)`"
+function shard_array_shape(array, shape_out, rank)
+    ccall((:shard_array_shape, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt64}, Csize_t), array, shape_out, rank)
+end
+
+"`shard_status shard_array_resize(shard_array *array, const uint64_t *shape, size_t rank)`"
+function shard_array_resize(array, shape, rank)
+    ccall((:shard_array_resize, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt64}, Csize_t), array, shape, rank)
+end
+
+"""
+`shard_status shard_array_append(shard_array *array, size_t axis, const uint64_t *block_shape,
+size_t rank, const uint8_t *data, size_t len)`
+"""
+function shard_array_append(array, axis, block_shape, rank, data, len)
+    ccall((:shard_array_append, libzarrshard), Cint,
+          (Ptr{shard_array}, Csize_t, Ptr{UInt64}, Csize_t, Ptr{UInt8}, Csize_t),
+          array, axis, block_shape, rank, data, len)
+end
+
+"`shard_status shard_array_flush(shard_array *array)`"
+function shard_array_flush(array)
+    ccall((:shard_array_flush, libzarrshard), Cint, (Ptr{shard_array},), array)
+end
+
+"`shard_status shard_array_set_attributes(shard_array *array, const char *json, size_t json_len)`"
+function shard_array_set_attributes(array, json, json_len)
+    ccall((:shard_array_set_attributes, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt8}, Csize_t), array, json, json_len)
+end
+
+"""
+`shard_status shard_array_attributes(const shard_array *array, char *buf, size_t len,
+size_t *written_out)`: the attributes as JSON object text (size query with `(NULL, 0)`).
+"""
+function shard_array_attributes(array, buf, len, written_out)
+    ccall((:shard_array_attributes, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt8}, Csize_t, Ref{Csize_t}), array, buf, len, written_out)
+end
+
+"""
+`shard_status shard_array_compact(shard_array *array, uint32_t flags,
+uint64_t *shards_rewritten_out, uint64_t *bytes_freed_out)`
+"""
+function shard_array_compact(array, flags, shards_rewritten_out, bytes_freed_out)
+    ccall((:shard_array_compact, libzarrshard), Cint,
+          (Ptr{shard_array}, UInt32, Ref{UInt64}, Ref{UInt64}),
+          array, flags, shards_rewritten_out, bytes_freed_out)
+end
+
+"""
+`shard_status shard_group_create(const shard_store_callbacks *store, const char *path,
+const char *attributes_json, size_t json_len, uint32_t flags)`
+"""
+function shard_group_create(store, path, attributes_json, json_len, flags)
+    ccall((:shard_group_create, libzarrshard), Cint,
+          (Ref{shard_store_callbacks}, Cstring, Ptr{UInt8}, Csize_t, UInt32),
+          store, path, attributes_json, json_len, flags)
+end
+
+"`shard_status shard_array_spec_init(shard_array_spec *spec)`"
+function shard_array_spec_init(spec)
+    ccall((:shard_array_spec_init, libzarrshard), Cint, (Ref{shard_array_spec},), spec)
+end
+
+"""
+`shard_status shard_array_spec_json(const shard_array_spec *spec, char *buf, size_t len,
+size_t *written_out)`
+"""
+function shard_array_spec_json(spec, buf, len, written_out)
+    ccall((:shard_array_spec_json, libzarrshard), Cint,
+          (Ref{shard_array_spec}, Ptr{UInt8}, Csize_t, Ref{Csize_t}), spec, buf, len, written_out)
+end
+
+"""
+`shard_status shard_array_create_spec(const shard_store_callbacks *store, const char *path,
+const shard_array_spec *spec, uint32_t flags, shard_array **array_out)`
+"""
+function shard_array_create_spec(store, path, spec, flags, array_out)
+    ccall((:shard_array_create_spec, libzarrshard), Cint,
+          (Ref{shard_store_callbacks}, Cstring, Ref{shard_array_spec}, UInt32,
+           Ref{Ptr{shard_array}}),
+          store, path, spec, flags, array_out)
+end
+
+"""
+`shard_status shard_io_file(const char *path, uint32_t flags, shard_io_callbacks *io_out)`
+
+The library's file I/O for one shard object. Passing the table to `shard_open`/`shard_open_ex`
+hands it over; otherwise give it back with `shard_io_release`.
+"""
+function shard_io_file(path, flags, io_out)
+    ccall((:shard_io_file, libzarrshard), Cint,
+          (Cstring, UInt32, Ref{shard_io_callbacks}), path, flags, io_out)
+end
+
+"`void shard_io_release(shard_io_callbacks *io)`: NULL-safe; calls destroy; zeroes the table."
+function shard_io_release(io)
+    ccall((:shard_io_release, libzarrshard), Cvoid, (Ref{shard_io_callbacks},), io)
 end
 
 "`shard_status shard_codec_from_zarr_json(const char *json, size_t json_len, shard_codec **codec_out)`"

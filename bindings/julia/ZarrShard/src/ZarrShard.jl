@@ -4,11 +4,14 @@
 Julia binding of zarrshard (Zarr v3 sharding, `sharding_indexed`) over its C ABI.
 
 Two layers, as in LibGit2 and CodecZstd.jl: [`LibZarrShard`](@ref) is the raw `ccall` layer
-(C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: [`Codec`](@ref)
-and [`Shard`](@ref) objects with finalizers and an idempotent `close`, do-block `open`,
-[`ZarrShardError`](@ref) exceptions, and storage given as a Julia [`ShardIO`](@ref) object;
-[`ShardArray`](@ref) reads and writes regions of a whole array over a store, a Julia function
-from key to `ShardIO`.
+(C types, C order, 0-based, `Cint` statuses); this module is the Julian layer: the library's
+stores ([`DirectoryStore`](@ref), [`MemoryStore`](@ref)), arrays made ([`create`](@ref)) and
+opened (`open(store, path)`) at a path of a store, grown ([`append!`](@ref), `resize!`) and
+read and written by region ([`ShardArray`](@ref)), groups ([`create_group`](@ref)),
+[`Codec`](@ref) and [`Shard`](@ref) objects with finalizers and an idempotent `close`,
+do-block `open`, [`ZarrShardError`](@ref) exceptions, and storage written in Julia (custom
+storage: a [`ShardIO`](@ref) object, a [`HostStore`](@ref)). Files are the library's own file
+I/O ([`DirectoryStore`](@ref), [`ShardFile`](@ref)).
 
 # Dimension order and indexing (read this once)
 
@@ -42,7 +45,7 @@ include("LibZarrShard.jl")
 const L = LibZarrShard
 
 export Codec, Shard, ZarrShardError, ObjectNotFound,
-       ShardIO, FileShardIO, MemoryShardIO,
+       ShardIO, ShardFile, MemoryShardIO,
        read_at!, write_at, objectsize, truncate_object!, remove_object!, release!, commit!,
        writable, contents,
        read_chunk, read_chunk!, read_chunks, read_chunk_raw, chunk_info,
@@ -50,7 +53,9 @@ export Codec, Shard, ZarrShardError, ObjectNotFound,
        data_type, shard_shape, inner_chunk_shape, chunks_per_shard, num_chunks,
        inner_chunk_nbytes, index_nbytes, element_nbytes, fill_value,
        array_shape, grid_shape, shard_key,
-       ShardArray, MemoryStore, list_keys, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
+       ShardArray, Store, HostStore, DictStore, DirectoryStore, MemoryStore,
+       create, create_group, metadata_json, attributes, set_attributes!, compact!,
+       list_keys, read_region, read_region!, write_region, kerchunk_refs, kerchunk_refs_parquet,
        verify, Problem,
        set_coalesce_gap!,
        set_threads!, threads, memory_limit, set_memory_limit!, release_memory
@@ -448,7 +453,7 @@ function Base.show(io::IO, c::Codec)
 end
 
 # ---------------------------------------------------------------------------------------------
-# Storage (ShardIO, the callbacks, FileShardIO, MemoryShardIO)
+# Storage (ShardIO, the callbacks, ShardFile, MemoryShardIO, host stores)
 
 include("io.jl")
 
@@ -465,6 +470,7 @@ const MODES = Dict{Symbol,L.shard_mode}(
 
 """
     Shard(codec, io::ShardIO; mode = :read, morton = false, store_fill_chunks = false)
+    Shard(codec, file::ShardFile; kwargs...)
     open(codec, io; kwargs...) -> Shard
     open(f, codec, io; kwargs...)
 
@@ -473,7 +479,8 @@ Open the shard object stored in `io` with `codec`'s layout (`shard_open_ex`). `m
 one); `morton` and `store_fill_chunks` are the `SHARD_FLAG_*` flags.
 
 `io` belongs to the shard from this call on (see the module docstring): keep using it only
-through the shard; `close(shard)` calls `release!(io)`. Reads may run on many tasks and
+through the shard; `close(shard)` calls `release!(io)`. A [`ShardFile`](@ref) (the library's
+file I/O) is handed over likewise, and given back if the open fails. Reads may run on many tasks and
 threads at once; writes on one at a time; `close` must not race any other call.
 
 The do-block form closes the shard when `f` returns or throws, and for a write mode calls
@@ -482,7 +489,7 @@ The do-block form closes the shard when `f` returns or throws, and for a write m
 mutable struct Shard
     ptr::Ptr{L.shard_handle}
     codec::Codec
-    io::ShardIO      # the handle's userdata points here: this field keeps it alive
+    io::Union{ShardIO,ShardFile}   # a ShardIO: the handle's userdata points here (kept alive)
     mode::Symbol
     finalized::Bool
     lock::ReentrantLock
@@ -518,9 +525,32 @@ function Shard(codec::Codec, io::ShardIO; mode::Symbol = :read, morton::Bool = f
     return shard
 end
 
-Base.open(codec::Codec, io::ShardIO; kwargs...) = Shard(codec, io; kwargs...)
+function Shard(codec::Codec, file::ShardFile; mode::Symbol = :read, morton::Bool = false,
+               store_fill_chunks::Bool = false)
+    m = get(MODES, mode, nothing)
+    if m === nothing
+        close(file)
+        throw(ArgumentError("unknown mode $(repr(mode)); one of $(sort!(collect(keys(MODES))))"))
+    end
+    flags = (morton ? L.SHARD_FLAG_MORTON_ORDER : UInt32(0)) |
+            (store_fill_chunks ? L.SHARD_FLAG_STORE_FILL_CHUNKS : UInt32(0))
+    out = Ref{Ptr{L.shard_handle}}(C_NULL)
+    table = Ref(_hand_over!(file))   # the handle's from a successful open on
+    _clear_callback_exceptions()
+    status = L.shard_open_ex(codec, table, UInt32(m), flags, out)
+    if status != Cint(0)
+        err = ZarrShardError(status)
+        L.shard_io_release(table)    # a failed open leaves the table with the host
+        throw(err)
+    end
+    s = Shard(out[], codec, file, mode, false, ReentrantLock())
+    finalizer(_close_handle!, s)
+    return s
+end
 
-function Base.open(f::Function, codec::Codec, io::ShardIO; kwargs...)
+Base.open(codec::Codec, io::Union{ShardIO,ShardFile}; kwargs...) = Shard(codec, io; kwargs...)
+
+function Base.open(f::Function, codec::Codec, io::Union{ShardIO,ShardFile}; kwargs...)
     shard = Shard(codec, io; kwargs...)
     try
         result = f(shard)
@@ -545,7 +575,7 @@ end
     close(shard)
 
 Close the handle (`shard_close`), which releases its `ShardIO`. Idempotent. A write shard
-that was not finalized is discarded (a `FileShardIO` deletes its temporary file).
+that was not finalized is discarded (a `ShardFile` deletes its temporary file).
 """
 function Base.close(s::Shard)
     lock(s.lock)
@@ -697,15 +727,15 @@ end
 """
     finalize_shard!(shard) -> UInt64
 
-Complete a write shard (`shard_finalize`), then `commit!` its `ShardIO` (a `FileShardIO`
-renames its temporary file over the shard's path). Returns the object's size, 0 when nothing
+Complete a write shard (`shard_finalize`), then `commit!` its `ShardIO` (a `ShardFile` has
+already put the complete object in place). Returns the object's size, 0 when nothing
 was stored and the object was removed. Close the shard afterwards.
 """
 function finalize_shard!(s::Shard)
     size_out = Ref{UInt64}(0)
     @check L.shard_finalize(s, size_out)
     s.finalized = true
-    commit!(s.io)
+    s.io isa ShardIO && commit!(s.io)
     return size_out[]
 end
 
@@ -716,54 +746,62 @@ end
     ShardArray(zarr_json, store)
     open(f, ShardArray, zarr_json, store)
 
-A whole Zarr v3 array (`shard_array`) over a store: `store(key::String)` returns the
-[`ShardIO`](@ref) of the object at `key` (`"c/0/1"`, per the array's `chunk_key_encoding`),
-e.g. `key -> FileShardIO(joinpath(dir, key))` (read-only) or
-`key -> get!(MemoryShardIO, objects, key)`. The library calls it once per shard a call
-touches and calls `release!` on what it returned before that call returns, so return a fresh
-object per call unless its `release!` does nothing. Exceptions from `store` or the `ShardIO`
-become the `cause` of the call's `ZarrShardError` (status `SHARD_ERR_IO`).
+A whole Zarr v3 array (`shard_array`) over a [`Store`](@ref), its metadata given as text.
+(To open an array at a path of a store from its own `zarr.json` or `.zarray`, use
+`open(store, path)`; to make one, [`create`](@ref).) `store` is a library store
+([`DirectoryStore`](@ref), [`MemoryStore`](@ref)) or a store written in Julia: a
+[`HostStore`](@ref), or a function `store(key::String)` returning the [`ShardIO`](@ref) (or
+[`ShardFile`](@ref)) of the object at `key` (`"c/0/1"`, per the array's
+`chunk_key_encoding`), e.g. `key -> get!(MemoryShardIO, objects, key)`. The library calls it
+once per shard a call touches and calls `release!` on what it returned before that call
+returns, so return a fresh object per call unless its `release!` does nothing. Exceptions
+from `store` or the `ShardIO` become the `cause` of the call's `ZarrShardError` (status
+`SHARD_ERR_IO`).
 
 Regions are Julia order and 1-based like everything in the Julian layer: `read_region(a,
 start, shape)` returns an `Array` of size `shape` whose element `R[x, y]` is array element
 `(start[1] + x - 1, start[2] + y - 1)`, i.e. C element `[start[2]+y-2][start[1]+x-2]`. The
 library decodes straight into the array's memory; the fill value where nothing is stored.
+`size(a)` is the shape in the same order.
 
 `codec(a)` is the array's [`Codec`](@ref) (`nothing` for an array without sharding, whose
 regions then need [`read_region!`](@ref) with an array of the right element type).
-`close(a)` closes the handle and that codec (idempotent); an array never closed is closed by
-its finalizer, which leaves the codec to the codec's own finalizer. Reads may run on many
-tasks at once; one writer at a time (`SHARD_ERR_BUSY` otherwise). A `FileShardIO` from a
-store must be `mode = :read`: one that writes does so into a temporary that only
-`finalize_shard!` commits, which a store's objects never get, so it is refused (the call
-throws `SHARD_ERR_IO`) rather than reporting success and losing the data.
+`close(a)` closes the handle and that codec (idempotent; it writes frames
+[`append!`](@ref) still holds, but an error doing so is lost: call `flush(a)` first to see
+it); an array never closed is closed by its finalizer, which leaves the codec to the codec's
+own finalizer. Reads may run on many tasks at once; one writer at a time (`SHARD_ERR_BUSY`
+otherwise).
 
 A store may also list: when [`list_keys`](@ref)`(store, prefix)` has a method for the store's
-type (as for [`MemoryStore`](@ref)), the walks over the stored shards ([`verify`](@ref),
-[`kerchunk_refs`](@ref), [`kerchunk_refs_parquet`](@ref)) list once and open only the listed
-shards, instead of calling `store(key)` for every position of the chunk grid (on a sparse
-grid over a remote store, one listing instead of a request per position). A stored shard the
-listing leaves out is then treated as missing; `nothing` (the default) means "cannot list".
-Region reads and writes never list.
+type (as for [`DictStore`](@ref); the library stores always list), the walks over the stored
+shards ([`verify`](@ref), [`kerchunk_refs`](@ref), [`kerchunk_refs_parquet`](@ref)) list
+once and open only the listed shards, instead of calling `store(key)` for every position of
+the chunk grid (on a sparse grid over a remote store, one listing instead of a request per
+position). A stored shard the listing leaves out is then treated as missing; `nothing` (the
+default) means "cannot list". Region reads and writes never list.
 """
 mutable struct ShardArray
     ptr::Ptr{L.shard_array}
-    store::StoreFunction   # the store table's userdata points here: this field keeps it alive
+    store::Store   # a HostStore: the store table's userdata points here, this field keeps it
     codec::Union{Codec,Nothing}
     lock::ReentrantLock
 end
 
 function ShardArray(zarr_json::AbstractString, store)
     json = String(zarr_json)
-    sf = StoreFunction(store)
+    st = as_store(store)
     out = Ref{Ptr{L.shard_array}}(C_NULL)
-    a = GC.@preserve sf begin
-        table = store_table(pointer_from_objref(sf))
-        @check L.shard_array_open(json, sizeof(json), Ref(table), out)
-        arr = ShardArray(out[], sf, nothing, ReentrantLock())
-        finalizer(_close_array!, arr)
-        arr
+    with_table(st) do table
+        @check L.shard_array_open(json, sizeof(json), table, out)
     end
+    return _wrap_array(out[], st)
+end
+
+# The Julia object of a freshly opened handle: finalizer, then the codec (closing the handle if
+# the codec cannot be had).
+function _wrap_array(ptr::Ptr{L.shard_array}, st::Store)
+    a = ShardArray(ptr, st, nothing, ReentrantLock())
+    finalizer(_close_array!, a)
     try
         a.codec = _array_codec(a)
     catch
@@ -808,7 +846,8 @@ end
 """
     close(a::ShardArray)
 
-Close the array (`shard_array_close`, which releases the store) and its codec. Idempotent.
+Close the array (`shard_array_close`, which writes the frames [`append!`](@ref) still holds,
+losing an error doing so, and releases the store) and its codec. Idempotent.
 Must not race other calls on `a`. A `ShardArray` that is never closed is closed by its
 finalizer, which leaves the codec to its own finalizer (`codec(a)` stays usable while it is
 referenced).
@@ -1020,13 +1059,14 @@ fsspec reads in this layout). Each reference is `url_prefix/SHARD_KEY`. Reads ea
 index once through the array's own store (only the listed shards when it lists, see
 [`list_keys`](@ref)).
 
-`store` is a store function like [`ShardArray`](@ref)'s, `key::String -> ShardIO`, e.g.
-`key -> get!(MemoryShardIO, objects, key)` (the set in memory: `contents(objects[key])`),
-borrowed for the call: it is called once per object, on this task's thread, and the library
-calls `release!` on each `ShardIO` it returned before the call returns. The `ShardIO`s must
-be writable; each is written with one `write_at` at offset 0 (plus `truncate_object!`). A
-`FileShardIO` must be `mode = :read` as for any store (a writing one fills a temporary nothing
-commits): to write files, pass a directory instead (the method below). `name` must not be
+`store` is any [`Store`](@ref), borrowed for the call: a library store (a
+[`DirectoryStore`](@ref) writes the files under its root), or a store written in Julia like
+[`ShardArray`](@ref)'s, `key::String -> ShardIO`, e.g. `key -> get!(MemoryShardIO, objects,
+key)` (the set in memory: `contents(objects[key])`): it is called once per object, on this
+task's thread, and the library calls `release!` on each `ShardIO` it returned before the call
+returns. The `ShardIO`s must be writable; each is written with one `write_at` at offset 0
+(plus `truncate_object!`). To write files, a `DirectoryStore` or a directory (the method
+below) do. `name` must not be
 empty (nor start with `.z` or contain `..`); `record_size` is at least 1 (fsspec's default,
 10000).
 
@@ -1046,10 +1086,23 @@ function kerchunk_refs_parquet(a::ShardArray, store, url_prefix::AbstractString;
     url = String(url_prefix)
     nm = String(name)
     rows = record_size > typemax(UInt64) ? typemax(UInt64) : UInt64(record_size)
-    sf = StoreFunction(store)   # borrowed: the table's userdata points here for the call only
+    sf = HostStore(store)   # borrowed: the table's userdata points here for the call only
     GC.@preserve sf begin
         table = store_table(pointer_from_objref(sf))
         @check L.shard_array_refs_parquet(a, url, sizeof(url), nm, sizeof(nm), rows, Ref(table))
+    end
+    return nothing
+end
+
+function kerchunk_refs_parquet(a::ShardArray, store::Store, url_prefix::AbstractString;
+                               name::AbstractString, record_size::Integer=10000)
+    record_size >= 0 ||
+        throw(ArgumentError("record_size is the number of rows per file (at least 1), got $record_size"))
+    url = String(url_prefix)
+    nm = String(name)
+    rows = record_size > typemax(UInt64) ? typemax(UInt64) : UInt64(record_size)
+    with_table(store) do table
+        @check L.shard_array_refs_parquet(a, url, sizeof(url), nm, sizeof(nm), rows, table)
     end
     return nothing
 end
@@ -1118,7 +1171,7 @@ empty when the array is clean. A damaged shard is a problem, not an error: it do
 
 One C call: the library reads each whole shard object once (through the array's store, on this
 task's thread: the store is not `SHARD_STORE_THREAD_SAFE`; chunks decode on the library's
-threads). A store that lists ([`list_keys`](@ref), e.g. [`MemoryStore`](@ref)) is listed once
+threads). A store that lists ([`list_keys`](@ref), e.g. [`DictStore`](@ref)) is listed once
 and only the listed shards are opened (a stored shard the listing leaves out is not checked);
 otherwise every position of the chunk grid is asked (`store(key)` once each, stored or not) and hands each problem to a `@cfunction` (`cb_problem`, made as a
 `shard_problem_fn`) that copies it into a `Vector{Problem}`, whose address is the call's
@@ -1138,5 +1191,10 @@ function verify(a::ShardArray)
     end
     return problems
 end
+
+# ---------------------------------------------------------------------------------------------
+# The library's stores, creating arrays and groups, opening by path, growing arrays
+
+include("stores.jl")
 
 end # module ZarrShard

@@ -1,5 +1,6 @@
-# Storage: the ShardIO protocol, the C callbacks that call it, and two implementations.
-# Included into module ZarrShard.
+# Storage: the ShardIO protocol (storage written in Julia), the C callbacks that call it, a
+# memory implementation, host stores (key -> ShardIO), and ShardFile, the library's own file
+# I/O for one shard object. Included into module ZarrShard.
 
 """
     ShardIO
@@ -384,14 +385,33 @@ end
 # Stores: key -> ShardIO, for ShardArray
 
 """
-    StoreFunction(open)
+    Store
 
-A `ShardArray`'s store: `open(key::String)` returns the [`ShardIO`](@ref) of the object at
-`key` (`"c/0/1"`). Its address is the store table's `userdata`; the `ShardArray` keeps it.
+What arrays and groups live in: a store of objects by key. The library's own stores,
+[`DirectoryStore`](@ref) and [`MemoryStore`](@ref), and [`HostStore`](@ref), a store written
+in Julia (custom storage). [`create`](@ref), `open(store, path)`, [`create_group`](@ref) and
+[`ShardArray`](@ref) take any of them; where a store is expected, any other value (a function
+from key to [`ShardIO`](@ref)) is made a `HostStore`.
 """
-mutable struct StoreFunction
+abstract type Store end
+
+"""
+    HostStore(open)
+
+A store written in Julia (custom storage): `open(key::String)` returns the [`ShardIO`](@ref)
+of the object at `key` (`"c/0/1"`, `"a/b/zarr.json"`), or a [`ShardFile`](@ref) (the
+library's file I/O for that object); [`list_keys`](@ref)`(open, prefix)` may list. Its
+address is the store table's `userdata`: an array opened on it keeps it (its `store` field),
+and a call that borrows it ([`create_group`](@ref), [`kerchunk_refs_parquet`](@ref)) roots it
+for the call. A function given where a store is expected is wrapped in one.
+"""
+mutable struct HostStore <: Store
     open::Any
 end
+
+"The `Store` for `x`: itself, or a [`HostStore`](@ref) calling it."
+as_store(s::Store) = s
+as_store(f) = HostStore(f)
 
 """
     StoreObject(io)
@@ -433,17 +453,15 @@ end
 function cb_store_open_object(ud::Ptr{Cvoid}, key::Ptr{UInt8},
                               io_out::Ptr{L.shard_io_callbacks})::Int32
     try
-        store = unsafe_pointer_to_objref(ud)::StoreFunction
+        store = unsafe_pointer_to_objref(ud)::HostStore
         io = store.open(unsafe_string(key))
-        io isa ShardIO || throw(ArgumentError("a store must return a ShardIO, not $(typeof(io))"))
-        if io isa FileShardIO && io.mode !== :read
-            # Its writes go to a temporary that only finalize_shard! commits, and nothing
-            # commits a store's objects: the call would succeed and lose what it wrote.
-            _release_quietly(io)   # deletes the temporary it created
-            throw(ArgumentError("the store returned FileShardIO($(repr(io.path)); mode = " *
-                                "$(repr(io.mode))): a store's FileShardIO must be mode = :read " *
-                                "(its writes would never be committed)"))
+        if io isa ShardFile
+            # The library's own table: handed over, the library calls its destroy.
+            unsafe_store!(io_out, _hand_over!(io))
+            return Int32(0)
         end
+        io isa ShardIO ||
+            throw(ArgumentError("a store must return a ShardIO or a ShardFile, not $(typeof(io))"))
         obj = StoreObject(io)
         table = GC.@preserve obj callback_table(io, pointer_from_objref(obj), true)
         _root!(obj)   # from here the library owns the table: cb_destroy unroots obj
@@ -454,7 +472,7 @@ function cb_store_open_object(ud::Ptr{Cvoid}, key::Ptr{UInt8},
     end
 end
 
-# void (*destroy)(void *userdata): the ShardArray holds its StoreFunction; nothing to free.
+# void (*destroy)(void *userdata): the ShardArray holds its HostStore; nothing to free.
 function cb_store_destroy(ud::Ptr{Cvoid})::Cvoid
     try
         ud == C_NULL && return nothing
@@ -471,7 +489,7 @@ keys start with `prefix` (the library asks for the array's shard key prefix, `"c
 order, or `nothing` when `store` cannot list. The default method returns `nothing`; define a
 method for your store's type to make walks over the stored shards ([`verify`](@ref),
 [`kerchunk_refs`](@ref), [`kerchunk_refs_parquet`](@ref)) cost one listing plus one object per
-*stored* shard instead of one `store(key)` per position of the chunk grid. [`MemoryStore`](@ref)
+*stored* shard instead of one `store(key)` per position of the chunk grid. [`DictStore`](@ref)
 implements it.
 
 Contract (the library's, `shard_store_callbacks.list`): list **every** stored object under
@@ -489,7 +507,7 @@ listing that failed must not pass for an empty one; a code that would equal
 list_keys(store, prefix::String) = nothing
 
 # int32_t (*list)(void *userdata, const char *prefix, shard_key_fn on_key, void *list_state)
-# userdata is the StoreFunction's address, as for open_object. Calls list_keys on the store
+# userdata is the HostStore's address, as for open_object. Calls list_keys on the store
 # function: `nothing` is SHARD_STORE_CANNOT_LIST; else the library's on_key (a
 # `void (*)(void *list_state, const char *key, size_t key_len)`) once per key, with the key's
 # UTF-8 bytes (rooted by GC.@preserve; the library copies them during the call). Runs on the
@@ -498,7 +516,7 @@ list_keys(store, prefix::String) = nothing
 function cb_store_list(ud::Ptr{Cvoid}, prefix::Ptr{UInt8}, on_key::Ptr{Cvoid},
                        list_state::Ptr{Cvoid})::Int32
     try
-        store = unsafe_pointer_to_objref(ud)::StoreFunction
+        store = unsafe_pointer_to_objref(ud)::HostStore
         listed = list_keys(store.open, unsafe_string(prefix))
         listed === nothing && return L.SHARD_STORE_CANNOT_LIST
         for k in listed
@@ -519,7 +537,7 @@ end
 """
     store_table(userdata) -> LibZarrShard.shard_store_callbacks
 
-The C store table (version 2) whose `userdata` is a `StoreFunction`'s address. `list` is
+The C store table (version 2) whose `userdata` is a `HostStore`'s address. `list` is
 always `cb_store_list`: whether the store lists is decided by [`list_keys`](@ref) at each
 call (`nothing`, the default, is `SHARD_STORE_CANNOT_LIST`). No `SHARD_STORE_THREAD_SAFE`:
 every callback runs on the task and thread of the `ShardArray` call, so a callback's
@@ -586,191 +604,73 @@ function cb_problem(ud::Ptr{Cvoid}, key::Ptr{UInt8}, chunk::Ptr{UInt64}, chunk_r
 end
 
 # ---------------------------------------------------------------------------------------------
-# FileShardIO
+# ShardFile: the library's file I/O for one shard object
 
 """
-    FileShardIO(path; mode = :read)
+    ShardFile(path)
 
-One shard object = one file, like `examples-c/posix_io.c`.
+One shard object = one file, through the library's own file I/O (`shard_io_file`): reads with
+`pread`, a whole shard (`:buffered`, `:streaming`, a `finalize_shard!` that rewrites it)
+written to a temporary file renamed over `path` once complete, updates (`:append`,
+`:in_place`) in place. A missing file reads as the fill value. The same file I/O as
+[`DirectoryStore`](@ref)'s objects; no Julia callback runs.
 
-* `mode = :read`: reads `path` in place; a missing file reads as fill value.
-* `mode = :write` (for `Shard` modes `:buffered`, `:streaming`): writes `path.tmp.<pid>`;
-  `finalize_shard!` commits it by renaming it over `path` (or deletes `path` when the shard
-  was removed because nothing is stored). Closing a shard that was not finalized deletes the
-  temporary: `path` is never left half-written.
-* `mode = :update` (for `:append`, `:in_place`): as `:write`, but the temporary starts as a
-  copy of `path`.
-
-A `ShardArray` store may return only `mode = :read` ones (nothing commits a store's objects:
-a writing one is refused, see [`ShardArray`](@ref)).
-
-Unlike posix_io.c this does not `fsync` (Julia's `IOStream` has no portable fsync): the commit
-is atomic against failed or interrupted writes, not against power loss. One write context per
-path per process at a time. Reads take a lock (seek + read on one stream), so many threads may
-read, one at a time.
+Give it to [`Shard`](@ref)/`open(codec, file)`, or return it from a [`HostStore`](@ref)'s
+function: the library's table is then handed over (the handle releases it at `close`), and a
+`ShardFile` serves one open only. One that is never handed over is released by `close(file)`
+or its finalizer (`shard_io_release`). Throws [`ZarrShardError`](@ref)
+(`SHARD_ERR_INVALID_ARGUMENT`) for a path with a NUL byte.
 """
-mutable struct FileShardIO <: ShardIO
+mutable struct ShardFile
+    table::Base.RefValue{L.shard_io_callbacks}   # the library's; zeroed once released
     path::String
-    mode::Symbol
-    tmp::String                       # "" in read mode
-    stream::Union{IOStream,Nothing}   # nothing: no file (read mode), or closed
-    exists::Bool                      # whether the object logically exists
-    committed::Bool
-    released::Bool
+    owned::Bool      # true while this object must release the table
     lock::ReentrantLock
-end
 
-function FileShardIO(path::AbstractString; mode::Symbol = :read)
-    p = String(path)
-    if mode === :read
-        stream = _open_existing(p)
-        return FileShardIO(p, mode, "", stream, stream !== nothing, false, false, ReentrantLock())
-    elseif mode === :write || mode === :update
-        tmp = string(p, ".tmp.", getpid())
-        stream = open(tmp, "w+")
-        f = FileShardIO(p, mode, tmp, stream, false, false, false, ReentrantLock())
-        try
-            mode === :update && (f.exists = _copy_existing(stream, p))
-        catch
-            release!(f)
-            rethrow()
-        end
+    function ShardFile(path::AbstractString)
+        p = String(path)
+        t = Ref{L.shard_io_callbacks}()
+        @check L.shard_io_file(p, UInt32(0), t)
+        f = new(t, p, true, ReentrantLock())
+        finalizer(_release_file!, f)
         return f
     end
-    throw(ArgumentError("FileShardIO mode must be :read, :write or :update, not $(repr(mode))"))
 end
 
-function _open_existing(path::String)
-    try
-        return open(path, "r")
-    catch e
-        e isa SystemError && e.errnum == Libc.ENOENT && return nothing
-        rethrow()
+# Finalizer and close: give the table back unless it was handed over.
+function _release_file!(f::ShardFile)
+    if f.owned
+        f.owned = false
+        L.shard_io_release(f.table)   # calls its destroy, zeroes the table
     end
+    return nothing
 end
 
-function _copy_existing(dst::IOStream, path::String)
-    src = _open_existing(path)
-    src === nothing && return false
-    try
-        buf = Vector{UInt8}(undef, 1 << 16)
-        while !eof(src)
-            n = readbytes!(src, buf, length(buf))
-            write(dst, view(buf, 1:n)) == n || throw(EOFError())
-        end
-    finally
-        close(src)
-    end
-    return true
-end
-
-function _stream(f::FileShardIO)
-    f.released && throw(ArgumentError("FileShardIO($(repr(f.path))) was released"))
-    s = f.stream
-    (s === nothing || !f.exists) && throw(ObjectNotFound(f.path))
-    return s
-end
-
-function read_at!(f::FileShardIO, offset::UInt64, buf::Vector{UInt8})
+"Give the library's table back (`shard_io_release`) unless an open took it. Idempotent."
+function Base.close(f::ShardFile)
     lock(f.lock)
     try
-        s = _stream(f)
-        seek(s, offset)
-        return readbytes!(s, buf, length(buf))   # loops to length(buf) or the end of file
-    finally
-        unlock(f.lock)
-    end
-end
-
-function objectsize(f::FileShardIO)
-    lock(f.lock)
-    try
-        s = _stream(f)
-        flush(s)
-        return UInt64(position(seekend(s)))
-    finally
-        unlock(f.lock)
-    end
-end
-
-writable(f::FileShardIO) = f.mode !== :read
-
-function write_at(f::FileShardIO, offset::UInt64, data::Vector{UInt8})
-    writable(f) || throw(ArgumentError("FileShardIO($(repr(f.path))) is read-only"))
-    lock(f.lock)
-    try
-        f.released && throw(ArgumentError("FileShardIO($(repr(f.path))) was released"))
-        s = f.stream::IOStream
-        seek(s, offset)
-        write(s, data) == length(data) || throw(EOFError())
-        f.exists = true
+        _release_file!(f)
     finally
         unlock(f.lock)
     end
     return nothing
 end
 
-function truncate_object!(f::FileShardIO, len::UInt64)
+# The table, now the receiver's (a shard handle or the library's store walk): this object
+# no longer releases it.
+function _hand_over!(f::ShardFile)
     lock(f.lock)
     try
-        s = f.stream::IOStream
-        flush(s)
-        truncate(s, len)
-        f.exists = true
+        f.owned || throw(ArgumentError("ShardFile($(repr(f.path))) was used or closed already"))
+        f.owned = false
+        return f.table[]
     finally
         unlock(f.lock)
     end
-    return nothing
 end
 
-# The temporary is emptied, not unlinked; commit! then deletes `path`.
-function remove_object!(f::FileShardIO)
-    lock(f.lock)
-    try
-        s = f.stream::IOStream
-        flush(s)
-        truncate(s, 0)
-        f.exists = false
-    finally
-        unlock(f.lock)
-    end
-    return nothing
-end
-
-function commit!(f::FileShardIO)
-    f.mode === :read && return nothing
-    lock(f.lock)
-    try
-        (f.committed || f.released) && throw(ArgumentError("FileShardIO: nothing to commit"))
-        s = f.stream::IOStream
-        flush(s)
-        close(s)
-        f.stream = nothing
-        if f.exists
-            Base.Filesystem.rename(f.tmp, f.path)   # atomic replace, unlike mv(; force)
-        else
-            rm(f.path; force = true)                # nothing stored: no shard object
-            rm(f.tmp; force = true)
-        end
-        f.committed = true
-    finally
-        unlock(f.lock)
-    end
-    return nothing
-end
-
-# Runs after the last callback (from shard_close), maybe in a finalizer: no lock, no yield.
-function release!(f::FileShardIO)
-    f.released && return nothing
-    f.released = true
-    s = f.stream
-    f.stream = nothing
-    s === nothing || close(s)
-    if !isempty(f.tmp) && !f.committed
-        rm(f.tmp; force = true)
-    end
-    return nothing
-end
+Base.show(io::IO, f::ShardFile) = print(io, "ZarrShard.ShardFile(", repr(f.path), ")")
 
 # ---------------------------------------------------------------------------------------------
 # MemoryShardIO
@@ -878,26 +778,27 @@ function remove_object!(m::MemoryShardIO)
 end
 
 # ---------------------------------------------------------------------------------------------
-# MemoryStore: a store of MemoryShardIOs that lists
+# DictStore: a store of MemoryShardIOs that lists
 
 """
-    MemoryStore()
+    DictStore()
 
-A store of [`MemoryShardIO`](@ref)s by key that lists: `store(key)` returns the object at
+A store written in Julia (a host store, see [`HostStore`](@ref)): [`MemoryShardIO`](@ref)s by
+key, in a `Dict`, that lists: `store(key)` returns the object at
 `key` (`get!(MemoryShardIO, …)`: a new, empty one the first time), and
 [`list_keys`](@ref)`(store, prefix)` the keys under `prefix` whose object exists (holds
 bytes), so [`verify`](@ref) and the reference sets open only the stored shards. `store[key]`,
 `store[key] = io`, `haskey(store, key)` and `keys(store)` (a sorted copy; with keys of
 objects that were asked for but never written) reach the objects. Thread-safe (one lock).
 """
-struct MemoryStore
+struct DictStore
     objects::Dict{String,MemoryShardIO}
     lock::ReentrantLock
 end
 
-MemoryStore() = MemoryStore(Dict{String,MemoryShardIO}(), ReentrantLock())
+DictStore() = DictStore(Dict{String,MemoryShardIO}(), ReentrantLock())
 
-function (s::MemoryStore)(key::AbstractString)
+function (s::DictStore)(key::AbstractString)
     lock(s.lock)
     try
         return get!(MemoryShardIO, s.objects, String(key))
@@ -906,7 +807,7 @@ function (s::MemoryStore)(key::AbstractString)
     end
 end
 
-function Base.getindex(s::MemoryStore, key::AbstractString)
+function Base.getindex(s::DictStore, key::AbstractString)
     lock(s.lock)
     try
         return s.objects[String(key)]
@@ -915,7 +816,7 @@ function Base.getindex(s::MemoryStore, key::AbstractString)
     end
 end
 
-function Base.setindex!(s::MemoryStore, io::MemoryShardIO, key::AbstractString)
+function Base.setindex!(s::DictStore, io::MemoryShardIO, key::AbstractString)
     lock(s.lock)
     try
         s.objects[String(key)] = io
@@ -925,7 +826,7 @@ function Base.setindex!(s::MemoryStore, io::MemoryShardIO, key::AbstractString)
     return s
 end
 
-function Base.haskey(s::MemoryStore, key::AbstractString)
+function Base.haskey(s::DictStore, key::AbstractString)
     lock(s.lock)
     try
         return haskey(s.objects, String(key))
@@ -934,7 +835,7 @@ function Base.haskey(s::MemoryStore, key::AbstractString)
     end
 end
 
-function Base.keys(s::MemoryStore)
+function Base.keys(s::DictStore)
     lock(s.lock)
     try
         return sort!(collect(keys(s.objects)))
@@ -943,7 +844,7 @@ function Base.keys(s::MemoryStore)
     end
 end
 
-function list_keys(s::MemoryStore, prefix::String)
+function list_keys(s::DictStore, prefix::String)
     lock(s.lock)
     try
         return sort!([k for (k, m) in s.objects if startswith(k, prefix) && _exists(m)])

@@ -170,6 +170,14 @@ fn pointee_compat(c: &CType, j: &JType, h: &Header, jt: &JuliaTypes) -> Result<(
                 if inner.ptr == 0 && inner.base == "void" {
                     return if is_name(&args[0], VOID) { Ok(()) } else { Err(format!("expected Ptr{{Cvoid}}, got {j}")) };
                 }
+                // A string inside a pointer (`const char *const *dimension_names`): bytes.
+                if inner.ptr == 0 && inner.base == "char" {
+                    return if is_name(&args[0], CHAR) {
+                        Ok(())
+                    } else {
+                        Err(format!("`{c}` is Ptr{{{}}}, not {j}", one_of(CHAR)))
+                    };
+                }
                 pointee_compat(&inner, &args[0], h, jt)
             }
             _ => Err(format!("`{c}` inside a pointer must be Ptr{{...}}, got {j}")),
@@ -289,5 +297,11 @@ mod tests {
         assert!(ok(ct("shard_status", 0), "shard_status", Pos::CbArg));
         assert!(!ok(ct("shard_status", 0), "UInt64", Pos::CbArg));
         assert!(!ok(ct("shard_status", 0), "Csize_t", Pos::CbArg));
+        // An array of strings (`const char *const *`, a struct field): Ptr{Ptr{UInt8}}.
+        assert!(ok(ct("char", 2), "Ptr{Ptr{UInt8}}", Pos::Field));
+        assert!(ok(ct("char", 2), "Ref{Ptr{UInt8}}", Pos::Arg));
+        assert!(!ok(ct("char", 2), "Ptr{Ptr{UInt64}}", Pos::Field));
+        assert!(!ok(ct("char", 2), "Ptr{UInt8}", Pos::Field));
+        assert!(!ok(ct("char", 2), "Ptr{Cstring}", Pos::Field));
     }
 }

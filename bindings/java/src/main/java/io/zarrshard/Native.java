@@ -138,6 +138,58 @@ final class Native {
     static native void arrayWriteRegionDirect(long array, long[] start, long[] shape,
             ByteBuffer src, int pos, int len);
 
+    // ---- the library's stores, arrays by path, groups ----
+
+    /** A library store's table (malloc'd), owned by {@link Store}. */
+    static native long storeDirectory(byte[] path, int flags);
+
+    static native long storeMemory();
+
+    /** shard_store_release, then the table's memory freed. */
+    static native void storeRelease(long store);
+
+    // Store arguments: a library table {@code lib} (when {@code host} is null) or a host store.
+
+    static native long arrayCreate(long lib, ShardStore host, byte[] path, byte[] json, int flags);
+
+    static native long arrayCreateSpec(long lib, ShardStore host, byte[] path, long[] shape,
+            long[] shardShape, long[] chunkShape, byte[] dataType, byte[] fillValue,
+            byte[] compressor, int level, int indexLocation, int checksums, byte[][] names,
+            int flags);
+
+    static native byte[] specJson(long[] shape, long[] shardShape, long[] chunkShape,
+            byte[] dataType, byte[] fillValue, byte[] compressor, int level, int indexLocation,
+            int checksums, byte[][] names);
+
+    static native long arrayOpenPath(long lib, ShardStore host, byte[] path);
+
+    static native void groupCreate(long lib, ShardStore host, byte[] path, byte[] attributes,
+            int flags);
+
+    static native long[] arrayShape(long array);
+
+    static native void arrayResize(long array, long[] shape);
+
+    static native void arrayAppend(long array, int axis, long[] block, byte[] data);
+
+    static native void arrayAppendDirect(long array, int axis, long[] block, ByteBuffer src,
+            int pos, int len);
+
+    static native void arrayFlush(long array);
+
+    static native void arraySetAttributes(long array, byte[] json);
+
+    static native byte[] arrayAttributes(long array);
+
+    /** {shards rewritten, bytes freed}. */
+    static native long[] arrayCompact(long array, int flags);
+
+    static native void arrayRefsParquetStore(long array, byte[] urlPrefix, byte[] name,
+            long recordSize, long store);
+
+    /** shard_io_file + shard_open_ex. */
+    static native long shardOpenFile(long codec, byte[] path, int mode, int flags);
+
     /** Test hook: read on a native thread the JVM does not know; returns the status. */
     static native int readChunkOnNativeThread(long shard, long[] coords, byte[] out, int[] ioOut);
 }

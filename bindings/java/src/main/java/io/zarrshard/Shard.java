@@ -2,15 +2,17 @@ package io.zarrshard;
 
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
+import java.nio.file.FileSystems;
+import java.nio.file.Path;
 import java.util.Objects;
 
 /**
- * One open shard object (C {@code shard_handle}), read or written through a host
- * {@link ShardIO}.
+ * One open shard object (C {@code shard_handle}), a local file through the library's own
+ * file I/O ({@link #open(ShardCodec, Path, Mode, int)}) or any storage through a host
+ * {@link ShardIO} ({@link #open(ShardCodec, ShardIO, Mode, int)}).
  *
  * <pre>{@code
- * try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.READ);
- *      Shard shard = Shard.open(codec, io, Shard.Mode.READ)) {
+ * try (Shard shard = Shard.open(codec, dir.resolve(codec.shardKey(0, 0)), Shard.Mode.READ)) {
  *     byte[] chunk = shard.readChunk(0, 1);            // C order, native byte order
  * }
  * }</pre>
@@ -117,6 +119,65 @@ public final class Shard implements AutoCloseable {
         long h;
         try {
             h = Native.shardOpen(c, io, mode.code, flags, caps);
+        } finally {
+            codec.ref.release();
+        }
+        try {
+            return new Shard(h, mode, codec);
+        } catch (Throwable t) {
+            Native.shardClose(h);
+            throw t;
+        }
+    }
+
+    /**
+     * {@link #open(ShardCodec, Path, Mode, int)} with no flags.
+     *
+     * @param codec the layout
+     * @param path the shard's file
+     * @param mode how to open it
+     * @return the open Shard; close it
+     * @throws ShardException as {@link #open(ShardCodec, Path, Mode, int)}
+     */
+    public static Shard open(ShardCodec codec, Path path, Mode mode) {
+        return open(codec, path, mode, 0);
+    }
+
+    /**
+     * Open the shard object that is the file {@code path}, through the library's own file I/O
+     * (C {@code shard_io_file}; no Java code on the I/O path): positional reads (a missing file
+     * reads as the fill value); a shard written whole ({@link Mode#WRITE_BUFFERED}'s
+     * {@link #finalizeShard()}) goes to a temporary sibling renamed over the file only when
+     * complete, so a reader sees the old file or the new one whole; updates write the file in
+     * place; a shard left with no stored chunk is deleted. The Shard owns the file I/O and
+     * closes it with itself. Thread-safe.
+     *
+     * @param codec the layout; it may be closed while the Shard stays open
+     * @param path the shard's file (of the default file system)
+     * @param mode how to open it
+     * @param flags a bitwise OR of {@code FLAG_*}, 0 for none (ignored by {@link Mode#READ})
+     * @return the open Shard; close it
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (unknown flags, a path with NUL),
+     *     {@link Status#IO} (the file cannot be opened or read: the message names the path and
+     *     {@link ShardException#ioCode()} is the OS error number), {@link Status#CORRUPT},
+     *     {@link Status#CHECKSUM} (read and update modes read the index)
+     * @throws IllegalArgumentException for a path of another file system than the default one
+     * @throws IllegalStateException when {@code codec} is closed
+     */
+    public static Shard open(ShardCodec codec, Path path, Mode mode, int flags) {
+        Objects.requireNonNull(codec, "codec");
+        Objects.requireNonNull(path, "path");
+        Objects.requireNonNull(mode, "mode");
+        if (path.getFileSystem() != FileSystems.getDefault()) {
+            throw new IllegalArgumentException("the library opens only paths of the default"
+                    + " file system, not " + path.getFileSystem().provider().getScheme() + ": "
+                    + path);
+        }
+        byte[] p = Store.cString(path.toString(), "path");
+        long c = codec.ref.acquire();
+        long h;
+        try {
+            h = Native.shardOpenFile(c, p, mode.code, flags);
         } finally {
             codec.ref.release();
         }

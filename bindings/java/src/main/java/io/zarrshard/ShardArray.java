@@ -15,15 +15,22 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * A whole Zarr v3 array over a host {@link ShardStore} (C {@code shard_array}): reads and
- * writes any hyper-rectangle (a region) across shards and inner chunks.
+ * A whole Zarr v3 array (C {@code shard_array}): reads and writes any hyper-rectangle (a
+ * region) across shards and inner chunks, grows by appending blocks, resizes, carries
+ * attributes.
  *
  * <pre>{@code
- * try (ShardArray array = ShardArray.open(Files.readString(dir.resolve("zarr.json")),
- *                                         ShardStore.directory(dir))) {
+ * try (Store store = Store.directory(dir, false);
+ *      ShardArray array = ShardArray.open(store, "")) {
  *     short[] values = array.readRegionShorts(new long[] {10, 20}, new long[] {40, 30});
  * }
  * }</pre>
+ *
+ * <p><b>Stores.</b> An array lives in one of the library's own stores ({@link Store}: a
+ * directory, memory), opened or created there by path ({@link #open(Store, String)},
+ * {@link #create(Store, String, ArraySpec, boolean)}), or in a {@link ShardStore} the host
+ * implements in Java (custom storage), by path or from a {@code zarr.json} text
+ * ({@link #open(String, ShardStore)}).
  *
  * <p><b>Buffers.</b> A region is C order, native byte order ({@link ByteOrder#nativeOrder()}),
  * exactly its element count × the element size (else {@link Status#BUFFER_SIZE}); the fill
@@ -85,13 +92,383 @@ public final class ShardArray implements AutoCloseable {
     public static ShardArray open(String zarrJson, ShardStore store) {
         Objects.requireNonNull(zarrJson, "zarrJson");
         Objects.requireNonNull(store, "store");
-        long h = Native.arrayOpen(zarrJson.getBytes(StandardCharsets.UTF_8), store);
+        return adopt(Native.arrayOpen(zarrJson.getBytes(StandardCharsets.UTF_8), store));
+    }
+
+    /** The array for a handle a native call just returned (closed again if that fails). */
+    private static ShardArray adopt(long h) {
         try {
             return new ShardArray(h);
         } catch (Throwable t) {
             Native.arrayClose(h);
             throw t;
         }
+    }
+
+    /** {@code SHARD_CREATE_OVERWRITE} or 0. */
+    private static int createFlags(boolean overwrite) {
+        return overwrite ? 1 : 0;
+    }
+
+    /**
+     * Create the array described by {@code zarrJson} at {@code path} of a library store (C
+     * {@code shard_array_create}): the metadata is checked, then {@code zarr.json} written
+     * whole. The array is open for writing and reading; close it (which
+     * {@link #flush() flushes}). Thread-safe.
+     *
+     * @param store where to create it; the array keeps it alive until closed
+     * @param path the node path ({@code ""} or null: the store's root; {@code "a/b"})
+     * @param zarrJson the Zarr v3 array metadata
+     * @param overwrite replace an existing node at {@code path} (its shards removed) instead
+     *     of refusing it
+     * @return the new array; close it
+     * @throws ShardException {@link Status#INVALID_METADATA} or
+     *     {@link Status#UNSUPPORTED_CODEC} (the message names the field; nothing is written),
+     *     {@link Status#INVALID_STATE} (a node exists and {@code overwrite} is false:
+     *     "`PATH` already holds ..."), {@link Status#INVALID_ARGUMENT} (an invalid path,
+     *     named), {@link Status#UNSUPPORTED} (overwriting a group in a store that cannot
+     *     list), {@link Status#IO}
+     * @throws IllegalStateException when {@code store} is closed
+     */
+    public static ShardArray create(Store store, String path, String zarrJson,
+            boolean overwrite) {
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(zarrJson, "zarrJson");
+        byte[] p = Store.cString(path, "path");
+        long s = store.ref.acquire();
+        try {
+            return adopt(Native.arrayCreate(s, null, p, zarrJson.getBytes(StandardCharsets.UTF_8),
+                    createFlags(overwrite)));
+        } finally {
+            store.ref.release();
+        }
+    }
+
+    /**
+     * {@link #create(Store, String, String, boolean)} with the metadata made of {@code spec}
+     * (C {@code shard_array_create_spec}; {@link ArraySpec#toJson()} shows it).
+     *
+     * @param store where to create it; the array keeps it alive until closed
+     * @param path the node path ({@code ""} or null: the store's root)
+     * @param spec the array's description
+     * @param overwrite replace an existing node at {@code path} instead of refusing it
+     * @return the new array; close it
+     * @throws ShardException as {@link #create(Store, String, String, boolean)}, and
+     *     {@link Status#INVALID_ARGUMENT} naming the spec's field the library refuses
+     * @throws IllegalStateException when {@code store} is closed
+     */
+    public static ShardArray create(Store store, String path, ArraySpec spec,
+            boolean overwrite) {
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(spec, "spec");
+        byte[] p = Store.cString(path, "path");
+        long s = store.ref.acquire();
+        try {
+            return createSpec(s, null, p, spec, overwrite);
+        } finally {
+            store.ref.release();
+        }
+    }
+
+    /**
+     * {@link #create(Store, String, String, boolean)} in a host {@link ShardStore}: the array
+     * keeps {@code store} reachable until closed (on failure nothing). Every store callback
+     * runs on the thread of the call that needs it.
+     *
+     * @param store the host's store
+     * @param path the node path ({@code ""} or null: the store's root)
+     * @param zarrJson the Zarr v3 array metadata
+     * @param overwrite replace an existing node at {@code path} instead of refusing it
+     * @return the new array; close it
+     * @throws ShardException as {@link #create(Store, String, String, boolean)}; when the
+     *     store threw, {@link Status#IO} with that exception as the cause
+     */
+    public static ShardArray create(ShardStore store, String path, String zarrJson,
+            boolean overwrite) {
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(zarrJson, "zarrJson");
+        byte[] p = Store.cString(path, "path");
+        return adopt(Native.arrayCreate(0, store, p, zarrJson.getBytes(StandardCharsets.UTF_8),
+                createFlags(overwrite)));
+    }
+
+    /**
+     * {@link #create(Store, String, ArraySpec, boolean)} in a host {@link ShardStore}.
+     *
+     * @param store the host's store
+     * @param path the node path ({@code ""} or null: the store's root)
+     * @param spec the array's description
+     * @param overwrite replace an existing node at {@code path} instead of refusing it
+     * @return the new array; close it
+     * @throws ShardException as {@link #create(ShardStore, String, String, boolean)}
+     */
+    public static ShardArray create(ShardStore store, String path, ArraySpec spec,
+            boolean overwrite) {
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(spec, "spec");
+        return createSpec(0, store, Store.cString(path, "path"), spec, overwrite);
+    }
+
+    private static ShardArray createSpec(long lib, ShardStore host, byte[] path, ArraySpec spec,
+            boolean overwrite) {
+        Object[] a = spec.nativeArgs();
+        return adopt(Native.arrayCreateSpec(lib, host, path, (long[]) a[0], (long[]) a[1],
+                (long[]) a[2], (byte[]) a[3], (byte[]) a[4], (byte[]) a[5],
+                spec.compressionLevelValue(), spec.indexLocation(), spec.checksums(),
+                (byte[][]) a[6], createFlags(overwrite)));
+    }
+
+    /**
+     * Open the array at {@code path} of a library store (C {@code shard_array_open_path}): its
+     * {@code zarr.json} (Zarr v3), {@code .zarray} (Zarr v2) or v3-draft metadata is read
+     * here. Thread-safe.
+     *
+     * @param store where the array is; the array keeps it alive until closed
+     * @param path the node path ({@code ""} or null: the store's root; {@code "a/b"})
+     * @return the open array; close it
+     * @throws ShardException {@link Status#INVALID_METADATA} (no array there: "no zarr.json or
+     *     .zarray at `a/b`"; metadata the library refuses, naming the field),
+     *     {@link Status#UNSUPPORTED_CODEC}, {@link Status#INVALID_ARGUMENT} (an invalid path,
+     *     named), {@link Status#IO}
+     * @throws IllegalStateException when {@code store} is closed
+     */
+    public static ShardArray open(Store store, String path) {
+        Objects.requireNonNull(store, "store");
+        byte[] p = Store.cString(path, "path");
+        long s = store.ref.acquire();
+        try {
+            return adopt(Native.arrayOpenPath(s, null, p));
+        } finally {
+            store.ref.release();
+        }
+    }
+
+    /**
+     * {@link #open(Store, String)} in a host {@link ShardStore}: the metadata is read through
+     * it. The array keeps {@code store} reachable until closed (on failure nothing).
+     *
+     * @param store the host's store
+     * @param path the node path ({@code ""} or null: the store's root)
+     * @return the open array; close it
+     * @throws ShardException as {@link #open(Store, String)}; when the store threw,
+     *     {@link Status#IO} with that exception as the cause
+     */
+    public static ShardArray open(ShardStore store, String path) {
+        Objects.requireNonNull(store, "store");
+        return adopt(Native.arrayOpenPath(0, store, Store.cString(path, "path")));
+    }
+
+    /**
+     * The array's current shape, one value per dimension: grown by {@link #append} at once
+     * (the frames are readable), changed by {@link #resize}. Thread-safe.
+     *
+     * @return a new array
+     */
+    public long[] shape() {
+        long h = ref.acquire();
+        try {
+            return Native.arrayShape(h);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * Grow or shrink the array to {@code shape} (C {@code shard_array_resize}): {@code zarr.json}
+     * is replaced whole; shards and inner chunks wholly outside the new shape are deleted, and
+     * the part of an edge chunk past a shrunken edge is reset to the fill value, so growing
+     * again shows the fill value, never old data. Frames {@link #append} holds are flushed
+     * first. One writer at a time.
+     *
+     * @param shape the new shape, one value per dimension
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (another rank),
+     *     {@link Status#UNSUPPORTED} (not a Zarr v3 array), {@link Status#BUSY},
+     *     {@link Status#IO}, {@link Status#CORRUPT}, {@link Status#CHECKSUM} (an edge shard
+     *     read back)
+     * @throws IllegalArgumentException for a negative extent
+     */
+    public void resize(long... shape) {
+        Objects.requireNonNull(shape, "shape");
+        for (long e : shape) {
+            if (e < 0) {
+                throw new IllegalArgumentException("negative extent " + e + " in "
+                        + Arrays.toString(shape));
+            }
+        }
+        long h = ref.acquire();
+        try {
+            Native.arrayResize(h, shape);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * Append a block at the end of dimension {@code axis}, growing the shape by
+     * {@code blockShape[axis]} (C {@code shard_array_append}; e.g. one camera frame,
+     * {@code blockShape} {@code {1, height, width}} along axis 0). Frames are gathered per
+     * layer of shards in memory and each shard is written once, whole, when its layer is
+     * complete: no dead bytes, memory bounded by one layer. Appended frames are readable at
+     * once ({@link #readRegion(long[], long[], byte[])}); {@code zarr.json}'s shape covers
+     * only the layers written until {@link #flush()} or {@link #close()}. One writer at a
+     * time.
+     *
+     * @param axis the dimension to grow
+     * @param blockShape the block's extent: at least 1 along {@code axis}, the array's
+     *     extent along every other dimension
+     * @param data the block, C order, native byte order, exactly its element count times the
+     *     element size (copied)
+     * @throws ShardException {@link Status#INVALID_ARGUMENT} (an axis past the rank, a block
+     *     that does not span the other dimensions or is empty, a layer over the
+     *     {@link MemoryLimit}), {@link Status#BUFFER_SIZE}, {@link Status#UNSUPPORTED} (not a
+     *     Zarr v3 array), {@link Status#BUSY}, {@link Status#IO} (the frames stay pending; a
+     *     later flush retries), {@link Status#CORRUPT}, {@link Status#CHECKSUM}
+     * @throws IllegalArgumentException for a negative axis or extent
+     */
+    public void append(int axis, long[] blockShape, byte[] data) {
+        Objects.requireNonNull(data, "data");
+        checkAppend(axis, blockShape);
+        long h = ref.acquire();
+        try {
+            Native.arrayAppend(h, axis, blockShape, data);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * {@link #append(int, long[], byte[])} from the remaining bytes of a direct buffer; on
+     * success its position moves past them.
+     *
+     * @param axis the dimension to grow
+     * @param blockShape the block's extent
+     * @param src a direct buffer with exactly the block's byte size remaining
+     * @throws ShardException as {@link #append(int, long[], byte[])}
+     * @throws IllegalArgumentException when {@code src} is not direct, for a negative axis or
+     *     extent
+     */
+    public void append(int axis, long[] blockShape, ByteBuffer src) {
+        Objects.requireNonNull(src, "src");
+        checkAppend(axis, blockShape);
+        if (!src.isDirect()) {
+            throw new IllegalArgumentException("a direct ByteBuffer is required");
+        }
+        int pos = src.position();
+        int len = src.remaining();
+        long h = ref.acquire();
+        try {
+            Native.arrayAppendDirect(h, axis, blockShape, src, pos, len);
+        } finally {
+            ref.release();
+        }
+        src.position(pos + len);
+    }
+
+    /**
+     * {@link #append(int, long[], byte[])} from 16-bit elements (data types of 2 bytes; else
+     * {@link Status#BUFFER_SIZE}).
+     *
+     * @param axis the dimension to grow
+     * @param blockShape the block's extent
+     * @param values the block's elements, C order (copied)
+     * @throws ShardException as {@link #append(int, long[], byte[])}
+     * @throws IllegalArgumentException when the values do not fit one ByteBuffer, for a
+     *     negative axis or extent
+     */
+    public void append(int axis, long[] blockShape, short[] values) {
+        append(axis, blockShape, shortBuffer(values));
+    }
+
+    private static void checkAppend(int axis, long[] blockShape) {
+        Objects.requireNonNull(blockShape, "blockShape");
+        if (axis < 0) {
+            throw new IllegalArgumentException("negative axis " + axis);
+        }
+        for (long e : blockShape) {
+            if (e < 0) {
+                throw new IllegalArgumentException("negative extent " + e + " in "
+                        + Arrays.toString(blockShape));
+            }
+        }
+    }
+
+    /**
+     * Write what {@link #append} holds (the partial layer, as edge shards that later frames
+     * rewrite whole) and the current shape to {@code zarr.json} (C {@code shard_array_flush}).
+     * {@link #close()} flushes too, but cannot report a failure: call this to see it.
+     *
+     * @throws ShardException {@link Status#IO} (the frames stay pending), {@link Status#BUSY}
+     */
+    public void flush() {
+        long h = ref.acquire();
+        try {
+            Native.arrayFlush(h);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * Replace the array's attributes (C {@code shard_array_set_attributes}): {@code zarr.json}
+     * is rewritten whole with them.
+     *
+     * @param json a JSON object's text, e.g. {@code {"units": "nm"}}
+     * @throws ShardException {@link Status#INVALID_METADATA} (not a JSON object, or past
+     *     the metadata limits), {@link Status#UNSUPPORTED} (not a Zarr v3 array),
+     *     {@link Status#BUSY}, {@link Status#IO}
+     */
+    public void setAttributes(String json) {
+        Objects.requireNonNull(json, "json");
+        long h = ref.acquire();
+        try {
+            Native.arraySetAttributes(h, json.getBytes(StandardCharsets.UTF_8));
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * The array's attributes (C {@code shard_array_attributes}): {@code {}} when it has none.
+     * Thread-safe.
+     *
+     * @return a JSON object's text
+     */
+    public String attributes() {
+        long h = ref.acquire();
+        try {
+            return new String(Native.arrayAttributes(h), StandardCharsets.UTF_8);
+        } finally {
+            ref.release();
+        }
+    }
+
+    /**
+     * What {@link #compact(boolean)} did.
+     *
+     * @param shardsRewritten how many shards were rewritten
+     * @param bytesFreed how many bytes of dead space the rewrites freed
+     */
+    public record Compaction(long shardsRewritten, long bytesFreed) {}
+
+    /**
+     * Rewrite every shard that holds dead bytes (left by partial updates) without them, as
+     * {@code zarrshard compact} does (C {@code shard_array_compact}): each shard written whole
+     * as a new object. One writer at a time.
+     *
+     * @param mortonOrder lay the inner chunks out in Morton order instead of C order
+     * @return what was rewritten and freed
+     * @throws ShardException {@link Status#IO}, {@link Status#CORRUPT},
+     *     {@link Status#CHECKSUM}, {@link Status#BUSY}
+     */
+    public Compaction compact(boolean mortonOrder) {
+        long[] r;
+        long h = ref.acquire();
+        try {
+            r = Native.arrayCompact(h, mortonOrder ? Shard.FLAG_MORTON_ORDER : 0);
+        } finally {
+            ref.release();
+        }
+        return new Compaction(r[0], r[1]);
     }
 
     /**
@@ -276,8 +653,8 @@ public final class ShardArray implements AutoCloseable {
      * {@link ShardStore#list} lists when it lists). Thread-safe, but not while
      * another thread writes the array.
      * For a local directory, {@link #kerchunkRefsParquetDir} writes each file through a
-     * temporary and a rename, {@code .zmetadata} last ({@link ShardStore#directory} as
-     * {@code out} writes them in place).
+     * temporary and a rename, {@code .zmetadata} last;
+     * {@link #kerchunkRefsParquetInto} writes into a library store.
      *
      * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
      * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty
@@ -303,6 +680,38 @@ public final class ShardArray implements AutoCloseable {
             Native.arrayRefsParquet(h, url, n, recordSize, out);
         } finally {
             ref.release();
+        }
+    }
+
+    /**
+     * {@link #kerchunkRefsParquet(String, String, long, ShardStore)} into one of the library's
+     * stores (a distinct name, so that a {@code null} store stays unambiguous) (for {@link Store#directory}, files {@code ROOT/name/refs.<n>.parq} and
+     * {@code ROOT/.zmetadata}). Thread-safe, but not while another thread writes the array.
+     *
+     * @param urlPrefix where readers find the array, e.g. {@code "https://host/data/img.zarr"}
+     * @param name the folder of the files and the array's name in {@code .zmetadata}; not empty
+     * @param recordSize rows per file, at least 1 (fsspec's default is 10000)
+     * @param out where the objects are written
+     * @throws ShardException as {@link #kerchunkRefsParquet(String, String, long, ShardStore)}
+     * @throws IllegalArgumentException for a negative {@code recordSize}
+     * @throws IllegalStateException when {@code out} is closed
+     */
+    public void kerchunkRefsParquetInto(String urlPrefix, String name, long recordSize,
+            Store out) {
+        checkParquetArgs(urlPrefix, name, recordSize);
+        Objects.requireNonNull(out, "out");
+        byte[] url = urlPrefix.getBytes(StandardCharsets.UTF_8);
+        byte[] n = name.getBytes(StandardCharsets.UTF_8);
+        long o = out.ref.acquire();
+        try {
+            long h = ref.acquire();
+            try {
+                Native.arrayRefsParquetStore(h, url, n, recordSize, o);
+            } finally {
+                ref.release();
+            }
+        } finally {
+            out.ref.release();
         }
     }
 
@@ -616,6 +1025,11 @@ public final class ShardArray implements AutoCloseable {
      * @throws IllegalArgumentException when the values do not fit one ByteBuffer
      */
     public void writeRegion(long[] start, long[] shape, short[] values) {
+        writeRegion(start, shape, shortBuffer(values));
+    }
+
+    /** The values in a new direct buffer, native byte order. */
+    private static ByteBuffer shortBuffer(short[] values) {
         Objects.requireNonNull(values, "values");
         if (values.length > (Integer.MAX_VALUE - 8) / 2) {
             throw new IllegalArgumentException(values.length + " values do not fit a ByteBuffer");
@@ -623,7 +1037,7 @@ public final class ShardArray implements AutoCloseable {
         ByteBuffer src = ByteBuffer.allocateDirect(values.length * 2)
                 .order(ByteOrder.nativeOrder());
         src.asShortBuffer().put(values);
-        writeRegion(start, shape, src);
+        return src;
     }
 
     /**
@@ -636,9 +1050,10 @@ public final class ShardArray implements AutoCloseable {
     }
 
     /**
-     * Close the handle and release the store. Idempotent; thread-safe, also from inside a
-     * store callback; safe while other threads read (the handle is freed when the last call
-     * returns). Never throws.
+     * Close the handle and release the store; frames {@link #append} still holds are written
+     * first (a failure to write them is lost: call {@link #flush()} before to see it).
+     * Idempotent; thread-safe, also from inside a store callback; safe while other threads
+     * read (the handle is freed when the last call returns). Never throws.
      */
     @Override
     public synchronized void close() {

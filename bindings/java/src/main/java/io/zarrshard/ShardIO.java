@@ -31,7 +31,9 @@ import java.nio.ByteBuffer;
  *
  * <p><b>Lifetime.</b> A {@link Shard} keeps its ShardIO reachable (a JNI global reference)
  * from a successful open until it is closed; it never closes the ShardIO. The host closes its
- * own resources (e.g. {@link FileShardIO#close()}) after the shard.
+ * own resources (e.g. a file it opened for the ShardIO) after the shard. For a shard that is
+ * a local file, {@link Shard#open(ShardCodec, java.nio.file.Path, Shard.Mode, int)} uses the
+ * library's own file I/O instead.
  */
 public interface ShardIO {
 

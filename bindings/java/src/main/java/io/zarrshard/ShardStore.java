@@ -2,14 +2,14 @@ package io.zarrshard;
 
 import java.io.Closeable;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * The host's storage for a whole array (the Java face of the C {@code shard_store_callbacks}):
  * it maps a key ({@code "c/0/1"}, per the array's {@code chunk_key_encoding}) to the
- * {@link ShardIO} of that object, as a file system maps a path to an open file.
+ * {@link ShardIO} of that object, as a file system maps a path to an open file. Implement it
+ * for custom storage (an object store, a database); for a local directory or memory, the
+ * library's own {@link Store} needs no Java code on the I/O path.
  *
  * <p>A {@link ShardArray} calls {@link #open} once per shard a call touches and
  * {@link #release} when done with that object, both before the call returns, on the thread
@@ -48,7 +48,7 @@ public interface ShardStore {
 
     /**
      * The array is done with {@code io}, a ShardIO from {@link #open}. By default, closes it
-     * when it is {@link Closeable} (e.g. a {@link FileShardIO}).
+     * when it is {@link Closeable} (e.g. a ShardIO over a file the store opened for it).
      *
      * @param io the ShardIO {@link #open} returned
      * @throws IOException (or any other exception): dropped, or the cause of an array call
@@ -82,58 +82,5 @@ public interface ShardStore {
      */
     default List<String> list(String prefix) throws IOException {
         return null;
-    }
-
-    /**
-     * A read-write store over a directory: key {@code c/0/1} is the file {@code root/c/0/1}
-     * (a missing file reads as the fill value). Each {@link #open} returns a new ShardIO over
-     * that file, which {@link #release} closes; nothing is opened until it is used.
-     *
-     * <ul>
-     *   <li>Reads are positional reads of the file; several threads may read one ShardIO.
-     *   <li>Partial updates (a region write covering a shard in part, an append) write the file
-     *       in place ({@link ShardIO#write}, {@link ShardIO#truncate}), creating it and missing
-     *       parent directories; a shard left with no stored chunk is deleted
-     *       ({@link ShardIO#remove}).
-     *   <li>Whole objects (a shard a region write covers entirely, a buffered shard's
-     *       finalize) are new objects ({@link ShardIO#beginNew} … {@link ShardIO#commitNew}):
-     *       written to a temporary sibling {@code NAME.tmp-PID-N} and renamed over the file in
-     *       one step ({@code ATOMIC_MOVE}) only when complete. A reader sees the old file or the
-     *       new one whole; after a failure the old file is byte for byte as it was and the
-     *       temporary is deleted (as it is when the ShardIO is closed with one pending).
-     *   <li>No fsync (as the library's own file store): readers see the old file or the new
-     *       one whole, but after a power loss or an OS crash a file may hold neither. A partial
-     *       update that fails is cut back by the library ({@code truncate}); one a crash
-     *       interrupts may leave the file torn.
-     * </ul>
-     *
-     * <p>Errors are the {@link IOException}s of {@code java.nio.file} (e.g.
-     * {@link java.nio.file.AccessDeniedException}), which fail the call with {@link Status#IO}
-     * and that exception as the cause; so does a call on an interrupted thread (the JDK closes
-     * the file: {@link java.nio.channels.ClosedByInterruptException}). Thread-safe (each call
-     * opens its own objects). A symbolic link at a shard's path is followed by reads and
-     * in-place writes; a whole-shard write replaces the link itself, and a removal deletes
-     * it. The
-     * Parquet reference set can be written through it ({@link ShardArray#kerchunkRefsParquet},
-     * each file in place), or with {@link ShardArray#kerchunkRefsParquetDir} (each file
-     * through a temporary and a rename, {@code .zmetadata} last).
-     *
-     * <p>It lists, as the library's own file store does: {@link #list} walks the directory
-     * part of the prefix ({@code root/c/} for {@code "c/"}) and returns every regular file
-     * below it whose key starts with the prefix, keys joined with {@code /}. Symbolic links
-     * are followed, so a directory reached under a second name lists its files under that name
-     * too (they open under it); only a link back into a directory the walk is inside is not
-     * entered. A missing directory, a file where a directory would be, a dangling link or a
-     * link loop is no object; any other failure (a directory that cannot be read) is an
-     * {@link IOException}, which fails the call: skipping it would pass a stored shard over.
-     * A temporary of a write in progress may be listed; its key is not a shard key, so the
-     * library ignores it.
-     *
-     * @param root the array's directory (where {@code zarr.json} is)
-     * @return the store
-     * @throws NullPointerException when {@code root} is null
-     */
-    static ShardStore directory(Path root) {
-        return new DirectoryShardStore(Objects.requireNonNull(root, "root"));
     }
 }

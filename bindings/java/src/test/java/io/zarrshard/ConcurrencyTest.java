@@ -5,6 +5,7 @@ import static org.junit.Assert.*;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,35 +44,40 @@ public class ConcurrencyTest {
 
     private static void readConcurrently(ShardCodec codec, ShardIO io) throws Exception {
         try (Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
-            ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-            CyclicBarrier start = new CyclicBarrier(THREADS);
-            List<Future<Integer>> results = new ArrayList<>();
-            for (int t = 0; t < THREADS; t++) {
-                final int seed = t;
-                results.add(pool.submit(() -> {
-                    start.await();
-                    int checked = 0;
-                    ByteBuffer d = ByteBuffer.allocateDirect(CHUNK_NBYTES);
-                    List<long[]> all = allChunks();
-                    for (int round = 0; round < 200; round++) {
-                        long[] c = all.get((round * 7 + seed) % all.size());
-                        byte[] want = written(c) ? chunk(c, 1) : zeros();
-                        assertArrayEquals(want, s.readChunk(c));
-                        d.clear();
-                        s.readChunk(c, d);
-                        assertEquals(ByteBuffer.wrap(want), d.flip());
-                        checked++;
-                    }
-                    return checked;
-                }));
-            }
-            int total = 0;
-            for (Future<Integer> f : results) {
-                total += f.get(60, TimeUnit.SECONDS);
-            }
-            pool.shutdown();
-            assertEquals(THREADS * 200, total);
+            readConcurrently(s);
         }
+    }
+
+    /** THREADS threads read every chunk of the standard shard through {@code s} at once. */
+    private static void readConcurrently(Shard s) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+        CyclicBarrier start = new CyclicBarrier(THREADS);
+        List<Future<Integer>> results = new ArrayList<>();
+        for (int t = 0; t < THREADS; t++) {
+            final int seed = t;
+            results.add(pool.submit(() -> {
+                start.await();
+                int checked = 0;
+                ByteBuffer d = ByteBuffer.allocateDirect(CHUNK_NBYTES);
+                List<long[]> all = allChunks();
+                for (int round = 0; round < 200; round++) {
+                    long[] c = all.get((round * 7 + seed) % all.size());
+                    byte[] want = written(c) ? chunk(c, 1) : zeros();
+                    assertArrayEquals(want, s.readChunk(c));
+                    d.clear();
+                    s.readChunk(c, d);
+                    assertEquals(ByteBuffer.wrap(want), d.flip());
+                    checked++;
+                }
+                return checked;
+            }));
+        }
+        int total = 0;
+        for (Future<Integer> f : results) {
+            total += f.get(60, TimeUnit.SECONDS);
+        }
+        pool.shutdown();
+        assertEquals(THREADS * 200, total);
     }
 
     @Test
@@ -91,12 +97,11 @@ public class ConcurrencyTest {
     public void eightThreadsReadOneFileShard() throws Exception {
         Path path = tempDir().resolve("shard");
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {
-            try (FileShardIO w = FileShardIO.open(path, FileShardIO.Mode.WRITE)) {
-                writeStandard(codec, w, Shard.Mode.WRITE_STREAMING, 0, 1, true);
-                w.commit();
-            }
-            try (FileShardIO r = FileShardIO.open(path, FileShardIO.Mode.READ)) {
-                readConcurrently(codec, r);
+            MemoryShardIO mem = new MemoryShardIO();
+            writeStandard(codec, mem, Shard.Mode.WRITE_STREAMING, 0, 1, true);
+            Files.write(path, mem.bytes());
+            try (Shard s = Shard.open(codec, path, Shard.Mode.READ)) {
+                readConcurrently(s);
             }
         }
     }

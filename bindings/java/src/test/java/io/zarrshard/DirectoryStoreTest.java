@@ -6,28 +6,21 @@ import static org.junit.Assert.*;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ClosedByInterruptException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.stream.Stream;
 import org.junit.Test;
 
 /**
- * {@link ShardStore#directory} as a read-write store ({@link DirectoryObjectIO}): whole shards
- * as new files renamed over the old ones, partial updates in place, all-fill shards deleted, a
- * whole-shard rewrite that fails midway leaving the old file; the new-object calls on the
- * class itself; concurrent reads; the zarr-python fixture written and read back.
+ * {@link Store#directory} (the library's directory store) as a read-write store: whole shards
+ * as new files renamed over the old ones, partial updates in place, all-fill shards deleted,
+ * a whole-shard rewrite that fails leaving the old file; creating, opening and refusing by
+ * path, with errors that name the path; the zarr-python fixture written and read back.
  */
 public class DirectoryStoreTest {
     private static final int ROWS = 40, COLS = 32; // TestSupport.ZARR_JSON: a 3x2 grid of 16x16
@@ -44,40 +37,16 @@ public class DirectoryStoreTest {
         return v;
     }
 
-    private static short[] sub(short[] all, int width, int r0, int c0, int rows, int cols) {
-        short[] out = new short[rows * cols];
-        for (int r = 0; r < rows; r++) {
-            System.arraycopy(all, (r0 + r) * width + c0, out, r * cols, cols);
-        }
-        return out;
-    }
-
     private static void put(short[] all, int width, int r0, int c0, int rows, int cols, short[] v) {
         for (int r = 0; r < rows; r++) {
             System.arraycopy(v, r * cols, all, (r0 + r) * width + c0, cols);
         }
     }
 
-    /** Every regular file under {@code root}, key (joined with '/') to bytes. */
-    private static Map<String, byte[]> files(Path root) throws IOException {
-        Map<String, byte[]> out = new TreeMap<>();
-        try (Stream<Path> walk = Files.walk(root)) {
-            for (Path p : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
-                out.put(root.relativize(p).toString().replace('\\', '/'), Files.readAllBytes(p));
-            }
-        }
-        return out;
-    }
-
     private static void assertNoTemporaries(Path root) throws IOException {
         for (String key : files(root).keySet()) {
-            assertFalse("a temporary left: " + key, key.contains(".tmp-"));
+            assertFalse("a temporary left: " + key, key.contains(".tmp"));
         }
-    }
-
-    /** The file's identity (inode on Unix): a rename over it gives a new one. */
-    private static Object fileKey(Path p) throws IOException {
-        return Files.readAttributes(p, BasicFileAttributes.class).fileKey();
     }
 
     /** The shard objects of {@code root} (zarr.json left out). */
@@ -87,10 +56,19 @@ public class DirectoryStoreTest {
         return out;
     }
 
+    /** A new directory with TestSupport's array created at its root (library store). */
     private static Path arrayDir() throws IOException {
-        Path root = tempDir();
-        Files.writeString(root.resolve("zarr.json"), ZARR_JSON);
+        Path root = tempDir().resolve("a.zarr");
+        try (Store store = Store.directory(root, true);
+                ShardArray array = ShardArray.create(store, "", ZARR_JSON, false)) {
+            assertArrayEquals(new long[] {ROWS, COLS}, array.shape());
+        }
         return root;
+    }
+
+    /** The array at the root of {@code root}, opened by path. */
+    private static ShardArray open(Path root) {
+        return openDir(root);
     }
 
     @Test
@@ -98,7 +76,7 @@ public class DirectoryStoreTest {
         Path root = arrayDir();
         short[] model = values(ROWS * COLS, 1);
         MemoryShardStore mem = new MemoryShardStore();
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root));
+        try (ShardArray array = open(root);
                 ShardArray inMemory = ShardArray.open(ZARR_JSON, mem)) {
             array.writeRegion(new long[] {0, 0}, new long[] {ROWS, COLS}, model);
             inMemory.writeRegion(new long[] {0, 0}, new long[] {ROWS, COLS}, model);
@@ -114,7 +92,7 @@ public class DirectoryStoreTest {
         }
         assertNoTemporaries(root);
         // A fresh store reads them back.
-        try (ShardArray again = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray again = open(root)) {
             assertArrayEquals(model, again.readRegionShorts(new long[] {0, 0}, new long[] {ROWS, COLS}));
             assertEquals(List.of(), again.verify());
         }
@@ -124,7 +102,7 @@ public class DirectoryStoreTest {
             before.put(key, fileKey(root.resolve(key)));
         }
         short[] next = values(ROWS * COLS, 2);
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray array = open(root)) {
             array.writeRegion(new long[] {0, 0}, new long[] {ROWS, COLS}, next);
             assertArrayEquals(next, array.readRegionShorts(new long[] {0, 0}, new long[] {ROWS, COLS}));
         }
@@ -142,7 +120,7 @@ public class DirectoryStoreTest {
     public void aPartialWriteUpdatesTheFileInPlace() throws Exception {
         Path root = arrayDir();
         short[] model = values(ROWS * COLS, 3);
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray array = open(root)) {
             array.writeRegion(new long[] {0, 0}, new long[] {ROWS, COLS}, model);
         }
         Map<String, byte[]> old = shards(root);
@@ -150,7 +128,7 @@ public class DirectoryStoreTest {
         // Rows 3..9, columns 5..20: part of c/0/0 and of c/0/1.
         short[] patch = values(7 * 16, 4);
         put(model, COLS, 3, 5, 7, 16, patch);
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray array = open(root)) {
             array.writeRegion(new long[] {3, 5}, new long[] {7, 16}, patch);
             assertArrayEquals(model, array.readRegionShorts(new long[] {0, 0}, new long[] {ROWS, COLS}));
         }
@@ -173,13 +151,13 @@ public class DirectoryStoreTest {
         }
         assertNoTemporaries(root);
         // A fresh store agrees, and the updated shards verify clean.
-        try (ShardArray again = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray again = open(root)) {
             assertArrayEquals(model, again.readRegionShorts(new long[] {0, 0}, new long[] {ROWS, COLS}));
             assertEquals(List.of(), again.verify());
         }
         // Into an empty directory (no c/ yet): the file and its parents are created.
         Path fresh = arrayDir();
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(fresh))) {
+        try (ShardArray array = open(fresh)) {
             array.writeRegion(new long[] {20, 3}, new long[] {2, 2}, new short[] {1, 2, 3, 4});
             short[] want = new short[16];
             want[5] = 1;
@@ -196,7 +174,7 @@ public class DirectoryStoreTest {
     public void aShardLeftAllFillIsDeleted() throws Exception {
         Path root = arrayDir();
         short[] model = values(ROWS * COLS, 5);
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray array = open(root)) {
             array.writeRegion(new long[] {0, 0}, new long[] {ROWS, COLS}, model);
             // A region of fill value covering shard c/1/0 whole: its file is deleted.
             array.writeRegion(new long[] {16, 0}, new long[] {16, 16}, new short[256]);
@@ -219,238 +197,130 @@ public class DirectoryStoreTest {
         assertNoTemporaries(root);
     }
 
+    /**
+     * A whole-shard rewrite whose rename fails (a non-empty directory stands where shard
+     * c/1/0's file goes): SHARD_ERR_IO naming the key, the other shards byte for byte as they
+     * were, the directory kept, no temporary left; the array reads on.
+     */
     @Test
-    public void aWholeShardRewriteThatFailsLeavesTheOldFile() throws Exception {
+    public void aWholeShardRewriteThatFailsLeavesTheOldFiles() throws Exception {
         Path root = arrayDir();
         short[] model = values(ROWS * COLS, 6);
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
+        try (ShardArray array = open(root)) {
             array.writeRegion(new long[] {0, 0}, new long[] {ROWS, COLS}, model);
         }
+        Files.delete(root.resolve("c/1/0"));
+        Files.createDirectories(root.resolve("c/1/0"));
+        Files.writeString(root.resolve("c/1/0/keep"), "keep");
         Map<String, byte[]> old = shards(root);
         short[] next = values(256, 7);
-        // A real failure of the shipped class midway: on an interrupted thread the temporary is
-        // created (FileChannel.open does not check interrupts) and the first write into it
-        // fails (the channel closes itself: ClosedByInterruptException), so the library
-        // discards the new object.
-        try (ShardArray array = ShardArray.open(ZARR_JSON, ShardStore.directory(root))) {
-            ShardException e;
-            Thread.currentThread().interrupt();
-            try {
-                e = assertThrows(ShardException.class,
-                        () -> array.writeRegion(new long[] {16, 0}, new long[] {16, 16}, next));
-            } finally {
-                assertTrue("still interrupted", Thread.interrupted()); // and cleared
-            }
+        try (ShardArray array = open(root)) {
+            ShardException e = assertThrows(ShardException.class,
+                    () -> array.writeRegion(new long[] {16, 0}, new long[] {16, 16}, next));
             assertEquals(Status.IO, e.status());
-            assertEquals(ShardException.IO_JAVA_EXCEPTION, e.ioCode());
-            assertTrue(String.valueOf(e.getCause()), e.getCause() instanceof ClosedByInterruptException);
-            // Midway: the temporary was made, and writing into it failed.
-            assertTrue(java.util.Arrays.stream(e.getCause().getStackTrace()).anyMatch(f ->
-                    f.getClassName().equals(DirectoryObjectIO.class.getName())
-                            && f.getMethodName().equals("writeNew")));
+            assertTrue(e.getMessage(), e.libraryMessage().contains("c/1/0"));
             Map<String, byte[]> now = shards(root);
-            assertEquals(old.keySet(), now.keySet()); // no temporary either
-            for (String key : ALL_KEYS) {
+            assertEquals(old.keySet(), now.keySet());
+            for (String key : old.keySet()) {
                 assertArrayEquals(key + " byte for byte", old.get(key), now.get(key));
             }
             assertNoTemporaries(root);
-            assertArrayEquals(model, array.readRegionShorts(new long[] {0, 0}, new long[] {ROWS, COLS}));
-            // The same write, not interrupted, goes through.
-            array.writeRegion(new long[] {16, 0}, new long[] {16, 16}, next);
-            put(model, COLS, 16, 0, 16, 16, next);
-            assertArrayEquals(model, array.readRegionShorts(new long[] {0, 0}, new long[] {ROWS, COLS}));
+            // The shards around it read as written.
+            put(model, COLS, 16, 0, 16, 16, new short[256]);
+            short[] got = array.readRegionShorts(new long[] {0, 0}, new long[] {16, COLS});
+            short[] want = new short[16 * COLS];
+            System.arraycopy(model, 0, want, 0, want.length);
+            assertArrayEquals(want, got);
         }
-        assertNoTemporaries(root);
     }
 
-    private static ByteBuffer bytes(String s) {
-        return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static String read(ShardIO io) throws IOException {
-        ByteBuffer b = ByteBuffer.allocate(100);
-        int n = io.read(0, b);
-        return new String(b.array(), 0, n, StandardCharsets.UTF_8);
-    }
-
+    /**
+     * Create, open and refuse by path: nested nodes are keys under their path; an existing
+     * node is refused without overwrite (INVALID_STATE, "already exists") and replaced with it
+     * (its shards removed); a missing node, a missing root and every path that would leave the
+     * root are errors naming the path.
+     */
     @Test
-    public void newObjectsOnTheClass() throws Exception {
-        Path root = tempDir();
-        ShardStore store = ShardStore.directory(root);
-        Path file = root.resolve("c/0/0");
-        DirectoryObjectIO io = (DirectoryObjectIO) store.open("c/0/0");
-        try {
-            assertEquals(Native.CAP_READ_SUFFIX | Native.CAP_TRUNCATE | Native.CAP_REMOVE
-                    | Native.CAP_NEW_OBJECTS, Capabilities.of(io));
-            assertEquals(file.toAbsolutePath(), io.path());
-            // Missing: not found; in-place writes create the file and its parents.
-            assertThrows(ShardIO.NotFound.class, () -> read(io));
-            assertEquals(-1, io.size());
-            assertEquals(-1, io.readSuffix(ByteBuffer.allocate(4)));
-            io.remove(); // missing is fine
-            io.write(0, bytes("old!"));
-            assertEquals("old!", Files.readString(file));
-            io.truncate(6);
-            assertArrayEquals("old!\0\0".getBytes(StandardCharsets.UTF_8), Files.readAllBytes(file));
-            io.truncate(4);
-            ByteBuffer suffix = ByteBuffer.allocate(2);
-            assertEquals(4, io.readSuffix(suffix));
-            assertEquals("d!", new String(suffix.array(), StandardCharsets.UTF_8));
-
-            // Discarded: the file stays, no temporary.
-            io.beginNew();
-            List<String> during = new ArrayList<>(files(root).keySet());
-            assertEquals(2, during.size());
-            assertTrue(during.toString(), during.get(1).matches(
-                    "c/0/0\\.tmp-" + ProcessHandle.current().pid() + "-[0-9]+"));
-            assertThrows(IllegalStateException.class, io::beginNew); // one at a time
-            io.writeNew(0, bytes("abc"));
-            assertEquals("old!", read(io)); // readers see the old file until the commit
-            io.discardNew();
-            assertEquals(List.of("c/0/0"), new ArrayList<>(files(root).keySet()));
-            assertEquals("old!", read(io));
-
-            // A commit with the wrong length fails: the old file, no temporary, nothing pending.
-            io.beginNew();
-            io.writeNew(0, bytes("abc"));
-            IOException e = assertThrows(IOException.class, () -> io.commitNew(4));
-            assertTrue(e.getMessage(), e.getMessage().contains("3 bytes, committed as 4"));
-            assertEquals(List.of("c/0/0"), new ArrayList<>(files(root).keySet()));
-            assertEquals("old!", Files.readString(file));
-            assertThrows(IllegalStateException.class, () -> io.commitNew(3));
-            assertThrows(IllegalStateException.class, () -> io.writeNew(0, bytes("x")));
-
-            // Committed (written out of order, as an index at the start is): the same object
-            // reads the new file at once.
-            Object before = fileKey(file);
-            io.beginNew();
-            io.writeNew(3, bytes("-bytes"));
-            io.writeNew(0, bytes("new"));
-            io.commitNew(9);
-            assertEquals("new-bytes", Files.readString(file));
-            assertEquals("new-bytes", read(io));
-            assertEquals(9, io.size());
-            if (before != null) {
-                assertNotEquals(before, fileKey(file));
+    public void nodesByPathAndTheirErrors() throws Exception {
+        Path root = tempDir().resolve("tree.zarr");
+        ShardException missingRoot = assertThrows(ShardException.class,
+                () -> Store.directory(root, false));
+        assertTrue(missingRoot.getMessage(), missingRoot.libraryMessage().contains(root.toString()));
+        assertFalse(Files.exists(root));
+        try (Store store = Store.directory(root, true)) {
+            assertTrue(Files.isDirectory(root));
+            Group.create(store, "", "{\"title\": \"tree\"}", false);
+            try (ShardArray array = ShardArray.create(store, "a/b", ZARR_JSON, false)) {
+                array.writeRegion(new long[] {0, 0}, new long[] {2, 2}, new short[] {1, 2, 3, 4});
             }
-            assertEquals(List.of("c/0/0"), new ArrayList<>(files(root).keySet()));
+            assertEquals(List.of("a/b/c/0/0", "a/b/zarr.json", "zarr.json"),
+                    new ArrayList<>(files(root).keySet()));
+            Map<String, Object> group = jsonObject(parseJson(Files.readString(root.resolve("zarr.json"))));
+            assertEquals("group", group.get("node_type"));
+            assertEquals(3L, group.get("zarr_format"));
+            assertEquals(Map.of("title", "tree"), group.get("attributes"));
 
-            // Closed with a new object pending: the temporary goes, the file stays.
-            io.beginNew();
-            io.writeNew(0, bytes("never"));
-            io.close();
-            io.close(); // idempotent
-            assertEquals(List.of("c/0/0"), new ArrayList<>(files(root).keySet()));
-            assertEquals("new-bytes", Files.readString(file));
-            assertThrows(IOException.class, () -> read(io));
-            assertThrows(IOException.class, io::beginNew);
-        } finally {
-            io.close();
-        }
-
-        // A rename that fails (a non-empty directory where the file would be): the temporary is
-        // deleted, the directory stays.
-        Path blocked = root.resolve("c/1/0");
-        Files.createDirectories(blocked);
-        Files.writeString(blocked.resolve("x"), "keep");
-        try (DirectoryObjectIO blockedIO = (DirectoryObjectIO) store.open("c/1/0")) {
-            blockedIO.beginNew();
-            blockedIO.writeNew(0, bytes("abc"));
-            assertThrows(IOException.class, () -> blockedIO.commitNew(3));
-        }
-        assertEquals(List.of("c/0/0", "c/1/0/x"), new ArrayList<>(files(root).keySet()));
-
-        // A read on an interrupted thread fails (the JDK closes the channel); the next opens
-        // the file again. remove deletes the file; the object then reads as missing.
-        try (DirectoryObjectIO again = (DirectoryObjectIO) store.open("c/0/0")) {
-            assertEquals("new-bytes", read(again));
-            Thread.currentThread().interrupt();
-            try {
-                assertThrows(ClosedByInterruptException.class, () -> read(again));
-            } finally {
-                assertTrue(Thread.interrupted());
+            ShardException exists = assertThrows(ShardException.class,
+                    () -> ShardArray.create(store, "a/b", ZARR_JSON, false));
+            assertEquals(Status.INVALID_STATE, exists.status());
+            assertTrue(exists.getMessage(), exists.libraryMessage().contains("`a/b` already holds"));
+            ShardException groupExists = assertThrows(ShardException.class,
+                    () -> Group.create(store, "", null, false));
+            assertEquals(Status.INVALID_STATE, groupExists.status());
+            assertTrue(Files.exists(root.resolve("a/b/c/0/0")));
+            try (ShardArray array = ShardArray.create(store, "a/b", ZARR_JSON, true)) {
+                assertArrayEquals(new short[4],
+                        array.readRegionShorts(new long[] {0, 0}, new long[] {2, 2}));
             }
-            assertEquals("new-bytes", read(again));
-            again.remove();
-            assertFalse(Files.exists(file));
-            assertThrows(ShardIO.NotFound.class, () -> read(again));
-            assertEquals(-1, again.size());
-        }
+            assertFalse("the old array's shard is removed", Files.exists(root.resolve("a/b/c/0/0")));
 
-        // A link at the shard's path: followed by reads and in-place writes; a commit replaces
-        // the link itself, remove deletes the link.
-        Path target = root.resolve("elsewhere");
-        Files.writeString(target, "linked");
-        Files.createSymbolicLink(file, target);
-        try (DirectoryObjectIO linked = (DirectoryObjectIO) store.open("c/0/0")) {
-            assertEquals("linked", read(linked));
-            linked.write(0, bytes("L"));
-            assertEquals("Linked", Files.readString(target));
-            linked.beginNew();
-            linked.writeNew(0, bytes("own"));
-            linked.commitNew(3);
-            assertFalse(Files.isSymbolicLink(file));
-            assertEquals("own", Files.readString(file));
-            assertEquals("Linked", Files.readString(target));
+            ShardException none = assertThrows(ShardException.class,
+                    () -> ShardArray.open(store, "a/x"));
+            assertEquals(Status.INVALID_METADATA, none.status());
+            assertTrue(none.getMessage(), none.libraryMessage().contains("a/x"));
+
+            for (String bad : new String[] {"..", "../x", "a/../../x", "/etc", "a//b", "a/./b",
+                "a\\b"}) {
+                ShardException e = assertThrows(bad, ShardException.class,
+                        () -> ShardArray.create(store, bad, ZARR_JSON, false));
+                assertEquals(bad, Status.INVALID_ARGUMENT, e.status());
+                // Named between backquotes, a backslash escaped.
+                String named = "`" + bad.replace("\\", "\\\\") + "`";
+                assertTrue(bad + ": " + e.getMessage(), e.libraryMessage().contains(named));
+                ShardException g = assertThrows(bad, ShardException.class,
+                        () -> Group.create(store, bad, null, false));
+                assertEquals(bad, Status.INVALID_ARGUMENT, g.status());
+            }
+            ShardException nul = assertThrows(ShardException.class,
+                    () -> ShardArray.open(store, "a\0b"));
+            assertEquals(Status.INVALID_ARGUMENT, nul.status());
+            assertTrue(nul.getMessage(), nul.libraryMessage().contains("a\\0b"));
+            assertEquals("nothing was written outside the tree", List.of("tree.zarr"),
+                    listNames(root.getParent()));
         }
-        Files.delete(file);
-        Files.createSymbolicLink(file, target);
-        try (DirectoryObjectIO linked = (DirectoryObjectIO) store.open("c/0/0")) {
-            linked.remove();
-        }
-        assertFalse(Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS));
-        assertEquals("Linked", Files.readString(target));
     }
 
+    private static List<String> listNames(Path dir) throws IOException {
+        try (Stream<Path> list = Files.list(dir)) {
+            return list.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    /** A closed Store refuses new opens; arrays opened before keep working. */
     @Test
-    public void aBufferedShardIsCommittedAndReadThroughTheSameObject() throws Exception {
-        Path root = tempDir();
-        ShardStore store = ShardStore.directory(root);
-        try (ShardCodec codec = codec(CFG_ZSTD_END)) {
-            MemoryShardIO plain = new MemoryShardIO();
-            writeStandard(codec, plain, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
-            ShardIO io = store.open("a/b/shard");
-            try {
-                checkStandardMissing(codec, io);
-                long size = writeStandard(codec, io, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
-                assertEquals(plain.bytes().length, size);
-                assertArrayEquals(plain.bytes(), Files.readAllBytes(root.resolve("a/b/shard")));
-                checkStandard(codec, io, 1);
-                // Many threads read one object at once.
-                try (Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
-                    ExecutorService pool = Executors.newFixedThreadPool(8);
-                    CyclicBarrier start = new CyclicBarrier(8);
-                    List<Future<?>> done = new ArrayList<>();
-                    for (int t = 0; t < 8; t++) {
-                        final int seed = t;
-                        done.add(pool.submit(() -> {
-                            start.await();
-                            List<long[]> all = allChunks();
-                            for (int round = 0; round < 100; round++) {
-                                long[] c = all.get((round * 5 + seed) % all.size());
-                                assertArrayEquals(written(c) ? chunk(c, 1) : zeros(), s.readChunk(c));
-                                assertEquals(size, io.size());
-                            }
-                            return null;
-                        }));
-                    }
-                    for (Future<?> f : done) {
-                        f.get();
-                    }
-                    pool.shutdown();
-                }
-            } finally {
-                store.release(io);
-            }
-        }
-        assertNoTemporaries(root);
-    }
-
-    private static void checkStandardMissing(ShardCodec codec, ShardIO io) {
-        try (Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
-            for (long[] c : allChunks()) {
-                assertArrayEquals(zeros(), s.readChunk(c));
-            }
+    public void anArrayOutlivesItsStoreHandle() throws Exception {
+        Path root = arrayDir();
+        Store store = Store.directory(root, false);
+        ShardArray array = ShardArray.open(store, "");
+        store.close();
+        store.close(); // idempotent
+        assertTrue(store.isClosed());
+        assertThrows(IllegalStateException.class, () -> ShardArray.open(store, ""));
+        array.writeRegion(new long[] {1, 1}, new long[] {1, 1}, new short[] {42});
+        assertArrayEquals(new short[] {42}, array.readRegionShorts(new long[] {1, 1}, new long[] {1, 1}));
+        array.close();
+        try (ShardArray again = open(root)) {
+            assertArrayEquals(new short[] {42}, again.readRegionShorts(new long[] {1, 1}, new long[] {1, 1}));
         }
     }
 
@@ -470,24 +340,20 @@ public class DirectoryStoreTest {
         String zarrJson = Files.readString(src.resolve("fixture.zarr/zarr.json"));
         String out = System.getProperty("zarrshard.dirstore.out");
         Path root = out != null ? Path.of(out) : tempDir().resolve("fixture.zarr");
-        Files.createDirectories(root);
-        try (Stream<Path> stale = Files.list(root)) {
-            assertEquals("an empty directory", 0, stale.count());
-        }
-        Files.writeString(root.resolve("zarr.json"), zarrJson);
-        ShardStore store = ShardStore.directory(root);
-        try (ShardArray array = ShardArray.open(zarrJson, store)) {
+        assertFalse("a new directory", Files.exists(root));
+        try (Store store = Store.directory(root, true);
+                ShardArray array = ShardArray.create(store, "", zarrJson, false)) {
             array.writeRegion(new long[] {0, 0}, new long[] {64, 64}, want);
         }
-        try (ShardArray array = ShardArray.open(zarrJson, ShardStore.directory(root))) {
+        try (ShardArray array = open(root)) {
             assertArrayEquals(want, array.readRegionShorts(new long[] {0, 0}, new long[] {64, 64}));
             assertEquals(List.of(), array.verify());
         }
-        List<String> keys = new ArrayList<>(store.list("c/"));
-        keys.sort(null);
-        List<String> theirs = new ArrayList<>(ShardStore.directory(src.resolve("fixture.zarr")).list("c/"));
-        theirs.sort(null);
-        assertEquals(theirs, keys);
+        // The same shard files as zarr-python wrote.
+        List<String> keys = new ArrayList<>(shards(root).keySet());
+        Map<String, byte[]> theirFiles = files(src.resolve("fixture.zarr"));
+        theirFiles.remove("zarr.json");
+        assertEquals(new ArrayList<>(theirFiles.keySet()), keys);
         assertNoTemporaries(root);
     }
 }

@@ -76,9 +76,9 @@ public class FixtureTest {
                 for (long sj = 0; sj < grid[1]; sj++) {
                     Path p = dir.resolve("fixture.zarr").resolve(codec.shardKey(si, sj));
                     assertTrue(p + " exists", Files.exists(p));
-                    ShardIO io = memory ? new MemoryShardIO(Files.readAllBytes(p))
-                            : FileShardIO.open(p, FileShardIO.Mode.READ);
-                    try (Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
+                    try (Shard s = memory
+                            ? Shard.open(codec, new MemoryShardIO(Files.readAllBytes(p)), Shard.Mode.READ)
+                            : Shard.open(codec, p, Shard.Mode.READ)) {
                         for (long ci = 0; ci < per[0]; ci++) {
                             for (long cj = 0; cj < per[1]; cj++) {
                                 byte[] want = expectedChunk(si, sj, ci, cj);
@@ -91,10 +91,6 @@ public class FixtureTest {
                                         ci == 0 && cj == 0, s.chunkInfo(ci, cj).empty());
                                 chunks++;
                             }
-                        }
-                    } finally {
-                        if (io instanceof FileShardIO) {
-                            ((FileShardIO) io).close();
                         }
                     }
                 }

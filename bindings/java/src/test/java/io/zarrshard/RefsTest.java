@@ -88,8 +88,7 @@ public class RefsTest {
                     String shardKey = "c/" + i / 2 + "/" + j / 2;
                     long[] e = INDEX.get(shardKey)[(i % 2) * 2 + j % 2];
                     ChunkLocation loc;
-                    try (FileShardIO io = FileShardIO.open(dir.resolve(shardKey), FileShardIO.Mode.READ);
-                            Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
+                    try (Shard s = Shard.open(codec, dir.resolve(shardKey), Shard.Mode.READ)) {
                         loc = s.chunkInfo(i % 2, j % 2);
                     }
                     if (e[0] == -1L && e[1] == -1L) {
@@ -134,7 +133,7 @@ public class RefsTest {
     @Test
     public void jsonV0EntriesEqualEachShardIndex() throws Exception {
         Map<String, Object[]> want = expectedRefs(true);
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             String v0 = array.kerchunkRefs(URL, ShardArray.REFS_JSON_V0, 3, null);
             Map<String, Object> refs = jsonObject(parseJson(v0));
             assertRefs(refs, "", URL, want, List.of("zarr.json"));
@@ -162,7 +161,7 @@ public class RefsTest {
 
     @Test
     public void jsonV1AndZarrV2() throws Exception {
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             Map<String, Object> v1 = jsonObject(parseJson(array.kerchunkRefs(URL)));
             assertEquals(new TreeSet<>(List.of("version", "templates", "refs")),
                     new TreeSet<>(v1.keySet()));
@@ -196,7 +195,7 @@ public class RefsTest {
 
     @Test
     public void refsErrors() throws Exception {
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             // The library refuses what it does not know, with its own message.
             ShardException e = expect(Status.INVALID_ARGUMENT, () -> array.kerchunkRefs(URL, 2, 3, null));
             assertTrue(e.libraryMessage(), e.libraryMessage().contains("unknown reference format 2"));
@@ -227,7 +226,7 @@ public class RefsTest {
             assertSame(boom, e.getCause());
         }
         // An output store that throws, and one whose objects cannot be cut to length.
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             IOException full = new IOException("disk full");
             ShardException e = expect(Status.IO, () -> array.kerchunkRefsParquet(URL, "fx", 5, key -> {
                 throw full;
@@ -248,7 +247,7 @@ public class RefsTest {
             expect(Status.INVALID_ARGUMENT,
                     () -> array.kerchunkRefsParquet(URL, "p", 5, new MemoryShardStore()));
         }
-        ShardArray closed = fixture(ShardStore.directory(dir));
+        ShardArray closed = openDir(dir);
         closed.close();
         assertThrows(IllegalStateException.class, () -> closed.kerchunkRefs(URL));
         assertThrows(IllegalStateException.class,
@@ -282,7 +281,7 @@ public class RefsTest {
     @Test
     public void writeKerchunkRefsStreamsTheSameText() throws Exception {
         String longUrl = URL + "/" + "u".repeat(100000 - URL.length() - 1);
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             PieceStream out = new PieceStream();
             array.writeKerchunkRefs(out, URL);
             assertEquals(array.kerchunkRefs(URL), out.bytes.toString(StandardCharsets.UTF_8));
@@ -341,7 +340,7 @@ public class RefsTest {
             assertSame(boom, e.getCause());
             assertEquals(0, out.bytes.size()); // every shard fails: not even the metadata
         }
-        ShardArray closed = fixture(ShardStore.directory(dir));
+        ShardArray closed = openDir(dir);
         closed.close();
         assertThrows(IllegalStateException.class,
                 () -> closed.writeKerchunkRefs(new PieceStream(), URL));
@@ -558,7 +557,7 @@ public class RefsTest {
     @Test
     public void parquetObjectsEqualTheCommandLineTools() throws Exception {
         String url = "file://" + dir.toAbsolutePath();
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             // 16 chunks in the v2 grid: record sizes 5, 1 and 10000 give 4, 16 and 1 files.
             for (long recordSize : new long[] {5, 1, 10000}) {
                 int files = (int) ((16 + recordSize - 1) / recordSize);
@@ -593,6 +592,12 @@ public class RefsTest {
                 if (recordSize == 5) {
                     writeForRunSh(array, url, out);
                 }
+                // Into the library's directory store: the same bytes as files.
+                Path lib = tempDir().resolve("lib.parq");
+                try (Store store = Store.directory(lib, true)) {
+                    array.kerchunkRefsParquetInto(url, "fx", recordSize, store);
+                }
+                assertSameFiles(out, lib);
             }
         }
     }
@@ -626,7 +631,7 @@ public class RefsTest {
     public void parquetDirFilesEqualTheStoreObjects() throws Exception {
         String url = "file://" + dir.toAbsolutePath();
         Path base = tempDir();
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             for (long recordSize : new long[] {5, 1, 10000}) {
                 MemoryShardStore out = new MemoryShardStore();
                 array.kerchunkRefsParquet(url, "fx", recordSize, out);
@@ -675,7 +680,7 @@ public class RefsTest {
         Files.writeString(full.resolve("keep"), "x");
         Path file = Files.writeString(base.resolve("file"), "x");
         Path unused = base.resolve("unused");
-        try (ShardArray array = fixture(ShardStore.directory(dir))) {
+        try (ShardArray array = openDir(dir)) {
             ShardException e = expect(Status.INVALID_ARGUMENT,
                     () -> array.kerchunkRefsParquetDir(URL, "fx", 5, full));
             assertTrue(e.libraryMessage(), e.libraryMessage().contains("not an empty directory"));
@@ -745,7 +750,7 @@ public class RefsTest {
                     () -> array.kerchunkRefsParquetDir(URL, "p", 5, unused));
             assertFalse(Files.exists(unused));
         }
-        ShardArray closed = fixture(ShardStore.directory(dir));
+        ShardArray closed = openDir(dir);
         closed.close();
         assertThrows(IllegalStateException.class,
                 () -> closed.kerchunkRefsParquetDir(URL, "fx", 5, unused));

@@ -73,7 +73,7 @@ public class RegionTest {
 
     @Test
     public void fixtureRegionsEqualFixtureRaw() throws Exception {
-        CountingStore store = new CountingStore(ShardStore.directory(dir.resolve("fixture.zarr")));
+        CountingStore store = new CountingStore(TestSupport.memoryCopy(dir.resolve("fixture.zarr")));
         try (ShardArray array = fixture(store); ShardCodec codec = array.codec()) {
             assertArrayEquals(new long[] {64, 64}, codec.arrayShape());
             assertEquals("uint16", codec.dataType());

@@ -6,6 +6,8 @@ import static org.junit.Assert.*;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.Test;
 
 public class RoundTripTest {
@@ -69,59 +71,96 @@ public class RoundTripTest {
         }
     }
 
+    /**
+     * Every write mode through the library's file I/O ({@link Shard#open(ShardCodec, Path,
+     * Shard.Mode, int)}): the file holds exactly the bytes the same writes give a memory
+     * object, reads back through a new Shard, and no temporary is left.
+     */
     @Test
     public void fileEveryModeBytesAndDirect() throws Exception {
         Path dir = tempDir();
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {
             int v = 0;
+            List<String> names = new ArrayList<>();
             for (Shard.Mode mode : WRITE_MODES) {
                 for (boolean direct : new boolean[] {false, true}) {
                     v++;
-                    Path path = dir.resolve("c/" + mode + "/" + direct);
-                    FileShardIO.Mode fm = mode == Shard.Mode.UPDATE_APPEND
-                            || mode == Shard.Mode.UPDATE_IN_PLACE ? FileShardIO.Mode.UPDATE
-                                    : FileShardIO.Mode.WRITE;
-                    try (FileShardIO io = FileShardIO.open(path, fm)) {
-                        long size = writeStandard(codec, io, mode, 0, v, direct);
-                        assertFalse("not visible before commit", Files.exists(path));
-                        io.commit();
-                        assertEquals(Files.size(path), size);
+                    String name = "c/" + mode + "/" + direct;
+                    names.add(name);
+                    Path path = dir.resolve(name);
+                    MemoryShardIO mem = new MemoryShardIO();
+                    long memSize = writeStandard(codec, mem, mode, 0, v, direct);
+                    long size;
+                    try (Shard s = Shard.open(codec, path, mode)) {
+                        size = writeStandard(s, v, direct);
                     }
-                    try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.READ)) {
-                        checkStandard(codec, io, v);
+                    assertEquals(mode + " size", memSize, size);
+                    assertEquals(mode + " file size", size, Files.size(path));
+                    assertArrayEquals(mode + " bytes", mem.bytes(), Files.readAllBytes(path));
+                    try (Shard s = Shard.open(codec, path, Shard.Mode.READ)) {
+                        checkStandard(s, v);
                     }
                 }
             }
-            try (var files = Files.walk(dir)) {
-                assertTrue("no temporaries left",
-                        files.noneMatch(p -> p.getFileName().toString().contains(".tmp.")));
+            names.sort(null);
+            assertEquals("no temporaries left", names, new ArrayList<>(files(dir).keySet()));
+        }
+    }
+
+    /**
+     * A buffered write through the library's file I/O is one new file renamed over the old one
+     * at finalize: closed before finalize it leaves the old file byte for byte and no
+     * temporary; finalized, the file is a new one (a new identity) with the new bytes.
+     */
+    @Test
+    public void unfinishedBufferedWriteLeavesOldShard() throws Exception {
+        Path dir = tempDir();
+        Path path = dir.resolve("c/0/0");
+        try (ShardCodec codec = codec(CFG_ZSTD_END)) {
+            try (Shard s = Shard.open(codec, path, Shard.Mode.WRITE_BUFFERED)) {
+                writeStandard(s, 1, false);
+            }
+            byte[] before = Files.readAllBytes(path);
+            Object identity = fileKey(path);
+            try (Shard s = Shard.open(codec, path, Shard.Mode.WRITE_BUFFERED)) {
+                s.writeChunk(new long[] {0, 0}, chunk(new long[] {0, 0}, 9));
+                // no finalize: as if the host gave up half way
+            }
+            assertArrayEquals(before, Files.readAllBytes(path));
+            assertEquals(List.of("c/0/0"), new ArrayList<>(files(dir).keySet()));
+            try (Shard s = Shard.open(codec, path, Shard.Mode.READ)) {
+                checkStandard(s, 1);
+            }
+            try (Shard s = Shard.open(codec, path, Shard.Mode.WRITE_BUFFERED)) {
+                writeStandard(s, 2, false);
+            }
+            if (identity != null) {
+                assertNotEquals("renamed over, not rewritten", identity, fileKey(path));
+            }
+            assertEquals(List.of("c/0/0"), new ArrayList<>(files(dir).keySet()));
+            try (Shard s = Shard.open(codec, path, Shard.Mode.READ)) {
+                checkStandard(s, 2);
             }
         }
     }
 
-    /** Without commit (a failed write), closing discards the temporary: the old shard stays. */
+    /** The library's file I/O reports the OS error of a file it cannot write. */
     @Test
-    public void uncommittedWriteLeavesOldShard() throws Exception {
+    public void fileErrorsCarryTheOsError() throws Exception {
         Path dir = tempDir();
-        Path path = dir.resolve("c/0/0");
+        Path notADir = dir.resolve("plain");
+        Files.writeString(notADir, "x");
+        Path path = notADir.resolve("c/0/0"); // a regular file where a directory would be
         try (ShardCodec codec = codec(CFG_ZSTD_END)) {
-            try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.WRITE)) {
-                writeStandard(codec, io, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
-                io.commit();
-            }
-            byte[] before = Files.readAllBytes(path);
-            try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.WRITE);
-                    Shard s = Shard.open(codec, io, Shard.Mode.WRITE_STREAMING)) {
-                s.writeChunk(new long[] {0, 0}, chunk(new long[] {0, 0}, 9));
-                // no finalize, no commit: as if the host gave up half way
-            }
-            assertArrayEquals(before, Files.readAllBytes(path));
-            try (var files = Files.list(path.getParent())) {
-                assertEquals(1, files.count());
-            }
-            try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.READ)) {
-                checkStandard(codec, io, 1);
-            }
+            ShardException e = assertThrows(ShardException.class, () -> {
+                try (Shard s = Shard.open(codec, path, Shard.Mode.WRITE_BUFFERED)) {
+                    writeStandard(s, 1, false);
+                }
+            });
+            assertEquals(Status.IO, e.status());
+            assertEquals("ENOTDIR", 20, e.ioCode());
+            assertEquals("only the regular file", List.of("plain"),
+                    new ArrayList<>(files(dir).keySet()));
         }
     }
 
@@ -133,24 +172,20 @@ public class RoundTripTest {
                 for (Shard.Mode mode : new Shard.Mode[] {Shard.Mode.UPDATE_APPEND,
                     Shard.Mode.UPDATE_IN_PLACE}) {
                     Path path = dir.resolve(mode + "-" + cfg.hashCode());
-                    try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.WRITE)) {
-                        writeStandard(codec, io, Shard.Mode.WRITE_BUFFERED, 0, 1, false);
-                        io.commit();
+                    try (Shard s = Shard.open(codec, path, Shard.Mode.WRITE_BUFFERED)) {
+                        writeStandard(s, 1, false);
                     }
                     // Change chunk (0,0), erase (0,2), fill in the formerly empty (1,0).
                     long[] a = {0, 0}, b = {0, 2}, e = {1, 0};
                     assertTrue(written(a) && written(b) && !written(e));
-                    try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.UPDATE);
-                            Shard s = Shard.open(codec, io, mode)) {
+                    try (Shard s = Shard.open(codec, path, mode)) {
                         s.writeChunk(a, chunk(a, 7));
                         s.eraseChunk(b);
                         s.writeChunk(e, direct(chunk(e, 7)));
                         assertFalse(s.chunkInfo(e).empty());
                         s.finalizeShard();
-                        io.commit();
                     }
-                    try (FileShardIO io = FileShardIO.open(path, FileShardIO.Mode.READ);
-                            Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
+                    try (Shard s = Shard.open(codec, path, Shard.Mode.READ)) {
                         for (long[] c : allChunks()) {
                             byte[] want = c[0] == 0 && c[1] == 0 ? chunk(c, 7)
                                     : c[0] == 0 && c[1] == 2 ? zeros()
@@ -298,12 +333,10 @@ public class RoundTripTest {
 
             Path path = tempDir().resolve("gone");
             Files.write(path, new byte[] {9});
-            try (FileShardIO f = FileShardIO.open(path, FileShardIO.Mode.WRITE);
-                    Shard s = Shard.open(codec, f, Shard.Mode.WRITE_STREAMING)) {
+            try (Shard s = Shard.open(codec, path, Shard.Mode.WRITE_STREAMING)) {
                 s.writeChunk(new long[] {0, 1}, chunk(new long[] {0, 1}, 1));
                 s.eraseChunk(0, 1);
                 assertEquals(0, s.finalizeShard());
-                f.commit();
             }
             assertFalse(Files.exists(path));
         }
@@ -312,8 +345,7 @@ public class RoundTripTest {
     @Test
     public void missingObjectReadsAsFill() throws Exception {
         try (ShardCodec codec = codec(CFG_ZSTD_END);
-                FileShardIO f = FileShardIO.open(tempDir().resolve("nope"), FileShardIO.Mode.READ);
-                Shard a = Shard.open(codec, f, Shard.Mode.READ);
+                Shard a = Shard.open(codec, tempDir().resolve("nope"), Shard.Mode.READ);
                 Shard b = Shard.open(codec, new MemoryShardIO(), Shard.Mode.READ)) {
             assertArrayEquals(zeros(), a.readChunk(2, 3));
             assertArrayEquals(zeros(), b.readChunk(2, 3));

@@ -9,7 +9,7 @@ public final class TestMain {
     static final Class<?>[] CLASSES = {RoundTripTest.class, FixtureTest.class, ErrorTest.class,
         ThrowingIOTest.class, ConcurrencyTest.class, RegionTest.class, HostileInputTest.class,
         RefsTest.class, VerifyTest.class, ListTest.class, NewObjectTest.class,
-        DirectoryStoreTest.class};
+        DirectoryStoreTest.class, CreateTest.class};
 
     public static void main(String[] args) {
         JUnitCore core = new JUnitCore();

@@ -342,25 +342,75 @@ final class TestSupport {
     static long writeStandard(ShardCodec codec, ShardIO io, Shard.Mode mode, int flags, int v,
             boolean direct) {
         try (Shard s = Shard.open(codec, io, mode, flags)) {
-            for (long[] c : allChunks()) {
-                if (written(c)) {
-                    if (direct) {
-                        s.writeChunk(c, direct(chunk(c, v)));
-                    } else {
-                        s.writeChunk(c, chunk(c, v));
-                    }
+            return writeStandard(s, v, direct);
+        }
+    }
+
+    /** The standard chunks of version {@code v} written to {@code s}, then finalized. */
+    static long writeStandard(Shard s, int v, boolean direct) {
+        for (long[] c : allChunks()) {
+            if (written(c)) {
+                if (direct) {
+                    s.writeChunk(c, direct(chunk(c, v)));
+                } else {
+                    s.writeChunk(c, chunk(c, v));
                 }
             }
-            return s.finalizeShard();
         }
+        return s.finalizeShard();
     }
 
     static void checkStandard(ShardCodec codec, ShardIO io, int v) {
         try (Shard s = Shard.open(codec, io, Shard.Mode.READ)) {
-            for (long[] c : allChunks()) {
-                assertChunk(s, c, written(c) ? chunk(c, v) : zeros());
-                assertTrue(s.chunkInfo(c).empty() != written(c));
+            checkStandard(s, v);
+        }
+    }
+
+    static void checkStandard(Shard s, int v) {
+        for (long[] c : allChunks()) {
+            assertChunk(s, c, written(c) ? chunk(c, v) : zeros());
+            assertTrue(s.chunkInfo(c).empty() != written(c));
+        }
+    }
+
+    /** Every regular file under {@code root}, key (joined with '/') to bytes. */
+    static java.util.Map<String, byte[]> files(Path root) throws IOException {
+        java.util.Map<String, byte[]> out = new java.util.TreeMap<>();
+        try (java.util.stream.Stream<Path> walk = Files.walk(root)) {
+            for (Path p : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
+                out.put(root.relativize(p).toString().replace('\\', '/'), Files.readAllBytes(p));
             }
         }
+        return out;
+    }
+
+    /** The file's identity (inode on Unix; null where there is none): a rename gives a new one. */
+    static Object fileKey(Path p) throws IOException {
+        return Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
+    }
+
+    /**
+     * The array at the root of {@code dir} through the library's directory store (the array
+     * keeps the store alive; this handle is given back at once).
+     */
+    static ShardArray openDir(Path dir) {
+        try (Store store = Store.directory(dir, false)) {
+            return ShardArray.open(store, "");
+        }
+    }
+
+    /**
+     * A host store holding copies of the files under {@code dir}, keyed by their relative
+     * paths: for tests that count or record what a host store is asked.
+     */
+    static MemoryShardStore memoryCopy(Path dir) throws IOException {
+        MemoryShardStore mem = new MemoryShardStore();
+        try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : (Iterable<Path>) walk.filter(Files::isRegularFile)::iterator) {
+                String key = dir.relativize(p).toString().replace('\\', '/');
+                mem.open(key).write(0, ByteBuffer.wrap(Files.readAllBytes(p)));
+            }
+        }
+        return mem;
     }
 }
