@@ -177,9 +177,10 @@ step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
 cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
 # 10 planes: the last shard layer (planes 8-9) is partial, so flush's edge shards are read too.
 OME_SIZE=(10 512 512)
-run_ome() { # run_ome DIR Z Y X PROGRAM... : the OME-Zarr image into DIR (replacing what is there)
+run_ome() { # run_ome DIR Z Y X PROGRAM... : the OME-Zarr image into DIR, made anew
     local dir="$1" z="$2" y="$3" x="$4"
     shift 4
+    rm -rf "$dir"
     "$@" "$dir" "$z" "$y" "$x"
 }
 step ome_pyramid run_ome "$OUT/ome/image.ome.zarr" "${OME_SIZE[@]}" "$OUT/plain/ome_pyramid"
