@@ -2,7 +2,9 @@
 # The performance benchmark: zarrshard against zarrs, tensorstore and zarr-python, in one run
 # on the same data and metadata, implementations alternated, one table.
 #
-#   scripts/bench.sh        -> table on stdout and in target/bench/results.md
+#   scripts/bench.sh          -> table on stdout and in target/bench/results.md, then the
+#                                acquire-zarr comparison in target/bench/acquire.md
+#   scripts/bench.sh acquire  -> only the acquire-zarr comparison (about 1 minute on 2 cores)
 #
 # Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
 # missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
@@ -14,7 +16,10 @@
 # runs 2 repetitions per measurement (a smoke test, not numbers to quote);
 # ZARRSHARD_BENCH_KEEP=1 keeps the work directory (then `bench/peers.py --workdir DIR`
 # reruns the peers alone); ZARRSHARD_BENCH_DIR=DIR puts it at DIR (default: under $TMPDIR
-# or /tmp, which must be a local disk).
+# or /tmp, which must be a local disk). ZARRSHARD_BENCH_NO_ACQUIRE=1 skips the acquire-zarr
+# comparison: bench/acquire/stream.c (the C API: directory store, create, append per frame)
+# against acquire-zarr's Python API (PyPI, in .venv-acquire from `scripts/venv.sh acquire`)
+# streaming the same frames with the same chunks, shards and codec (bench/acquire/compare.py).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +28,32 @@ OUT="$OUT_DIR/results.md"
 log() { echo "[bench.sh] $*" >&2; }
 
 start=$(date +%s)
+
+# The acquire-zarr comparison: the C program built against the release static library.
+acquire_compare() {
+    log "acquire-zarr comparison: venv (scripts/venv.sh acquire), library, bench/acquire/stream"
+    local py native
+    py="$("$REPO/scripts/venv.sh" acquire | tail -n 1)"
+    (cd "$REPO" && cargo build --release --lib >&2)
+    native="$(cd "$REPO" && cargo rustc --release --lib --crate-type staticlib -- \
+        --print native-static-libs 2>&1 | sed -n 's/.*native-static-libs: //p' | tail -n 1)"
+    mkdir -p "$OUT_DIR"
+    gcc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -I"$REPO/include" \
+        "$REPO/bench/acquire/stream.c" -o "$OUT_DIR/acquire-stream" \
+        "$REPO/target/release/libzarrshard.a" ${native:--lgcc_s -lutil -lrt -lpthread -lm -ldl -lc}
+    local work="${ZARRSHARD_BENCH_DIR:-${TMPDIR:-/tmp}}/zarrshard-acquire"
+    rm -rf "$work"
+    "$py" "$REPO/bench/acquire/compare.py" --stream "$OUT_DIR/acquire-stream" --workdir "$work" \
+        > "$OUT_DIR/acquire.md"
+    rm -rf "$work"
+    cat "$OUT_DIR/acquire.md"
+    log "acquire-zarr comparison in $OUT_DIR/acquire.md"
+}
+if [ "${1:-}" = acquire ]; then
+    acquire_compare
+    log "done in $(( $(date +%s) - start )) s"
+    exit 0
+fi
 
 if [ -z "${ZARRSHARD_BENCH_NO_PEERS:-}" ]; then
     log "Python venv (scripts/venv.sh)"
@@ -54,4 +85,5 @@ chmod 644 "$tmp"
 mv "$tmp" "$OUT"
 trap - EXIT
 cat "$OUT"
+[ -n "${ZARRSHARD_BENCH_NO_ACQUIRE:-}" ] || acquire_compare
 log "done in $(( $(date +%s) - start )) s; table in $OUT"

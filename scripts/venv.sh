@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Create (idempotently) the Python venv used by the interop harness.
+# Create (idempotently) the Python venv used by the interop harness, or one of the venvs of
+# the peers whose pins clash with it.
 #
 #   scripts/venv.sh            -> $REPO/.venv with zarr-python + tensorstore
+#   scripts/venv.sh ome        -> $REPO/.venv-ome with ome-zarr (ome-zarr-py, ome-zarr-models,
+#                                 zarr-python): tests/c/check_ome.py reads examples-c/ome_pyramid
+#   scripts/venv.sh acquire    -> $REPO/.venv-acquire with acquire-zarr + zarr-python:
+#                                 bench/acquire/ (scripts/bench.sh)
 #
-# The venv lives at $REPO/.venv (REPO = the repository root, derived from this
-# script's location). pip runs only when the requirement set differs from the
-# one recorded in the stamp file $REPO/.venv/.requirements.stamp, so reruns are
+# The venv lives at $REPO/.venv (or $REPO/.venv-NAME; REPO = the repository root, derived
+# from this script's location). pip runs only when the requirement set differs from the
+# one recorded in the stamp file .requirements.stamp inside it, so reruns are
 # fast. Callers use "$REPO/.venv/bin/python". The python path is printed last.
 #
 # Override the interpreter with PYTHON=/path/to/python3 (must be >= 3.11,
@@ -13,7 +18,12 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$REPO/.venv"
+WHICH="${1:-}"
+case "$WHICH" in
+    "") VENV="$REPO/.venv" ;;
+    ome | acquire) VENV="$REPO/.venv-$WHICH" ;;
+    *) echo "[venv.sh] unknown venv '$WHICH' (none, ome or acquire)" >&2; exit 2 ;;
+esac
 STAMP="$VENV/.requirements.stamp"
 PYTHON="${PYTHON:-python3}"
 
@@ -51,6 +61,95 @@ python-dateutil==4.0.0
 tzdata==2026.6
 fastparquet==2026.9.0
 cramjam==2.14.0"
+# The check imports after installing, per venv.
+CHECK='import zarr, tensorstore, numpy, numcodecs, google_crc32c
+import fsspec, aiohttp, jinja2, pandas, fastparquet
+from zarr.codecs import BloscCodec, ZstdCodec, GzipCodec, Crc32cCodec, ShardingCodec
+import numcodecs.blosc, numcodecs.zstd
+from importlib.metadata import version
+print(" ".join(f"{p}=={version(p)}" for p in
+               ("zarr", "tensorstore", "numpy", "numcodecs", "google-crc32c")))'
+
+# ome-zarr 0.18.0 is the last release for Python 3.11 (later ones need 3.12); it reads NGFF
+# 0.5 (Zarr v3) and validates with ome-zarr-models. Its own dependencies pinned as resolved.
+if [ "$WHICH" = ome ]; then
+    REQUIREMENTS="ome-zarr==0.18.0
+ome-zarr-models==1.7
+pydantic-zarr==0.9.2
+pydantic==2.12.5
+pydantic_core==2.41.5
+annotated-types==0.8.0
+typing-inspection==0.4.5
+zarr==3.1.6
+numpy==2.4.6
+numcodecs==0.16.6
+google-crc32c==1.9.0
+donfig==0.8.1.post1
+PyYAML==6.0.4
+packaging==26.4
+typing_extensions==4.16.0
+dask==2026.8.0
+cloudpickle==3.1.3
+partd==1.4.2
+locket==1.0.0
+toolz==1.2.0
+click==8.5.1
+importlib_metadata==10.2.0
+zipp==4.1.2
+fsspec==2026.9.0
+s3fs==2026.9.0
+aiobotocore==3.10.0
+botocore==1.43.117
+jmespath==1.1.0
+aioitertools==0.13.0
+wrapt==2.5.2
+urllib3==2.8.0
+aiohttp==3.14.5
+aiohappyeyeballs==2.7.1
+aiosignal==1.4.0
+attrs==26.1.0
+frozenlist==1.8.0
+multidict==7.2.1
+propcache==0.5.4
+yarl==1.25.1
+idna==3.20
+python-dateutil==2.9.0.post0
+six==1.17.0
+requests==2.34.2
+certifi==2026.10.19.post1
+charset-normalizer==3.5.3
+rangehttpserver==1.4.0
+scikit-image==0.26.0
+scipy==1.17.1
+networkx==3.6.1
+pillow==13.0.0
+ImageIO==2.38.1
+tifffile==2026.3.3
+lazy-loader==0.6
+lazy-importer==0.1.0
+Deprecated==1.3.1"
+    CHECK='import ome_zarr, ome_zarr_models, zarr, numpy
+from ome_zarr.reader import Reader
+from ome_zarr_models.v05.image import Image
+from importlib.metadata import version
+print(" ".join(f"{p}=={version(p)}" for p in ("ome-zarr", "ome-zarr-models", "zarr", "numpy")))'
+fi
+# acquire-zarr (the acquisition-streaming peer of bench/acquire) and zarr-python to read both
+# outputs back.
+if [ "$WHICH" = acquire ]; then
+    REQUIREMENTS="acquire-zarr==0.10.0
+zarr==3.1.6
+numpy==2.4.6
+numcodecs==0.16.6
+google-crc32c==1.9.0
+donfig==0.8.1.post1
+PyYAML==6.0.4
+packaging==26.4
+typing_extensions==4.16.0"
+    CHECK='import acquire_zarr, zarr, numpy, numcodecs.blosc
+from importlib.metadata import version
+print(" ".join(f"{p}=={version(p)}" for p in ("acquire-zarr", "zarr", "numpy")))'
+fi
 
 log() { echo "[venv.sh] $*" >&2; }
 
@@ -88,16 +187,8 @@ else
     trap 'rm -f "$REQ_FILE"' EXIT
     echo "$REQUIREMENTS" > "$REQ_FILE"
     "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQ_FILE"
-    # Fail now, not later, if a codec backend is missing.
-    "$VENV/bin/python" - <<'PY'
-import zarr, tensorstore, numpy, numcodecs, google_crc32c
-import fsspec, aiohttp, jinja2, pandas, fastparquet
-from zarr.codecs import BloscCodec, ZstdCodec, GzipCodec, Crc32cCodec, ShardingCodec
-import numcodecs.blosc, numcodecs.zstd
-from importlib.metadata import version
-print(" ".join(f"{p}=={version(p)}" for p in
-               ("zarr", "tensorstore", "numpy", "numcodecs", "google-crc32c")))
-PY
+    # Fail now, not later, if a codec backend (or the peer) is missing.
+    "$VENV/bin/python" -c "$CHECK"
     printf '%s' "$WANT" > "$STAMP"
 fi
 

@@ -7,7 +7,7 @@
 #      headers compiled (and linked) from C++17
 #   4. test_capi, test_threads, test_faults, test_region (regions over a host store; also of a
 #      zarr-python fixture), test_nodes (the library's stores, arrays at paths, append,
-#      resize, groups) and the demo (examples-c/write_array)
+#      resize, groups), the demo (examples-c/write_array) and examples-c/ome_pyramid
 #   5. the same built with -fsanitize=address,undefined (leak detection on); test_threads
 #      with -fsanitize=thread too
 #   6. the same under valgrind: no errors, no definite or indirect leaks; and a program that
@@ -22,7 +22,9 @@
 #      read the arrays it wrote (tests/c/check_quickstart.py)
 #   9. zarr-python (and zarrs, when scripts/test.sh has built tests/interop/zarrs_peer) read
 #      the demo's array equal to the image it meant, and zarr-python and tensorstore read what
-#      test_nodes wrote (when .venv exists; scripts/venv.sh makes it)
+#      test_nodes wrote (when .venv exists; scripts/venv.sh makes it); ome-zarr and
+#      ome-zarr-models read examples-c/ome_pyramid's OME-Zarr 0.5 image equal to the pyramid it
+#      meant (in .venv-ome, which `scripts/venv.sh ome` makes here)
 #
 # One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
 # Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
@@ -121,7 +123,8 @@ build_programs() (
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_region.c" "$EX/mem_io.c" \
         "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE &&
-    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_nodes.c" -o "$dir/test_nodes" "$LIBZS" $NATIVE
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_nodes.c" -o "$dir/test_nodes" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$EX/ome_pyramid.c" -o "$dir/ome_pyramid" "$LIBZS" $NATIVE
 )
 step compile-c99-strict build_programs plain -O2 -g
 
@@ -170,6 +173,15 @@ rm -rf "$OUT/nodes"
 step test_nodes "$OUT/plain/test_nodes" "$OUT/nodes"
 step demo run_demo "$OUT/demo" $DEMO_SIZE "$OUT/plain/write_array"
 cp "$LOGS/demo.log" "$OUT/demo.txt" 2>/dev/null
+# 10 planes: the last shard layer (planes 8-9) is partial, so flush's edge shards are read too.
+OME_SIZE=(10 512 512)
+run_ome() { # run_ome DIR Z Y X PROGRAM... : the OME-Zarr image into DIR, made anew
+    local dir="$1" z="$2" y="$3" x="$4"
+    shift 4
+    rm -rf "$dir"
+    "$@" "$dir" "$z" "$y" "$x"
+}
+step ome_pyramid run_ome "$OUT/ome/image.ome.zarr" "${OME_SIZE[@]}" "$OUT/plain/ome_pyramid"
 
 # ---- 5. sanitizers -----------------------------------------------------------------------
 
@@ -183,6 +195,7 @@ step asan-test_region "$OUT/asan/test_region" "${FIXTURE[@]}"
 step asan-test_faults "$OUT/asan/test_faults"
 step asan-test_nodes "$OUT/asan/test_nodes"
 step asan-demo run_demo "$OUT/demo-asan" $DEMO_SIZE "$OUT/asan/write_array"
+step asan-ome_pyramid run_ome "$OUT/ome-asan/image.ome.zarr" "${OME_SIZE[@]}" "$OUT/asan/ome_pyramid"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ThreadSanitizer on the threads test: the C side (test, mem_io callbacks called from many
@@ -210,6 +223,9 @@ step valgrind-test_nodes "${VG[@]}" "$OUT/plain/test_nodes"
 # The full image (1-2 s under valgrind); VALGRIND_DEMO_SIZE=512 makes it smaller.
 step valgrind-demo run_demo "$OUT/demo-valgrind" "${VALGRIND_DEMO_SIZE:-$DEMO_SIZE}" \
     "${VG[@]}" "$OUT/plain/write_array"
+# Smaller under valgrind (the full size takes about 15 s); 5 planes still end in a partial layer.
+step valgrind-ome_pyramid run_ome "$OUT/ome-valgrind/image.ome.zarr" 5 256 256 \
+    "${VG[@]}" "$OUT/plain/ome_pyramid"
 
 # Both tools must catch a codec and a handle leaked on purpose.
 negative_control() (
@@ -386,6 +402,14 @@ if [ -x "$PY" ]; then
     step peers-read-nodes "$PY" "$TC/check_nodes.py" "$OUT/nodes"
 else
     echo "SKIP peers-read-demo (no $PY; scripts/venv.sh creates it)"
+fi
+
+step venv-ome "$REPO/scripts/venv.sh" ome
+if [ -x "$REPO/.venv-ome/bin/python" ]; then
+    step ome-zarr-reads-pyramid "$REPO/.venv-ome/bin/python" "$TC/check_ome.py" \
+        "$OUT/ome/image.ome.zarr" "${OME_SIZE[@]}"
+else
+    echo "SKIP ome-zarr-reads-pyramid (no .venv-ome: see $LOGS/venv-ome.log)"
 fi
 
 echo "tests/c/run.sh: $((SECONDS - START))s${failed_steps[*]:+; failed: ${failed_steps[*]}}"
