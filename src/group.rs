@@ -140,12 +140,10 @@ fn remove_all<S: Store>(node: &Prefixed<S>, path: &str) -> Result<()> {
             crate::store::shown_path(path)
         ))
     })?;
-    // A directory store lists its directories too; only the files below them are objects.
-    let is_dir = |k: &str| {
-        keys.iter()
-            .any(|o| o.len() > k.len() && o.starts_with(k) && o.as_bytes()[k.len()] == b'/')
-    };
-    for key in keys.iter().filter(|k| !is_dir(k)) {
+    // Deepest first: a directory store lists its directories too, deleted once emptied.
+    let mut keys = keys;
+    keys.sort_by_key(|k| std::cmp::Reverse(k.matches('/').count()));
+    for key in &keys {
         node.delete(key)?;
     }
     Ok(())

@@ -117,6 +117,16 @@ impl Store for FsStore {
         FileIo::new(self.path(key)?).put(value)
     }
 
+    /// Removes the file at `key`; a directory there (which [`Store::list_prefix`] lists) is
+    /// removed when empty, so that deleting every listed key, deepest first, removes a node.
+    fn delete(&self, key: &str) -> Result<()> {
+        let path = self.path(key)?;
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir(&path).map_err(|e| Error::io_at(&path, e)),
+            _ => FileIo::new(path).delete(),
+        }
+    }
+
     /// The files below the directory part of `prefix`, as `/`-separated keys. Symbolic links
     /// are followed (a linked directory's files are keys under the link's name, as reading
     /// them by key would find them), except a link back to a directory the walk is inside, so

@@ -414,3 +414,28 @@ fn appending_along_another_axis_writes_the_pending_frames_first() {
         }
     }
 }
+
+#[test]
+fn overwriting_a_group_in_a_directory_removes_its_subtree_empty_directories_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::new(dir.path());
+    Group::create(&store, "img", Attributes::new(), false).unwrap();
+    let mut a = Array::create_at(&store, "img/0", spec(4).to_metadata().unwrap(), false).unwrap();
+    a.write_region(
+        &[0, 0, 0],
+        &[4, 6, 5],
+        &frames(4)
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    drop(a);
+    std::fs::create_dir_all(dir.path().join("img/empty/deeper")).unwrap();
+    Group::create(&store, "img", Attributes::new(), true).unwrap();
+    let left: Vec<String> = std::fs::read_dir(dir.path().join("img"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, vec!["zarr.json".to_string()]);
+}
