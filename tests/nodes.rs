@@ -420,7 +420,7 @@ fn overwriting_a_group_in_a_directory_removes_its_subtree_empty_directories_incl
     let dir = tempfile::tempdir().unwrap();
     let store = FsStore::new(dir.path());
     Group::create(&store, "img", Attributes::new(), false).unwrap();
-    let mut a = Array::create_at(&store, "img/0", spec(4).to_metadata().unwrap(), false).unwrap();
+    let a = Array::create_at(&store, "img/0", spec(4).to_metadata().unwrap(), false).unwrap();
     a.write_region(
         &[0, 0, 0],
         &[4, 6, 5],
