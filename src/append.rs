@@ -50,8 +50,10 @@ impl<S: Store> Array<S> {
     /// Errors: [`Error::Unsupported`] (not a Zarr v3 array); [`Error::InvalidArgument`] (rank,
     /// axis, a block shape that does not match the array's other extents or is 0 along
     /// `axis`, a shape past 2^64); [`Error::BufferSize`] (`data`'s length); [`Error::MemoryLimit`]
-    /// (one layer is larger than the memory limit); the codecs' and the store's errors, after
-    /// which the frames stay pending (a later flush retries).
+    /// (one layer is larger than the memory limit); the codecs' and the store's errors. After
+    /// a store error the block was taken if the shape grew (its rows stay pending: a later
+    /// `append` or [`Array::flush`] writes them again), not taken if it did not (an error
+    /// reading back a partly stored layer).
     pub fn append(&mut self, axis: usize, block_shape: &[u64], data: &[u8]) -> Result<()> {
         self.check_v3("appending")?;
         let shape = self.shape().to_vec();
@@ -113,7 +115,25 @@ impl<S: Store> Array<S> {
         let cs = self.metadata().chunk_shape.clone();
         let elem = self.metadata().data_type.size();
         let mut row = 0;
-        while row < block_shape[axis] {
+        loop {
+            if pending.filled == cs[axis] {
+                // A complete layer: written now (or again, after a write that failed).
+                if pending.written != pending.filled {
+                    self.write_layer(pending)?;
+                }
+                // The next layer starts as fill: nothing is stored past the shape.
+                pending.layer += 1;
+                pending.filled = 0;
+                pending.written = 0;
+                let fill = self.fill_shard()?;
+                pending
+                    .shards
+                    .iter_mut()
+                    .for_each(|s| s.copy_from_slice(&fill));
+            }
+            if row == block_shape[axis] {
+                break;
+            }
             let rows = (block_shape[axis] - row).min(cs[axis] - pending.filled);
             let coords = self.layer_coords(axis, pending.layer);
             for (shard, c) in pending.shards.iter_mut().zip(&coords) {
@@ -144,18 +164,6 @@ impl<S: Store> Array<S> {
             pending.filled += rows;
             self.meta_shape_mut()[axis] += rows;
             row += rows;
-            if pending.filled == cs[axis] {
-                self.write_layer(pending)?;
-                // The next layer starts as fill: nothing is stored past the shape.
-                pending.layer += 1;
-                pending.filled = 0;
-                pending.written = 0;
-                let fill = self.fill_shard()?;
-                pending
-                    .shards
-                    .iter_mut()
-                    .for_each(|s| s.copy_from_slice(&fill));
-            }
         }
         Ok(())
     }

@@ -184,3 +184,42 @@ fn a_crash_at_any_write_leaves_completed_layers_readable_under_a_shape_that_cove
         assert_eq!(got, want, "budget {budget}: stored frames differ");
     }
 }
+
+#[test]
+fn after_a_failed_layer_write_a_flush_writes_it_and_appending_goes_on() {
+    let spec = ArraySpec::new(&[0, 6, 5], &[2, 2, 2], "uint16").sharded(&[4, 4, 4]);
+    // Layer 0 is 4 shard writes and zarr.json: a budget of 0 to 4 fails one of them.
+    for budget in 0..5 {
+        let mem = MemoryStore::new();
+        let store = Failing {
+            inner: mem.clone(),
+            budget: Arc::new(AtomicI64::new(i64::MAX)),
+        };
+        let counter = store.budget.clone();
+        let mut a = Array::create_at(store, "", spec.to_metadata().unwrap(), false).unwrap();
+        for t in 0..3 {
+            a.append(0, &[1, 6, 5], &small_frame(t)).unwrap();
+        }
+        counter.store(budget, Ordering::SeqCst);
+        // Frame 3 completes layer 0, whose write fails part way; the frame was taken.
+        assert!(
+            a.append(0, &[1, 6, 5], &small_frame(3)).is_err(),
+            "budget {budget}"
+        );
+        assert_eq!(a.shape(), &[4, 6, 5]);
+        counter.store(i64::MAX, Ordering::SeqCst);
+        for t in 4..9 {
+            a.append(0, &[1, 6, 5], &small_frame(t)).unwrap();
+        }
+        a.flush().unwrap();
+        drop(a);
+        let b = Array::open(mem).unwrap();
+        assert_eq!(b.shape(), &[9, 6, 5]);
+        let want: Vec<u8> = (0..9).flat_map(small_frame).collect();
+        assert_eq!(
+            b.read_region_vec(&[0, 0, 0], &[9, 6, 5]).unwrap(),
+            want,
+            "budget {budget}"
+        );
+    }
+}

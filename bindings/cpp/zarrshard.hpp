@@ -1,7 +1,7 @@
 // zarrshard.hpp: a header-only C++17 binding of the zarrshard C API (include/zarrshard.h).
 //
-//     #include "zarrshard.hpp"      // with -I<repo>/include -I<repo>/bindings/cpp
-//     // link: <repo>/target/release/libzarrshard.a -lpthread -ldl -lm
+//     #include <zarrshard.hpp>      // installed: scripts/install.sh PREFIX, then
+//     // c++ -std=c++17 app.cpp $(pkg-config --cflags --libs zarrshard)
 //
 //     auto codec = zarrshard::Codec::from_zarr_json(zarr_json_text);
 //     auto shard = zarrshard::Shard::open(codec, zarrshard::LibraryIO::file(path));

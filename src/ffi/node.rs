@@ -205,8 +205,10 @@ pub unsafe extern "C" fn shard_array_resize(
 /// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (rank, axis, a
 /// block that does not span the other axes or is empty, a layer over the memory limit),
 /// `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_UNSUPPORTED` (not a Zarr v3 array), `SHARD_ERR_BUSY`,
-/// `SHARD_ERR_IO` (the frames stay pending; a later flush retries), `SHARD_ERR_CORRUPT`,
-/// `SHARD_ERR_CHECKSUM` (a partly stored last layer read back), `SHARD_ERR_PANIC`.
+/// `SHARD_ERR_IO` (writing a completed layer failed: the block was taken if
+/// `shard_array_shape` grew, and its rows stay pending, written again by the next append or
+/// `shard_array_flush`; not taken if the shape did not grow), `SHARD_ERR_CORRUPT`,
+/// `SHARD_ERR_CHECKSUM` (a partly stored last layer read back: not taken), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub unsafe extern "C" fn shard_array_append(
     array: *mut shard_array,
