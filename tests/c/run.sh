@@ -123,7 +123,8 @@ build_programs() (
     gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_region.c" "$EX/mem_io.c" \
         "$EX/posix_io.c" -o "$dir/test_region" "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_faults.c" -o "$dir/test_faults" "$LIBZS" $NATIVE &&
-    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_nodes.c" -o "$dir/test_nodes" "$LIBZS" $NATIVE &&
+    gcc "${STRICT[@]}" "$@" "${INC[@]}" "$TC/test_nodes.c" "$EX/posix_io.c" -o "$dir/test_nodes" \
+        "$LIBZS" $NATIVE &&
     gcc "${STRICT[@]}" "$@" "${INC[@]}" "$EX/ome_pyramid.c" -o "$dir/ome_pyramid" "$LIBZS" $NATIVE
 )
 step compile-c99-strict build_programs plain -O2 -g

@@ -2,7 +2,8 @@
  * test_nodes: the C API that needs no callbacks of the host's: the library's directory and
  * memory stores, arrays created at paths (from zarr.json text or a shard_array_spec), opened
  * by path, appended to frame by frame, flushed, resized, their attributes, compaction,
- * groups, and the library's file I/O for one shard (shard_io_file).
+ * groups, and the library's file I/O for one shard (shard_io_file); and that the directory
+ * store writes the same bytes as examples-c/posix_io.c's store mode.
  *
  * test_nodes [OUT_DIR]: with OUT_DIR, it also leaves there the hierarchy that
  * tests/c/check_nodes.py reads with zarr-python and tensorstore (a group `series` with
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "posix_io.h"
 #include "zarrshard.h"
 
 static int g_passed, g_failed, t_failures;
@@ -461,6 +463,72 @@ static void test_shard_io_file(void) {
     shard_codec_free(codec);
 }
 
+/* The bytes of file `dir/key` into `buf` (at most `cap`); its length, or -1 when missing. */
+static long read_file(const char *dir, const char *key, uint8_t *buf, size_t cap) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/%s", dir, key);
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    long n = (long)fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+/* The library's directory store writes the bytes examples-c/posix_io.c's store mode writes,
+ * through the same region writes: whole shards, updates in place, a shard left all fill
+ * deleted. */
+static void test_directory_store_writes_posix_io_bytes(void) {
+    const char *json =
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[8,12],\"data_type\":\"uint16\","
+        "\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[4,4]}},"
+        "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,"
+        "\"codecs\":[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[2,2],"
+        "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},"
+        "{\"name\":\"zstd\",\"configuration\":{\"level\":1,\"checksum\":false}}],"
+        "\"index_codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},"
+        "{\"name\":\"crc32c\"}]}}]}";
+    char lib_dir[700], posix_dir[700];
+    snprintf(lib_dir, sizeof lib_dir, "%s", fresh_dir("same-bytes-library"));
+    snprintf(posix_dir, sizeof posix_dir, "%s", fresh_dir("same-bytes-posix"));
+    mkdir(posix_dir, 0755);
+    shard_store_callbacks lib, host;
+    EXPECT(shard_store_directory(lib_dir, SHARD_STORE_CREATE, &lib), SHARD_OK);
+    CHECK(posix_store_open(posix_dir, 0, &host) == 0);
+    shard_array *a = NULL, *b = NULL;
+    EXPECT(shard_array_open(json, strlen(json), &lib, &a), SHARD_OK);
+    EXPECT(shard_array_open(json, strlen(json), &host, &b), SHARD_OK);
+    shard_store_release(&lib);
+    uint16_t all[8 * 12], part[3 * 5], zero[4 * 4] = {0};
+    for (int i = 0; i < 8 * 12; i++) all[i] = (uint16_t)(i * 7 + 1);
+    for (int i = 0; i < 3 * 5; i++) part[i] = (uint16_t)(500 + i);
+    const uint64_t o[2] = {0, 0}, whole[2] = {8, 12}, at[2] = {3, 2}, ext[2] = {3, 5};
+    const uint64_t corner[2] = {4, 8}, shard[2] = {4, 4};
+    shard_array *both[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        EXPECT(shard_array_write_region(both[k], o, whole, 2, (const uint8_t *)all, sizeof all),
+               SHARD_OK);
+        EXPECT(shard_array_write_region(both[k], at, ext, 2, (const uint8_t *)part, sizeof part),
+               SHARD_OK);
+        EXPECT(shard_array_write_region(both[k], corner, shard, 2, (const uint8_t *)zero,
+                                        sizeof zero),
+               SHARD_OK);
+    }
+    shard_array_close(a);
+    shard_array_close(b);
+    static uint8_t x[1 << 16], y[1 << 16];
+    int compared = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) {
+            char key[32];
+            snprintf(key, sizeof key, "c/%d/%d", i, j);
+            long nx = read_file(lib_dir, key, x, sizeof x);
+            long ny = read_file(posix_dir, key, y, sizeof y);
+            CHECK(nx == ny && (nx < 0 || memcmp(x, y, (size_t)nx) == 0));
+            compared += nx > 0;
+        }
+    CHECK(compared == 5); /* c/1/2 is all fill: deleted by both */
+}
+
 /* The hierarchy check_nodes.py reads with zarr-python and tensorstore. */
 static void write_for_peers(const char *out) {
     shard_store_callbacks store;
@@ -502,6 +570,7 @@ int main(int argc, char **argv) {
     RUN(test_resize_shows_fill_after_shrinking);
     RUN(test_attributes_and_groups);
     RUN(test_shard_io_file);
+    RUN(test_directory_store_writes_posix_io_bytes);
     if (argc > 1) {
         t_failures = 0;
         write_for_peers(argv[1]);
