@@ -104,7 +104,7 @@ NATIVE="$(cat "$NATIVE_FILE" 2>/dev/null || echo "-lgcc_s -lutil -lrt -lpthread 
 # ---- 3. strict compiles ----------------------------------------------------------------
 
 STRICT=(-std=c99 -Wall -Wextra -Werror -pedantic)
-INC=(-I"$REPO/include" -I"$REPO/examples-c")
+INC=(-I"$REPO/include" -I"$REPO/examples-c" -I"$REPO/tests/c")
 EX="$REPO/examples-c"
 TC="$REPO/tests/c"
 

@@ -24,50 +24,7 @@
 #include "posix_io.h"
 #include "zarrshard.h"
 
-static int g_passed, g_failed, t_failures;
-
-static void check_failed(int line, const char *what) {
-    if (t_failures++ < 8) printf("    line %d: %s\n", line, what);
-}
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) check_failed(__LINE__, #cond);                                        \
-    } while (0)
-#define EXPECT(call, want)                                                                 \
-    do {                                                                                   \
-        shard_status got_ = (call);                                                        \
-        if (got_ != (want)) {                                                              \
-            char m_[300], b_[500];                                                         \
-            size_t n_;                                                                     \
-            if (shard_last_error(m_, sizeof m_, &n_) != SHARD_OK) m_[0] = '\0';            \
-            snprintf(b_, sizeof b_, "%s = %d, expected %d; last error: %s", #call,         \
-                     (int)got_, (int)(want), m_);                                          \
-            check_failed(__LINE__, b_);                                                    \
-        }                                                                                  \
-    } while (0)
-
-static void run(const char *name, void (*test)(void)) {
-    t_failures = 0;
-    test();
-    if (t_failures == 0) {
-        g_passed++;
-        printf("ok %s\n", name);
-    } else {
-        g_failed++;
-        printf("FAIL %s (%d failed checks)\n", name, t_failures);
-    }
-    fflush(stdout);
-}
-#define RUN(test) run(#test, test)
-
-/* The last error's message. */
-static const char *last_error(void) {
-    static char buf[1024];
-    size_t n;
-    if (shard_last_error(buf, sizeof buf, &n) != SHARD_OK) buf[0] = '\0';
-    return buf;
-}
+#include "check.h"
 
 /* Element (t, y, x) of the series: check_nodes.py computes the same. */
 static uint16_t value(uint64_t t, uint64_t y, uint64_t x) {
