@@ -406,9 +406,13 @@ typedef void (*shard_key_fn)(void *list_state, const char *key, size_t key_len);
  * * `version` is the table's version (`SHARD_STORE_VERSION`, or 1 for a table from an older
  *   header, which then ends after `destroy`); the library reads only the fields that version
  *   has. Later versions only append fields.
- * * `userdata` is passed to `open_object`. It stays the host's until `shard_array_open`
- *   succeeds; from then on the array handle owns it and calls `destroy(userdata)` once, from
- *   `shard_array_close` (not at all when the open fails).
+ * * `userdata` is passed to `open_object`. It stays the host's until `shard_array_open` (or
+ *   `shard_array_create`, `shard_array_create_spec`, `shard_array_open_path`) succeeds; from
+ *   then on the array handle owns it and calls `destroy(userdata)` once, from
+ *   `shard_array_close` (not at all when the open fails). A table from
+ *   `shard_store_directory` or `shard_store_memory` is shared instead: any number of arrays
+ *   may be opened on it, each keeping the store alive, and the host releases its own copy
+ *   with `shard_store_release`.
  * * `open_object(userdata, key, io_out)`: fill `*io_out` (a zeroed table the library passes)
  *   with the callbacks of the object at `key`, a NUL-terminated UTF-8 string; the object need
  *   not exist (its `read` then returns `SHARD_IO_NOT_FOUND`). Return 0, or a non-zero error

@@ -114,7 +114,8 @@ pub(crate) fn make_room<S: Store>(node: &Prefixed<S>, overwrite: bool) -> Result
         )));
     }
     if kind == "array" {
-        // Its own shards; a document that no longer parses leaves only its listed keys.
+        // Its own shards; when its document no longer parses, everything below it (as for a
+        // group), since its shard keys are unknown.
         match Array::open(node) {
             Ok(old) => {
                 for coords in old.stored_shards()? {
