@@ -57,8 +57,18 @@ pub struct Array<S: Store> {
     pub(crate) appending: std::sync::atomic::AtomicBool,
 }
 
-/// The metadata and format of the array at `store`'s root (see [`Array::open`]).
-fn open_metadata<T: Store>(store: &T) -> Result<(ArrayMetadata, Format)> {
+/// What a store's root holds, for [`Array::open`] and [`Array::open_at`].
+enum Found {
+    /// An array: its metadata and format.
+    Array(Box<ArrayMetadata>, Format),
+    /// No `zarr.json` or `.zarray`.
+    Nothing,
+    /// A Zarr v3 draft hierarchy's entry point, whose arrays live under `meta/root/`.
+    DraftEntryPoint,
+}
+
+/// What `store`'s root holds (see [`Array::open`]).
+fn open_metadata<T: Store>(store: &T) -> Result<Found> {
     if let Some(text) = read_document(store, "zarr.json")? {
         let members = ArrayMetadata::members(&text, "zarr.json")?;
         drop(text);
@@ -67,12 +77,10 @@ fn open_metadata<T: Store>(store: &T) -> Result<(ArrayMetadata, Format)> {
             .get("zarr_format")
             .is_some_and(Value::is_string)
         {
-            return Err(Error::metadata(
-                    "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
-                ));
+            return Ok(Found::DraftEntryPoint);
         }
         let meta = ArrayMetadata::from_document(members)?;
-        return Ok((meta, Format::V3));
+        return Ok(Found::Array(Box::new(meta), Format::V3));
     }
     if let Some(text) = read_document(store, ".zarray")? {
         let mut meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
@@ -82,9 +90,9 @@ fn open_metadata<T: Store>(store: &T) -> Result<(ArrayMetadata, Format)> {
                 std::str::from_utf8(&text).map_err(|_| Error::metadata(".zattrs is not UTF-8"))?;
             meta.attributes = Attributes::from_text(text, ".zattrs")?;
         }
-        return Ok((meta, Format::V2Prototype));
+        return Ok(Found::Array(Box::new(meta), Format::V2Prototype));
     }
-    Err(Error::metadata("no zarr.json or .zarray in the store"))
+    Ok(Found::Nothing)
 }
 
 /// Writes the frames still pending ([`Array::append`]), ignoring errors, as
@@ -127,8 +135,13 @@ impl<S: Store> Array<S> {
     /// Open the array at the store's root: `zarr.json` (Zarr v3), or `.zarray` (the Zarr v2
     /// sharding prototype; plain v2 arrays read too).
     pub fn open(store: S) -> Result<Self> {
-        let (meta, format) = open_metadata(&store)?;
-        Ok(Array::new(meta, store, format))
+        match open_metadata(&store)? {
+            Found::Array(meta, format) => Ok(Array::new(*meta, store, format)),
+            Found::Nothing => Err(Error::metadata("no zarr.json or .zarray in the store")),
+            Found::DraftEntryPoint => Err(Error::metadata(
+                "zarr.json is a Zarr v3 draft entry point; open the array's meta/root/<path>.array.json",
+            )),
+        }
     }
 
     /// Open a Zarr v3 draft array (sharding storage transformer) at hierarchy path `path`
@@ -197,12 +210,9 @@ impl<S: Store> Array<S> {
     /// there, naming the path, or its metadata is invalid), the store's errors.
     pub fn open_at(store: S, path: &str) -> Result<Array<Prefixed<S>>> {
         let node = Prefixed::new(store, path)?;
-        match open_metadata(&node) {
-            Ok((meta, format)) => Ok(Array::new(meta, node, format)),
-            Err(Error::InvalidMetadata(m))
-                if m == "no zarr.json or .zarray in the store"
-                    || m.starts_with("zarr.json is a Zarr v3 draft entry point") =>
-            {
+        match open_metadata(&node)? {
+            Found::Array(meta, format) => Ok(Array::new(*meta, node, format)),
+            Found::Nothing | Found::DraftEntryPoint => {
                 // A Zarr v3 draft hierarchy keeps its arrays' metadata under `meta/root/`.
                 let root = Prefixed::new(node.into_inner(), "")?;
                 let draft = match path {
@@ -217,7 +227,6 @@ impl<S: Store> Array<S> {
                     crate::store::shown_path(path)
                 )))
             }
-            Err(e) => Err(e),
         }
     }
 

@@ -328,13 +328,15 @@ impl<S: Store> Array<S> {
         }
         // Over frames still pending (`Array::append`): they are written first, and the pending
         // layer takes the region's values too, so that its later whole write keeps them.
-        if self.pending_overlaps(start, shape) {
+        let over_pending = self.pending_overlaps(start, shape);
+        if over_pending {
             self.flush()?;
-            self.write_stored_region(start, shape, data, mode, options)?;
-            self.write_pending(start, shape, data);
-            return Ok(());
         }
-        self.write_stored_region(start, shape, data, mode, options)
+        self.write_stored_region(start, shape, data, mode, options)?;
+        if over_pending {
+            self.write_pending(start, shape, data);
+        }
+        Ok(())
     }
 
     /// [`Array::write_region_with`] into the store, arguments checked.

@@ -98,6 +98,8 @@ impl<S: Store> Array<S> {
                 stored
             }
         };
+        let fill = self.fill_shard()?;
+        let elem = self.metadata().data_type.size();
         self.map_io(touched.len(), |i| {
             let c = &touched[i];
             let key = self.shard_key(c);
@@ -108,8 +110,6 @@ impl<S: Store> Array<S> {
                 return Ok(());
             };
             let before = shard.clone();
-            let fill = self.fill_shard()?;
-            let elem = self.metadata().data_type.size();
             for d in 0..c.len() {
                 let origin = c[d] * cs[d];
                 if origin + cs[d] > limit[d] {

@@ -25,44 +25,8 @@
 
 #include "mem_io.h"
 #include "posix_io.h"
+#include "check.h"
 #include "zarrshard.h"
-
-static int g_passed, g_failed, t_failures;
-
-static void check_failed(int line, const char *what) {
-    if (t_failures++ < 8) printf("    line %d: %s\n", line, what);
-}
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) check_failed(__LINE__, #cond);                                        \
-    } while (0)
-#define EXPECT(call, want)                                                                 \
-    do {                                                                                   \
-        shard_status got_ = (call);                                                        \
-        if (got_ != (want)) {                                                              \
-            char m_[300], b_[500];                                                         \
-            size_t n_;                                                                     \
-            if (shard_last_error(m_, sizeof m_, &n_) != SHARD_OK) m_[0] = '\0';            \
-            snprintf(b_, sizeof b_, "%s = %d, expected %d; last error: %s", #call,         \
-                     (int)got_, (int)(want), m_);                                          \
-            check_failed(__LINE__, b_);                                                    \
-        }                                                                                  \
-    } while (0)
-
-static void run(const char *name, void (*test)(void)) {
-    t_failures = 0;
-    test();
-    if (t_failures == 0) {
-        g_passed++;
-        printf("ok %s\n", name);
-    } else {
-        g_failed++;
-        printf("FAIL %s (%d failed checks)\n", name, t_failures);
-    }
-    fflush(stdout);
-}
-#define RUN(test) run(#test, test)
 
 /* ---- a memory store: key -> mem_io ----------------------------------------------------- */
 
