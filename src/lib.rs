@@ -18,7 +18,7 @@
 //!   kerchunk [`refs`](array::refs), and the [`legacy`](array::legacy) formats;
 //! * [`runtime`]: the thread pool, the memory limit, and the memory kept between calls;
 //! * [`ffi`]: the C ABI over all of it (the only `unsafe` besides the blosc binding and one
-//!   audited output helper in `nd`).
+//!   audited output helper, `nd::DisjointOut`).
 #![deny(missing_docs)]
 
 pub mod array;
@@ -43,7 +43,6 @@ pub use metadata::spec::{ArraySpec, Compressor};
 pub use metadata::{ArrayMetadata, Attributes, ChunkKeyEncoding};
 pub use runtime::limits::{memory_limit, set_memory_limit};
 pub use runtime::memory::{release_memory, Released};
-pub use runtime::read_buffers::{kept_reads, KeptReads};
 pub use runtime::threads::{set_threads, threads, MAX_THREADS};
 pub use shard::encoded::{segment_counts, EncodedChunks, SegmentCounts};
 pub use shard::reader::{read_whole_shard, FetchedChunks, ShardReader};

@@ -76,12 +76,41 @@ pub fn copy_box(
     region: &[u64],
     elem: usize,
 ) {
+    copy_box_to(src, src_shape, src_start, dst, dst_shape, dst_start, region, elem)
+}
+
+/// Where [`copy_box`] writes: a slice, or a region read's output shared between threads
+/// ([`DisjointOut`]).
+pub(crate) trait BoxDst {
+    /// Copy `src` to bytes `at..at + src.len()`; panics when they lie outside.
+    fn put(&mut self, at: usize, src: &[u8]);
+}
+
+impl BoxDst for [u8] {
+    #[inline(always)]
+    fn put(&mut self, at: usize, src: &[u8]) {
+        self[at..at + src.len()].copy_from_slice(src);
+    }
+}
+
+/// [`copy_box`] into any [`BoxDst`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_box_to<D: BoxDst + ?Sized>(
+    src: &[u8],
+    src_shape: &[u64],
+    src_start: &[u64],
+    dst: &mut D,
+    dst_shape: &[u64],
+    dst_start: &[u64],
+    region: &[u64],
+    elem: usize,
+) {
     let rank = region.len();
     if region.contains(&0) {
         return;
     }
     if rank == 0 {
-        dst[..elem].copy_from_slice(&src[..elem]);
+        dst.put(0, &src[..elem]);
         return;
     }
     // Merge trailing dimensions that are whole in source, destination and region, so a
@@ -122,7 +151,7 @@ pub fn copy_box(
     };
     let (mut so, mut dof) = (offset(src_start, ss), offset(dst_start, ds));
     if outer == 0 {
-        dst[dof..dof + run].copy_from_slice(&src[so..so + run]);
+        dst.put(dof, &src[so..so + run]);
         return;
     }
     // Dimension `outer - 1` is walked by `Rows`, the ones before it by an odometer.
@@ -164,7 +193,7 @@ struct Rows {
 impl Rows {
     /// Copy the runs of `run` bytes starting at `so` in `src` and `dof` in `dst`. Each common
     /// row length gets its own inlined copy of [`Rows::copy_len`], with the length a constant.
-    fn copy(&self, src: &[u8], so: usize, dst: &mut [u8], dof: usize, run: usize) {
+    fn copy<D: BoxDst + ?Sized>(&self, src: &[u8], so: usize, dst: &mut D, dof: usize, run: usize) {
         match run {
             2 => self.copy_len(src, so, dst, dof, 2),
             4 => self.copy_len(src, so, dst, dof, 4),
@@ -180,9 +209,16 @@ impl Rows {
 
     /// The runs, `len` bytes each; inlined, so a constant `len` is a fixed-size copy.
     #[inline(always)]
-    fn copy_len(&self, src: &[u8], mut so: usize, dst: &mut [u8], mut dof: usize, len: usize) {
+    fn copy_len<D: BoxDst + ?Sized>(
+        &self,
+        src: &[u8],
+        mut so: usize,
+        dst: &mut D,
+        mut dof: usize,
+        len: usize,
+    ) {
         for _ in 0..self.count {
-            dst[dof..dof + len].copy_from_slice(&src[so..so + len]);
+            dst.put(dof, &src[so..so + len]);
             so += self.src_step;
             dof += self.dst_step;
         }
@@ -225,6 +261,110 @@ pub(crate) fn in_array(shape: &[u64], origin: &[u64], cell: &[u64]) -> Vec<u64> 
     (0..shape.len())
         .map(|d| cell[d].min(shape[d] - origin[d]))
         .collect()
+}
+
+/// A region read's output buffer, written by many threads at once: each inner chunk's part of
+/// the region by the one thread that claims the chunk. The region is cut along the inner
+/// chunk grid, so the parts of different chunks are disjoint, and a claim is taken once per
+/// chunk (a bit per chunk of the region, set atomically): two threads can never write the same
+/// byte. This is the crate's one `unsafe` outside the C ABI and the blosc binding; it lets
+/// the decode of a region split by (shard × run of inner chunks) instead of by bands of rows,
+/// so the work has as many pieces as the region has chunks, whatever its shape.
+pub(crate) struct DisjointOut<'a> {
+    ptr: *mut u8,
+    len: usize,
+    start: Vec<u64>,
+    shape: Vec<u64>,
+    chunk: Vec<u64>,
+    elem: usize,
+    /// The region's first inner chunk (grid coordinates) and how many it touches per dimension.
+    first: Vec<u64>,
+    cells: Vec<u64>,
+    claimed: Vec<std::sync::atomic::AtomicU64>,
+    _out: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: the buffer is only written through `DisjointOut::put_chunk`, which writes only the
+// bytes of the chunk it claimed, and claims each chunk once; the `&'a mut` borrow it holds
+// keeps every other access out for its lifetime.
+unsafe impl Send for DisjointOut<'_> {}
+unsafe impl Sync for DisjointOut<'_> {}
+
+impl<'a> DisjointOut<'a> {
+    /// `out` holds the region `[start, start + shape)` (C order, `elem`-byte elements, no
+    /// dimension empty) of an array cut into inner chunks of shape `chunk`. The claims take a
+    /// bit per inner chunk the region touches: at most one per 8 elements of `out`.
+    pub(crate) fn new(
+        out: &'a mut [u8],
+        start: &[u64],
+        shape: &[u64],
+        chunk: &[u64],
+        elem: usize,
+    ) -> Self {
+        let bytes = shape.iter().fold(elem as u64, |n, &x| n.saturating_mul(x));
+        assert_eq!(out.len() as u64, bytes, "the region's buffer");
+        let first: Vec<u64> = start.iter().zip(chunk).map(|(s, c)| s / c).collect();
+        let cells: Vec<u64> = (0..start.len())
+            .map(|d| (start[d] + shape[d] - 1) / chunk[d] + 1 - first[d])
+            .collect();
+        let n = cells.iter().product::<u64>().div_ceil(64) as usize;
+        DisjointOut {
+            ptr: out.as_mut_ptr(),
+            len: out.len(),
+            start: start.to_vec(),
+            shape: shape.to_vec(),
+            chunk: chunk.to_vec(),
+            elem,
+            first,
+            cells,
+            claimed: (0..n).map(|_| Default::default()).collect(),
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    /// Copy the part of the region that inner chunk `cell` (grid coordinates) covers from
+    /// `src`, the whole chunk decoded (C order). Panics when the chunk lies outside the region
+    /// or was written before: either is a bug of the caller, never of the input.
+    pub(crate) fn put_chunk(&self, cell: &[u64], src: &[u8]) {
+        let rank = self.start.len();
+        let mut bit = 0u64;
+        for d in 0..rank {
+            let i = cell[d].checked_sub(self.first[d]).filter(|&i| i < self.cells[d]);
+            bit = bit * self.cells[d] + i.expect("an inner chunk outside the region");
+        }
+        let mask = 1u64 << (bit % 64);
+        let was = self.claimed[(bit / 64) as usize]
+            .fetch_or(mask, std::sync::atomic::Ordering::Relaxed);
+        assert!(was & mask == 0, "an inner chunk written twice");
+        let (mut from, mut to, mut extent) = (vec![0; rank], vec![0; rank], vec![0; rank]);
+        for d in 0..rank {
+            let origin = cell[d] * self.chunk[d];
+            let lo = self.start[d].max(origin);
+            let hi = (self.start[d] + self.shape[d]).min(origin.saturating_add(self.chunk[d]));
+            (from[d], to[d], extent[d]) = (lo - origin, lo - self.start[d], hi - lo);
+        }
+        let mut dst = Claimed {
+            ptr: self.ptr,
+            len: self.len,
+        };
+        copy_box_to(src, &self.chunk, &from, &mut dst, &self.shape, &to, &extent, self.elem);
+    }
+}
+
+/// The writes of one claimed chunk into a [`DisjointOut`]'s buffer.
+struct Claimed {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl BoxDst for Claimed {
+    #[inline(always)]
+    fn put(&mut self, at: usize, src: &[u8]) {
+        assert!(at <= self.len && src.len() <= self.len - at, "outside the region's buffer");
+        // SAFETY: in bounds (checked above), and these bytes belong to the chunk this thread
+        // claimed (`DisjointOut::put_chunk`), so no other thread reads or writes them now.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) }
+    }
 }
 
 #[cfg(test)]

@@ -4,20 +4,16 @@
 //! **Reads** fetch only what the region needs: per shard one index read, then the byte ranges
 //! of the inner chunks the region touches, coalesced ([`crate::ShardReader::fetch_chunks`]: runs
 //! closer than the coalescing gap are one read, the whole span when most of it is wanted).
-//! Shards are fetched in parallel, a pass of rows of shards (along the first dimension) at a
-//! time, at most `PASS_SHARDS` shards and `PASS_CHUNKS` inner chunks (a row of many small
-//! shards is cut), so memory beyond the caller's buffer is bounded by one pass's *encoded*
-//! bytes and bookkeeping, whatever the number of shards the region touches; then
-//! the inner chunks are decoded in parallel, each task owning a band of rows of the output, so
-//! the copy into the caller's buffer is parallel too and needs no lock and no `unsafe`. A pass
-//! is one row of shards, or as many as the inner chunks covering the region's part of them
-//! decode to at most 4 MiB together: a small region across shard rows then fetches all its
-//! shards in one parallel step and decodes all its bands in another, instead of a step of each
-//! per row. The benchmark's 117-chunk
-//! region across two shard rows (`bench/examples/profile.rs region`, two threads, alternated
-//! with the previous code): 0.59–0.64 → 0.56–0.57 ms back to back, 0.86–0.98 → 0.81–0.90 ms
-//! after 20 ms idle; one thread and whole-array reads (a pass per row) unchanged.
-//! Where nothing is stored the output holds the fill value.
+//! The touched shards are taken in passes (C order) of at most [`PASS_BYTES`] of inner chunks
+//! (decoded size), `PASS_SHARDS` shards and `PASS_CHUNKS` chunks, so memory beyond the
+//! caller's buffer is one pass's fetched bytes and bookkeeping, whatever the region's size.
+//! A pass fetches its shards in parallel, then decodes every (shard, inner chunk) of it as one
+//! item of a parallel loop, each writing its part of the caller's buffer
+//! (`nd::DisjointOut`: the parts are disjoint, claimed once each). So the work has
+//! as many pieces as the pass has chunks whatever the array's shape: a 3-D array with four
+//! shards along its first axis keeps sixteen threads busy. A read of a few inner chunks runs
+//! on the calling thread, without the pool. Where nothing is stored the output holds the fill
+//! value.
 //!
 //! **Writes** do the minimum read-modify-write: a shard the region covers entirely is encoded
 //! and written whole without reading it; otherwise an update writer
@@ -39,32 +35,37 @@ use crate::array::Array;
 use crate::codec::check_len;
 use crate::error::{shown, Error, Result};
 use crate::nd;
-use crate::runtime::read_buffers;
 use crate::runtime::threads;
 use crate::shard::reader::FetchedChunks;
 use crate::shard::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
 use crate::storage::store::Store;
 use std::sync::{Arc, Mutex};
 
-/// A pass's spare buffers of one shard, from `&mut` (no other thread holds them then).
-fn lock(m: &mut Mutex<Vec<Vec<u8>>>) -> &mut Vec<Vec<u8>> {
-    m.get_mut().unwrap_or_else(|e| e.into_inner())
+/// The read's spare fetch buffers.
+fn lock(m: &Mutex<Vec<Vec<u8>>>) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The most decoded bytes of the inner chunks covering a region that one pass of a read
-/// fetches when it takes more than one row of shards (see the module docs). A row of shards
-/// covering more is a pass of its own, so a whole-array read still holds one row of shards'
-/// fetched bytes at a time.
-const PASS_BYTES: usize = 4 << 20;
+/// The most decoded bytes of the inner chunks one pass of a read covers (more only when one
+/// shard alone does): the bound on what a read fetches and holds at a time besides the
+/// caller's buffer, since encoded chunks are rarely larger than decoded ones. Large enough that
+/// a pass has work for every thread of a many-core machine (a pass of the 3-D benchmark's
+/// 8 MiB shards has 512 inner chunks), small beside the regions that need several passes.
+pub const PASS_BYTES: u64 = 64 << 20;
+
+/// A read that touches at most this many inner chunks runs on the calling thread: handing it
+/// to the pool would cost more than the work.
+const SMALL_READ_CHUNKS: usize = 4;
 
 impl<S: Store> Array<S> {
     /// Read the region of extent `shape` at `start` (array coordinates) into `out`: C order,
     /// native byte order, `shape.product() × element size` bytes. The fill value where
     /// nothing is stored.
     ///
-    /// Memory beyond `out`: one pass of at most 1024 shards and 65 536 inner chunks at a time
-    /// (their fetched bytes and a few hundred bytes of bookkeeping each, nothing per element
-    /// or per chunk of the region as a whole); a single shard whose touched chunks need more
+    /// Memory beyond `out`: one pass of at most [`PASS_BYTES`] of inner chunks (decoded
+    /// size), 1024 shards and 65 536 inner chunks at a time (their fetched bytes and a few
+    /// hundred bytes of bookkeeping each), one decoded inner chunk per thread, and one bit per
+    /// inner chunk the region touches; nothing is kept after the call. A single shard whose touched chunks need more
     /// (48 bytes each) than the memory limit is [`Error::MemoryLimit`], before any read.
     ///
     /// Errors: [`Error::InvalidArgument`] when the region's rank differs from the array's or it
@@ -118,161 +119,95 @@ impl<S: Store> Array<S> {
         let chunk_bytes = layout.inner_byte_size() as u64;
         let cs = &meta.chunk_shape;
         let grid = meta.grid_shape();
-        let row_bytes = nd_len(&shape[1..])? * elem;
-        let shard_ranges = cells(start, shape, cs);
-        // The buffers shards are fetched into are never freed between passes: freed and
-        // allocated afresh, row after row, glibc trims them and the kernel faults them in again
-        // page by page (measured on the benchmark's array with one thread: 53 → 46 ms for
-        // zstd, 20 → 9 ms uncompressed). When shards are fetched on the calling thread, each
-        // shard of a pass reuses the buffers of the shard in the same place of the pass
-        // before; with the pool, they go back to the process's kept buffers after each pass
-        // and the next pass takes them from there. The kept buffers also outlive the call, for
-        // the next one (`crate::runtime::read_buffers`).
-        let recycle = self.store().io_on_caller_thread() || threads::threads() <= 1;
-        let mut spare: Vec<Mutex<Vec<Vec<u8>>>> = Vec::new();
-        // The output rows shard rows g0..g1 cover: [lo, hi). Saturating: the last shard of an
-        // array within one shard of 2^64 elements ends past u64::MAX; the region (inside the
-        // array) ends before that.
-        let rows_of = |g0: u64, g1: u64| {
-            let lo = start[0].max(g0.saturating_mul(cs[0]));
-            (lo, (start[0] + shape[0]).min(g1.saturating_mul(cs[0])))
-        };
+        let cps = layout.chunks_per_shard();
         // The inner chunks of a shard the region touches (per dimension, in the shard).
         let local_of = |g: &[u64]| {
             let origin = nd::mul(g, cs);
             let (bs, be) = nd::intersect(start, shape, &origin, cs);
             cells(&nd::sub(&bs, &origin), &be, &inner)
         };
+        let out = nd::DisjointOut::new(out, start, shape, &inner, elem);
+        // One decoded inner chunk of scratch per thread taking part, copied from this one.
+        let filled = layout.inner_repr().filled()?;
+        // Fetch buffers go back here after each pass and are taken by the next one's shards,
+        // so a read of many passes maps its memory once; all are freed when the call returns.
+        let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+        let shard_ranges = cells(start, shape, cs);
         let mut shards = touched(&shard_ranges, &grid, listed).peekable();
         while shards.peek().is_some() {
             let pass = next_pass(&mut shards, |g| cell_count(&local_of(g)), chunk_bytes)?;
-            spare.resize_with(pass.len(), Default::default);
-            let empty = spare.iter_mut().map(lock).filter(|b| b.is_empty()).count();
-            let mut kept = read_buffers::take(empty).into_iter();
-            for bufs in spare.iter_mut().map(lock).filter(|b| b.is_empty()) {
-                bufs.extend(kept.next());
-            }
+            let locals: Vec<Vec<(u64, u64)>> = pass.iter().map(|g| local_of(g)).collect();
+            // `ends[s]`: the pass's chunks up to and including shard `s`'s.
+            let ends: Vec<usize> = locals
+                .iter()
+                .scan(0usize, |n, l| {
+                    *n += cell_count(l) as usize;
+                    Some(*n)
+                })
+                .collect();
+            let total = ends.last().copied().unwrap_or(0);
+            // A read of a few inner chunks stays on the calling thread: handing it to the pool
+            // would cost more than the work.
+            let here = shards.peek().is_none() && total <= SMALL_READ_CHUNKS;
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
-            let fetched = self.map_io(pass.len(), |s| -> Result<Wanted> {
-                let local = local_of(&pass[s]);
+            let fetch = |s: usize| -> Result<Option<FetchedChunks>> {
                 let reader = self.shard_reader(&pass[s])?;
-                let fetched = match reader.index() {
-                    None => None,
-                    Some(_) => {
-                        let cps = layout.chunks_per_shard();
-                        let mut indices = Vec::with_capacity(cell_count(&local) as usize);
-                        each_cell(&local, |c| {
-                            indices.push(nd::ravel(c, cps) as usize);
-                            Ok(())
-                        })?;
-                        let mut bufs = spare[s].lock().unwrap_or_else(|e| e.into_inner());
-                        let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
-                        Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?)
+                if reader.index().is_none() {
+                    return Ok(None);
+                }
+                let mut indices = Vec::with_capacity(cell_count(&locals[s]) as usize);
+                each_cell(&locals[s], |c| {
+                    indices.push(nd::ravel(c, cps) as usize);
+                    Ok(())
+                })?;
+                let mut bufs: Vec<Vec<u8>> = lock(&spare).pop().into_iter().collect();
+                let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
+                lock(&spare).append(&mut bufs);
+                Ok(Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?))
+            };
+            let fetched: Vec<Option<FetchedChunks>> = match here {
+                true => (0..pass.len()).map(fetch).collect::<Result<_>>()?,
+                false => self.map_io(pass.len(), fetch)?,
+            };
+            // Phase 2: every (shard, inner chunk) of the pass is one item, decoded straight
+            // into its part of `out`; the pool splits the items into runs by work stealing, so
+            // the pass keeps every thread busy whatever the region's shape.
+            let decode = |chunk: &mut Vec<u8>, i: usize| -> Result<()> {
+                let s = ends.partition_point(|&e| e <= i);
+                let k = i - if s == 0 { 0 } else { ends[s - 1] };
+                let extent: Vec<u64> = locals[s].iter().map(|(a, b)| b - a).collect();
+                let mut cell = nd::unravel(k as u64, &extent);
+                for d in 0..cell.len() {
+                    cell[d] += pass[s][d] * cps[d] + locals[s][d].0;
+                }
+                let encoded = fetched[s].as_ref().and_then(|f| f.encoded(k));
+                // Uncompressed native chunks are copied straight from the fetched bytes.
+                let src: &[u8] = match (encoded, &fetched[s]) {
+                    (Some(e), _) if layout.as_decoded(e).is_some() => e,
+                    (_, Some(f)) => {
+                        f.decode_into(k, chunk)
+                            .map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?;
+                        chunk
+                    }
+                    (_, None) => {
+                        layout.inner_repr().fill_value.fill(chunk);
+                        chunk
                     }
                 };
-                let origin = nd::mul(&pass[s], cs);
-                Ok(Wanted {
-                    origin,
-                    local,
-                    fetched,
-                })
-            })?;
-            // Phase 2: the output rows these shards cover, cut where inner chunks start along
-            // the first dimension; each band is decoded into by one thread, the calling thread
-            // taking bands from the same queue as the pool's (not handing them over: after
-            // idleness a woken pool thread may join late, `parallel`). A band writes only
-            // the parts of this pass's shards; a row of shards split between passes is
-            // written by each in turn.
-            let (lo, hi) = rows_of(pass[0][0], pass[pass.len() - 1][0] + 1);
-            let mut bands = Vec::new();
-            let mut r = lo;
-            while r < hi {
-                let next = ((r / inner[0] + 1).saturating_mul(inner[0])).min(hi);
-                bands.push((r, next));
-                r = next;
-            }
-            let sizes: Vec<usize> = bands
-                .iter()
-                .map(|(a, b)| (b - a) as usize * row_bytes)
-                .collect();
-            let from = (lo - start[0]) as usize * row_bytes;
-            let to = (hi - start[0]) as usize * row_bytes;
-            threads::for_each_split(&mut out[from..to], &sizes, |b, band| {
-                let (r0, r1) = bands[b];
-                let mut band_start = start.to_vec();
-                band_start[0] = r0;
-                let mut band_shape = shape.to_vec();
-                band_shape[0] = r1 - r0;
-                let mut chunk = layout.inner_repr().filled()?;
-                // Where each chunk's part goes: reused for every chunk (no allocation per chunk).
-                let rank = shape.len();
-                let (mut from, mut to, mut extent) =
-                    (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
-                let (mut c, mut in_band) = (vec![0u64; rank], Vec::with_capacity(rank));
-                for w in &fetched {
-                    // The shard's row of inner chunks holding the band's first row, if any.
-                    let Some(row) = r0.checked_sub(w.origin[0]).map(|r| r / inner[0]) else {
-                        continue;
-                    };
-                    if !(w.local[0].0..w.local[0].1).contains(&row) {
-                        continue;
-                    }
-                    in_band.clear();
-                    in_band.push((row, row + 1));
-                    in_band.extend_from_slice(&w.local[1..]);
-                    each_cell(&in_band, |local| {
-                        // Its position among the chunks fetched (C order of `w.local`).
-                        let k = local
-                            .iter()
-                            .zip(&w.local)
-                            .fold(0u64, |k, (x, (a, b))| k * (b - a) + (x - a))
-                            as usize;
-                        for d in 0..rank {
-                            c[d] = w.origin[d] + local[d] * inner[d];
-                        }
-                        let encoded = w.fetched.as_ref().and_then(|f| f.encoded(k));
-                        // Uncompressed native chunks are copied straight from the fetched bytes.
-                        let src: &[u8] = match (encoded, &w.fetched) {
-                            (Some(e), _) if layout.as_decoded(e).is_some() => e,
-                            (_, Some(f)) => {
-                                f.decode_into(k, &mut chunk).map_err(|e| {
-                                    let g: Vec<u64> =
-                                        w.origin.iter().zip(cs).map(|(o, c)| o / c).collect();
-                                    e.in_shard(&self.shard_key(&g))
-                                })?;
-                                &chunk
-                            }
-                            (_, None) => {
-                                layout.inner_repr().fill_value.fill(&mut chunk);
-                                &chunk
-                            }
-                        };
-                        for d in 0..rank {
-                            let lo = band_start[d].max(c[d]);
-                            let hi =
-                                (band_start[d] + band_shape[d]).min(c[d].saturating_add(inner[d]));
-                            (from[d], to[d], extent[d]) = (lo - c[d], lo - band_start[d], hi - lo);
-                        }
-                        nd::copy_box(src, &inner, &from, band, &band_shape, &to, &extent, elem);
-                        Ok(())
-                    })?;
-                }
+                out.put_chunk(&cell, src);
                 Ok(())
-            })?;
-            let buffers = fetched
-                .into_iter()
-                .map(|w| w.fetched.map(FetchedChunks::into_buffers));
-            if recycle {
-                for (s, bufs) in buffers.enumerate() {
-                    if let Some(bufs) = bufs {
-                        *lock(&mut spare[s]) = bufs;
-                    }
+            };
+            match here {
+                true => {
+                    let mut chunk = filled.clone();
+                    (0..total).try_for_each(|i| decode(&mut chunk, i))?
                 }
-            } else {
-                read_buffers::keep(buffers.flatten().flatten());
+                false => threads::for_each_init(total, || filled.clone(), decode)?,
             }
+            let mut bufs = lock(&spare);
+            bufs.extend(fetched.into_iter().flatten().flat_map(FetchedChunks::into_buffers));
+            bufs.truncate(pass.len());
         }
-        read_buffers::keep(spare.iter_mut().flat_map(|m| std::mem::take(lock(m))));
         Ok(())
     }
 
@@ -377,7 +312,7 @@ impl<S: Store> Array<S> {
         if self.store().io_on_caller_thread() {
             (0..n).map(f).collect()
         } else {
-            threads::map_on_pool(n, f)
+            threads::map(n, f)
         }
     }
 
@@ -536,15 +471,6 @@ impl<S: Store> Array<S> {
     }
 }
 
-/// One shard's part of a region read: where the shard starts (array coordinates), the inner
-/// chunks the region touches in it (per dimension; fetched in C order of this box), and their
-/// fetched bytes (`None`: no object). Nothing is kept per chunk beyond what the reader fetched.
-struct Wanted {
-    origin: Vec<u64>,
-    local: Vec<(u64, u64)>,
-    fetched: Option<FetchedChunks>,
-}
-
 /// The most shards one pass of a region read or write handles: their bookkeeping (a reader,
 /// the fetched bytes, a few hundred bytes each besides) follows the pass, not the region.
 const PASS_SHARDS: usize = 1024;
@@ -560,8 +486,8 @@ const CHUNK_BOOKKEEPING: u64 = 48;
 
 /// The next pass of a region read: shards from `shards` (C order) while together they number
 /// at most [`PASS_SHARDS`] and [`PASS_CHUNKS`] inner chunks (`chunks(shard)` each, of
-/// `chunk_bytes` decoded), and either lie in the first's row of shards or keep the decoded
-/// bytes of the pass within [`PASS_BYTES`]; at least one shard.
+/// `chunk_bytes` decoded), and keep the decoded bytes of the pass within [`PASS_BYTES`]; at
+/// least one shard.
 ///
 /// Errors: [`Error::MemoryLimit`] when one shard's chunks need more bookkeeping than the limit.
 fn next_pass(
@@ -574,10 +500,10 @@ fn next_pass(
     while let Some(g) = shards.peek() {
         let n = chunks(g);
         let b = n.saturating_mul(chunk_bytes);
-        if let Some(first) = pass.first() {
+        if !pass.is_empty() {
             if pass.len() >= PASS_SHARDS
                 || total + n > PASS_CHUNKS
-                || (g[0] != first[0] && bytes.saturating_add(b) > PASS_BYTES as u64)
+                || bytes.saturating_add(b) > PASS_BYTES
             {
                 break;
             }
@@ -687,15 +613,6 @@ pub(crate) fn region_bytes(shape: &[u64], elem: usize) -> Result<u64> {
         .ok_or_else(|| Error::InvalidArgument(format!("a region of {} overflows", shown(shape))))
 }
 
-fn nd_len(shape: &[u64]) -> Result<usize> {
-    region_bytes(shape, 1)
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!("{} does not fit this platform", shown(shape)))
-        })
-}
-
 /// The cells of a grid with cell shape `cell` that the box `[start, start + shape)` (non-empty)
 /// touches: per dimension `(first, end)`.
 fn cells(start: &[u64], shape: &[u64], cell: &[u64]) -> Vec<(u64, u64)> {
@@ -723,8 +640,8 @@ fn boxes(ranges: &[(u64, u64)]) -> impl Iterator<Item = Vec<u64>> + '_ {
 mod tests {
     use super::*;
 
-    /// Rows of shards go into one pass while together they cover at most `PASS_BYTES`; the
-    /// first row is whole unless it passes `PASS_SHARDS` or `PASS_CHUNKS`.
+    /// Shards go into one pass (C order, rows or not) while together they cover at most
+    /// `PASS_BYTES`, `PASS_SHARDS` and `PASS_CHUNKS`; a pass has at least one shard.
     #[test]
     fn passes_by_hand() {
         let mib = 1u64 << 20;
@@ -737,17 +654,9 @@ mod tests {
             }
             lens
         };
-        assert_eq!(
-            passes(&[10, 1], 1, mib),
-            vec![4, 4, 2],
-            "4 MiB in four rows"
-        );
-        assert_eq!(
-            passes(&[3, 4], 1, mib),
-            vec![4, 4, 4],
-            "a row is never cut for bytes"
-        );
-        assert_eq!(passes(&[2, 2], 1, 3 * mib), vec![2, 2]);
+        assert_eq!(passes(&[10, 10], 1, mib), vec![64, 36], "64 MiB, across rows");
+        assert_eq!(passes(&[3, 4], 1, 30 * mib), vec![2, 2, 2, 2, 2, 2], "rows are cut");
+        assert_eq!(passes(&[2, 2], 1, 100 * mib), vec![1, 1, 1, 1], "one shard alone");
         assert_eq!(
             passes(&[1, 3000], 1, 1),
             vec![1024, 1024, 952],

@@ -7,10 +7,10 @@
 //!   zstd compression context and a zstd decompression context, a libdeflate compressor for
 //!   gzip, and one decoded inner chunk of scratch;
 //! * per process: the free list of encode segments ([`crate::shard::encoded`]), at most
-//!   [`crate::shard::encoded::KEPT_PER_THREAD`] × threads × 256 KiB (4 MiB per thread of the pool);
-//!   and the large buffers region reads fetched shards into ([`crate::runtime::read_buffers`]), at
-//!   most [`crate::runtime::read_buffers::KEPT_BYTES_PER_THREAD`] × threads (8 MiB per thread, 64 MiB
-//!   in all).
+//!   [`crate::shard::encoded::KEPT_PER_THREAD`] × threads × 256 KiB (4 MiB per thread of the pool).
+//!
+//! Region reads keep nothing: the buffers they fetch shards into are recycled from pass to
+//! pass within the call and freed when it returns.
 //!
 //! A host that is done writing (or decoding) for a while calls [`release_memory`] to free all
 //! of it that it can reach: the free list, and the per-thread state of the calling thread and
@@ -30,8 +30,8 @@ use crate::runtime::threads;
 /// What one [`release_memory`] call freed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Released {
-    /// Bytes of the library's own buffers freed: encode segments on the free list, kept read
-    /// buffers and per-thread scratch chunks. Exact.
+    /// Bytes of the library's own buffers freed: encode segments on the free list and
+    /// per-thread scratch chunks. Exact.
     pub bytes: u64,
     /// Codec contexts freed (zstd compression and decompression contexts, libdeflate
     /// compressors). Counted rather than measured: libdeflate does not report its size.
@@ -46,7 +46,7 @@ impl std::ops::AddAssign for Released {
 }
 
 /// Free the memory the library keeps between calls (see the module docs): the encode
-/// segments on the free list, the kept read buffers, and the codec contexts and scratch buffers of the calling thread
+/// segments on the free list and the codec contexts and scratch buffers of the calling thread
 /// and of every thread of the pool; while the thread setting is 1, the pool's sleeping threads
 /// are ended too (a later setting above 1 starts new ones). Returns what was freed; a second
 /// call right after returns zeros unless another thread encoded or decoded in between.
@@ -62,7 +62,6 @@ pub fn release_memory() -> Released {
         released += on_pool_thread;
     }
     released.bytes += crate::shard::encoded::release_free_segments();
-    released.bytes += crate::runtime::read_buffers::release();
     threads::end_sleeping_pool();
     released
 }

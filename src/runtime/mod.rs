@@ -5,6 +5,4 @@
 
 pub mod limits;
 pub mod memory;
-mod placement;
-pub mod read_buffers;
 pub mod threads;

@@ -83,3 +83,9 @@ pub fn large_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let out = f();
     (out, LARGE_COUNT.load(Ordering::SeqCst) - before)
 }
+
+/// The bytes allocated and not yet freed now.
+#[allow(dead_code)] // not every binary that includes this module reads it
+pub fn live() -> usize {
+    CURRENT.load(Ordering::SeqCst)
+}
