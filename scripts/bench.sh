@@ -9,8 +9,9 @@
 #                                and tensorstore at 1, 2, 4, 8, 16 threads; tables on stdout
 #                                and in target/bench/scaling.md (ZARRSHARD_SCALING_* settings
 #                                in bench/README.md)
-#   scripts/bench.sh ab REV   -> old vs new: the harness (Rust rows only) built for git
-#                                revision REV and for the current tree, run alternately
+#   scripts/bench.sh ab REV   -> old vs new: the current tree's harness (Rust rows only) built
+#                                against the library at git revision REV (ZARRSHARD_AB_HARNESS=own:
+#                                REV's own harness) and against the current tree, run alternately
 #                                (ZARRSHARD_AB_ROUNDS runs each, default 3); per-row medians
 #                                and new/old in target/bench/ab.md
 #
@@ -81,8 +82,15 @@ if [ "${1:-}" = ab ]; then
     new_label="$(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" status --porcelain -- src Cargo.toml bench | grep -q . && echo +dirty)"
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/zarrshard-ab.XXXXXX")"
     trap 'git -C "$REPO" worktree remove --force "$tmp/old" 2>/dev/null; rm -rf "$tmp"' EXIT
-    log "old: $old_commit in a temporary worktree; building its harness"
+    log "old: $old_commit in a temporary worktree; building the harness against it"
     git -C "$REPO" worktree add --detach "$tmp/old" "$old_commit" >&2
+    # The same harness on both sides (only the library differs), unless
+    # ZARRSHARD_AB_HARNESS=own: REV's own bench/.
+    if [ "${ZARRSHARD_AB_HARNESS:-current}" != own ]; then
+        rm -rf "$tmp/old/bench"
+        tar -C "$REPO" --exclude=bench/target --exclude=bench/zarrs-shipped/target -cf - bench \
+            | tar -C "$tmp/old" -xf -
+    fi
     old_bin="$(build_compare "$tmp/old")"
     [ -x "$old_bin" ] || { log "building the harness at $old_commit failed"; exit 1; }
     cp "$old_bin" "$tmp/compare-old"

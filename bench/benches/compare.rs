@@ -29,10 +29,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
-use std::io::{BufRead, BufReader, Write};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -1723,7 +1721,7 @@ fn main() {
             &cfg,
             zarrshard::DataType::UInt16,
             vec![S, S],
-            zarrshard::FillValue::zero(zarrshard::DataType::UInt16),
+            zarrshard::FillValue::zero(&zarrshard::DataType::UInt16),
         )
         .unwrap();
         let n = layout.num_chunks();
