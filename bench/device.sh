@@ -8,7 +8,7 @@
 #                                 $OUT/scaling.md (OUT defaults to target/bench); progress in
 #                                 $OUT/scaling.log
 #
-# Fits a 10-minute limit: 3 rounds per cell (ZARRSHARD_SCALING_REPS), no measurement starts
+# Fits a 10-minute limit: 5 rounds per cell (ZARRSHARD_SCALING_REPS), no measurement starts
 # after 420 s (ZARRSHARD_SCALING_DEADLINE; the rest is marked skipped), the binary is stopped
 # at 560 s (ZARRSHARD_DEVICE_TIMEOUT). The tables are rewritten after every thread count, so a
 # run cut short leaves what it measured. tensorstore runs when a Python with numpy and
@@ -46,7 +46,7 @@ else
     echo "device.sh: no Python with numpy and tensorstore found: tensorstore skipped"
 fi
 
-export ZARRSHARD_SCALING_REPS="${ZARRSHARD_SCALING_REPS:-3}"
+export ZARRSHARD_SCALING_REPS="${ZARRSHARD_SCALING_REPS:-5}"
 export ZARRSHARD_SCALING_DEADLINE="${ZARRSHARD_SCALING_DEADLINE:-420}"
 export ZARRSHARD_SCALING_OUT="$OUT_DIR/scaling.md"
 export ZARRSHARD_BENCH_DIR="${ZARRSHARD_BENCH_DIR:-${TMPDIR:-/tmp}/zarrshard-scaling}"
