@@ -40,7 +40,7 @@ for c in "${ZARRSHARD_BENCH_PYTHON:-}" .venv/bin/python python3; do
 done
 if [ -n "$py" ]; then
     export ZARRSHARD_BENCH_PYTHON="$py"
-    echo "tensorstore: $("$py" -c 'import tensorstore; print(tensorstore.__version__)') ($py)"
+    echo "tensorstore: $("$py" -c 'from importlib.metadata import version; print(version("tensorstore"))') ($py)"
 else
     export ZARRSHARD_BENCH_NO_PEERS=1
     echo "device.sh: no Python with numpy and tensorstore found: tensorstore skipped"

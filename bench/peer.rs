@@ -20,7 +20,12 @@ pub struct Peer {
 
 impl Peer {
     /// Start `program ARGS… --serve` and send it the manifest.
-    pub fn start(name: &'static str, program: &Path, args: &[&Path], manifest: &Value) -> Result<Peer, String> {
+    pub fn start(
+        name: &'static str,
+        program: &Path,
+        args: &[&Path],
+        manifest: &Value,
+    ) -> Result<Peer, String> {
         let mut child = Command::new(program)
             .args(args)
             .arg("--serve")
@@ -31,7 +36,13 @@ impl Peer {
             .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut p = Peer { name, child, stdin, stdout, dead: None };
+        let mut p = Peer {
+            name,
+            child,
+            stdin,
+            stdout,
+            dead: None,
+        };
         p.call(&json!({"op": "init", "manifest": manifest}))?;
         Ok(p)
     }
@@ -45,7 +56,12 @@ impl Peer {
             writeln!(self.stdin, "{req}").map_err(|e| e.to_string())?;
             self.stdin.flush().map_err(|e| e.to_string())?;
             let mut line = String::new();
-            if self.stdout.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            if self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| e.to_string())?
+                == 0
+            {
                 return Err(format!("{} exited", self.name));
             }
             serde_json::from_str::<Value>(&line).map_err(|e| e.to_string())

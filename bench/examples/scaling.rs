@@ -117,7 +117,12 @@ impl Geometry {
         self.shape.iter().product::<u64>() as usize * 2
     }
     fn label(&self) -> String {
-        format!("{} uint16, {} shards, {} inner chunks, zstd 1", dims(&self.shape), dims(&self.shard), dims(&self.inner))
+        format!(
+            "{} uint16, {} shards, {} inner chunks, zstd 1",
+            dims(&self.shape),
+            dims(&self.shard),
+            dims(&self.inner)
+        )
     }
     fn whole(&self) -> Vec<Range<u64>> {
         self.shape.iter().map(|&n| 0..n).collect()
@@ -177,7 +182,12 @@ impl ArrayData {
 }
 
 fn as_bytes(v: &[u16]) -> &[u8] {
-    assert!(cfg!(target_endian = "little"), "the harness assumes a little-endian host");
+    const {
+        assert!(
+            cfg!(target_endian = "little"),
+            "the harness assumes a little-endian host"
+        )
+    };
     // SAFETY: u16 has no padding; the slice covers exactly the same memory.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len() * 2) }
 }
@@ -193,7 +203,11 @@ fn same(got: &[u8], want: &[u8], what: &str) -> R<()> {
 fn make_array_dir(dir: &Path, geo: &Geometry) -> R<()> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(es)?;
-    std::fs::write(dir.join("zarr.json"), serde_json::to_vec_pretty(&geo.zarr_json()).unwrap()).map_err(es)
+    std::fs::write(
+        dir.join("zarr.json"),
+        serde_json::to_vec_pretty(&geo.zarr_json()).unwrap(),
+    )
+    .map_err(es)
 }
 
 /// Remove the shards an earlier sample wrote and flush dirty pages (untimed, before a write).
@@ -225,11 +239,22 @@ fn zs_set_threads(n: usize) -> R<()> {
 fn zopts(n: usize) -> CodecOptions {
     // zarrs keeps at least `chunk_concurrent_minimum` (default 4) chunks in flight whatever the
     // target, so n threads need both.
-    CodecOptions::default().with_concurrent_target(n).with_chunk_concurrent_minimum(n)
+    CodecOptions::default()
+        .with_concurrent_target(n)
+        .with_chunk_concurrent_minimum(n)
 }
 
-fn zarrs_read_all<S: zarrs::storage::ReadableStorageTraits + ?Sized + 'static>(arr: &ZArray<S>, geo: &Geometry, opts: &CodecOptions) -> R<Vec<u8>> {
-    let out = arr.retrieve_array_subset_opt::<ArrayBytes<'static>>(&ArraySubset::new_with_ranges(&geo.whole()), opts).map_err(es)?;
+fn zarrs_read_all<S: zarrs::storage::ReadableStorageTraits + ?Sized + 'static>(
+    arr: &ZArray<S>,
+    geo: &Geometry,
+    opts: &CodecOptions,
+) -> R<Vec<u8>> {
+    let out = arr
+        .retrieve_array_subset_opt::<ArrayBytes<'static>>(
+            &ArraySubset::new_with_ranges(&geo.whole()),
+            opts,
+        )
+        .map_err(es)?;
     Ok(out.into_fixed().map_err(es)?.into_owned())
 }
 
@@ -237,11 +262,14 @@ fn zarrs_read_all<S: zarrs::storage::ReadableStorageTraits + ?Sized + 'static>(a
 fn verify_written(writer: &str, a: &ArrayData) -> R<()> {
     let dir = &a.write_dirs[writer];
     let got = if writer == "zarrshard" {
-        let arr = ZArray::open(Arc::new(FilesystemStore::new(dir).map_err(es)?), "/").map_err(es)?;
+        let arr =
+            ZArray::open(Arc::new(FilesystemStore::new(dir).map_err(es)?), "/").map_err(es)?;
         zarrs_read_all(&arr, &a.geo, &CodecOptions::default())?
     } else {
         let mut out = vec![0u8; a.geo.bytes()];
-        zs_open(dir)?.read_region(&a.geo.zeros(), &a.geo.shape, &mut out).map_err(es)?;
+        zs_open(dir)?
+            .read_region(&a.geo.zeros(), &a.geo.shape, &mut out)
+            .map_err(es)?;
         out
     };
     same(&got, a.src(), &format!("{writer}'s array read back"))
@@ -317,7 +345,10 @@ impl Ctx {
                     "op": "run", "impl": "tensorstore", "workload": workload, "variant": a.geo.key,
                     "threads": n, "check": check,
                 }))?;
-                let s = Sample { t: v["seconds"].as_f64().ok_or("no seconds in reply")?, cpu: v["cpu_seconds"].as_f64() };
+                let s = Sample {
+                    t: v["seconds"].as_f64().ok_or("no seconds in reply")?,
+                    cpu: v["cpu_seconds"].as_f64(),
+                };
                 if op == Op::Write && check {
                     verify_written("tensorstore", a)?;
                 }
@@ -326,7 +357,11 @@ impl Ctx {
             ("zarrshard", Op::Write) => {
                 fresh_output(&a.write_dirs["zarrshard"]);
                 let arr = &self.zs_write[w.array];
-                let s = timed(|| arr.write_region(&a.geo.zeros(), &a.geo.shape, a.src()).map_err(es))?.1;
+                let s = timed(|| {
+                    arr.write_region(&a.geo.zeros(), &a.geo.shape, a.src())
+                        .map_err(es)
+                })?
+                .1;
                 if check {
                     verify_written("zarrshard", a)?;
                 }
@@ -336,7 +371,8 @@ impl Ctx {
                 let arr = &self.zs_read[w.array];
                 let (out, s) = timed(|| {
                     let mut out = vec![0u8; a.geo.bytes()];
-                    arr.read_region(&a.geo.zeros(), &a.geo.shape, &mut out).map_err(es)?;
+                    arr.read_region(&a.geo.zeros(), &a.geo.shape, &mut out)
+                        .map_err(es)?;
                     Ok(out)
                 })?;
                 if check {
@@ -353,7 +389,8 @@ impl Ctx {
                             .map(|t| {
                                 let arr = &arr;
                                 sc.spawn(move || -> R<Vec<Vec<u8>>> {
-                                    let mut buf = vec![0u8; size.iter().product::<u64>() as usize * 2];
+                                    let mut buf =
+                                        vec![0u8; size.iter().product::<u64>() as usize * 2];
                                     let mut outs = Vec::new();
                                     for o in small.iter().skip(t).step_by(n) {
                                         arr.read_region(o, size, &mut buf).map_err(es)?;
@@ -365,7 +402,13 @@ impl Ctx {
                                 })
                             })
                             .collect();
-                        handles.into_iter().map(|h| h.join().map_err(|_| "a reading thread panicked".to_string())?).collect::<R<Vec<_>>>()
+                        handles
+                            .into_iter()
+                            .map(|h| {
+                                h.join()
+                                    .map_err(|_| "a reading thread panicked".to_string())?
+                            })
+                            .collect::<R<Vec<_>>>()
                     })
                 })?;
                 if check {
@@ -376,10 +419,26 @@ impl Ctx {
             ("zarrs", Op::Write) => {
                 fresh_output(&a.write_dirs["zarrs"]);
                 let arr = &self.zarrs_write[w.array];
-                let grid: Vec<Range<u64>> = a.geo.shape.iter().zip(&a.geo.shard).map(|(&n, &s)| 0..n / s).collect();
+                let grid: Vec<Range<u64>> = a
+                    .geo
+                    .shape
+                    .iter()
+                    .zip(&a.geo.shard)
+                    .map(|(&n, &s)| 0..n / s)
+                    .collect();
                 let opts = zopts(n);
                 let pool = &self.pools[&n];
-                let s = timed(|| pool.install(|| arr.store_chunks_opt(&ArraySubset::new_with_ranges(&grid), &a.data[..], &opts)).map_err(es))?.1;
+                let s = timed(|| {
+                    pool.install(|| {
+                        arr.store_chunks_opt(
+                            &ArraySubset::new_with_ranges(&grid),
+                            &a.data[..],
+                            &opts,
+                        )
+                    })
+                    .map_err(es)
+                })?
+                .1;
                 if check {
                     verify_written("zarrs", a)?;
                 }
@@ -407,9 +466,14 @@ impl Ctx {
                     pool.broadcast(|b| -> R<Vec<Vec<u8>>> {
                         let mut outs = Vec::new();
                         for o in small.iter().skip(b.index()).step_by(n) {
-                            let ranges: Vec<Range<u64>> = o.iter().zip(size).map(|(&o, &s)| o..o + s).collect();
+                            let ranges: Vec<Range<u64>> =
+                                o.iter().zip(size).map(|(&o, &s)| o..o + s).collect();
                             let out = arr
-                                .retrieve_array_subset_sharded_opt::<ArrayBytes<'static>>(&cache, &ArraySubset::new_with_ranges(&ranges), &opts)
+                                .retrieve_array_subset_sharded_opt::<ArrayBytes<'static>>(
+                                    &cache,
+                                    &ArraySubset::new_with_ranges(&ranges),
+                                    &opts,
+                                )
                                 .map_err(es)?;
                             if check {
                                 outs.push(out.into_fixed().map_err(es)?.into_owned());
@@ -434,11 +498,19 @@ impl Ctx {
         let a = &self.arrays[self.small_array];
         let count: usize = outs.iter().map(Vec::len).sum();
         if outs.len() != n || count != self.small.len() {
-            return Err(format!("{what}: {count} reads on {} threads, expected {} on {n}", outs.len(), self.small.len()));
+            return Err(format!(
+                "{what}: {count} reads on {} threads, expected {} on {n}",
+                outs.len(),
+                self.small.len()
+            ));
         }
         for (t, outs) in outs.iter().enumerate() {
             for (o, got) in self.small.iter().skip(t).step_by(n).zip(outs) {
-                same(got, &a.extract(o, &a.geo.inner), &format!("{what}: read at {o:?}"))?;
+                same(
+                    got,
+                    &a.extract(o, &a.geo.inner),
+                    &format!("{what}: read at {o:?}"),
+                )?;
             }
         }
         Ok(())
@@ -453,7 +525,13 @@ impl Ctx {
 fn timed<T>(f: impl FnOnce() -> R<T>) -> R<(T, Sample)> {
     let (cpu, t0) = (cpu_now(), Instant::now());
     let out = f()?;
-    Ok((out, Sample { t: t0.elapsed().as_secs_f64(), cpu: Some(cpu_now() - cpu) }))
+    Ok((
+        out,
+        Sample {
+            t: t0.elapsed().as_secs_f64(),
+            cpu: Some(cpu_now() - cpu),
+        },
+    ))
 }
 
 /// Measure workload `w` at `n` threads: a checked warm-up per implementation, then `reps`
@@ -527,7 +605,13 @@ fn work(ctx: &Ctx, w: &Workload) -> f64 {
     }
 }
 
-fn tables(ctx: &Ctx, workloads: &[Workload], threads: &[usize], cells: &HashMap<(usize, usize), Cell>, header: &str) -> String {
+fn tables(
+    ctx: &Ctx,
+    workloads: &[Workload],
+    threads: &[usize],
+    cells: &HashMap<(usize, usize), Cell>,
+    header: &str,
+) -> String {
     let mut out = String::from(header);
     let base = threads.iter().copied().min().unwrap_or(1);
     for (wi, w) in workloads.iter().enumerate() {
@@ -543,7 +627,9 @@ fn tables(ctx: &Ctx, workloads: &[Workload], threads: &[usize], cells: &HashMap<
         };
         let base_cell = cells.get(&(wi, base));
         for &n in threads {
-            let Some(c) = cells.get(&(wi, n)) else { continue };
+            let Some(c) = cells.get(&(wi, n)) else {
+                continue;
+            };
             if let Some(why) = &c.skipped {
                 out.push_str(&format!("| {n} | {why} | | | | | | | | |\n"));
                 continue;
@@ -551,9 +637,15 @@ fn tables(ctx: &Ctx, workloads: &[Workload], threads: &[usize], cells: &HashMap<
             let mut row = vec![n.to_string()];
             for i in 0..3 {
                 row.push(match (&c.errors[i], rate(c, i)) {
-                    (Some(e), _) => format!("error: {}", e.chars().take(120).collect::<String>().replace('|', "/")),
+                    (Some(e), _) => format!(
+                        "error: {}",
+                        e.chars().take(120).collect::<String>().replace('|', "/")
+                    ),
                     (None, Some(r)) => {
-                        let busy: Vec<f64> = c.samples[i].iter().filter_map(|s| s.cpu.map(|cpu| cpu / s.t)).collect();
+                        let busy: Vec<f64> = c.samples[i]
+                            .iter()
+                            .filter_map(|s| s.cpu.map(|cpu| cpu / s.t))
+                            .collect();
                         if busy.is_empty() {
                             fmt_num(r)
                         } else {
@@ -565,8 +657,16 @@ fn tables(ctx: &Ctx, workloads: &[Workload], threads: &[usize], cells: &HashMap<
             }
             for i in 1..3 {
                 // Throughput ratio zarrshard/peer = peer's time / zarrshard's, round by round.
-                let v: Vec<f64> = c.rounds.iter().filter_map(|r| Some(r[i]? / r[0]?)).collect();
-                row.push(if v.is_empty() { "–".into() } else { format!("{:.2}×", median(&v)) });
+                let v: Vec<f64> = c
+                    .rounds
+                    .iter()
+                    .filter_map(|r| Some(r[i]? / r[0]?))
+                    .collect();
+                row.push(if v.is_empty() {
+                    "–".into()
+                } else {
+                    format!("{:.2}×", median(&v))
+                });
             }
             for i in 0..3 {
                 let f = base_cell.and_then(|b| Some(rate(c, i)? / rate(b, i)?));
@@ -599,10 +699,14 @@ fn python_and_script() -> R<(PathBuf, PathBuf)> {
     let first = |c: [PathBuf; 2]| c.into_iter().find(|p| p.exists());
     let python = match std::env::var_os("ZARRSHARD_BENCH_PYTHON") {
         Some(p) => Some(PathBuf::from(p)).filter(|p| p.exists()),
-        None => first([PathBuf::from(".venv/bin/python"), here.join("../.venv/bin/python")]),
+        None => first([
+            PathBuf::from(".venv/bin/python"),
+            here.join("../.venv/bin/python"),
+        ]),
     };
     let python = python.ok_or("no Python with tensorstore (ZARRSHARD_BENCH_PYTHON, .venv/bin/python: run scripts/venv.sh)")?;
-    let script = first([PathBuf::from("bench/peers.py"), here.join("peers.py")]).ok_or("bench/peers.py not found")?;
+    let script = first([PathBuf::from("bench/peers.py"), here.join("peers.py")])
+        .ok_or("bench/peers.py not found")?;
     Ok((python, script))
 }
 
@@ -618,25 +722,57 @@ fn main() {
     let quick = std::env::var_os("ZARRSHARD_SCALING_QUICK").is_some();
     let mut threads: Vec<usize> = std::env::var("ZARRSHARD_SCALING_THREADS")
         .ok()
-        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).filter(|&n| n > 0).collect())
+        .map(|v| {
+            v.split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .filter(|&n| n > 0)
+                .collect()
+        })
         .unwrap_or_else(|| vec![1, 2, 4, 8, 16]);
     threads.sort_unstable();
     threads.dedup();
-    assert!(!threads.is_empty(), "ZARRSHARD_SCALING_THREADS names no thread count");
-    let reps = env_num("ZARRSHARD_SCALING_REPS").map_or(if quick { 2 } else { 5 }, |r| r.max(1.0) as usize);
+    assert!(
+        !threads.is_empty(),
+        "ZARRSHARD_SCALING_THREADS names no thread count"
+    );
+    let reps = env_num("ZARRSHARD_SCALING_REPS")
+        .map_or(if quick { 2 } else { 5 }, |r| r.max(1.0) as usize);
     let deadline = env_num("ZARRSHARD_SCALING_DEADLINE");
     let only = std::env::var("ZARRSHARD_SCALING_ONLY").ok();
-    let out_path = PathBuf::from(std::env::var_os("ZARRSHARD_SCALING_OUT").unwrap_or_else(|| "target/bench/scaling.md".into()));
+    let out_path = PathBuf::from(
+        std::env::var_os("ZARRSHARD_SCALING_OUT")
+            .unwrap_or_else(|| "target/bench/scaling.md".into()),
+    );
 
     let geos = if quick {
         [
-            Geometry { key: "2d", shape: vec![2048, 2048], shard: vec![1024, 1024], inner: vec![64, 64] },
-            Geometry { key: "3d", shape: vec![64, 512, 512], shard: vec![64, 256, 256], inner: vec![16, 64, 64] },
+            Geometry {
+                key: "2d",
+                shape: vec![2048, 2048],
+                shard: vec![1024, 1024],
+                inner: vec![64, 64],
+            },
+            Geometry {
+                key: "3d",
+                shape: vec![64, 512, 512],
+                shard: vec![64, 256, 256],
+                inner: vec![16, 64, 64],
+            },
         ]
     } else {
         [
-            Geometry { key: "2d", shape: vec![8192, 8192], shard: vec![1024, 1024], inner: vec![64, 64] },
-            Geometry { key: "3d", shape: vec![256, 1024, 1024], shard: vec![64, 256, 256], inner: vec![16, 64, 64] },
+            Geometry {
+                key: "2d",
+                shape: vec![8192, 8192],
+                shard: vec![1024, 1024],
+                inner: vec![64, 64],
+            },
+            Geometry {
+                key: "3d",
+                shape: vec![256, 1024, 1024],
+                shard: vec![64, 256, 256],
+                inner: vec![16, 64, 64],
+            },
         ]
     };
     let small_reads = env_num("ZARRSHARD_SCALING_SMALL_READS").map_or(2000, |v| v as usize);
@@ -656,27 +792,55 @@ fn main() {
             .iter()
             .map(|&c| {
                 let c = c as u64;
-                vec![c / (grid[1] * grid[2]) * g.inner[0], c / grid[2] % grid[1] * g.inner[1], c % grid[2] * g.inner[2]]
+                vec![
+                    c / (grid[1] * grid[2]) * g.inner[0],
+                    c / grid[2] % grid[1] * g.inner[1],
+                    c % grid[2] * g.inner[2],
+                ]
             })
             .collect()
     };
     let all_workloads = vec![
-        Workload { title: format!("2-D whole-array write: {}", geos[0].label()), op: Op::Write, array: 0 },
-        Workload { title: format!("2-D whole-array read: {}", geos[0].label()), op: Op::Read, array: 0 },
-        Workload { title: format!("3-D whole-array write: {}", geos[1].label()), op: Op::Write, array: 1 },
-        Workload { title: format!("3-D whole-array read: {}", geos[1].label()), op: Op::Read, array: 1 },
         Workload {
-            title: format!("{} concurrent reads of one {} inner chunk each (3-D array), n host threads", small.len(), dims(&geos[1].inner)),
+            title: format!("2-D whole-array write: {}", geos[0].label()),
+            op: Op::Write,
+            array: 0,
+        },
+        Workload {
+            title: format!("2-D whole-array read: {}", geos[0].label()),
+            op: Op::Read,
+            array: 0,
+        },
+        Workload {
+            title: format!("3-D whole-array write: {}", geos[1].label()),
+            op: Op::Write,
+            array: 1,
+        },
+        Workload {
+            title: format!("3-D whole-array read: {}", geos[1].label()),
+            op: Op::Read,
+            array: 1,
+        },
+        Workload {
+            title: format!(
+                "{} concurrent reads of one {} inner chunk each (3-D array), n host threads",
+                small.len(),
+                dims(&geos[1].inner)
+            ),
             op: Op::Small,
             array: 1,
         },
     ];
-    let workloads: Vec<Workload> =
-        all_workloads.into_iter().filter(|w| only.as_deref().is_none_or(|o| w.title.contains(o))).collect();
+    let workloads: Vec<Workload> = all_workloads
+        .into_iter()
+        .filter(|w| only.as_deref().is_none_or(|o| w.title.contains(o)))
+        .collect();
 
     let work = std::env::var_os("ZARRSHARD_BENCH_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("zarrshard-scaling-{}", std::process::id())));
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("zarrshard-scaling-{}", std::process::id()))
+        });
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).expect("work directory");
     eprintln!("[scaling] work directory {}", work.display());
@@ -684,17 +848,30 @@ fn main() {
     // Source data, the read arrays (written by zarrshard, checked by zarrs) and the write
     // directories.
     let want_peers = std::env::var_os("ZARRSHARD_BENCH_NO_PEERS").is_none();
-    zs_set_threads(0).or_else(|_| zs_set_threads(1)).expect("zarrshard thread setting");
+    zs_set_threads(0)
+        .or_else(|_| zs_set_threads(1))
+        .expect("zarrshard thread setting");
     let mut arrays = Vec::new();
     for geo in geos {
         let t = Instant::now();
         let needed = workloads.iter().any(|w| w.array == arrays.len());
-        let data = if needed { image::generate(geo.shape[..geo.shape.len() - 2].iter().product::<u64>() as usize, geo.shape[geo.shape.len() - 2] as usize, geo.shape[geo.shape.len() - 1] as usize) } else { Vec::new() };
+        let data = if needed {
+            image::generate(
+                geo.shape[..geo.shape.len() - 2].iter().product::<u64>() as usize,
+                geo.shape[geo.shape.len() - 2] as usize,
+                geo.shape[geo.shape.len() - 1] as usize,
+            )
+        } else {
+            Vec::new()
+        };
         let dir = work.join(geo.key);
         let a = ArrayData {
             raw: dir.join("data.u16le"),
             read_dir: dir.join("read"),
-            write_dirs: IMPS.iter().map(|&i| (i, dir.join("write").join(i))).collect(),
+            write_dirs: IMPS
+                .iter()
+                .map(|&i| (i, dir.join("write").join(i)))
+                .collect(),
             geo,
             data,
         };
@@ -703,13 +880,26 @@ fn main() {
             make_array_dir(d, &a.geo).unwrap();
         }
         if needed {
-            zs_open(&a.read_dir).unwrap().write_region(&a.geo.zeros(), &a.geo.shape, a.src()).expect("write the read array");
-            let arr = ZArray::open(Arc::new(FilesystemStore::new(&a.read_dir).unwrap()), "/").unwrap();
-            same(&zarrs_read_all(&arr, &a.geo, &CodecOptions::default()).unwrap(), a.src(), "the read array, read by zarrs").unwrap();
+            zs_open(&a.read_dir)
+                .unwrap()
+                .write_region(&a.geo.zeros(), &a.geo.shape, a.src())
+                .expect("write the read array");
+            let arr =
+                ZArray::open(Arc::new(FilesystemStore::new(&a.read_dir).unwrap()), "/").unwrap();
+            same(
+                &zarrs_read_all(&arr, &a.geo, &CodecOptions::default()).unwrap(),
+                a.src(),
+                "the read array, read by zarrs",
+            )
+            .unwrap();
             if want_peers {
                 std::fs::write(&a.raw, a.src()).expect("write the raw data");
             }
-            eprintln!("[scaling] {}: generated, written and checked in {:.1} s", a.geo.label(), t.elapsed().as_secs_f64());
+            eprintln!(
+                "[scaling] {}: generated, written and checked in {:.1} s",
+                a.geo.label(),
+                t.elapsed().as_secs_f64()
+            );
         }
         arrays.push(a);
     }
@@ -722,12 +912,29 @@ fn main() {
         "small": {"variant": "3d", "origins": small, "shape": arrays[1].geo.inner},
     });
     let (peer, peer_note) = if !want_peers {
-        (None, "tensorstore skipped (ZARRSHARD_BENCH_NO_PEERS)".to_string())
+        (
+            None,
+            "tensorstore skipped (ZARRSHARD_BENCH_NO_PEERS)".to_string(),
+        )
     } else {
-        match python_and_script().and_then(|(py, script)| Peer::start("peers.py", &py, &[&script], &manifest)) {
+        let started = python_and_script().and_then(|(py, script)| {
+            Peer::start("peers.py", &py, &[&script], &manifest).map_err(|e| {
+                format!(
+                    "{e} (peers.py under {} needs numpy and tensorstore)",
+                    py.display()
+                )
+            })
+        });
+        match started {
             Ok(mut p) => {
-                let info = p.call(&json!({"op": "info"})).map(|v| v["info"].clone()).unwrap_or_default();
-                let v = info["versions"]["tensorstore"].as_str().unwrap_or("?").to_string();
+                let info = p
+                    .call(&json!({"op": "info"}))
+                    .map(|v| v["info"].clone())
+                    .unwrap_or_default();
+                let v = info["versions"]["tensorstore"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string();
                 if v.starts_with("unavailable") {
                     (None, format!("tensorstore skipped: {v}"))
                 } else {
@@ -742,13 +949,38 @@ fn main() {
 
     let pools = threads
         .iter()
-        .map(|&n| (n, rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("zarrs-{i}")).build().expect("rayon pool")))
+        .map(|&n| {
+            (
+                n,
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .thread_name(|i| format!("zarrs-{i}"))
+                    .build()
+                    .expect("rayon pool"),
+            )
+        })
         .collect();
     let ctx = Ctx {
-        zs_write: arrays.iter().map(|a| zs_open(&a.write_dirs["zarrshard"]).unwrap()).collect(),
-        zs_read: arrays.iter().map(|a| zs_open(&a.read_dir).unwrap()).collect(),
-        zarrs_write: arrays.iter().map(|a| ZArray::open(Arc::new(PlainFsStore::new(&a.write_dirs["zarrs"])), "/").unwrap()).collect(),
-        zarrs_read: arrays.iter().map(|a| ZArray::open(Arc::new(FilesystemStore::new(&a.read_dir).unwrap()), "/").unwrap()).collect(),
+        zs_write: arrays
+            .iter()
+            .map(|a| zs_open(&a.write_dirs["zarrshard"]).unwrap())
+            .collect(),
+        zs_read: arrays
+            .iter()
+            .map(|a| zs_open(&a.read_dir).unwrap())
+            .collect(),
+        zarrs_write: arrays
+            .iter()
+            .map(|a| {
+                ZArray::open(Arc::new(PlainFsStore::new(&a.write_dirs["zarrs"])), "/").unwrap()
+            })
+            .collect(),
+        zarrs_read: arrays
+            .iter()
+            .map(|a| {
+                ZArray::open(Arc::new(FilesystemStore::new(&a.read_dir).unwrap()), "/").unwrap()
+            })
+            .collect(),
         arrays,
         small,
         small_array: 1,
@@ -758,7 +990,11 @@ fn main() {
 
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "?".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let header = format!(
@@ -770,14 +1006,20 @@ fn main() {
          the rest of the machine used meanwhile. Method: `bench/examples/scaling.rs`.\n",
         env!("ZARRSHARD_COMMIT"),
         env!("ZARRS_VERSION"),
-        if quick { "; QUICK sizes (a smoke test)" } else { "" },
+        if quick {
+            "; QUICK sizes (a smoke test)"
+        } else {
+            ""
+        },
         "MB/s (10⁶ bytes of the array per second) or reads/s",
     );
 
     // The smallest thread count first (the base of the speed-ups), then the largest down, so
     // a deadline drops the middle ones first.
     let base = threads[0];
-    let order: Vec<usize> = std::iter::once(base).chain(threads.iter().rev().copied().filter(|&n| n != base)).collect();
+    let order: Vec<usize> = std::iter::once(base)
+        .chain(threads.iter().rev().copied().filter(|&n| n != base))
+        .collect();
     let mut cells: HashMap<(usize, usize), Cell> = HashMap::new();
     for &n in &order {
         if let Err(e) = zs_set_threads(n) {
@@ -786,7 +1028,16 @@ fn main() {
         for (wi, w) in workloads.iter().enumerate() {
             let elapsed = started.elapsed().as_secs_f64();
             if deadline.is_some_and(|d| elapsed > d) {
-                cells.insert((wi, n), Cell { skipped: Some(format!("skipped: past the {:.0} s deadline", deadline.unwrap())), ..Cell::default() });
+                cells.insert(
+                    (wi, n),
+                    Cell {
+                        skipped: Some(format!(
+                            "skipped: past the {:.0} s deadline",
+                            deadline.unwrap()
+                        )),
+                        ..Cell::default()
+                    },
+                );
                 continue;
             }
             eprint!("[scaling] {n} threads: {} ...", w.title);
@@ -795,7 +1046,10 @@ fn main() {
             eprintln!(" {:.1} s", t.elapsed().as_secs_f64());
             cells.insert((wi, n), cell);
         }
-        write_out(&out_path, &tables(&ctx, &workloads, &threads, &cells, &header));
+        write_out(
+            &out_path,
+            &tables(&ctx, &workloads, &threads, &cells, &header),
+        );
     }
     let text = tables(&ctx, &workloads, &threads, &cells, &header);
     write_out(&out_path, &text);
@@ -804,5 +1058,9 @@ fn main() {
     if std::env::var_os("ZARRSHARD_BENCH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&work);
     }
-    eprintln!("[scaling] done in {:.0} s; tables in {}", started.elapsed().as_secs_f64(), out_path.display());
+    eprintln!(
+        "[scaling] done in {:.0} s; tables in {}",
+        started.elapsed().as_secs_f64(),
+        out_path.display()
+    );
 }
