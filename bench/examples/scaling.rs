@@ -744,37 +744,26 @@ fn main() {
             .unwrap_or_else(|| "target/bench/scaling.md".into()),
     );
 
-    let geos = if quick {
-        [
-            Geometry {
-                key: "2d",
-                shape: vec![2048, 2048],
-                shard: vec![1024, 1024],
-                inner: vec![64, 64],
-            },
-            Geometry {
-                key: "3d",
-                shape: vec![64, 512, 512],
-                shard: vec![64, 256, 256],
-                inner: vec![16, 64, 64],
-            },
-        ]
+    // Only the shapes differ between QUICK and the full run; shards and inner chunks stay.
+    let (shape_2d, shape_3d) = if quick {
+        (vec![2048, 2048], vec![64, 512, 512])
     } else {
-        [
-            Geometry {
-                key: "2d",
-                shape: vec![8192, 8192],
-                shard: vec![1024, 1024],
-                inner: vec![64, 64],
-            },
-            Geometry {
-                key: "3d",
-                shape: vec![256, 1024, 1024],
-                shard: vec![64, 256, 256],
-                inner: vec![16, 64, 64],
-            },
-        ]
+        (vec![8192, 8192], vec![256, 1024, 1024])
     };
+    let geos = [
+        Geometry {
+            key: "2d",
+            shape: shape_2d,
+            shard: vec![1024, 1024],
+            inner: vec![64, 64],
+        },
+        Geometry {
+            key: "3d",
+            shape: shape_3d,
+            shard: vec![64, 256, 256],
+            inner: vec![16, 64, 64],
+        },
+    ];
     let small_reads = env_num("ZARRSHARD_SCALING_SMALL_READS").map_or(2000, |v| v as usize);
     // Distinct random inner chunks of the 3-D array (seed 42), at most one per chunk.
     let small: Vec<Vec<u64>> = {
