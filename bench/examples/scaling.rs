@@ -355,17 +355,11 @@ impl Ctx {
                 Ok(s)
             }
             ("zarrshard", Op::Write) => {
-                fresh_output(&a.write_dirs["zarrshard"]);
                 let arr = &self.zs_write[w.array];
-                let s = timed(|| {
+                write_sample("zarrshard", a, check, || {
                     arr.write_region(&a.geo.zeros(), &a.geo.shape, a.src())
                         .map_err(es)
-                })?
-                .1;
-                if check {
-                    verify_written("zarrshard", a)?;
-                }
-                Ok(s)
+                })
             }
             ("zarrshard", Op::Read) => {
                 let arr = &self.zs_read[w.array];
@@ -417,7 +411,6 @@ impl Ctx {
                 Ok(s)
             }
             ("zarrs", Op::Write) => {
-                fresh_output(&a.write_dirs["zarrs"]);
                 let arr = &self.zarrs_write[w.array];
                 let grid: Vec<Range<u64>> = a
                     .geo
@@ -428,7 +421,7 @@ impl Ctx {
                     .collect();
                 let opts = zopts(n);
                 let pool = &self.pools[&n];
-                let s = timed(|| {
+                write_sample("zarrs", a, check, || {
                     pool.install(|| {
                         arr.store_chunks_opt(
                             &ArraySubset::new_with_ranges(&grid),
@@ -437,12 +430,7 @@ impl Ctx {
                         )
                     })
                     .map_err(es)
-                })?
-                .1;
-                if check {
-                    verify_written("zarrs", a)?;
-                }
-                Ok(s)
+                })
             }
             ("zarrs", Op::Read) => {
                 let arr = &self.zarrs_read[w.array];
@@ -519,6 +507,17 @@ impl Ctx {
     fn peer_pid(&self) -> Option<u32> {
         self.peer.as_ref().map(|p| p.borrow().child.id())
     }
+}
+
+/// One whole-array write sample by `imp`: its previous shards removed and dirty pages flushed
+/// (untimed), `write` timed, the written array checked when `check`.
+fn write_sample(imp: &str, a: &ArrayData, check: bool, write: impl FnOnce() -> R<()>) -> R<Sample> {
+    fresh_output(&a.write_dirs[imp]);
+    let s = timed(write)?.1;
+    if check {
+        verify_written(imp, a)?;
+    }
+    Ok(s)
 }
 
 /// `f`'s result and its wall and process CPU time.
