@@ -3,7 +3,7 @@
 # rebuilt instrumented (-Zbuild-std), so TSan sees every synchronisation (std, rayon, ours).
 #   1. tests/concurrency.rs: 8 threads reading one ShardReader while 3 threads write other shards
 #   2. tests/ffi.rs: threads on one C handle (concurrent reads; two writers get SHARD_ERR_BUSY)
-#   3. src/parallel.rs' unit test: work shared between the calling thread and the pool
+#   3. src/runtime/threads.rs' unit test: work shared between the calling thread and the pool
 #   4. a negative control: a race on purpose, which TSan must report (so silence means something)
 # Installs the nightly toolchain and rust-src when missing (idempotent). When they cannot be
 # installed, prints a SKIP line and counts nothing as passed. Ends with `N passed, M failed`.
@@ -32,8 +32,8 @@ tsan --test concurrency
 result "tsan concurrency" $?
 tsan --test ffi concurrent
 result "tsan ffi threads" $?
-tsan --lib parallel::
-result "tsan shared work (src/parallel.rs)" $?
+tsan --lib runtime::threads::
+result "tsan shared work (src/runtime/threads.rs)" $?
 out="$(tsan --test concurrency -- --ignored tsan_negative_control 2>&1)"
 status=$?
 grep -m1 "SUMMARY: ThreadSanitizer: data race" <<<"$out"

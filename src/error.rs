@@ -174,7 +174,7 @@ pub enum Error {
     InvalidState(String),
 
     /// A buffer the metadata asks for (a decoded chunk, shard or slab) is larger than the
-    /// memory limit ([`crate::limits::set_memory_limit`], `ZARRSHARD_MEMORY_LIMIT`); refused
+    /// memory limit ([`crate::runtime::limits::set_memory_limit`], `ZARRSHARD_MEMORY_LIMIT`); refused
     /// before anything is allocated.
     #[error("memory limit: {what} needs {needed} bytes, more than the limit of {limit} (raise it with set_memory_limit or ZARRSHARD_MEMORY_LIMIT)")]
     MemoryLimit {

@@ -1,4 +1,4 @@
-//! Whole-array writes reuse the memory their encoded chunks took (`src/encoded.rs`): after the
+//! Whole-array writes reuse the memory their encoded chunks took (`src/shard/encoded.rs`): after the
 //! first write, later writes of the same size take every segment from the free list, which
 //! keeps at most `KEPT_PER_THREAD` segments per thread, and `release_memory` empties it and
 //! frees the codec contexts of every thread that worked. One test, in a process of its own:
@@ -6,7 +6,7 @@
 //! only while no other test encodes.
 
 use serde_json::json;
-use zarrshard::encoded::{KEPT_PER_THREAD, SEGMENT};
+use zarrshard::shard::encoded::{KEPT_PER_THREAD, SEGMENT};
 use zarrshard::*;
 
 /// A 512² uint16 array of 256² shards of 32² inner chunks with `inner` codecs, written whole

@@ -409,7 +409,7 @@ fn a_failed_append_only_update_is_repaired_to_the_previous_shard() {
                     untouched += 1; // failed before writing anything
                     continue;
                 }
-                let plan = zarrshard::repair::plan(&l, &torn, true);
+                let plan = zarrshard::shard::repair::plan(&l, &torn, true);
                 assert_eq!(
                     plan,
                     ShardRepair::Recovered {

@@ -731,7 +731,7 @@ fn adversarial_metadata() {
     let deep_codecs = {
         let mut c =
             json!({"chunk_shape": [8, 8], "codecs": [bytes_le()], "index_codecs": [bytes_le()]});
-        for _ in 1..zarrshard::limits::MAX_SHARDING_NESTING {
+        for _ in 1..zarrshard::runtime::limits::MAX_SHARDING_NESTING {
             c = json!({"chunk_shape": [8, 8], "codecs": [{"name": "sharding_indexed", "configuration": c}], "index_codecs": [bytes_le()]});
         }
         sharding(c)

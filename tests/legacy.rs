@@ -2,6 +2,7 @@
 //! v2 prototype keys. (Interop with an independent writer/reader is in tests/legacy/.)
 
 use serde_json::json;
+use zarrshard::array::legacy;
 use zarrshard::*;
 
 #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use zarrshard::refs::{MetadataFormat, References};
+use zarrshard::array::refs::{MetadataFormat, References};
 use zarrshard::*;
 
 /// A store over `inner` that records the shard keys (`c/…`) it opens or fetches, and lists

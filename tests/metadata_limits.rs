@@ -1,4 +1,4 @@
-//! The documented limits on metadata (`zarrshard::limits`): how deep `sharding_indexed` may
+//! The documented limits on metadata (`zarrshard::runtime::limits`): how deep `sharding_indexed` may
 //! nest and how large a document may be, the same from a file, from a `Value` and through
 //! the C API; and the memory opening a large document takes.
 
@@ -9,7 +9,7 @@ use alloc::{peak_during, Counting};
 use serde_json::{json, Value};
 use std::ffi::c_char;
 use zarrshard::ffi::status::shard_status;
-use zarrshard::limits::{MAX_METADATA_BYTES, MAX_SHARDING_NESTING};
+use zarrshard::runtime::limits::{MAX_METADATA_BYTES, MAX_SHARDING_NESTING};
 use zarrshard::*;
 
 #[global_allocator]
@@ -40,7 +40,7 @@ fn nested(levels: usize) -> Value {
 }
 
 fn too_deep() -> String {
-    format!("invalid metadata: sharding_indexed nested more than {MAX_SHARDING_NESTING} levels deep (the limit, zarrshard::limits::MAX_SHARDING_NESTING)")
+    format!("invalid metadata: sharding_indexed nested more than {MAX_SHARDING_NESTING} levels deep (the limit, zarrshard::runtime::limits::MAX_SHARDING_NESTING)")
 }
 
 /// `shard_array_open` over a store with no objects: the status and the error text.
@@ -228,7 +228,7 @@ fn documents_over_the_cap_are_refused_naming_file_and_cap() {
     assert!(peak < 1 << 20, "peak {peak}");
     assert_eq!(
         r.to_string(),
-        format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)", MAX_METADATA_BYTES + 1)
+        format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::runtime::limits::MAX_METADATA_BYTES)", MAX_METADATA_BYTES + 1)
     );
     // The same from text (the C API's way in).
     let big = with_attributes(&format!(
@@ -237,16 +237,16 @@ fn documents_over_the_cap_are_refused_naming_file_and_cap() {
     ));
     assert_eq!(
         ArrayMetadata::parse(&big).unwrap_err().to_string(),
-        format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)", big.len())
+        format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::runtime::limits::MAX_METADATA_BYTES)", big.len())
     );
     let (status, message) = c_open(&big);
     assert_eq!(status, shard_status::SHARD_ERR_INVALID_METADATA);
-    assert_eq!(message, format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)", big.len()));
+    assert_eq!(message, format!("invalid metadata: zarr.json has {} bytes or more, over the limit of 67108864 bytes for a metadata document (zarrshard::runtime::limits::MAX_METADATA_BYTES)", big.len()));
     // Everything but the attributes is parsed into a tree, within its own cap.
     let shape = format!("[{}]", vec!["1"; 600_000].join(","));
     let doc = with_attributes("{}").replace("\"shape\": [4]", &format!("\"shape\": {shape}"));
     assert_eq!(
         ArrayMetadata::parse(&doc).unwrap_err().to_string(),
-        "invalid metadata: zarr.json: the members other than `attributes` take more than 1048576 bytes (at `shape`; zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)"
+        "invalid metadata: zarr.json: the members other than `attributes` take more than 1048576 bytes (at `shape`; zarrshard::runtime::limits::MAX_METADATA_STRUCTURE_BYTES)"
     );
 }

@@ -1,11 +1,11 @@
-//! Region reads keep the large buffers they fetched shards into (`src/read_buffers.rs`): a
+//! Region reads keep the large buffers they fetched shards into (`src/runtime/read_buffers.rs`): a
 //! second read of the same array makes no allocation of 64 KiB or more (counted by the
 //! allocator of `tests/common/alloc.rs`), the list stays within its limit, and
 //! `release_memory` frees it. One test, in a process of its own: the list, the pool and the
 //! counts are process-wide.
 
 use serde_json::json;
-use zarrshard::read_buffers::{KEPT_BYTES_PER_THREAD, MIN_KEPT};
+use zarrshard::runtime::read_buffers::{KEPT_BYTES_PER_THREAD, MIN_KEPT};
 use zarrshard::*;
 
 #[path = "common/alloc.rs"]

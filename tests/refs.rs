@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
-use zarrshard::refs::{MetadataFormat, References};
-use zarrshard::store::Store;
+use zarrshard::array::refs::{MetadataFormat, References};
+use zarrshard::storage::store::Store;
 use zarrshard::{Array, FsStore};
 
 const V2: MetadataFormat = MetadataFormat::V2 { separator: '.' };
@@ -420,7 +420,7 @@ fn parquet_rows_by_hand() {
     small_array(&a);
     let out = dir.path().join("refs.parq");
     let set = refs(&a, V2).unwrap();
-    zarrshard::refs::write_parquet(&set, "http://h/a", "img", 4, &out).unwrap();
+    zarrshard::array::refs::write_parquet(&set, "http://h/a", "img", 4, &out).unwrap();
     let zmeta: Value =
         serde_json::from_slice(&std::fs::read(out.join(".zmetadata")).unwrap()).unwrap();
     assert_eq!(zmeta["record_size"], json!(4));
@@ -487,17 +487,19 @@ fn parquet_rows_by_hand() {
     );
     assert!(!out.join("img/refs.2.parq").exists());
     // A non-empty output directory is refused; Zarr v3 metadata is refused.
-    let again = zarrshard::refs::write_parquet(&set, "http://h/a", "img", 4, &out);
+    let again = zarrshard::array::refs::write_parquet(&set, "http://h/a", "img", 4, &out);
     assert!(again
         .unwrap_err()
         .to_string()
         .contains("is not an empty directory"));
     let v3 = refs(&a, MetadataFormat::V3).unwrap();
     let fresh = dir.path().join("v3.parq");
-    assert!(zarrshard::refs::write_parquet(&v3, "u", "img", 4, &fresh)
-        .unwrap_err()
-        .to_string()
-        .contains("needs Zarr v2 metadata"));
+    assert!(
+        zarrshard::array::refs::write_parquet(&v3, "u", "img", 4, &fresh)
+            .unwrap_err()
+            .to_string()
+            .contains("needs Zarr v2 metadata")
+    );
 }
 
 #[test]
@@ -577,7 +579,8 @@ fn parquet_fill_chunks_that_start_with_base64_are_written_as_base64() {
     let a = dir.path().join("a");
     base64_fill_array(&a);
     let out = dir.path().join("pq");
-    zarrshard::refs::write_parquet(&refs(&a, V2).unwrap(), "file:///x", "b", 10, &out).unwrap();
+    zarrshard::array::refs::write_parquet(&refs(&a, V2).unwrap(), "file:///x", "b", 10, &out)
+        .unwrap();
     let file = std::fs::File::open(out.join("b/refs.0.parq")).unwrap();
     let rows: Vec<Vec<Field>> = SerializedFileReader::new(file)
         .unwrap()
@@ -724,7 +727,7 @@ fn url_prefixes_lose_one_trailing_slash_only() {
 
 #[test]
 fn from_parts_refuses_duplicates_and_chunks_outside_the_grid() {
-    use zarrshard::refs::{ChunkRef, Unsharded};
+    use zarrshard::array::refs::{ChunkRef, Unsharded};
     let dir = tempfile::tempdir().unwrap();
     small_array(dir.path());
     let array = Array::open(FsStore::new(dir.path())).unwrap();
@@ -772,7 +775,7 @@ struct Recording {
 }
 
 impl Store for Recording {
-    fn shard_io(&self, key: &str) -> zarrshard::Result<Box<dyn zarrshard::io::ShardIo>> {
+    fn shard_io(&self, key: &str) -> zarrshard::Result<Box<dyn zarrshard::storage::io::ShardIo>> {
         if key.starts_with("c/") {
             self.threads
                 .lock()
@@ -917,7 +920,7 @@ fn chunk_keys_in_order(text: &[u8], v1: bool) -> Vec<String> {
 
 #[test]
 fn json_streamed_from_the_array_is_the_whole_sets_text() {
-    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    use zarrshard::array::refs::{write_json_from_array, JsonVersion};
     let dir = tempfile::tempdir().unwrap();
     slab_array(dir.path());
     let array = Array::open(FsStore::new(dir.path())).unwrap();
@@ -990,7 +993,7 @@ fn slab_straddling_array(dir: &Path) -> Vec<(u64, u64)> {
 /// inside a slab (the slab goes on in the next batch).
 #[test]
 fn json_streamed_in_batches_that_end_inside_slabs_is_the_whole_sets_text() {
-    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    use zarrshard::array::refs::{write_json_from_array, JsonVersion};
     let dir = tempfile::tempdir().unwrap();
     let want: Vec<String> = (slab_straddling_array(dir.path()).iter())
         .map(|(r, c)| format!("c/{r}/{c}"))
@@ -1036,7 +1039,9 @@ fn files_below(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_streamed_from_the_array_is_the_whole_sets_files() {
-    use zarrshard::refs::{write_parquet, write_parquet_from_array, write_parquet_from_array_to};
+    use zarrshard::array::refs::{
+        write_parquet, write_parquet_from_array, write_parquet_from_array_to,
+    };
     let dir = tempfile::tempdir().unwrap();
     let (straddling, slabs) = (dir.path().join("straddling"), dir.path().join("slabs"));
     slab_straddling_array(&straddling);
@@ -1081,7 +1086,7 @@ fn parquet_streamed_from_the_array_is_the_whole_sets_files() {
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
-    use zarrshard::refs::write_parquet_from_array;
+    use zarrshard::array::refs::write_parquet_from_array;
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");
     slab_straddling_array(&a);
@@ -1142,7 +1147,7 @@ fn parquet_streamed_from_the_array_fails_as_the_whole_set_does() {
 
 #[test]
 fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
-    use zarrshard::refs::{write_json_from_array, JsonVersion};
+    use zarrshard::array::refs::{write_json_from_array, JsonVersion};
     let dir = tempfile::tempdir().unwrap();
     slab_array(dir.path());
     // A torn shard in the last slab: its index is gone.
@@ -1252,7 +1257,7 @@ fn parquet_refuses_a_grid_past_its_row_limit_before_writing_anything() {
         )
     );
     assert!(!out.exists(), "nothing is created");
-    assert_eq!(zarrshard::refs::MAX_PARQUET_ROWS, 100_000_000);
+    assert_eq!(zarrshard::array::refs::MAX_PARQUET_ROWS, 100_000_000);
     // The JSON formats list only stored chunks: the same grid is a set of metadata alone.
     let json_out = dir.path().join("refs.json");
     let j = json_out.to_str().unwrap();

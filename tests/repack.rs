@@ -7,7 +7,7 @@ use common::cli::{image, meta};
 use common::write_array;
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
-use zarrshard::repack::copies_encoded_chunks;
+use zarrshard::array::repack::copies_encoded_chunks;
 use zarrshard::*;
 
 fn bytes_codec() -> serde_json::Value {

@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
+use zarrshard::shard::repair;
 use zarrshard::*;
 
 fn meta(location: &str, crc: bool) -> Value {

@@ -1,5 +1,5 @@
 //! One shard written from the host's thread with two threads is written while its chunks
-//! still encode (`src/streamed.rs`). Its object must be byte for byte what the buffered writer
+//! still encode (`src/shard/streamed.rs`). Its object must be byte for byte what the buffered writer
 //! makes of the same data (one thread writes that way), in both chunk orders, with the index at
 //! either end, with chunks equal to the fill value left out or stored; the pieces written
 //! during the encode must follow one another and end on multiples of `streamed::PIECE`; and a
@@ -9,7 +9,7 @@ mod common;
 
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use zarrshard::streamed::PIECE;
+use zarrshard::shard::streamed::PIECE;
 use zarrshard::*;
 
 /// The thread setting is process-wide: tests that switch it take turns.

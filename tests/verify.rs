@@ -247,7 +247,7 @@ fn repair_does_what_one_thread_does_up_to_the_first_failing_shard() {
         ),
         (
             "c/1/0".to_string(),
-            unrecoverable(zarrshard::repair::CORRUPT_CHUNK_UNDER_VALID_INDEX),
+            unrecoverable(zarrshard::shard::repair::CORRUPT_CHUNK_UNDER_VALID_INDEX),
         ),
     ];
 

@@ -2438,7 +2438,7 @@ fn io_counts(ctx: &Ctx, table: &mut Table, zs_default: &str) {
 }
 
 /// Before a peak-heap sample: zarrshard keeps the segments that held encoded chunks and each
-/// thread's scratch chunk for the next encode (`src/retained.rs`); freed first, the sample
+/// thread's scratch chunk for the next encode (`src/runtime/memory.rs`); freed first, the sample
 /// counts those it takes as new heap.
 fn release_before_heap(heap: bool) {
     if heap {

@@ -362,8 +362,9 @@ fn draft_keys(array: &Array<ListedStore>, lines: &[&[u8]], shards: &[Vec<u64>]) 
         .unwrap()
         .chunks_per_shard()
         .to_vec();
-    let translate =
-        |key: &str| zarrshard::legacy::draft_shard_key(key, data_prefix, *separator, &per_shard);
+    let translate = |key: &str| {
+        zarrshard::array::legacy::draft_shard_key(key, data_prefix, *separator, &per_shard)
+    };
     for line in lines {
         let Ok(key) = std::str::from_utf8(line) else {
             continue;
@@ -371,7 +372,7 @@ fn draft_keys(array: &Array<ListedStore>, lines: &[&[u8]], shards: &[Vec<u64>]) 
         let chunk = canonical(key, &format!("{data_prefix}c"), *separator, per_shard.len());
         let want = chunk.map(|c| {
             let shard: Vec<u64> = c.iter().zip(&per_shard).map(|(c, n)| c / n).collect();
-            zarrshard::legacy::draft_key(data_prefix, *separator, &shard)
+            zarrshard::array::legacy::draft_key(data_prefix, *separator, &shard)
         });
         assert_eq!(translate(key).ok(), want, "chunk key {key:?}");
     }
@@ -382,7 +383,7 @@ fn draft_keys(array: &Array<ListedStore>, lines: &[&[u8]], shards: &[Vec<u64>]) 
             .zip(&per_shard)
             .map(|(s, n)| s * n + n - 1)
             .collect();
-        let key = zarrshard::legacy::draft_key(data_prefix, *separator, &chunk);
+        let key = zarrshard::array::legacy::draft_key(data_prefix, *separator, &chunk);
         assert_eq!(translate(&key).unwrap(), array.shard_key(shard));
     }
 }

@@ -1,8 +1,8 @@
 //! The `bytes` array→bytes codec: elements in C order, little- or big-endian.
 
 use super::{check_len, ChunkRepr, Config};
-use crate::dtype::DataType;
 use crate::error::{Error, Result};
+use crate::metadata::dtype::DataType;
 use serde_json::{json, Value};
 
 /// Byte order of stored elements.

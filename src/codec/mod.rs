@@ -10,19 +10,20 @@
 //! claims or expands to more than an inner chunk can hold is an error, never a huge allocation.
 //! The one unbounded case is a compressor after a nested `sharding_indexed` (a shard may hold
 //! unused space between its inner chunks): there the memory limit
-//! ([`crate::limits::memory_limit`]) bounds what it may produce.
+//! ([`crate::runtime::limits::memory_limit`]) bounds what it may produce.
 
 pub mod blosc;
 pub mod bytes;
 pub mod crc32c;
 pub mod gzip;
+pub mod sharding;
 pub mod transpose;
 pub mod zlib;
 pub mod zstd;
 
-use crate::dtype::{DataType, FillValue};
+use crate::codec::sharding::ShardingCodec;
 use crate::error::{shown, shown_text, Error, Result};
-use crate::sharding::ShardingCodec;
+use crate::metadata::dtype::{DataType, FillValue};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
@@ -61,7 +62,7 @@ impl ChunkRepr {
 
     /// A buffer of this shape filled with the fill value.
     pub fn filled(&self) -> Result<Vec<u8>> {
-        let bytes = crate::limits::buffer_len(self.byte_size()?, &self.describe())?;
+        let bytes = crate::runtime::limits::buffer_len(self.byte_size()?, &self.describe())?;
         Ok(self.fill_value.0.repeat(bytes / self.dtype.size()))
     }
 }
@@ -301,7 +302,7 @@ impl BytesToBytes {
 }
 
 /// Memory an encoder writes a chunk into (see [`CodecChain::encode_to`]): a growing buffer,
-/// or a shard's segments ([`crate::encoded`]).
+/// or a shard's segments ([`crate::shard::encoded`]).
 pub(crate) trait EncodeTarget {
     /// At least `bound` bytes of writable room (its contents are unspecified), which stays
     /// the target's current room until the next call.
@@ -360,7 +361,7 @@ impl CodecChain {
     }
 
     /// Parse a `codecs` list. `what` names the list in errors (`codecs`, `index_codecs`).
-    /// `sharding_indexed` codecs may nest at most [`crate::limits::MAX_SHARDING_NESTING`]
+    /// `sharding_indexed` codecs may nest at most [`crate::runtime::limits::MAX_SHARDING_NESTING`]
     /// levels deep.
     pub fn from_json(value: &Value, what: &str) -> Result<Self> {
         Self::from_json_at(value, what, 0)
@@ -558,7 +559,7 @@ impl CodecChain {
 
     /// Decode one chunk into a new buffer.
     pub fn decode(&self, encoded: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
-        let len = crate::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
+        let len = crate::runtime::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
         let mut out = vec![0u8; len];
         self.decode_into(encoded, repr, &mut out)?;
         Ok(out)
@@ -621,7 +622,9 @@ fn undo_bytes_to_bytes<'a>(
     let mut bytes = Cow::Borrowed(encoded);
     for (i, c) in codecs.iter().enumerate().rev() {
         // No configuration bounds e.g. a compressor over a compressor: the memory limit does.
-        let max_out = sizes[i].max().unwrap_or_else(crate::limits::memory_limit);
+        let max_out = sizes[i]
+            .max()
+            .unwrap_or_else(crate::runtime::limits::memory_limit);
         bytes = match (c, bytes) {
             // A checksum only checks: keep borrowing (or shorten the owned buffer), no copy.
             (BytesToBytes::Crc32c(crc), Cow::Borrowed(b)) => Cow::Borrowed(crc.decode(b)?),

@@ -7,12 +7,12 @@ use super::handle::{bytes, bytes_mut, optional_out, out, path, text, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
 use super::store::SharedStore;
+use crate::array::refs::{JsonVersion, MetadataFormat};
 use crate::array::Array;
 use crate::error::{Error, Result};
-use crate::io::ShardIo;
 use crate::metadata::ArrayMetadata;
-use crate::refs::{JsonVersion, MetadataFormat};
-use crate::store::{Prefixed, Store};
+use crate::storage::io::ShardIo;
+use crate::storage::store::{Prefixed, Store};
 use std::ffi::{c_char, c_void, CString};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -319,7 +319,7 @@ pub(crate) type HandleStore = Prefixed<SharedStore>;
 /// The store, and a host store's `userdata`, go with the array's last reference.
 pub(crate) struct ArrayHandle {
     array: RwLock<Array<HandleStore>>,
-    layout: Option<Arc<crate::sharding::ShardLayout>>,
+    layout: Option<Arc<crate::codec::sharding::ShardLayout>>,
     writing: Mutex<()>,
 }
 
@@ -841,7 +841,13 @@ pub unsafe extern "C" fn shard_array_refs_parquet_dir(
         let url_prefix = unsafe { text(url_prefix, url_prefix_len, "url_prefix") }?;
         let name = unsafe { text(name, name_len, "name") }?;
         let dir = unsafe { path(dir, dir_len, "dir") }?;
-        crate::refs::write_parquet_from_array(&*h.array(), url_prefix, name, record_size, &dir)?;
+        crate::array::refs::write_parquet_from_array(
+            &*h.array(),
+            url_prefix,
+            name,
+            record_size,
+            &dir,
+        )?;
         Ok(())
     })
 }
@@ -1090,7 +1096,7 @@ impl<'a> RefsRequest<'a> {
             true => JsonVersion::V1,
         };
         let (url, name) = (self.url_prefix, self.name);
-        crate::refs::write_json_from_array(array, self.metadata, version, url, name, out)
+        crate::array::refs::write_json_from_array(array, self.metadata, version, url, name, out)
     }
 }
 
@@ -1134,7 +1140,13 @@ pub unsafe extern "C" fn shard_array_refs_parquet(
         let name = unsafe { text(name, name_len, "name") }?;
         let out =
             CallbackStore::new(unsafe { read_store_table(out) }.ok_or(Failure::Null("out"))?)?;
-        crate::refs::write_parquet_from_array_to(&*h.array(), url_prefix, name, record_size, &out)?;
+        crate::array::refs::write_parquet_from_array_to(
+            &*h.array(),
+            url_prefix,
+            name,
+            record_size,
+            &out,
+        )?;
         Ok(())
     })
 }

@@ -4,10 +4,10 @@
 use super::error::{guard, Failure};
 use super::handle::{bytes, bytes_mut, copy_cstr, optional_out, out, text, Handle};
 use super::status::shard_status;
-use crate::dtype::{DataType, FillValue};
+use crate::codec::sharding::ShardLayout;
 use crate::error::{shown, Error};
+use crate::metadata::dtype::{DataType, FillValue};
 use crate::metadata::ArrayMetadata;
-use crate::sharding::ShardLayout;
 use std::ffi::c_char;
 use std::sync::Arc;
 
@@ -101,10 +101,10 @@ pub unsafe extern "C" fn shard_codec_from_config(
             )
         };
         let parse = |s: &str, what: &str| {
-            let limit = crate::limits::MAX_METADATA_STRUCTURE_BYTES;
+            let limit = crate::runtime::limits::MAX_METADATA_STRUCTURE_BYTES;
             if s.len() as u64 > limit {
                 return Err(Error::metadata(format!(
-                    "{what} has {} bytes, more than the {limit} bytes it may have (zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)",
+                    "{what} has {} bytes, more than the {limit} bytes it may have (zarrshard::runtime::limits::MAX_METADATA_STRUCTURE_BYTES)",
                     s.len()
                 )));
             }

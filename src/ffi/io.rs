@@ -3,7 +3,7 @@
 //! for NULL with a fallback) and its [`ShardIo`] implementation.
 
 use crate::error::{Error, Result};
-use crate::io::{ByteRange, ObjectSink, ReadOutput, ShardIo};
+use crate::storage::io::{ByteRange, ObjectSink, ReadOutput, ShardIo};
 use std::ffi::c_void;
 
 /// The callback table version this header defines. Version 1: `read` … `destroy`; version 2
@@ -324,7 +324,7 @@ impl CallbackIo {
     /// Read `len` bytes at `offset` into `spare`'s allocation when it is large enough.
     fn read_at(&self, offset: u64, len: usize, spare: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
         let read = self.cb.read.expect("checked in new");
-        let mut buf = crate::io::read_buffer(spare, len);
+        let mut buf = crate::storage::io::read_buffer(spare, len);
         let mut got = 0usize;
         // SAFETY: `buf` is valid for `len` bytes and `got` for one usize during the call.
         let rc = unsafe { read(self.cb.userdata, offset, len, buf.as_mut_ptr(), &mut got) };
@@ -349,7 +349,7 @@ impl CallbackIo {
     /// [`Error::MemoryLimit`] once it passes the limit, not buffered until memory runs out).
     fn read_to_end(&self, offset: u64) -> Result<Option<Vec<u8>>> {
         const BLOCK: u64 = 1 << 20;
-        let limit = crate::limits::memory_limit();
+        let limit = crate::runtime::limits::memory_limit();
         let mut out = Vec::new();
         loop {
             let done = out.len() as u64;
@@ -381,7 +381,7 @@ impl CallbackIo {
 /// A read's buffer length. The range may come from a hostile index entry of an object whose
 /// size the host does not report, so it is held to the memory limit before allocating.
 fn len_usize(n: u64) -> Result<usize> {
-    crate::limits::buffer_len(n, "a read from the host's object")
+    crate::runtime::limits::buffer_len(n, "a read from the host's object")
 }
 
 impl CallbackIo {
@@ -480,7 +480,10 @@ impl ShardIo for CallbackIo {
         let lens: Vec<usize> = bounded.iter().map(|b| b.1).collect();
         let mut bufs = Vec::with_capacity(lens.len());
         for &n in &lens {
-            bufs.push(crate::io::read_buffer(spare.pop(), len_usize(n as u64)?));
+            bufs.push(crate::storage::io::read_buffer(
+                spare.pop(),
+                len_usize(n as u64)?,
+            ));
         }
         let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
         let mut got = vec![0usize; ranges.len()];
@@ -568,8 +571,8 @@ impl ShardIo for CallbackIo {
     /// the new one is complete); otherwise in place, as [`ShardIo::put`] does by default.
     fn put(&self, data: &[u8]) -> Result<()> {
         match self.object_sink() {
-            Some(sink) => crate::io::put_whole(sink, &[data]),
-            None => crate::io::put_in_place(self, data),
+            Some(sink) => crate::storage::io::put_whole(sink, &[data]),
+            None => crate::storage::io::put_in_place(self, data),
         }
     }
 
@@ -577,8 +580,8 @@ impl ShardIo for CallbackIo {
     /// here).
     fn put_parts(&self, parts: &[&[u8]]) -> Result<()> {
         match self.object_sink() {
-            Some(sink) => crate::io::put_whole(sink, parts),
-            None => crate::io::put_in_place(self, &parts.concat()),
+            Some(sink) => crate::storage::io::put_whole(sink, parts),
+            None => crate::storage::io::put_in_place(self, &parts.concat()),
         }
     }
 
@@ -669,7 +672,7 @@ impl ObjectSink for NewObject<'_> {
     }
 
     fn commit(mut self: Box<Self>, len: u64) -> Result<()> {
-        crate::io::check_written(len, self.end)?;
+        crate::storage::io::check_written(len, self.end)?;
         let handle = self.handle()?;
         // From here the host owns the handle's fate: Drop must not discard it.
         self.handle = None;

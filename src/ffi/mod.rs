@@ -105,7 +105,7 @@ pub unsafe extern "C" fn shard_last_error(
 /// The most threads `shard_set_threads` accepts.
 pub const SHARD_MAX_THREADS: usize = 1024;
 // A literal for cbindgen, which does not follow paths; held equal to the core's.
-const _: () = assert!(SHARD_MAX_THREADS == crate::parallel::MAX_THREADS);
+const _: () = assert!(SHARD_MAX_THREADS == crate::runtime::threads::MAX_THREADS);
 
 /// Set the number of threads the library uses to encode and decode inner chunks in parallel:
 /// 0 = one per core (the default, or the `ZARRSHARD_THREADS` environment variable), 1 = only
@@ -122,7 +122,7 @@ const _: () = assert!(SHARD_MAX_THREADS == crate::parallel::MAX_THREADS);
 /// started; the setting is unchanged), `SHARD_ERR_PANIC`.
 #[no_mangle]
 pub extern "C" fn shard_set_threads(threads: usize) -> shard_status {
-    error::guard(|| crate::parallel::set_threads(threads).map_err(Into::into))
+    error::guard(|| crate::runtime::threads::set_threads(threads).map_err(Into::into))
 }
 
 /// Store the number of threads the library encodes and decodes with in `*threads_out`.
@@ -131,7 +131,7 @@ pub extern "C" fn shard_set_threads(threads: usize) -> shard_status {
 pub unsafe extern "C" fn shard_get_threads(threads_out: *mut usize) -> shard_status {
     error::guard(|| {
         // SAFETY: per the documented contract.
-        *unsafe { out(threads_out, "threads_out") }? = crate::parallel::threads();
+        *unsafe { out(threads_out, "threads_out") }? = crate::runtime::threads::threads();
         Ok(())
     })
 }
@@ -146,7 +146,7 @@ pub unsafe extern "C" fn shard_get_threads(threads_out: *mut usize) -> shard_sta
 #[no_mangle]
 pub extern "C" fn shard_set_memory_limit(bytes: u64) -> shard_status {
     error::guard(|| {
-        crate::limits::set_memory_limit(bytes);
+        crate::runtime::limits::set_memory_limit(bytes);
         Ok(())
     })
 }
@@ -157,7 +157,7 @@ pub extern "C" fn shard_set_memory_limit(bytes: u64) -> shard_status {
 pub unsafe extern "C" fn shard_get_memory_limit(bytes_out: *mut u64) -> shard_status {
     error::guard(|| {
         // SAFETY: per the documented contract.
-        *unsafe { out(bytes_out, "bytes_out") }? = crate::limits::memory_limit();
+        *unsafe { out(bytes_out, "bytes_out") }? = crate::runtime::limits::memory_limit();
         Ok(())
     })
 }
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn shard_release_memory(
     contexts_out: *mut usize,
 ) -> shard_status {
     error::guard(|| {
-        let released = crate::retained::release_memory();
+        let released = crate::runtime::memory::release_memory();
         // SAFETY: per the documented contract (NULL or valid for one write each).
         if let Some(b) = unsafe { bytes_out.as_mut() } {
             *b = released.bytes;

@@ -11,9 +11,9 @@ use super::status::shard_status;
 use super::store::node_path;
 use crate::array::Array;
 use crate::error::Error;
+use crate::metadata::spec::{ArraySpec, Compressor};
 use crate::metadata::{ArrayMetadata, Attributes};
-use crate::spec::{ArraySpec, Compressor};
-use crate::writer::ChunkOrder;
+use crate::shard::writer::ChunkOrder;
 use crate::Group;
 use std::ffi::{c_char, CStr};
 

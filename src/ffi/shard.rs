@@ -7,8 +7,10 @@ use super::handle::{bytes, bytes_mut, optional_out, out, Handle};
 use super::io::{shard_io_callbacks, CallbackIo, UserdataOwner};
 use super::status::shard_status;
 use crate::error::Error;
-use crate::reader::ShardReader;
-use crate::writer::{ChunkOrder, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
+use crate::shard::reader::ShardReader;
+use crate::shard::writer::{
+    ChunkOrder, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
+};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// How `shard_open` opens the shard. Passed as a `uint32_t`.
@@ -252,7 +254,7 @@ pub unsafe extern "C" fn shard_read_chunk(
 /// The coalescing gap of a new read handle: 65536 bytes (`shard_set_coalesce_gap`).
 pub const SHARD_DEFAULT_COALESCE_GAP: u64 = 65536;
 // A literal for cbindgen, which does not follow paths; held equal to the core's.
-const _: () = assert!(SHARD_DEFAULT_COALESCE_GAP == crate::reader::DEFAULT_COALESCE_GAP);
+const _: () = assert!(SHARD_DEFAULT_COALESCE_GAP == crate::shard::reader::DEFAULT_COALESCE_GAP);
 
 /// Set the gap (bytes) below which the byte ranges of chunks wanted by one
 /// `shard_read_chunks` call are fetched with one read; 0 merges only touching ranges, a large

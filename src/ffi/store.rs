@@ -13,8 +13,8 @@ use super::handle::{out, path};
 use super::io::{shard_io_callbacks, NO_CALLBACKS, SHARD_IO_NOT_FOUND, SHARD_IO_VERSION};
 use super::status::shard_status;
 use crate::error::{Error, Result};
-use crate::io::{ByteRange, FileIo, ObjectSink, ShardIo};
-use crate::store::{FsStore, MemoryStore, Store};
+use crate::storage::io::{ByteRange, FileIo, ObjectSink, ShardIo};
+use crate::storage::store::{FsStore, MemoryStore, Store};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
@@ -474,7 +474,7 @@ pub unsafe extern "C" fn shard_io_release(io: *mut shard_io_callbacks) {
 }
 
 /// The node path of a C argument: NULL or `""` is the store's root; otherwise a
-/// NUL-terminated UTF-8 path checked by [`crate::store::node_path`].
+/// NUL-terminated UTF-8 path checked by [`crate::storage::store::node_path`].
 ///
 /// # Safety
 /// `p` is NULL or a NUL-terminated string.
@@ -486,5 +486,5 @@ pub(crate) unsafe fn node_path<'a>(p: *const c_char) -> FfiResult<&'a str> {
     let s = unsafe { CStr::from_ptr(p) }
         .to_str()
         .map_err(|_| Error::InvalidArgument("`path` is not UTF-8".into()))?;
-    Ok(crate::store::node_path(s)?)
+    Ok(crate::storage::store::node_path(s)?)
 }

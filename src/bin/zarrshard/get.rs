@@ -71,7 +71,7 @@ pub fn run(args: GetArgs) -> zarrshard::Result<ExitCode> {
         (false, encoded) => {
             // Sized from metadata: held to the memory limit like every decoded buffer.
             let repr = layout.inner_repr();
-            let len = zarrshard::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
+            let len = zarrshard::runtime::limits::buffer_len(repr.byte_size()?, &repr.describe())?;
             let mut chunk = vec![0u8; len];
             match encoded {
                 Some(e) => layout

@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use zarrshard::array::refs::{JsonVersion, MetadataFormat};
 use zarrshard::array::Array;
-use zarrshard::refs::{JsonVersion, MetadataFormat};
-use zarrshard::store::FsStore;
+use zarrshard::storage::store::FsStore;
 use zarrshard::{Error, Result};
 
 #[derive(clap::Args)]
@@ -80,8 +80,8 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
     };
     if let Some(name) = &parquet_name {
         // Before any shard is read.
-        zarrshard::refs::check_parquet_output(name, args.record_size)?;
-        zarrshard::refs::check_parquet_dir(&args.out)?;
+        zarrshard::array::refs::check_parquet_output(name, args.record_size)?;
+        zarrshard::array::refs::check_parquet_dir(&args.out)?;
     }
     let array = super::open(&args.array_dir)?;
     let version = match args.format {
@@ -97,7 +97,14 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
     // is never held.
     write_json(&args.out, |w| {
         let name = args.name.as_deref();
-        zarrshard::refs::write_json_from_array(&array, format, version, &args.url_prefix, name, w)
+        zarrshard::array::refs::write_json_from_array(
+            &array,
+            format,
+            version,
+            &args.url_prefix,
+            name,
+            w,
+        )
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -105,7 +112,7 @@ pub fn run(args: RefsArgs) -> Result<ExitCode> {
 #[cfg(feature = "parquet")]
 fn write_parquet(array: &Array<FsStore>, args: &RefsArgs, name: &str) -> Result<()> {
     let (url, size) = (&args.url_prefix, args.record_size);
-    zarrshard::refs::write_parquet_from_array(array, url, name, size, &args.out)
+    zarrshard::array::refs::write_parquet_from_array(array, url, name, size, &args.out)
 }
 
 #[cfg(not(feature = "parquet"))]

@@ -1,4 +1,4 @@
-//! `repack`: rewrite an array's shards into a new layout (see `zarrshard::repack`), into a new
+//! `repack`: rewrite an array's shards into a new layout (see `zarrshard::array::repack`), into a new
 //! directory or in place.
 
 use crate::args::uint_list;

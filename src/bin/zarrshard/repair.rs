@@ -1,5 +1,5 @@
 //! `zarrshard repair ARRAY_DIR [--dry-run]`: cut torn shards back to their last index that
-//! proves itself intact (see `zarrshard::repair`), and say per shard what was recovered and
+//! proves itself intact (see `zarrshard::shard::repair`), and say per shard what was recovered and
 //! what is lost.
 //!
 //! Exit codes: 0 nothing damaged; 2 every damaged shard recovered (with `--dry-run`:

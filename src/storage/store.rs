@@ -2,7 +2,7 @@
 //! metadata and each shard's [`ShardIo`].
 
 use crate::error::{Error, Result};
-use crate::io::{ByteRange, CountingIo, FileIo, MemoryIo, ShardIo};
+use crate::storage::io::{ByteRange, CountingIo, FileIo, MemoryIo, ShardIo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

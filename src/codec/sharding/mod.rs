@@ -2,21 +2,23 @@
 //! encoding/decoding a whole shard held in memory.
 //!
 //! Partial access to a shard in storage (read only the index, then only the wanted inner
-//! chunks) is the [`crate::reader`]'s job; this module is the in-memory form of the codec,
+//! chunks) is the [`crate::shard::reader`]'s job; this module is the in-memory form of the codec,
 //! which is also what nested sharding (a `sharding_indexed` inside the inner `codecs`) uses.
 
+pub mod index;
+
+use crate::codec::sharding::index::{ShardIndex, EMPTY};
 use crate::codec::{
     checked_product, ArrayToBytes, ChunkRepr, CodecChain, Config, EncodeTarget, EncodedSize,
 };
-use crate::dtype::{DataType, FillValue};
-use crate::encoded::{Collector, EncodedChunks};
 use crate::error::{shown, Error, Result};
-use crate::index::{ShardIndex, EMPTY};
-use crate::io::MemoryIo;
-use crate::limits::MAX_SHARDING_NESTING;
+use crate::metadata::dtype::{DataType, FillValue};
 use crate::nd;
-use crate::parallel;
-use crate::writer::{Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use crate::runtime::limits::MAX_SHARDING_NESTING;
+use crate::runtime::threads;
+use crate::shard::encoded::{Collector, EncodedChunks};
+use crate::shard::writer::{Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use crate::storage::io::MemoryIo;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -53,7 +55,7 @@ impl ShardingCodec {
     pub(crate) fn from_config(cfg: &Config, level: usize) -> Result<Self> {
         if level > MAX_SHARDING_NESTING {
             return Err(Error::metadata(format!(
-                "sharding_indexed nested more than {MAX_SHARDING_NESTING} levels deep (the limit, zarrshard::limits::MAX_SHARDING_NESTING)"
+                "sharding_indexed nested more than {MAX_SHARDING_NESTING} levels deep (the limit, zarrshard::runtime::limits::MAX_SHARDING_NESTING)"
             )));
         }
         cfg.only(&["chunk_shape", "codecs", "index_codecs", "index_location"])?;
@@ -430,7 +432,7 @@ impl ShardLayout {
         let mut slab_shape = self.shard.shape.clone();
         slab_shape[0] = self.inner.shape[0];
         let slab_bytes = out.len() / rows;
-        parallel::for_each_piece(out, slab_bytes, |row, slab| {
+        threads::for_each_piece(out, slab_bytes, |row, slab| {
             let mut chunk = vec![
                 0u8;
                 if contiguous || self.plain {
@@ -478,7 +480,7 @@ impl ShardLayout {
 
     /// Encode every inner chunk of a decoded shard, in parallel; a chunk equal to the fill
     /// value is left unstored (unless `store_fill_chunks`). The chunks are held in reused
-    /// memory until the result is dropped ([`crate::encoded`]).
+    /// memory until the result is dropped ([`crate::shard::encoded`]).
     pub fn encode_chunks(&self, data: &[u8], store_fill_chunks: bool) -> Result<EncodedChunks> {
         crate::codec::check_len(data.len(), self.shard.byte_size()?)?;
         self.encode_chunks_with(store_fill_chunks, |i, chunk| {
@@ -495,7 +497,7 @@ impl ShardLayout {
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
     ) -> Result<EncodedChunks> {
         let collector = Collector::default();
-        let held = parallel::map_init(
+        let held = threads::map_init(
             self.num_chunks,
             || collector.appender(),
             |out, i| {

@@ -9,7 +9,7 @@
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::nd;
-use crate::store::Store;
+use crate::storage::store::Store;
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
@@ -77,7 +77,7 @@ impl<S: Store> Array<S> {
             )));
         }
         let elem = self.metadata().data_type.size();
-        let block_bytes = crate::region::region_bytes(block_shape, elem)?;
+        let block_bytes = crate::array::region::region_bytes(block_shape, elem)?;
         crate::codec::check_len(data.len(), block_bytes)?;
         let end = shape[axis].checked_add(block_shape[axis]).ok_or_else(|| {
             Error::InvalidArgument(format!("append: axis {axis} would pass 2^64 elements"))
@@ -219,7 +219,7 @@ impl<S: Store> Array<S> {
         let coords = self.layer_coords(axis, layer);
         let shard_bytes = meta.chunk_repr().byte_size()?;
         let total = shard_bytes.saturating_mul(coords.len() as u64);
-        crate::limits::buffer_len(total, &format!("one shard layer along axis {axis}"))?;
+        crate::runtime::limits::buffer_len(total, &format!("one shard layer along axis {axis}"))?;
         let fill = self.fill_shard()?;
         let elem = meta.data_type.size();
         let mut shards = Vec::with_capacity(coords.len());
@@ -250,7 +250,7 @@ impl<S: Store> Array<S> {
     pub(crate) fn fill_shard(&self) -> Result<Vec<u8>> {
         let meta = self.metadata();
         let bytes = meta.chunk_repr().byte_size()?;
-        let mut fill = vec![0u8; crate::limits::buffer_len(bytes, "a shard")?];
+        let mut fill = vec![0u8; crate::runtime::limits::buffer_len(bytes, "a shard")?];
         meta.fill_value.fill(&mut fill);
         Ok(fill)
     }

@@ -9,11 +9,11 @@
 //! *is* the loaded index, immutable after open, so any number of threads share it without a
 //! lock.
 
+use crate::codec::sharding::index::{ChunkLocation, ShardIndex};
+use crate::codec::sharding::{IndexLocation, ShardLayout};
 use crate::error::{shown, Error, Result};
-use crate::index::{ChunkLocation, ShardIndex};
-use crate::io::{ByteRange, ShardIo};
-use crate::parallel;
-use crate::sharding::{IndexLocation, ShardLayout};
+use crate::runtime::threads;
+use crate::storage::io::{ByteRange, ShardIo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -85,7 +85,7 @@ impl<I: ShardIo> ShardReader<I> {
     pub fn chunk_raw_len(&self, coords: &[u64]) -> Result<usize> {
         match self.chunk_location(coords)? {
             None => Ok(0),
-            Some(loc) => crate::limits::buffer_len(
+            Some(loc) => crate::runtime::limits::buffer_len(
                 loc.nbytes,
                 &format!("the encoded bytes of inner chunk {}", shown(coords)),
             ),
@@ -131,7 +131,8 @@ impl<I: ShardIo> ShardReader<I> {
     /// Decode inner chunk `coords` into a new buffer.
     pub fn read_chunk(&self, coords: &[u64]) -> Result<Vec<u8>> {
         let repr = self.layout.inner_repr();
-        let mut out = vec![0u8; crate::limits::buffer_len(repr.byte_size()?, &repr.describe())?];
+        let mut out =
+            vec![0u8; crate::runtime::limits::buffer_len(repr.byte_size()?, &repr.describe())?];
         self.read_chunk_into(coords, &mut out)?;
         Ok(out)
     }
@@ -154,7 +155,7 @@ impl<I: ShardIo> ShardReader<I> {
             .map(|c| self.layout.linear_index(c))
             .collect::<Result<_>>()?;
         let fetched = self.fetch_chunks(&indices)?;
-        parallel::for_each_piece(out, each, |k, piece| fetched.decode_into(k, piece))
+        threads::for_each_piece(out, each, |k, piece| fetched.decode_into(k, piece))
     }
 
     /// Fetch the encoded bytes of the inner chunks at linear `indices` (C order within the
@@ -309,7 +310,8 @@ pub fn read_whole_shard(layout: &ShardLayout, io: &dyn ShardIo) -> Result<Option
         return Ok(None);
     };
     let repr = layout.shard_repr();
-    let mut shard = vec![0u8; crate::limits::buffer_len(repr.byte_size()?, &repr.describe())?];
+    let mut shard =
+        vec![0u8; crate::runtime::limits::buffer_len(repr.byte_size()?, &repr.describe())?];
     layout.decode_shard_into(&out.data, &mut shard)?;
     Ok(Some(shard))
 }

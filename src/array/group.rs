@@ -6,7 +6,7 @@
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::metadata::{read_document, Attributes};
-use crate::store::{Prefixed, Store};
+use crate::storage::store::{Prefixed, Store};
 use serde_json::Value;
 
 /// A Zarr v3 group at a path of a store.
@@ -17,7 +17,7 @@ pub struct Group<S: Store> {
 
 impl<S: Store> Group<S> {
     /// Create a group at node `path` of `store` (`""` for its root; checked by
-    /// [`crate::store::node_path`]) with `attributes`: write `PATH/zarr.json` as a new object.
+    /// [`crate::storage::store::node_path`]) with `attributes`: write `PATH/zarr.json` as a new object.
     /// A node already there is refused unless `overwrite`, as [`Array::create_at`] does.
     ///
     /// Errors: [`Error::InvalidArgument`] (the path), [`Error::InvalidState`] (a node exists and
@@ -37,8 +37,12 @@ impl<S: Store> Group<S> {
     /// there, naming the path), the store's errors.
     pub fn open(store: S, path: &str) -> Result<Self> {
         let node = Prefixed::new(store, path)?;
-        let not_group =
-            || Error::metadata(format!("no group at {}", crate::store::shown_path(path)));
+        let not_group = || {
+            Error::metadata(format!(
+                "no group at {}",
+                crate::storage::store::shown_path(path)
+            ))
+        };
         let text = read_document(&node, "zarr.json")?.ok_or_else(not_group)?;
         let v: Value = serde_json::from_slice(&text)
             .map_err(|e| crate::metadata::json_error(&format!("{path}/zarr.json"), &e))?;
@@ -109,7 +113,7 @@ pub(crate) fn make_room<S: Store>(node: &Prefixed<S>, overwrite: bool) -> Result
     if !overwrite {
         return Err(Error::InvalidState(format!(
             "{} already holds {} {kind} ({doc}); overwrite to replace it",
-            crate::store::shown_path(path),
+            crate::storage::store::shown_path(path),
             if kind == "array" { "an" } else { "a" },
         )));
     }
@@ -138,7 +142,7 @@ fn remove_all<S: Store>(node: &Prefixed<S>, path: &str) -> Result<()> {
     let keys = node.list_prefix("")?.ok_or_else(|| {
         Error::Unsupported(format!(
             "overwriting {} removes everything below it, which needs a store that lists",
-            crate::store::shown_path(path)
+            crate::storage::store::shown_path(path)
         ))
     })?;
     // Deepest first: a directory store lists its directories too, deleted once emptied.

@@ -13,7 +13,7 @@
 //! The object goes through the back end's [`ObjectSink`] (for files, the temporary sibling
 //! that is renamed over the shard at the end), so readers see the old object until the new
 //! one is complete, as with a whole-object write, and a failure leaves it as it was. The
-//! bytes are exactly those of [`crate::writer::WriteStrategy::Buffered`]: the same order
+//! bytes are exactly those of [`crate::shard::writer::WriteStrategy::Buffered`]: the same order
 //! (C or Morton), the same index, chunks equal to the fill value left out the same way.
 //!
 //! Used when the calling thread shares a shard's chunks with the pool (two threads or more,
@@ -29,13 +29,13 @@
 //! Where we differ: zarrs and tensorstore encode every inner chunk of a shard, assemble the
 //! shard in one buffer and then write it; zarr-python the same, a chunk at a time.
 
-use crate::encoded::{Cut, Reserved};
+use crate::codec::sharding::index::{ChunkLocation, ShardIndex};
+use crate::codec::sharding::{IndexLocation, ShardLayout};
 use crate::error::Result;
-use crate::index::{ChunkLocation, ShardIndex};
-use crate::io::{ObjectSink, ShardIo};
-use crate::parallel;
-use crate::sharding::{IndexLocation, ShardLayout};
-use crate::writer::{delete_unstored, file_order, Finalized, WriteOptions};
+use crate::runtime::threads;
+use crate::shard::encoded::{Cut, Reserved};
+use crate::shard::writer::{delete_unstored, file_order, Finalized, WriteOptions};
+use crate::storage::io::{ObjectSink, ShardIo};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, TryLockError};
 
@@ -47,7 +47,7 @@ pub const PIECE: u64 = 256 << 10;
 
 /// Encode shard `layout`'s inner chunks, which `fill(i, chunk)` writes decoded, and write them
 /// with the index through `sink`, a new object of `io` (see the module docs). Chunks are
-/// encoded on the calling thread and the pool ([`parallel::map_init`]). Returns what was
+/// encoded on the calling thread and the pool ([`threads::map_init`]). Returns what was
 /// written; a shard with no stored chunk deletes the object instead (nothing is written).
 ///
 /// Errors: the codecs' and the back end's, the lowest chunk's first; the old object is then
@@ -63,7 +63,7 @@ pub(crate) fn encode_and_write(
     let n = layout.num_chunks();
     let order = file_order(layout, options.order);
     let raw = n.saturating_mul(layout.inner_byte_size());
-    let mut reserved = Reserved::take(ratio.estimate(raw, n), parallel::threads().min(n));
+    let mut reserved = Reserved::take(ratio.estimate(raw, n), threads::threads().min(n));
     let rooms = reserved.rooms();
     // By position in the file order: set once the chunk there is encoded (`None`: not stored).
     let done: Vec<OnceLock<Option<Cut>>> = (0..n).map(|_| OnceLock::new()).collect();
@@ -75,7 +75,7 @@ pub(crate) fn encode_and_write(
         offset: if at_start { layout.index_size() } else { 0 },
         index: ShardIndex::new_empty(n),
     });
-    parallel::map_init(
+    threads::map_init(
         n,
         || rooms.cutter(),
         |out, k| {

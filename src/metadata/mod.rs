@@ -3,14 +3,17 @@
 //! A document is parsed member by member: `attributes` (any size, any content) stay JSON text
 //! ([`Attributes`]) and extension members that may be ignored are never built, so memory stays
 //! about the document's size; the rest is parsed into a tree and validated, within the limits
-//! of [`crate::limits`].
+//! of [`crate::runtime::limits`].
 
+pub mod dtype;
+pub mod spec;
+
+use crate::codec::sharding::{ShardLayout, ShardingCodec};
 use crate::codec::{checked_product, ArrayToBytes, ChunkRepr, CodecChain};
-use crate::dtype::{DataType, FillValue};
 use crate::error::{shown, shown_text, Error, Result};
-use crate::limits::{MAX_METADATA_BYTES, MAX_METADATA_STRUCTURE_BYTES};
-use crate::sharding::{ShardLayout, ShardingCodec};
-use crate::store::Store;
+use crate::metadata::dtype::{DataType, FillValue};
+use crate::runtime::limits::{MAX_METADATA_BYTES, MAX_METADATA_STRUCTURE_BYTES};
+use crate::storage::store::Store;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -196,7 +199,7 @@ fn depth(text: &str) -> usize {
 /// The error for a metadata document of `size` bytes (or more), over [`MAX_METADATA_BYTES`].
 fn too_large(what: &str, size: u64) -> Error {
     Error::metadata(format!(
-        "{what} has {size} bytes or more, over the limit of {MAX_METADATA_BYTES} bytes for a metadata document (zarrshard::limits::MAX_METADATA_BYTES)"
+        "{what} has {size} bytes or more, over the limit of {MAX_METADATA_BYTES} bytes for a metadata document (zarrshard::runtime::limits::MAX_METADATA_BYTES)"
     ))
 }
 
@@ -210,7 +213,7 @@ pub(crate) fn read_document<S: Store>(store: &S, key: &str) -> Result<Option<Vec
             return Err(too_large(key, size));
         }
     }
-    let read = io.read(crate::io::ByteRange::FromStart(
+    let read = io.read(crate::storage::io::ByteRange::FromStart(
         0,
         Some(MAX_METADATA_BYTES + 1),
     ))?;
@@ -261,7 +264,7 @@ impl Members {
                 structure += value.get().len() as u64;
                 if structure > MAX_METADATA_STRUCTURE_BYTES {
                     return Err(Error::metadata(format!(
-                        "{what}: the members other than `attributes` take more than {MAX_METADATA_STRUCTURE_BYTES} bytes (at `{}`; zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)",
+                        "{what}: the members other than `attributes` take more than {MAX_METADATA_STRUCTURE_BYTES} bytes (at `{}`; zarrshard::runtime::limits::MAX_METADATA_STRUCTURE_BYTES)",
                         shown_text(&key)
                     )));
                 }
@@ -435,7 +438,7 @@ const KNOWN_KEYS: [&str; 11] = [
 ];
 
 impl ArrayMetadata {
-    /// Parse and validate `zarr.json` text (within the limits of [`crate::limits`]: the
+    /// Parse and validate `zarr.json` text (within the limits of [`crate::runtime::limits`]: the
     /// document's size, what is parsed into a tree, the nesting of sharding).
     pub fn parse(text: &str) -> Result<Self> {
         Self::parse_document(text.as_bytes(), "zarr.json")
@@ -774,7 +777,7 @@ pub(crate) fn json_error(what: &str, e: &serde_json::Error) -> Error {
     if e.to_string().starts_with("recursion limit exceeded") {
         return Error::metadata(format!(
             "{what}: JSON nested deeper than 128 levels (sharding_indexed may nest at most {} levels) at line {} column {}",
-            crate::limits::MAX_SHARDING_NESTING,
+            crate::runtime::limits::MAX_SHARDING_NESTING,
             e.line(),
             e.column()
         ));

@@ -16,7 +16,7 @@
 //!
 //! Only pool threads move, never the host's: the caller of a shared call at most yields its
 //! CPU once so that a helper queued behind it gets to run, see the crowding and move
-//! ([`crate::parallel`]). Linux only; elsewhere (and under Miri) placement is unknown and
+//! ([`crate::runtime::threads`]). Linux only; elsewhere (and under Miri) placement is unknown and
 //! nothing moves.
 
 /// The CPU the calling thread runs on now (it may be moved at any moment after), or `None`

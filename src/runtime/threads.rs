@@ -48,7 +48,7 @@
 //! behind other long items.
 
 use crate::error::{Error, Result};
-use crate::placement;
+use crate::runtime::placement;
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -159,7 +159,7 @@ pub(crate) fn map<T: Send>(
 /// [`map`] where each thread taking part runs its items with a state of its own, made by
 /// `init` (on the pool path, one per pool thread, made up front) and dropped before this
 /// returns: `f(state, i)`. A state sees its items in increasing order. For per-thread output
-/// memory ([`crate::encoded`]).
+/// memory ([`crate::shard::encoded`]).
 pub(crate) fn map_init<S: Send, T: Send>(
     n: usize,
     init: impl Fn() -> S + Sync + Send,
@@ -183,7 +183,7 @@ pub(crate) fn map_init<S: Send, T: Send>(
 
 /// True when [`map`] or [`map_init`] of `n` items called here would share them between this
 /// thread and pool tasks (not: one thread, one item, or a call from a pool thread or from
-/// inside a shared item). A shard written as it encodes (`crate::streamed`) needs that: its
+/// inside a shared item). A shard written as it encodes (`crate::shard::streamed`) needs that: its
 /// writes overlap the encoding only when another thread goes on encoding meanwhile, and
 /// shards encoded side by side on the pool already overlap one's write with another's encode.
 pub(crate) fn shares_with_pool(n: usize) -> bool {
@@ -382,7 +382,7 @@ where
 
 /// Where the threads of one shared call were last seen running, so that a pool task the kernel
 /// queued on the CPU of another (the caller, usually) moves to a free one when it starts
-/// ([`crate::placement`] says why). Seat 0 is the calling thread's.
+/// ([`crate::runtime::placement`] says why). Seat 0 is the calling thread's.
 struct Seats {
     /// Each thread's CPU when last noted; [`Seats::UNKNOWN`] before it starts (or where the
     /// platform does not say).
@@ -550,7 +550,7 @@ mod tests {
     #[test]
     #[cfg(all(target_os = "linux", not(miri)))]
     fn a_pool_task_arriving_on_the_callers_cpu_moves_off_it() {
-        use crate::placement::tests::{allowed, on_thread_confined_to, two_allowed};
+        use crate::runtime::placement::tests::{allowed, on_thread_confined_to, two_allowed};
         let Some(two) = two_allowed() else { return };
         // The caller was last seen on this CPU: the task moves to the other one. (Tried again
         // in the rare case the scheduler moves the thread between the two notes.)

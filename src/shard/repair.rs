@@ -18,11 +18,11 @@
 //! is linear in the object's size, not size × index size.
 
 use crate::array::Array;
+use crate::codec::sharding::index::ShardIndex;
+use crate::codec::sharding::{IndexLocation, ShardLayout};
 use crate::codec::BytesToBytes;
 use crate::error::Result;
-use crate::index::ShardIndex;
-use crate::sharding::{IndexLocation, ShardLayout};
-use crate::store::Store;
+use crate::storage::store::Store;
 
 /// What repair found (or did) for one shard object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,7 +281,7 @@ impl<S: Store> Array<S> {
     }
 
     fn is_leftover_temporary(&self, key: &str) -> bool {
-        let Some((shard, writer)) = key.rsplit_once(crate::io::TEMPORARY_MARK) else {
+        let Some((shard, writer)) = key.rsplit_once(crate::storage::io::TEMPORARY_MARK) else {
             return false;
         };
         let Some((pid, n)) = writer.split_once('-') else {

@@ -10,7 +10,7 @@
 //! * [`WriteStrategy::Update`]: reads an existing shard's index (one read), then replaces, adds or
 //!   erases chunks and writes a new index. [`UpdateMode::AppendOnly`] puts new chunks and the
 //!   new index after the old object, so with the index at the end no old byte is overwritten
-//!   and the previous index stays in the object (after a torn update, [`crate::repair`]
+//!   and the previous index stays in the object (after a torn update, [`crate::shard::repair`]
 //!   cuts the object back to it when the index has a crc32c); with the index at the start the index is rewritten in
 //!   place. [`UpdateMode::InPlace`] rewrites a chunk where its new encoding fits in the
 //!   old slot (always, for uncompressed fixed-size chunks) and appends otherwise, over the old
@@ -32,15 +32,15 @@
 //! [`crate::Array::write_shard_with`] does where the back end has an
 //! [`ShardIo::object_sink`]. A writer given a [`crate::FileIo`] itself writes into the file:
 //! killed part way, a streaming or in-place write leaves a torn shard (an append-only one is
-//! recoverable by [`crate::repair`]), and two such writers of one file corrupt it.
+//! recoverable by [`crate::shard::repair`]), and two such writers of one file corrupt it.
 
-use crate::encoded::EncodedChunks;
+use crate::codec::sharding::index::{ChunkLocation, ShardIndex};
+use crate::codec::sharding::{IndexLocation, ShardLayout};
 use crate::error::{Error, Result};
-use crate::index::{ChunkLocation, ShardIndex};
-use crate::io::ShardIo;
 use crate::nd;
-use crate::reader::load_index;
-use crate::sharding::{IndexLocation, ShardLayout};
+use crate::shard::encoded::EncodedChunks;
+use crate::shard::reader::load_index;
+use crate::storage::io::ShardIo;
 use std::sync::Arc;
 
 /// Order of inner chunks in a buffered shard (the index is always C order).
@@ -300,7 +300,7 @@ impl<I: ShardIo> ShardWriter<I> {
             Mode::Positional { .. } => {
                 let got = self
                     .io
-                    .read(crate::io::ByteRange::FromStart(
+                    .read(crate::storage::io::ByteRange::FromStart(
                         loc.offset,
                         Some(loc.nbytes),
                     ))?
@@ -376,7 +376,7 @@ impl<I: ShardIo> ShardWriter<I> {
     /// chunk's decoded size). A chunk equal to the fill value is erased instead, unless
     /// `store_fill_chunks` is set. No allocation per chunk: streaming and update writers
     /// encode into one buffer reused from chunk to chunk, the buffered writer appends each
-    /// chunk to segments it holds until `finalize` ([`crate::encoded`]).
+    /// chunk to segments it holds until `finalize` ([`crate::shard::encoded`]).
     pub fn write_chunk(&mut self, coords: &[u64], data: &[u8]) -> Result<()> {
         self.check_open()?;
         let i = self.layout.linear_index(coords)?;
@@ -604,7 +604,7 @@ impl<I: ShardIo> ShardWriter<I> {
                 }
                 // Cut off whatever an earlier, longer object left after the new end, or refuse
                 // when that is not possible (the capi_sequence fuzz target found this ignored).
-                crate::io::end_object_at(&self.io, end)?;
+                crate::storage::io::end_object_at(&self.io, end)?;
                 Ok(Finalized::Written { size: end })
             }
         }
@@ -645,7 +645,7 @@ pub fn compact(
     io: &dyn ShardIo,
     order: ChunkOrder,
 ) -> Result<Option<(u64, u64)>> {
-    let Some(out) = io.read(crate::io::ByteRange::FromStart(0, None))? else {
+    let Some(out) = io.read(crate::storage::io::ByteRange::FromStart(0, None))? else {
         return Ok(None);
     };
     let object = out.data;

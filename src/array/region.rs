@@ -39,11 +39,11 @@ use crate::array::Array;
 use crate::codec::check_len;
 use crate::error::{shown, Error, Result};
 use crate::nd;
-use crate::parallel;
-use crate::read_buffers;
-use crate::reader::FetchedChunks;
-use crate::store::Store;
-use crate::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
+use crate::runtime::read_buffers;
+use crate::runtime::threads;
+use crate::shard::reader::FetchedChunks;
+use crate::shard::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
+use crate::storage::store::Store;
 use std::sync::{Arc, Mutex};
 
 /// A pass's spare buffers of one shard, from `&mut` (no other thread holds them then).
@@ -127,8 +127,8 @@ impl<S: Store> Array<S> {
         // shard of a pass reuses the buffers of the shard in the same place of the pass
         // before; with the pool, they go back to the process's kept buffers after each pass
         // and the next pass takes them from there. The kept buffers also outlive the call, for
-        // the next one (`crate::read_buffers`).
-        let recycle = self.store().io_on_caller_thread() || parallel::threads() <= 1;
+        // the next one (`crate::runtime::read_buffers`).
+        let recycle = self.store().io_on_caller_thread() || threads::threads() <= 1;
         let mut spare: Vec<Mutex<Vec<Vec<u8>>>> = Vec::new();
         // The output rows shard rows g0..g1 cover: [lo, hi). Saturating: the last shard of an
         // array within one shard of 2^64 elements ends past u64::MAX; the region (inside the
@@ -197,7 +197,7 @@ impl<S: Store> Array<S> {
                 .collect();
             let from = (lo - start[0]) as usize * row_bytes;
             let to = (hi - start[0]) as usize * row_bytes;
-            parallel::for_each_split(&mut out[from..to], &sizes, |b, band| {
+            threads::for_each_split(&mut out[from..to], &sizes, |b, band| {
                 let (r0, r1) = bands[b];
                 let mut band_start = start.to_vec();
                 band_start[0] = r0;
@@ -279,7 +279,7 @@ impl<S: Store> Array<S> {
     /// [`Array::read_region`] into a new buffer.
     pub fn read_region_vec(&self, start: &[u64], shape: &[u64]) -> Result<Vec<u8>> {
         let bytes = region_bytes(shape, self.metadata().data_type.size())?;
-        let mut out = vec![0u8; crate::limits::buffer_len(bytes, "the region")?];
+        let mut out = vec![0u8; crate::runtime::limits::buffer_len(bytes, "the region")?];
         self.read_region(start, shape, &mut out)?;
         Ok(out)
     }
@@ -366,7 +366,7 @@ impl<S: Store> Array<S> {
         }
     }
 
-    /// `f(0..n)` where `f` does I/O: on the pool ([`parallel::map_on_pool`]: the items
+    /// `f(0..n)` where `f` does I/O: on the pool ([`threads::map_on_pool`]: the items
     /// decode or encode whole shards, or allocate the fetched bytes, which pool threads' own
     /// allocator arenas keep between calls), or on this thread when the store asks.
     pub(crate) fn map_io<T: Send>(
@@ -377,7 +377,7 @@ impl<S: Store> Array<S> {
         if self.store().io_on_caller_thread() {
             (0..n).map(f).collect()
         } else {
-            parallel::map_on_pool(n, f)
+            threads::map_on_pool(n, f)
         }
     }
 
@@ -405,7 +405,7 @@ impl<S: Store> Array<S> {
         let ranges = cells(start, shape, cs);
         let mut shards = touched(&ranges, &grid, listed);
         // A few shards at a time: decoded shards are full size.
-        let per_batch = parallel::threads().max(1).saturating_mul(2);
+        let per_batch = threads::threads().max(1).saturating_mul(2);
         loop {
             let batch: Vec<Vec<u64>> = shards.by_ref().take(per_batch).collect();
             if batch.is_empty() {
@@ -582,7 +582,7 @@ fn next_pass(
                 break;
             }
         } else if n > PASS_CHUNKS {
-            crate::limits::buffer_len(
+            crate::runtime::limits::buffer_len(
                 n.saturating_mul(CHUNK_BOOKKEEPING),
                 &format!(
                     "the bookkeeping of the {n} inner chunks the region touches in shard {}",

@@ -6,10 +6,10 @@
 //! object, not overlapping the index itself. The error names the inner chunk.
 
 use crate::codec::bytes::Endian;
+use crate::codec::sharding::{IndexLocation, ShardLayout};
 use crate::codec::ArrayToBytes;
 use crate::error::{ChunkCoords, Error, Result};
 use crate::nd;
-use crate::sharding::{IndexLocation, ShardLayout};
 use std::borrow::Cow;
 
 /// Marker for "no data" in both fields of an entry.

@@ -6,10 +6,10 @@
 //! * per thread that has encoded or decoded (the pool's threads and host threads alike): a
 //!   zstd compression context and a zstd decompression context, a libdeflate compressor for
 //!   gzip, and one decoded inner chunk of scratch;
-//! * per process: the free list of encode segments ([`crate::encoded`]), at most
-//!   [`crate::encoded::KEPT_PER_THREAD`] × threads × 256 KiB (4 MiB per thread of the pool);
-//!   and the large buffers region reads fetched shards into ([`crate::read_buffers`]), at
-//!   most [`crate::read_buffers::KEPT_BYTES_PER_THREAD`] × threads (8 MiB per thread, 64 MiB
+//! * per process: the free list of encode segments ([`crate::shard::encoded`]), at most
+//!   [`crate::shard::encoded::KEPT_PER_THREAD`] × threads × 256 KiB (4 MiB per thread of the pool);
+//!   and the large buffers region reads fetched shards into ([`crate::runtime::read_buffers`]), at
+//!   most [`crate::runtime::read_buffers::KEPT_BYTES_PER_THREAD`] × threads (8 MiB per thread, 64 MiB
 //!   in all).
 //!
 //! A host that is done writing (or decoding) for a while calls [`release_memory`] to free all
@@ -25,7 +25,7 @@
 //! context for each chunk is 12 % slower on the benchmark's host, `BENCHMARKS.md`). Keeping the
 //! memory by default and freeing it on request gives hosts the speed and the memory back.
 
-use crate::parallel;
+use crate::runtime::threads;
 
 /// What one [`release_memory`] call freed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,19 +58,19 @@ impl std::ops::AddAssign for Released {
 /// task each one is running.
 pub fn release_memory() -> Released {
     let mut released = release_thread_state();
-    for on_pool_thread in parallel::on_each_pool_thread(release_thread_state) {
+    for on_pool_thread in threads::on_each_pool_thread(release_thread_state) {
         released += on_pool_thread;
     }
-    released.bytes += crate::encoded::release_free_segments();
-    released.bytes += crate::read_buffers::release();
-    parallel::end_sleeping_pool();
+    released.bytes += crate::shard::encoded::release_free_segments();
+    released.bytes += crate::runtime::read_buffers::release();
+    threads::end_sleeping_pool();
     released
 }
 
 /// Free this thread's codec contexts and scratch chunk.
 fn release_thread_state() -> Released {
     Released {
-        bytes: crate::sharding::release_scratch(),
+        bytes: crate::codec::sharding::release_scratch(),
         contexts: crate::codec::release_contexts(),
     }
 }

@@ -27,7 +27,7 @@ use crate::codec::{ArrayToArray, ArrayToBytes, ChunkRepr, CodecChain};
 use crate::error::{shown, Error, Result};
 use crate::metadata::ArrayMetadata;
 use crate::nd;
-use crate::store::Store;
+use crate::storage::store::Store;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 
@@ -203,7 +203,7 @@ impl Unsharded {
         &self,
         shard_coords: &[u64],
         shard_key: &str,
-        index: &crate::index::ShardIndex,
+        index: &crate::codec::sharding::index::ShardIndex,
     ) -> Vec<ChunkRef> {
         index
             .stored()
@@ -266,11 +266,11 @@ fn v2_documents(
                     .into(),
             )),
         };
-    let dtype = crate::legacy::typestr(&meta.data_type, endian)?;
+    let dtype = crate::array::legacy::typestr(&meta.data_type, endian)?;
     let mut numcodecs: Vec<Value> = inner
         .bytes_to_bytes
         .iter()
-        .map(crate::legacy::v3_to_numcodecs)
+        .map(crate::array::legacy::v3_to_numcodecs)
         .collect();
     // v2 encodes with the filters in order, then the compressor: the last codec compresses.
     let compressor = numcodecs.pop().unwrap_or(Value::Null);
@@ -436,7 +436,7 @@ struct ReadShard {
     coords: Vec<u64>,
     key: String,
     /// `None`: the shard is not stored.
-    index: Option<crate::index::ShardIndex>,
+    index: Option<crate::codec::sharding::index::ShardIndex>,
 }
 
 /// The indexes of `shards` (one read each), in their order. The reads run a batch at a time
@@ -824,7 +824,7 @@ pub fn write_parquet_to(
     _url_prefix: &str,
     _name: &str,
     _record_size: u64,
-    _out: &dyn crate::store::Store,
+    _out: &dyn crate::storage::store::Store,
 ) -> Result<()> {
     Err(no_parquet())
 }
@@ -848,7 +848,7 @@ pub fn write_parquet_from_array_to<S: Store>(
     _url_prefix: &str,
     _name: &str,
     _record_size: u64,
-    _out: &dyn crate::store::Store,
+    _out: &dyn crate::storage::store::Store,
 ) -> Result<()> {
     Err(no_parquet())
 }
@@ -858,7 +858,7 @@ mod parquet_out {
     use super::{ChunkRef, References, Unsharded};
     use crate::array::Array;
     use crate::error::{Error, Result};
-    use crate::store::{FsStore, Store};
+    use crate::storage::store::{FsStore, Store};
     use parquet::basic::{Compression, ZstdLevel};
     use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
     use parquet::file::properties::WriterProperties;

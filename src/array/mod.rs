@@ -1,18 +1,29 @@
 //! A whole Zarr v3 array in a [`Store`]: its metadata, its shards, and whole-array operations
 //! (export to raw bytes, verification).
 
-use crate::blocks::Block;
+pub mod append;
+pub(crate) mod blocks;
+pub mod group;
+pub mod legacy;
+pub mod refs;
+pub mod region;
+pub mod repack;
+pub mod resize;
+
+use crate::array::blocks::Block;
+use crate::codec::sharding::index::ShardIndex;
+use crate::codec::sharding::ShardLayout;
 use crate::error::{shown, Error, Result};
-use crate::index::ShardIndex;
-use crate::io::{ByteRange, MemoryIo, ShardIo, SinkIo};
 use crate::metadata::{read_document, ArrayMetadata, Attributes};
 use crate::nd;
-use crate::parallel;
-use crate::reader::{ShardReader, DEFAULT_COALESCE_GAP};
-use crate::sharding::ShardLayout;
-use crate::store::{Prefixed, Store};
-use crate::streamed;
-use crate::writer::{compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use crate::runtime::threads;
+use crate::shard::reader::{ShardReader, DEFAULT_COALESCE_GAP};
+use crate::shard::streamed;
+use crate::shard::writer::{
+    compact, ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy,
+};
+use crate::storage::io::{ByteRange, MemoryIo, ShardIo, SinkIo};
+use crate::storage::store::{Prefixed, Store};
 use serde_json::Value;
 use std::fmt;
 use std::io::{Read, Write};
@@ -47,11 +58,11 @@ pub struct Array<S: Store> {
     format: Format,
     /// Given to every shard reader the array opens ([`Array::set_coalesce_gap`]).
     coalesce_gap: AtomicU64,
-    /// What the last shard written while it encoded compressed to (`crate::streamed`): the
+    /// What the last shard written while it encoded compressed to (`crate::shard::streamed`): the
     /// next one's memory estimate.
     write_ratio: streamed::Ratio,
     /// Frames appended ([`Array::append`]) to the shard layer not yet complete.
-    pub(crate) pending: std::sync::Mutex<Option<crate::append::PendingLayer>>,
+    pub(crate) pending: std::sync::Mutex<Option<crate::array::append::PendingLayer>>,
     /// Whether `pending` may hold a layer: region reads skip its lock otherwise, so that many
     /// threads reading one array never meet on it.
     pub(crate) appending: std::sync::atomic::AtomicBool,
@@ -83,7 +94,7 @@ fn open_metadata<T: Store>(store: &T) -> Result<Found> {
         return Ok(Found::Array(Box::new(meta), Format::V3));
     }
     if let Some(text) = read_document(store, ".zarray")? {
-        let mut meta = crate::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
+        let mut meta = crate::array::legacy::parse_v2_prototype(&parse_json(&text, ".zarray")?)?;
         // Zarr v2 keeps the user's attributes beside: they are the array's attributes.
         if let Some(text) = read_document(store, ".zattrs")? {
             let text =
@@ -158,7 +169,8 @@ impl<S: Store> Array<S> {
         };
         let text = read_document(&store, &metadata_key)?
             .ok_or_else(|| Error::metadata(format!("no {metadata_key} in the store")))?;
-        let (meta, separator) = crate::legacy::parse_v3_draft_document(&text, &metadata_key)?;
+        let (meta, separator) =
+            crate::array::legacy::parse_v3_draft_document(&text, &metadata_key)?;
         let format = Format::V3Draft {
             metadata_key,
             data_prefix,
@@ -179,7 +191,7 @@ impl<S: Store> Array<S> {
     }
 
     /// Create a Zarr v3 array at node `path` of `store` (`""` for its root; checked by
-    /// [`crate::store::node_path`]): validate `meta`, then write `PATH/zarr.json` as a new
+    /// [`crate::storage::store::node_path`]): validate `meta`, then write `PATH/zarr.json` as a new
     /// object. A node already there (`zarr.json`, `.zarray` or `.zgroup`) is refused unless
     /// `overwrite`; then an array there has its stored shards and metadata deleted first, and
     /// a group everything stored below it (which needs a store that lists).
@@ -197,7 +209,7 @@ impl<S: Store> Array<S> {
         let node = Prefixed::new(store, path)?;
         meta.codecs.resolve(&meta.data_type);
         meta.validate()?;
-        crate::group::make_room(&node, overwrite)?;
+        crate::array::group::make_room(&node, overwrite)?;
         node.set("zarr.json", &meta.to_json_bytes())?;
         Ok(Array::new(meta, node, Format::V3))
     }
@@ -224,7 +236,7 @@ impl<S: Store> Array<S> {
                 }
                 Err(Error::metadata(format!(
                     "no zarr.json or .zarray at {}",
-                    crate::store::shown_path(path)
+                    crate::storage::store::shown_path(path)
                 )))
             }
         }
@@ -328,7 +340,7 @@ impl<S: Store> Array<S> {
                 data_prefix,
                 separator,
                 ..
-            } => crate::legacy::draft_key(data_prefix, *separator, coords),
+            } => crate::array::legacy::draft_key(data_prefix, *separator, coords),
         }
     }
 
@@ -500,7 +512,7 @@ impl<S: Store> Array<S> {
     /// byte 0/1, complex as real then imaginary part, the fill value where nothing is stored.
     ///
     /// Memory follows the work, not the grid: the array is read in blocks contiguous in C
-    /// order (`crate::blocks`) of at most [`EXPORT_BLOCK_BYTES`] (or the memory limit, when
+    /// order (`crate::array::blocks`) of at most [`EXPORT_BLOCK_BYTES`] (or the memory limit, when
     /// lower) through [`Array::read_region`], which holds a bounded pass of shards at a time.
     /// A block is larger only where cutting it would decode inner chunks (or whole shards, for
     /// arrays read a shard at a time) once per row of them, and then at most the memory limit;
@@ -520,14 +532,14 @@ impl<S: Store> Array<S> {
         }
         let walk = self.shard_walk()?;
         let listed = walk.listed.as_deref();
-        let limit = crate::limits::memory_limit();
+        let limit = crate::runtime::limits::memory_limit();
         // Whole inner chunks where they are read one by one, else whole shards.
         let unit = match (self.partial_regions(), meta.shard_layout()) {
             (true, Some(layout)) => layout.codec().chunk_shape.clone(),
             _ => meta.chunk_shape.clone(),
         };
         let target = EXPORT_BLOCK_BYTES.min(limit);
-        let plan = crate::blocks::Plan::new(
+        let plan = crate::array::blocks::Plan::new(
             &meta.shape,
             &meta.chunk_shape,
             elem,
@@ -559,8 +571,10 @@ impl<S: Store> Array<S> {
                 }
                 continue;
             }
-            let len =
-                crate::limits::buffer_len(bytes, &format!("a block of shape {}", shown(&b.shape)))?;
+            let len = crate::runtime::limits::buffer_len(
+                bytes,
+                &format!("a block of shape {}", shown(&b.shape)),
+            )?;
             block.resize(len, 0);
             self.read_region_in(&b.start, &b.shape, &mut block, listed)?;
             raw_order(&mut block, &meta.data_type);
@@ -577,7 +591,7 @@ impl<S: Store> Array<S> {
     /// Strategies apply where the shard object is the sharding codec's own output; with a
     /// bytes→bytes codec after `sharding_indexed` (or no sharding) each shard is encoded whole.
     ///
-    /// The input is read in blocks contiguous in C order (`crate::blocks`) of about
+    /// The input is read in blocks contiguous in C order (`crate::array::blocks`) of about
     /// [`IMPORT_BLOCK_BYTES`] (or the memory limit, when lower), on the calling thread, while
     /// the pool encodes and writes the shards of the previous block, at most a pass of
     /// [`IMPORT_PASS_SHARDS`] at a time: two block buffers are held, and bookkeeping for one
@@ -600,8 +614,8 @@ impl<S: Store> Array<S> {
             && meta.supports_partial_reads()
             && meta.codecs.array_to_array.is_empty();
         let grid = meta.grid_shape();
-        let limit = crate::limits::memory_limit();
-        let plan = crate::blocks::Plan::new(
+        let limit = crate::runtime::limits::memory_limit();
+        let plan = crate::array::blocks::Plan::new(
             &meta.shape,
             &meta.chunk_shape,
             elem as u64,
@@ -612,7 +626,10 @@ impl<S: Store> Array<S> {
             "a block (whole shards) of the input",
         )?;
         let read_block = |input: &mut dyn Read, block: &Block, buf: &mut Vec<u8>| {
-            let len = crate::limits::buffer_len(block.bytes(elem as u64), "a block of the input")?;
+            let len = crate::runtime::limits::buffer_len(
+                block.bytes(elem as u64),
+                "a block of the input",
+            )?;
             buf.clear();
             buf.reserve_exact(len);
             // Read into the buffer's spare capacity (`read_to_end` needs no zeroed memory:
@@ -631,7 +648,7 @@ impl<S: Store> Array<S> {
             let (mut lo, hi) = block.shard_range(&meta.chunk_shape, &grid);
             while lo < hi {
                 let n = (hi - lo).min(IMPORT_PASS_SHARDS);
-                parallel::map_on_pool(n as usize, |k| {
+                threads::map_on_pool(n as usize, |k| {
                     let coords = nd::unravel(lo + k as u64, &grid);
                     let origin = nd::mul(&coords, &meta.chunk_shape);
                     let at = nd::sub(&origin, &block.start);
@@ -673,7 +690,7 @@ impl<S: Store> Array<S> {
         }
         while let Some(b) = block {
             let following = blocks.next();
-            let (encoded, read) = parallel::overlap(
+            let (encoded, read) = threads::overlap(
                 || encode_block(&current, &b),
                 || match &following {
                     Some(f) => read_block(input, f, &mut next),
@@ -738,7 +755,7 @@ impl<S: Store> Array<S> {
     /// Encode shard `coords`'s inner chunks, which `fill(i, chunk)` writes decoded, in
     /// parallel and write them with the buffered strategy. When the calling thread shares the
     /// chunks with the pool and the store's objects have an [`crate::ObjectSink`], finished
-    /// chunks are written while the rest still encode (`crate::streamed`); otherwise the whole
+    /// chunks are written while the rest still encode (`crate::shard::streamed`); otherwise the whole
     /// object is written at the end. The bytes are the same either way.
     fn write_buffered(
         &self,
@@ -748,7 +765,7 @@ impl<S: Store> Array<S> {
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
     ) -> Result<Finalized> {
         let io = self.store.shard_io(&self.shard_key(coords))?;
-        if parallel::shares_with_pool(layout.num_chunks()) && !self.store.io_on_caller_thread() {
+        if threads::shares_with_pool(layout.num_chunks()) && !self.store.io_on_caller_thread() {
             if let Some(sink) = io.object_sink() {
                 let ratio = &self.write_ratio;
                 return streamed::encode_and_write(layout, &*io, sink, options, ratio, fill);
@@ -768,7 +785,7 @@ impl<S: Store> Array<S> {
     /// memory and written whole, its bytes those the update would leave in place. So a killed
     /// process, a full disk or a failed write leaves the old shard as it was, and of two
     /// writers of one shard the last to finish wins whole. Without one, streaming and updates
-    /// write into the object itself (see [`crate::writer`]).
+    /// write into the object itself (see [`crate::shard::writer`]).
     ///
     /// Errors: [`Error::BufferSize`] when `data` is not exactly one shard's decoded size
     /// (nothing is written or deleted then), the writer's, codecs' and store's errors.
@@ -838,7 +855,7 @@ impl<S: Store> Array<S> {
             }
         };
         if done == Finalized::Deleted {
-            crate::writer::delete_unstored(&*io, false)?;
+            crate::shard::writer::delete_unstored(&*io, false)?;
         }
         Ok(done)
     }
@@ -871,7 +888,7 @@ impl<S: Store> Array<S> {
             let Some(coords) = coords else { continue };
             let key = self.shard_key(&coords);
             let io = self.store.shard_io(&key)?;
-            let Some((index, size)) = crate::reader::load_index(&layout, &io)? else {
+            let Some((index, size)) = crate::shard::reader::load_index(&layout, &io)? else {
                 continue;
             };
             let size = match size {
@@ -907,7 +924,11 @@ impl<S: Store> Array<S> {
         match self.meta.shard_layout() {
             None => {
                 for coords in self.stored_shards()? {
-                    keys.push(crate::legacy::draft_key(data_prefix, *separator, &coords));
+                    keys.push(crate::array::legacy::draft_key(
+                        data_prefix,
+                        *separator,
+                        &coords,
+                    ));
                 }
             }
             Some(layout) => {
@@ -915,7 +936,7 @@ impl<S: Store> Array<S> {
                 for (_, coords) in self.shard_walk()?.positions() {
                     let Some(coords) = coords else { continue };
                     let io = self.store.shard_io(&self.shard_key(&coords))?;
-                    let Some((index, _)) = crate::reader::load_index(&layout, &io)? else {
+                    let Some((index, _)) = crate::shard::reader::load_index(&layout, &io)? else {
                         continue;
                     };
                     for (i, _) in index.stored() {
@@ -926,7 +947,11 @@ impl<S: Store> Array<S> {
                             .zip(&inner)
                             .map(|((s, n), c)| s * n + c)
                             .collect();
-                        keys.push(crate::legacy::draft_key(data_prefix, *separator, &chunk));
+                        keys.push(crate::array::legacy::draft_key(
+                            data_prefix,
+                            *separator,
+                            &chunk,
+                        ));
                     }
                 }
             }
@@ -1060,7 +1085,7 @@ impl<S: Store> Array<S> {
     ) -> Result<()> {
         let walk = self.shard_walk()?;
         let mut positions = walk.positions().peekable();
-        let batch_len = parallel::threads()
+        let batch_len = threads::threads()
             .max(1)
             .saturating_mul(SHARDS_PER_THREAD_CHECKED);
         while positions.peek().is_some() {
@@ -1123,7 +1148,7 @@ impl<S: Store> Array<S> {
         // Decoded in parallel, a run of chunks per item with one buffer for the run; the
         // errors stay in chunk order.
         let runs = stored.len().div_ceil(CHUNKS_PER_CHECK_ITEM);
-        let decoded = parallel::map(runs, |r| {
+        let decoded = threads::map(runs, |r| {
             let mut chunk = layout.inner_repr().filled()?;
             let run = &stored
                 [r * CHUNKS_PER_CHECK_ITEM..stored.len().min((r + 1) * CHUNKS_PER_CHECK_ITEM)];
@@ -1192,12 +1217,12 @@ const SHARDS_PER_THREAD_CHECKED: usize = 4;
 const CHUNKS_PER_CHECK_ITEM: usize = 16;
 
 /// A document that is all structure (`.zarray`): parsed whole, within
-/// [`crate::limits::MAX_METADATA_STRUCTURE_BYTES`].
+/// [`crate::runtime::limits::MAX_METADATA_STRUCTURE_BYTES`].
 fn parse_json(bytes: &[u8], what: &str) -> Result<Value> {
-    let limit = crate::limits::MAX_METADATA_STRUCTURE_BYTES;
+    let limit = crate::runtime::limits::MAX_METADATA_STRUCTURE_BYTES;
     if bytes.len() as u64 > limit {
         return Err(Error::metadata(format!(
-            "{what} has {} bytes, more than the {limit} bytes it may have (zarrshard::limits::MAX_METADATA_STRUCTURE_BYTES)",
+            "{what} has {} bytes, more than the {limit} bytes it may have (zarrshard::runtime::limits::MAX_METADATA_STRUCTURE_BYTES)",
             bytes.len()
         )));
     }
@@ -1219,8 +1244,8 @@ const FILL_BYTES: u64 = 256 << 10;
 
 /// Native ↔ raw export order, in place (little-endian; a swap on big-endian machines, its own
 /// inverse), bools normalised to 0/1: turns decoded chunk bytes into the export format.
-pub fn raw_order(data: &mut [u8], dtype: &crate::dtype::DataType) {
-    if *dtype == crate::dtype::DataType::Bool {
+pub fn raw_order(data: &mut [u8], dtype: &crate::metadata::dtype::DataType) {
+    if *dtype == crate::metadata::dtype::DataType::Bool {
         for b in data.iter_mut() {
             *b = (*b != 0) as u8;
         }

@@ -7,7 +7,7 @@
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::nd;
-use crate::store::Store;
+use crate::storage::store::Store;
 
 impl<S: Store> Array<S> {
     /// Set the array's shape to `shape` (same rank; any dimension may grow or shrink), first

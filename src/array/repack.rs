@@ -17,17 +17,17 @@
 //! opens as a complete array.
 
 use crate::array::Array;
+use crate::codec::sharding::index::{ChunkLocation, ShardIndex};
+use crate::codec::sharding::{IndexLocation, ShardLayout, ShardingCodec};
 use crate::codec::{ArrayToBytes, CodecChain};
-use crate::encoded::EncodedChunks;
 use crate::error::{shown, Error, Result};
-use crate::index::{ChunkLocation, ShardIndex};
-use crate::io::MemoryIo;
 use crate::metadata::ArrayMetadata;
 use crate::nd;
-use crate::parallel;
-use crate::sharding::{IndexLocation, ShardLayout, ShardingCodec};
-use crate::store::Store;
-use crate::writer::{ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use crate::runtime::threads;
+use crate::shard::encoded::EncodedChunks;
+use crate::shard::writer::{ChunkOrder, Finalized, ShardWriter, WriteOptions, WriteStrategy};
+use crate::storage::io::MemoryIo;
+use crate::storage::store::Store;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -206,7 +206,7 @@ pub fn repack<S: Store, D: Store>(
             loaded.retain(|k, _| needed.contains(k));
             let missing: Vec<&Vec<u64>> =
                 needed.iter().filter(|k| !loaded.contains_key(*k)).collect();
-            let fresh = parallel::map_on_pool(missing.len(), |k| job.load(missing[k], copy))?;
+            let fresh = threads::map_on_pool(missing.len(), |k| job.load(missing[k], copy))?;
             for (k, v) in missing.into_iter().zip(fresh) {
                 loaded.insert(k.clone(), Arc::new(v));
             }
@@ -218,7 +218,7 @@ pub fn repack<S: Store, D: Store>(
                     .collect(),
             };
             visited += targets.len() as u64;
-            let done = parallel::map_on_pool(targets.len(), |k| {
+            let done = threads::map_on_pool(targets.len(), |k| {
                 let result = if copy {
                     job.copy_shard(&targets[k], &loaded)
                 } else {
@@ -522,7 +522,7 @@ impl<S: Store, D: Store> Job<'_, S, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use crate::storage::store::MemoryStore;
 
     fn huge(shard: u64, inner: u64) -> ArrayMetadata {
         ArrayMetadata::from_json(&json!({

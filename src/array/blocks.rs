@@ -33,7 +33,7 @@ impl Plan {
     /// elements, chunk grid `chunk`. `unit[d]`: the rows along `d` a block should hold whole
     /// (an inner chunk's extent for partial reads, a shard's to write it whole); `cut`: whether
     /// a block may cut them (repeating work) when holding them would pass a quarter of `limit`
-    /// (the memory limit, [`crate::limits::memory_limit`]).
+    /// (the memory limit, [`crate::runtime::limits::memory_limit`]).
     ///
     /// Errors: [`crate::Error::MemoryLimit`] naming `what` when the smallest block that holds
     /// the units whole passes the limit and `cut` is false.

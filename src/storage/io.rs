@@ -542,7 +542,7 @@ fn write_all_at(f: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()
 /// A `len`-byte buffer to read into: `spare`'s allocation when it is large enough (only the
 /// part past its old length is zeroed; the caller overwrites the rest and cuts the buffer to
 /// what was read), otherwise fresh zeroed memory (no memset for large buffers). When a spare
-/// was offered but is too small (the caller recycles its buffers: [`crate::read_buffers`]),
+/// was offered but is too small (the caller recycles its buffers: [`crate::runtime::read_buffers`]),
 /// the fresh one gets 1/16 more room, so that it still holds the next object when that one
 /// is slightly larger; a read offered no spare gets exactly `len`.
 pub(crate) fn read_buffer(spare: Option<Vec<u8>>, len: usize) -> Vec<u8> {
@@ -551,7 +551,7 @@ pub(crate) fn read_buffer(spare: Option<Vec<u8>>, len: usize) -> Vec<u8> {
             buf.resize(len, 0);
             buf
         }
-        Some(_) if len >= crate::read_buffers::MIN_KEPT => {
+        Some(_) if len >= crate::runtime::read_buffers::MIN_KEPT => {
             let mut buf = vec![0u8; len.saturating_add(len / 16)];
             buf.truncate(len);
             buf

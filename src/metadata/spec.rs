@@ -147,7 +147,7 @@ impl ArraySpec {
                 .map_err(|e| Error::InvalidArgument(format!("data_type is not JSON: {e}")))?,
             false => Value::String(self.data_type.clone()),
         };
-        let dtype = crate::dtype::DataType::from_json(&data_type)?;
+        let dtype = crate::metadata::dtype::DataType::from_json(&data_type)?;
         let elem = dtype.size();
         let fill = self
             .fill_value

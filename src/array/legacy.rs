@@ -14,12 +14,12 @@
 //! Each parser synthesises the equivalent Zarr v3 metadata, so reading, writing, verifying and
 //! exporting need nothing format-specific beyond the key of each shard.
 //!
-//! [`ShardingCodec`]: crate::sharding::ShardingCodec
+//! [`ShardingCodec`]: crate::codec::sharding::ShardingCodec
 
 use crate::codec::bytes::Endian;
 use crate::codec::BytesToBytes;
-use crate::dtype::DataType;
 use crate::error::{shown, shown_text, Error, Result};
+use crate::metadata::dtype::DataType;
 use crate::metadata::{ArrayMetadata, Attributes, Members};
 use serde_json::{json, Map, Value};
 
@@ -213,7 +213,7 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         None => (p.inner_chunks.clone(), codecs),
     };
     let fill_value = match (p.fill_value, &dtype) {
-        (Value::Null, _) => crate::dtype::FillValue::zero(&dtype).to_json(&dtype),
+        (Value::Null, _) => crate::metadata::dtype::FillValue::zero(&dtype).to_json(&dtype),
         // v2 writers spell a complex fill value as one real number.
         (v @ (Value::Number(_) | Value::String(_)), DataType::Complex64 | DataType::Complex128) => {
             json!([v, 0.0])
@@ -221,7 +221,7 @@ fn to_v3(p: Profile) -> Result<ArrayMetadata> {
         // Zarr v2 spells the fill value of a raw `|V<n>` type as base64 of its n bytes
         // (zarr-python: `"fill_value": "AQIDBA=="` for b"\x01\x02\x03\x04").
         (Value::String(text), DataType::RawBits(n)) => {
-            let bytes = crate::dtype::base64_decode(text)
+            let bytes = crate::metadata::dtype::base64_decode(text)
                 .filter(|b| b.len() == *n)
                 .ok_or_else(|| {
                     Error::metadata(format!(
@@ -352,7 +352,7 @@ pub fn parse_v3_draft(v: &Value) -> Result<(ArrayMetadata, char)> {
 }
 
 /// [`parse_v3_draft`] of document `bytes` (named `what` in errors), within the limits of
-/// [`crate::limits`]: the `attributes` stay text, the other members are parsed.
+/// [`crate::runtime::limits`]: the `attributes` stay text, the other members are parsed.
 pub fn parse_v3_draft_document(bytes: &[u8], what: &str) -> Result<(ArrayMetadata, char)> {
     let mut members = Members::parse(bytes, what, |k| k != "attributes")?;
     let attributes = match members.take_raw("attributes") {

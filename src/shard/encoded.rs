@@ -21,7 +21,7 @@
 //! Where we differ: zarrs encodes each inner chunk into a new `Vec` (with a new zstd context)
 //! and then copies the chunks into a shard-sized buffer it allocates for every shard.
 //!
-//! A shard written while it encodes (`crate::streamed`) takes its segments from the same list,
+//! A shard written while it encodes (`crate::shard::streamed`) takes its segments from the same list,
 //! but up front (`Reserved`): other threads write its finished chunks to storage while it
 //! still runs, which needs them in memory that outlives the threads filling it.
 //!
@@ -32,7 +32,7 @@
 
 use crate::codec::EncodeTarget;
 use crate::error::Result;
-use crate::parallel;
+use crate::runtime::threads;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -63,7 +63,7 @@ fn give_back(segments: Vec<Box<[u8]>>) {
     if segments.is_empty() {
         return;
     }
-    let keep = KEPT_PER_THREAD * parallel::threads();
+    let keep = KEPT_PER_THREAD * threads::threads();
     let mut extra = Vec::new();
     let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
     for s in segments {
@@ -116,8 +116,8 @@ enum Held {
 
 /// A shard's encoded inner chunks by linear chunk number (C order), each stored or not
 /// (`None`: a chunk equal to the fill value, or not written). What
-/// [`crate::sharding::ShardLayout::encode_chunks`] returns and
-/// [`crate::writer::ShardWriter::finish_with`] writes. Dropping it returns its memory to the
+/// [`crate::codec::sharding::ShardLayout::encode_chunks`] returns and
+/// [`crate::shard::writer::ShardWriter::finish_with`] writes. Dropping it returns its memory to the
 /// process-wide free list (see the module docs). `Send`; not shared between threads.
 #[derive(Debug, Default)]
 pub struct EncodedChunks {
@@ -460,7 +460,7 @@ impl Drop for Appender<'_> {
 }
 
 /// Segments taken from the free list for one encode whose finished chunks other threads read
-/// while it still runs (a shard written as it encodes, `crate::streamed`). They are handed
+/// while it still runs (a shard written as it encodes, `crate::shard::streamed`). They are handed
 /// out as slices that live as long as the reservation ([`Reserved::rooms`]): each thread cuts
 /// its chunks off the front of its slice, and a finished chunk is then an ordinary shared
 /// slice that any thread may write to storage, with no copy and no `unsafe`. The segments go
@@ -598,7 +598,7 @@ impl EncodeTarget for Cutter<'_, '_> {
 mod tests {
     use super::*;
     use crate::codec::{ChunkRepr, CodecChain};
-    use crate::dtype::{DataType, FillValue};
+    use crate::metadata::dtype::{DataType, FillValue};
     use serde_json::json;
 
     /// Append `chunks` through one appender, each filling `bound` bytes of room and keeping

@@ -7,7 +7,7 @@
 //! its free top passes the trim threshold), and the next call faults it in again page by page:
 //! 360–3 500 page faults per two-thread whole-array decode, which took 22.1–23.5 ms by median
 //! against 20.1–20.9 ms with the buffers kept (`BENCHMARKS.md`, *Read buffers kept between
-//! calls*). The same happened to encoded chunks before [`crate::encoded`] kept its segments.
+//! calls*). The same happened to encoded chunks before [`crate::shard::encoded`] kept its segments.
 //!
 //! So the buffers a region read is done with go to a process-wide list, and the next pass, of
 //! the same call or a later one, takes them from it, the largest first: up to
@@ -22,7 +22,7 @@
 //! the same faults (the benchmark harness's `mallopt` spares every Rust implementation them
 //! alike).
 
-use crate::parallel;
+use crate::runtime::threads;
 use std::sync::Mutex;
 
 /// Buffers smaller than this are not kept.
@@ -55,7 +55,7 @@ pub(crate) fn take(n: usize) -> Vec<Vec<u8>> {
 /// list stays within [`KEPT_BYTES_PER_THREAD`] × the thread setting (at most
 /// [`KEPT_BYTES_MAX`]); the rest are freed.
 pub(crate) fn keep(bufs: impl IntoIterator<Item = Vec<u8>>) {
-    keep_in(&mut kept(), bufs, limit_for(parallel::threads()));
+    keep_in(&mut kept(), bufs, limit_for(threads::threads()));
 }
 
 /// The list's limit for a thread setting of `threads`.
