@@ -16,6 +16,9 @@ its own implementations (zarrshard, zarrs, tensorstore, zarr-python, zarrshard, 
 Requests: {"op": "init", "manifest": {...}}, {"op": "info"},
 {"op": "run", "impl": "tensorstore"|"tensorstore-fsync"|"zarr-python", "workload": W,
  "variant": V, "check": bool}, {"op": "quit"}.
+The scaling mode (examples/scaling.rs) sends a manifest with a "scaling" section and
+{"op": "run", "impl": "tensorstore", "workload": "scale_write"|"scale_read"|"scale_small",
+ "variant": "2d"|"3d", "threads": N, "check": bool}; it needs tensorstore and numpy only.
 A run replies {"ok": true, "seconds": S, "cpu_seconds": P} where S is the wall time of the
 timed part only (per chunk for the single-chunk workloads, total otherwise) and P the
 process CPU time (all threads) over it, or {"ok": false, "error": "..."}.
@@ -35,6 +38,11 @@ How each workload is done (the idiomatic way each library offers):
 * zarr-python: `zarr.open_array(LocalStore(dir))`, `arr[region]`, `arr[...] = data` (one
   shard: `arr[shard_region] = data`), default configuration. zarr-python 3.1 keeps no shard
   index between calls, so its "warm" reads are the same as its cold ones.
+* Scaling mode (tensorstore at N threads): a fresh context per sample whose
+  `data_copy_concurrency` and `file_io_concurrency` limits are N; whole-array `write(data)`
+  (`file_io_sync: false`, no cache) and `read()` (no cache); small reads: N Python threads,
+  thread t doing reads t, t+N, ... with `arr[box].read().result()`, a 256 MiB cache pool so
+  each shard's index is read once per sample.
 """
 
 import json
@@ -71,9 +79,11 @@ def _versions():
 class Peers:
     def __init__(self, manifest):
         self.m = manifest
-        self.shape = tuple(manifest["shape"])
-        self.inner = tuple(manifest["inner"])
+        # The scaling manifest has neither (its arrays are under "scaling").
+        self.shape = tuple(manifest.get("shape", ()))
+        self.inner = tuple(manifest.get("inner", ()))
         self._data = None
+        self._scaling_data = {}
 
     # -- data -------------------------------------------------------------------------------
     @property
@@ -114,11 +124,87 @@ class Peers:
         return self._zp(path, "r")
 
     # -- workloads --------------------------------------------------------------------------
-    def run(self, impl, workload, variant, check):
+    def run(self, impl, workload, variant, check, threads=None):
         fn = getattr(self, "w_" + workload, None)
         if fn is None:
             raise ValueError(f"unknown workload {workload}")
+        if workload.startswith("scale_"):
+            return fn(impl, variant, check, threads)
         return fn(impl, variant, check)
+
+    # -- scaling mode (tensorstore at N threads) ---------------------------------------------
+    def _scaling(self, variant):
+        a = self.m["scaling"][variant]
+        if variant not in self._scaling_data:
+            self._scaling_data[variant] = np.fromfile(a["data"], dtype="<u2").reshape(a["shape"])
+        return a, self._scaling_data[variant]
+
+    def _ts_threads(self, path, threads, cache_bytes=0):
+        import tensorstore as ts
+
+        ctx = ts.Context({
+            "cache_pool": {"total_bytes_limit": cache_bytes},
+            "file_io_sync": False,
+            "data_copy_concurrency": {"limit": threads},
+            "file_io_concurrency": {"limit": threads},
+        })
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+        return ts.open(spec, open=True, context=ctx).result()
+
+    def w_scale_write(self, impl, variant, check, threads):
+        # The harness removes the previous shards before each sample and reads the written
+        # array back with zarrshard.
+        a, data = self._scaling(variant)
+        arr = self._ts_threads(a["write_dir"], threads)
+        clk = Clock()
+        arr.write(data).result()
+        return clk.stop()
+
+    def w_scale_read(self, impl, variant, check, threads):
+        a, data = self._scaling(variant)
+        arr = self._ts_threads(a["read_dir"], threads)
+        clk = Clock()
+        out = arr.read().result()
+        dt = clk.stop()
+        if check and (out.shape != data.shape or not np.array_equal(out, data)):
+            raise AssertionError(f"tensorstore: the {variant} array read differs from the source")
+        return dt
+
+    def w_scale_small(self, impl, variant, check, threads):
+        import threading
+
+        small = self.m["small"]
+        a, data = self._scaling(small["variant"])
+        arr = self._ts_threads(a["read_dir"], threads, 256 << 20)
+        origins, size = small["origins"], small["shape"]
+        outs = [None] * len(origins)
+        errors = []
+
+        def worker(t):
+            try:
+                for k in range(t, len(origins), threads):
+                    box = tuple(slice(o, o + s) for o, s in zip(origins[k], size))
+                    out = arr[box].read().result()
+                    if check:
+                        outs[k] = out
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        workers = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+        clk = Clock()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        dt = clk.stop()
+        if errors:
+            raise errors[0]
+        if check:
+            for o, out in zip(origins, outs):
+                box = tuple(slice(p, p + s) for p, s in zip(o, size))
+                if out is None or not np.array_equal(out, data[box]):
+                    raise AssertionError(f"tensorstore: the read at {o} differs from the source")
+        return dt
 
     def w_encode(self, impl, variant, check):
         path = self.m["enc_dirs"][impl][variant]
@@ -222,16 +308,16 @@ class Peers:
 def info():
     import os
 
-    import zarr
+    try:
+        import zarr
 
-    return {
-        "versions": _versions(),
-        "cpus": os.cpu_count(),
-        "zarr_config": {
+        config = {
             "async.concurrency": zarr.config.get("async.concurrency"),
             "threading.max_workers": zarr.config.get("threading.max_workers"),
-        },
-    }
+        }
+    except ImportError:  # the scaling mode needs tensorstore only
+        config = {}
+    return {"versions": _versions(), "cpus": os.cpu_count(), "zarr_config": config}
 
 
 def serve():
@@ -245,15 +331,20 @@ def serve():
             op = req.get("op")
             if op == "init":
                 peers = Peers(req["manifest"])
-                # Import both libraries now, outside any timing.
+                # Import the libraries now, outside any timing (the scaling mode needs
+                # tensorstore only).
                 import tensorstore  # noqa: F401
-                import zarr  # noqa: F401
+
+                if "scaling" not in req["manifest"]:
+                    import zarr  # noqa: F401
 
                 reply = {"ok": True}
             elif op == "info":
                 reply = {"ok": True, "info": info()}
             elif op == "run":
-                s, cpu = peers.run(req["impl"], req["workload"], req.get("variant"), req.get("check", False))
+                s, cpu = peers.run(
+                    req["impl"], req["workload"], req.get("variant"), req.get("check", False), req.get("threads")
+                )
                 reply = {"ok": True, "seconds": s, "cpu_seconds": cpu}
             elif op == "quit":
                 print(json.dumps({"ok": True}), flush=True)

@@ -5,6 +5,15 @@
 #   scripts/bench.sh          -> table on stdout and in target/bench/results.md, then the
 #                                acquire-zarr comparison in target/bench/acquire.md
 #   scripts/bench.sh acquire  -> only the acquire-zarr comparison (about 1 minute on 2 cores)
+#   scripts/bench.sh scaling  -> the scaling mode (bench/examples/scaling.rs): zarrshard, zarrs
+#                                and tensorstore at 1, 2, 4, 8, 16 threads; tables on stdout
+#                                and in target/bench/scaling.md (ZARRSHARD_SCALING_* settings
+#                                in bench/README.md)
+#   scripts/bench.sh ab REV   -> old vs new: the current tree's harness (Rust rows only) built
+#                                against the library at git revision REV (ZARRSHARD_AB_HARNESS=own:
+#                                REV's own harness) and against the current tree, run alternately
+#                                (ZARRSHARD_AB_ROUNDS runs each, default 3); per-row medians
+#                                and new/old in target/bench/ab.md
 #
 # Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
 # missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
@@ -52,6 +61,66 @@ acquire_compare() {
 if [ "${1:-}" = acquire ]; then
     acquire_compare
     log "done in $(( $(date +%s) - start )) s"
+    exit 0
+fi
+
+# The harness's executable for the bench/ package at $1 (built into bench/target, so zarrs and
+# the other dependencies are compiled once for both sides of an A/B).
+build_compare() {
+    CARGO_TARGET_DIR="$REPO/bench/target" cargo bench --manifest-path "$1/bench/Cargo.toml" \
+        --bench compare --no-run --message-format=json \
+        | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "compare" and m.get("executable"):
+        print(m["executable"])' | tail -n 1
+}
+
+if [ "${1:-}" = ab ]; then
+    rev="${2:?usage: scripts/bench.sh ab REV}"
+    old_commit="$(git -C "$REPO" rev-parse --short "$rev^{commit}")"
+    new_label="$(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" status --porcelain -- src Cargo.toml bench | grep -q . && echo +dirty)"
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/zarrshard-ab.XXXXXX")"
+    trap 'git -C "$REPO" worktree remove --force "$tmp/old" 2>/dev/null; rm -rf "$tmp"' EXIT
+    log "old: $old_commit in a temporary worktree; building the harness against it"
+    git -C "$REPO" worktree add --detach "$tmp/old" "$old_commit" >&2
+    # The same harness on both sides (only the library differs), unless
+    # ZARRSHARD_AB_HARNESS=own: REV's own bench/.
+    if [ "${ZARRSHARD_AB_HARNESS:-current}" != own ]; then
+        rm -rf "$tmp/old/bench"
+        tar -C "$REPO" --exclude=bench/target --exclude=bench/zarrs-shipped/target -cf - bench \
+            | tar -C "$tmp/old" -xf -
+    fi
+    old_bin="$(build_compare "$tmp/old")"
+    [ -x "$old_bin" ] || { log "building the harness at $old_commit failed"; exit 1; }
+    cp "$old_bin" "$tmp/compare-old"
+    git -C "$REPO" worktree remove --force "$tmp/old"
+    log "new: the current tree ($new_label); building its harness"
+    new_bin="$(build_compare "$REPO")"
+    [ -x "$new_bin" ] || { log "building the harness for the current tree failed"; exit 1; }
+    cp "$new_bin" "$tmp/compare-new"
+    mkdir -p "$OUT_DIR"
+    # Rust rows only; zarrs built alone is not part of an A/B of zarrshard.
+    export ZARRSHARD_BENCH_NO_PEERS=1 ZARRSHARD_BENCH_ZARRS_SHIPPED=/nonexistent
+    cd "$REPO"
+    python3 "$REPO/bench/ab.py" --old "$tmp/compare-old" --new "$tmp/compare-new" \
+        --rounds "${ZARRSHARD_AB_ROUNDS:-3}" --old-label "$old_commit" --new-label "$new_label" \
+        --out "$OUT_DIR/ab.md"
+    log "done in $(( $(date +%s) - start )) s; table in $OUT_DIR/ab.md"
+    exit 0
+fi
+
+if [ "${1:-}" = scaling ]; then
+    if [ -z "${ZARRSHARD_BENCH_NO_PEERS:-}" ]; then
+        log "Python venv (scripts/venv.sh)"
+        ZARRSHARD_BENCH_PYTHON="$("$REPO/scripts/venv.sh" | tail -n 1)"
+        export ZARRSHARD_BENCH_PYTHON
+    fi
+    log "building the scaling mode (release)"
+    cargo build --release --manifest-path "$REPO/bench/Cargo.toml" --example scaling >&2
+    cd "$REPO"
+    ZARRSHARD_SCALING_OUT="$OUT_DIR/scaling.md" "$REPO/bench/target/release/examples/scaling"
+    log "done in $(( $(date +%s) - start )) s; tables in $OUT_DIR/scaling.md"
     exit 0
 fi
 

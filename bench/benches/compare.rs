@@ -29,10 +29,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
-use std::io::{BufRead, BufReader, Write};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -99,7 +97,7 @@ impl Sample {
 
 #[path = "../process_cpu.rs"]
 mod process_cpu;
-use process_cpu::cpu_now;
+use process_cpu::{cpu_now, machine_busy, process_cpu};
 
 struct Clock {
     wall: Instant,
@@ -114,29 +112,6 @@ impl Clock {
         let t = secs(self.wall);
         Sample { t, cpu: Some(cpu_now() - self.cpu) }
     }
-}
-
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
-}
-
-/// CPU seconds all processes spent busy so far (`/proc/stat`: everything but idle and
-/// iowait), to see what else ran on the machine during a measurement.
-fn machine_busy() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let f: Vec<f64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    // user nice system idle iowait irq softirq steal
-    Some((f.iter().take(8).sum::<f64>() - f.get(3)? - f.get(4)?) / clk_tck())
-}
-
-/// CPU seconds of process `pid` so far (`/proc/PID/stat` utime + stime).
-fn process_cpu(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5); `rest` starts at field 3.
-    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / clk_tck())
 }
 
 /// Seconds still allowed for waiting on other processes and redoing disturbed rounds over the
@@ -250,31 +225,13 @@ fn same(got: &[u8], want: &[u8], what: &str) -> R<()> {
     }
 }
 
-/// Deterministic xorshift64*.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+#[path = "../image.rs"]
+mod image;
+use image::Rng;
 
-/// The image: a smooth gradient (a plane plus a slow 2-D sinusoid) plus 6 bits of noise.
+/// The image (`image.rs`): one 4096×4096 plane.
 fn generate() -> Vec<u16> {
-    let n = N as usize;
-    let sx: Vec<f64> = (0..n).map(|x| (x as f64 / 611.0).sin()).collect();
-    let cy: Vec<f64> = (0..n).map(|y| (y as f64 / 487.0).cos()).collect();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut v = vec![0u16; n * n];
-    for y in 0..n {
-        for x in 0..n {
-            let g = 8000.0 + 2.0 * x as f64 + 1.5 * y as f64 + 6000.0 * sx[x] * cy[y];
-            v[y * n + x] = (g as u32 + (rng.next() >> 58) as u32) as u16;
-        }
-    }
-    v
+    image::generate(1, N as usize, N as usize)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -573,55 +530,11 @@ fn subset(r: std::ops::Range<u64>, c: std::ops::Range<u64>) -> ArraySubset {
 // Peers in child processes (the Python peers, `peers.py --serve`, and zarrs built alone,
 // `zarrs-shipped/`), driven one sample at a time over the same line protocol.
 
-struct Peer {
-    name: &'static str,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    dead: Option<String>,
-}
+#[path = "../peer.rs"]
+mod peer;
+use peer::Peer;
 
 impl Peer {
-    /// Start `program ARGS… --serve` and send it the manifest.
-    fn start(name: &'static str, program: &Path, args: &[&Path], manifest: &Value) -> R<Peer> {
-        let mut child = Command::new(program)
-            .args(args)
-            .arg("--serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut p = Peer { name, child, stdin, stdout, dead: None };
-        p.call(&json!({"op": "init", "manifest": manifest}))?;
-        Ok(p)
-    }
-
-    fn call(&mut self, req: &Value) -> R<Value> {
-        if let Some(e) = &self.dead {
-            return Err(e.clone());
-        }
-        let res = (|| {
-            writeln!(self.stdin, "{req}").s()?;
-            self.stdin.flush().s()?;
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line).s()? == 0 {
-                return Err(format!("{} exited", self.name));
-            }
-            serde_json::from_str::<Value>(&line).s()
-        })();
-        match res {
-            Ok(v) if v["ok"] == json!(true) => Ok(v),
-            Ok(v) => Err(v["error"].as_str().unwrap_or("peer error").to_string()),
-            Err(e) => {
-                self.dead = Some(e.clone());
-                Err(e)
-            }
-        }
-    }
-
     fn run(&mut self, imp: &str, workload: &str, variant: Variant, check: bool) -> R<Sample> {
         let v = self.call(&json!({
             "op": "run", "impl": imp, "workload": workload, "variant": variant.key, "check": check,
@@ -630,14 +543,6 @@ impl Peer {
             t: v["seconds"].as_f64().ok_or_else(|| "no seconds in reply".to_string())?,
             cpu: v["cpu_seconds"].as_f64(),
         })
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "{}", json!({"op": "quit"}));
-        let _ = self.stdin.flush();
-        let _ = self.child.wait();
     }
 }
 
@@ -1816,7 +1721,7 @@ fn main() {
             &cfg,
             zarrshard::DataType::UInt16,
             vec![S, S],
-            zarrshard::FillValue::zero(zarrshard::DataType::UInt16),
+            zarrshard::FillValue::zero(&zarrshard::DataType::UInt16),
         )
         .unwrap();
         let n = layout.num_chunks();

@@ -35,24 +35,12 @@ use std::time::Instant;
 const N: u64 = 4096;
 const S: u64 = 1024;
 
-/// The benchmark's image (see `benches/compare.rs`).
+#[path = "../image.rs"]
+mod image;
+
+/// The benchmark's image (`image.rs`, as `benches/compare.rs` uses it), little-endian bytes.
 fn generate() -> Vec<u8> {
-    let n = N as usize;
-    let sx: Vec<f64> = (0..n).map(|x| (x as f64 / 611.0).sin()).collect();
-    let cy: Vec<f64> = (0..n).map(|y| (y as f64 / 487.0).cos()).collect();
-    let mut s: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut out = Vec::with_capacity(n * n * 2);
-    for y in 0..n {
-        for x in 0..n {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            let r = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
-            let g = 8000.0 + 2.0 * x as f64 + 1.5 * y as f64 + 6000.0 * sx[x] * cy[y];
-            out.extend_from_slice(&((g as u32 + (r >> 58) as u32) as u16).to_le_bytes());
-        }
-    }
-    out
+    image::generate(1, N as usize, N as usize).iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 fn main() {
