@@ -17,6 +17,15 @@
 #include <stdint.h>
 
 /**
+ * The most decoded bytes of the inner chunks one pass of a read covers (more only when one
+ * shard alone does): the bound on what a read fetches and holds at a time besides the
+ * caller's buffer, since encoded chunks are rarely larger than decoded ones. Large enough that
+ * a pass has work for every thread of a many-core machine (a pass of the 3-D benchmark's
+ * 8 MiB shards has 512 inner chunks), small beside the regions that need several passes.
+ */
+#define PASS_BYTES (64 << 20)
+
+/**
  * The most threads `shard_set_threads` accepts.
  */
 #define SHARD_MAX_THREADS 1024
@@ -628,13 +637,11 @@ shard_status shard_last_error(char *buf, size_t len, size_t *written_out);
 /**
  * Set the number of threads the library uses to encode and decode inner chunks in parallel:
  * 0 = one per core (the default, or the `ZARRSHARD_THREADS` environment variable), 1 = only
- * the calling thread (for hosts that manage their own threads). The calling thread counts:
- * a call that decodes or encodes one shard's chunks runs them on the calling thread and
- * `threads - 1` of the library's. Process-wide; takes effect for calls that start afterwards.
- * On Linux a library thread that finds itself queued on the CPU of the call's other thread
- * moves off it by narrowing its own CPU affinity and restoring it at once; the affinity of
- * the host's threads is never changed, and the calling thread at most yields once per call.
- * The library's threads call the host's callbacks only for array stores flagged
+ * the calling thread (for hosts that manage their own threads). Above 1, a call hands its
+ * work to that many library threads (one rayon pool) and the calling thread waits for them;
+ * a read of a few inner chunks stays on the calling thread. The library never changes a
+ * thread's CPU affinity, yields or spins. Process-wide; takes effect for calls that start
+ * afterwards. The library's threads call the host's callbacks only for array stores flagged
  * `SHARD_STORE_THREAD_SAFE`. At most `SHARD_MAX_THREADS` (1024; `ZARRSHARD_THREADS` and the
  * core count are capped there too). Thread-safe. Returns `SHARD_OK`,
  * `SHARD_ERR_INVALID_ARGUMENT` (more than `SHARD_MAX_THREADS`, or the threads could not be
@@ -667,8 +674,7 @@ shard_status shard_get_memory_limit(uint64_t *bytes_out);
 
 /**
  * Free the memory the library keeps between calls so that no inner chunk allocates: the
- * free list of encode segments (up to 4 MiB per library thread), the buffers region reads
- * fetched shards into (up to 8 MiB per library thread, 64 MiB in all) and the codec contexts
+ * free list of encode segments (up to 4 MiB per library thread) and the codec contexts
  * (zstd, gzip) and scratch chunk of the calling thread and of every library thread; while
  * `shard_set_threads(1)` is in force, the library's threads (which only sleep then) are ended
  * too. For a host done writing or reading for a while; later calls rebuild what they need,
@@ -676,8 +682,8 @@ shard_status shard_get_memory_limit(uint64_t *bytes_out);
  * Memory in use by a call in progress on another thread is not touched; waits until each
  * library thread has finished the inner chunk or task it is running.
  *
- * `bytes_out` (may be NULL) receives the bytes of the library's own buffers freed (segments,
- * read buffers and scratch chunks, exact); `contexts_out` (may be NULL) the number of codec
+ * `bytes_out` (may be NULL) receives the bytes of the library's own buffers freed (segments
+ * and scratch chunks, exact); `contexts_out` (may be NULL) the number of codec
  * contexts freed (counted: libdeflate does not report its size). A second call right after reports
  * 0 and 0 unless other threads worked in between. Thread-safe. Returns `SHARD_OK`,
  * `SHARD_ERR_PANIC`.

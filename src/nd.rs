@@ -76,7 +76,9 @@ pub fn copy_box(
     region: &[u64],
     elem: usize,
 ) {
-    copy_box_to(src, src_shape, src_start, dst, dst_shape, dst_start, region, elem)
+    copy_box_to(
+        src, src_shape, src_start, dst, dst_shape, dst_start, region, elem,
+    )
 }
 
 /// Where [`copy_box`] writes: a slice, or a region read's output shared between threads
@@ -329,12 +331,14 @@ impl<'a> DisjointOut<'a> {
         let rank = self.start.len();
         let mut bit = 0u64;
         for d in 0..rank {
-            let i = cell[d].checked_sub(self.first[d]).filter(|&i| i < self.cells[d]);
+            let i = cell[d]
+                .checked_sub(self.first[d])
+                .filter(|&i| i < self.cells[d]);
             bit = bit * self.cells[d] + i.expect("an inner chunk outside the region");
         }
         let mask = 1u64 << (bit % 64);
-        let was = self.claimed[(bit / 64) as usize]
-            .fetch_or(mask, std::sync::atomic::Ordering::Relaxed);
+        let was =
+            self.claimed[(bit / 64) as usize].fetch_or(mask, std::sync::atomic::Ordering::Relaxed);
         assert!(was & mask == 0, "an inner chunk written twice");
         let (mut from, mut to, mut extent) = (vec![0; rank], vec![0; rank], vec![0; rank]);
         for d in 0..rank {
@@ -347,7 +351,16 @@ impl<'a> DisjointOut<'a> {
             ptr: self.ptr,
             len: self.len,
         };
-        copy_box_to(src, &self.chunk, &from, &mut dst, &self.shape, &to, &extent, self.elem);
+        copy_box_to(
+            src,
+            &self.chunk,
+            &from,
+            &mut dst,
+            &self.shape,
+            &to,
+            &extent,
+            self.elem,
+        );
     }
 }
 
@@ -360,7 +373,10 @@ struct Claimed {
 impl BoxDst for Claimed {
     #[inline(always)]
     fn put(&mut self, at: usize, src: &[u8]) {
-        assert!(at <= self.len && src.len() <= self.len - at, "outside the region's buffer");
+        assert!(
+            at <= self.len && src.len() <= self.len - at,
+            "outside the region's buffer"
+        );
         // SAFETY: in bounds (checked above), and these bytes belong to the chunk this thread
         // claimed (`DisjointOut::put_chunk`), so no other thread reads or writes them now.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) }

@@ -31,7 +31,10 @@ fn a_region_read_holds_one_pass_and_keeps_nothing() {
     let data: Vec<u8> = (0..rows * cols)
         .flat_map(|i| ((i * 7 + i / cols) as u16 | 1).to_ne_bytes())
         .collect();
-    assert!(data.len() as u64 > PASS_BYTES, "the region needs more than one pass");
+    assert!(
+        data.len() as u64 > PASS_BYTES,
+        "the region needs more than one pass"
+    );
     let array = Array::create(MemoryStore::new(), meta).unwrap();
     array.write_region(&[0, 0], &[rows, cols], &data).unwrap();
     let shard_bytes = 1024 * 1024 * 2;
@@ -39,7 +42,9 @@ fn a_region_read_holds_one_pass_and_keeps_nothing() {
     for threads in [1, 4] {
         set_threads(threads).unwrap();
         // A first read, so that per-thread state (the pool's threads) exists before counting.
-        array.read_region(&[0, 0], &[64, 64], &mut out[..8192]).unwrap();
+        array
+            .read_region(&[0, 0], &[64, 64], &mut out[..8192])
+            .unwrap();
         out.fill(0);
         let before = alloc::live();
         let (read, peak) =
@@ -49,10 +54,16 @@ fn a_region_read_holds_one_pass_and_keeps_nothing() {
         // One pass: at most PASS_BYTES of chunks; one shard's worth of slack for the buffers
         // a pass takes over from the one before, and bookkeeping.
         let bound = PASS_BYTES as usize + shard_bytes + (1 << 20);
-        assert!(peak <= bound, "{peak} bytes at the peak ({threads} threads)");
+        assert!(
+            peak <= bound,
+            "{peak} bytes at the peak ({threads} threads)"
+        );
         assert!(peak >= shard_bytes, "{peak} bytes: the shards were fetched");
         let kept = alloc::live().saturating_sub(before);
-        assert!(kept < 64 << 10, "{kept} bytes kept after the read ({threads} threads)");
+        assert!(
+            kept < 64 << 10,
+            "{kept} bytes kept after the read ({threads} threads)"
+        );
     }
     set_threads(0).unwrap();
 }

@@ -163,7 +163,9 @@ impl<S: Store> Array<S> {
                 let mut bufs: Vec<Vec<u8>> = lock(&spare).pop().into_iter().collect();
                 let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
                 lock(&spare).append(&mut bufs);
-                Ok(Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?))
+                Ok(Some(
+                    fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?,
+                ))
             };
             let fetched: Vec<Option<FetchedChunks>> = match here {
                 true => (0..pass.len()).map(fetch).collect::<Result<_>>()?,
@@ -195,6 +197,8 @@ impl<S: Store> Array<S> {
                     }
                 };
                 out.put_chunk(&cell, src);
+                #[cfg(test)]
+                tests::decoded_here();
                 Ok(())
             };
             match here {
@@ -205,7 +209,12 @@ impl<S: Store> Array<S> {
                 false => threads::for_each_init(total, || filled.clone(), decode)?,
             }
             let mut bufs = lock(&spare);
-            bufs.extend(fetched.into_iter().flatten().flat_map(FetchedChunks::into_buffers));
+            bufs.extend(
+                fetched
+                    .into_iter()
+                    .flatten()
+                    .flat_map(FetchedChunks::into_buffers),
+            );
             bufs.truncate(pass.len());
         }
         Ok(())
@@ -639,6 +648,115 @@ fn boxes(ranges: &[(u64, u64)]) -> impl Iterator<Item = Vec<u64>> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
+    use std::sync::Condvar;
+    use std::thread::ThreadId;
+    use std::time::Duration;
+
+    /// What the decode items of region reads report while a test watches (one test at a time).
+    struct Watch {
+        /// The threads that decoded an inner chunk.
+        threads: HashSet<ThreadId>,
+        /// Threads held at their first item now, and the most held at once.
+        held: usize,
+        most: usize,
+        /// Hold each thread at its first item until this many are held (or 10 s pass).
+        gather: usize,
+    }
+
+    static WATCH: (Mutex<Option<Watch>>, Condvar) = (Mutex::new(None), Condvar::new());
+
+    /// Called by every decode item of a region read (in test builds).
+    pub(super) fn decoded_here() {
+        let (watch, arrived) = &WATCH;
+        let mut w = watch.lock().unwrap();
+        let Some(watching) = w.as_mut() else { return };
+        if !watching.threads.insert(std::thread::current().id()) {
+            return;
+        }
+        watching.held += 1;
+        watching.most = watching.most.max(watching.held);
+        arrived.notify_all();
+        let (mut w, _) = arrived
+            .wait_timeout_while(w, Duration::from_secs(10), |w| {
+                w.as_ref().is_some_and(|w| w.most < w.gather)
+            })
+            .unwrap();
+        if let Some(w) = w.as_mut() {
+            w.held -= 1;
+        }
+    }
+
+    /// The threads that decoded inner chunks while `f` ran and the most that held an item at
+    /// once, each held at its first item until `gather` threads were.
+    fn decoders(gather: usize, f: impl FnOnce()) -> (HashSet<ThreadId>, usize) {
+        *WATCH.0.lock().unwrap() = Some(Watch {
+            threads: HashSet::new(),
+            held: 0,
+            most: 0,
+            gather,
+        });
+        f();
+        let w = WATCH.0.lock().unwrap().take().unwrap();
+        (w.threads, w.most)
+    }
+
+    /// With 16 pool threads, a whole read of a 3-D array with only four shards along its first
+    /// axis has work for all 16 at once (each holds an inner chunk until all do), where bands
+    /// of inner-chunk rows along that axis gave four; a one-chunk read stays on the calling
+    /// thread.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn sixteen_threads_decode_a_3d_read_at_once_and_a_small_read_stays_here() {
+        let meta = crate::ArrayMetadata::from_json(&serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [64, 256, 256], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16, 128, 128]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [4, 32, 32], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}],
+        }))
+        .unwrap();
+        let array = Array::create(crate::MemoryStore::new(), meta).unwrap();
+        let n = 64 * 256 * 256;
+        let data: Vec<u8> = (0..n as u32)
+            .flat_map(|i| (i as u16 ^ 0x5a5a).to_ne_bytes())
+            .collect();
+        array
+            .write_region(&[0, 0, 0], &[64, 256, 256], &data)
+            .unwrap();
+        let _setting = threads::TEST_SETTING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        crate::set_threads(16).unwrap();
+        let mut out = vec![0u8; data.len()];
+        let (all, most) = decoders(16, || {
+            array
+                .read_region(&[0; 3], &[64, 256, 256], &mut out)
+                .unwrap()
+        });
+        assert!(out == data);
+        assert_eq!(most, 16, "threads decoding at once");
+        assert!(
+            !all.contains(&std::thread::current().id()),
+            "the caller waits"
+        );
+        let mut one = vec![0u8; 4 * 32 * 32 * 2];
+        let (small, _) = decoders(1, || {
+            array
+                .read_region(&[4, 32, 64], &[4, 32, 32], &mut one)
+                .unwrap()
+        });
+        assert_eq!(small, HashSet::from([std::thread::current().id()]));
+        let want: Vec<u8> = (0..4u64 * 32 * 32)
+            .flat_map(|k| {
+                let (z, y, x) = (4 + k / 1024, 32 + k / 32 % 32, 64 + k % 32);
+                ((z * 65536 + y * 256 + x) as u16 ^ 0x5a5a).to_ne_bytes()
+            })
+            .collect();
+        assert_eq!(one, want);
+        crate::set_threads(0).unwrap();
+    }
 
     /// Shards go into one pass (C order, rows or not) while together they cover at most
     /// `PASS_BYTES`, `PASS_SHARDS` and `PASS_CHUNKS`; a pass has at least one shard.
@@ -654,9 +772,21 @@ mod tests {
             }
             lens
         };
-        assert_eq!(passes(&[10, 10], 1, mib), vec![64, 36], "64 MiB, across rows");
-        assert_eq!(passes(&[3, 4], 1, 30 * mib), vec![2, 2, 2, 2, 2, 2], "rows are cut");
-        assert_eq!(passes(&[2, 2], 1, 100 * mib), vec![1, 1, 1, 1], "one shard alone");
+        assert_eq!(
+            passes(&[10, 10], 1, mib),
+            vec![64, 36],
+            "64 MiB, across rows"
+        );
+        assert_eq!(
+            passes(&[3, 4], 1, 30 * mib),
+            vec![2, 2, 2, 2, 2, 2],
+            "rows are cut"
+        );
+        assert_eq!(
+            passes(&[2, 2], 1, 100 * mib),
+            vec![1, 1, 1, 1],
+            "one shard alone"
+        );
         assert_eq!(
             passes(&[1, 3000], 1, 1),
             vec![1024, 1024, 952],

@@ -292,6 +292,10 @@ pub(crate) fn for_each_piece(
     }
 }
 
+/// Held by unit tests that change the thread setting, which is process-wide.
+#[cfg(test)]
+pub(crate) static TEST_SETTING: Mutex<()> = Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +334,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn calls_run_on_the_pool_in_order_with_the_lowest_error() {
+        let _setting = TEST_SETTING.lock().unwrap_or_else(|e| e.into_inner());
         set_threads(2).unwrap();
         let me = std::thread::current().id();
         // Two items at once, on the pool's two threads; the caller waits (rayon's `install`).
@@ -400,7 +405,10 @@ mod tests {
         assert_eq!(two_items_at_once().len(), 2);
 
         // `overlap`: the background on the pool, the foreground here.
-        let (a, b) = overlap(|| std::thread::current().id(), || std::thread::current().id());
+        let (a, b) = overlap(
+            || std::thread::current().id(),
+            || std::thread::current().id(),
+        );
         assert!(a != me && b == me);
 
         // One thread: everything on the calling thread.
