@@ -79,7 +79,7 @@ for line in sys.stdin:
 if [ "${1:-}" = ab ]; then
     rev="${2:?usage: scripts/bench.sh ab REV}"
     old_commit="$(git -C "$REPO" rev-parse --short "$rev^{commit}")"
-    new_label="$(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" status --porcelain -- src Cargo.toml bench | grep -q . && echo +dirty)"
+    new_label="$(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" status --porcelain -- src Cargo.toml bench | grep -q . && echo +dirty || true)"
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/zarrshard-ab.XXXXXX")"
     trap 'git -C "$REPO" worktree remove --force "$tmp/old" 2>/dev/null; rm -rf "$tmp"' EXIT
     log "old: $old_commit in a temporary worktree; building the harness against it"
