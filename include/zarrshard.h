@@ -1347,7 +1347,7 @@ shard_status shard_group_create(const shard_store_callbacks *store,
  * checksum (a torn or misplaced index is caught before any offset in it is used), no checksum
  * per inner chunk (as zarr-python and tensorstore write by default: a damaged compressed chunk
  * nearly always fails to decode; set `SHARD_CHECKSUM_CHUNKS` to catch every flipped bit, at
- * about 1/15 of a core's time per byte). Set `rank`, `shape`, `chunk_shape`, `data_type`
+ * a small cost per byte). Set `rank`, `shape`, `chunk_shape`, `data_type`
  * (and usually `shard_shape`) afterwards. Thread-safe (the spec is the caller's).
  * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */

@@ -43,8 +43,8 @@ acquire_compare() {
     log "acquire-zarr comparison: venv (scripts/venv.sh acquire), library, bench/acquire/stream"
     local py native
     py="$("$REPO/scripts/venv.sh" acquire | tail -n 1)"
-    (cd "$REPO" && cargo build --release --lib >&2)
-    native="$(cd "$REPO" && cargo rustc --release --lib --crate-type staticlib -- \
+    (cd "$REPO" && cargo build --release --features cli --lib >&2)
+    native="$(cd "$REPO" && cargo rustc --release --features cli --lib --crate-type staticlib -- \
         --print native-static-libs 2>&1 | sed -n 's/.*native-static-libs: //p' | tail -n 1)"
     mkdir -p "$OUT_DIR"
     gcc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -I"$REPO/include" \

@@ -9,7 +9,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 OUT="${1:-$REPO/demo-out}"
 command -v gcc >/dev/null || { apt-get update && apt-get install -y gcc; }
-cargo build --release --quiet --lib --bin zarrshard
+cargo build --release --quiet --features cli --lib --bin zarrshard
 mkdir -p target/c/demo
 gcc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Iinclude -Iexamples-c \
     examples-c/write_array.c examples-c/posix_io.c target/release/libzarrshard.a \

@@ -51,7 +51,9 @@ for tool in strip objcopy numfmt; do
 done
 
 echo "[install.sh] building zarrshard $VERSION (release)"
-cargo build --release --lib --quiet
+# `--features cli`: the feature set every script builds with, so the library is not rebuilt
+# between them (the installed library is the same; it does not link the tool's dependencies).
+cargo build --release --features cli --lib --quiet
 NATIVE="$(bash scripts/native-static-libs.sh)"
 
 REAL="libzarrshard.so.$VERSION"

@@ -15,7 +15,7 @@ rm -rf "$LOG"
 mkdir -p "$LOG"
 
 echo "== cargo test (release)"
-cargo test --release --all-targets 2>&1 | tee "$LOG/cargo.log"
+cargo test --release --all-targets --features cli 2>&1 | tee "$LOG/cargo.log"
 cargo_status=${PIPESTATUS[0]}
 
 echo "== docs: rustdoc of the library with warnings as errors (broken links; #![deny(missing_docs)] in src/lib.rs)"

@@ -834,31 +834,34 @@ fn enormous_shapes_are_refused_by_the_memory_limit_before_allocating() {
     );
     assert!(again.is_ok());
     assert_eq!(memory_limit(), DEFAULT_LIMIT);
-    // The CLI under a limit below one inner chunk: one line, exit 1, no abort, no output.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
-        .env("ZARRSHARD_MEMORY_LIMIT", "1048576")
-        .arg("export")
-        .arg(dir.path())
-        .arg(dir.path().join("out.raw"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("zarrshard: memory limit: a chunk of shape [1024, 1024] uint16 needs 2097152 bytes, more than the limit of 1048576"), "{stderr}");
-    assert!(!dir.path().join("out.raw").exists());
-    // The same with ZARRSHARD_MEMORY_LIMIT set lower: the limit quoted is the one set.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
-        .env("ZARRSHARD_MEMORY_LIMIT", "1000")
-        .arg("verify")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("more than the limit of 1000 "),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    #[cfg(feature = "cli")]
+    {
+        // The CLI under a limit below one inner chunk: one line, exit 1, no abort, no output.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+            .env("ZARRSHARD_MEMORY_LIMIT", "1048576")
+            .arg("export")
+            .arg(dir.path())
+            .arg(dir.path().join("out.raw"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with("zarrshard: memory limit: a chunk of shape [1024, 1024] uint16 needs 2097152 bytes, more than the limit of 1048576"), "{stderr}");
+        assert!(!dir.path().join("out.raw").exists());
+        // The same with ZARRSHARD_MEMORY_LIMIT set lower: the limit quoted is the one set.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+            .env("ZARRSHARD_MEMORY_LIMIT", "1000")
+            .arg("verify")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("more than the limit of 1000 "),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 const DEFAULT_LIMIT: u64 = 4 << 30;

@@ -8,7 +8,6 @@ mod common;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use zarrshard::array::refs::{MetadataFormat, References};
@@ -344,13 +343,15 @@ fn what_cannot_be_referenced() {
     );
 }
 
+#[cfg(feature = "cli")]
 fn zarrshard(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+    std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
         .args(args)
         .output()
         .unwrap()
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_contract() {
     let dir = tempfile::tempdir().unwrap();
@@ -1198,8 +1199,9 @@ fn json_streamed_from_the_array_fails_as_the_whole_set_does() {
 }
 
 /// Run `zarrshard ARGS`, killed after `secs` seconds: `None` when it had to be killed.
+#[cfg(feature = "cli")]
 fn zarrshard_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1217,6 +1219,7 @@ fn zarrshard_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
     Some(child.wait_with_output().unwrap())
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn parquet_refuses_a_grid_past_its_row_limit_before_writing_anything() {
     // Shape [2^64-1, 16] in inner chunks of [1, 16]: 2^64-1 rows, one per inner chunk, with

@@ -4,7 +4,6 @@
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Command;
 use zarrshard::shard::repair;
 use zarrshard::*;
 
@@ -236,8 +235,9 @@ fn a_corrupt_chunk_under_a_valid_current_index_is_not_rolled_back() {
     assert!(array.read_region_vec(&[0, 0], &[2, 2]).is_err());
 }
 
+#[cfg(feature = "cli")]
 fn cli(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
         .args(args)
         .output()
         .unwrap();
@@ -248,6 +248,7 @@ fn cli(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn the_repair_command_and_its_exit_codes() {
     let dir = tempfile::tempdir().unwrap();

@@ -331,6 +331,7 @@ fn verify_counts_stored_shards_and_the_chunks_no_checksum_covers() {
     assert_eq!(a.stored_shard_count().unwrap(), 0);
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_verify_says_what_it_stored_decoded_and_could_not_verify() {
     let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
@@ -382,6 +383,7 @@ fn cli_verify_says_what_it_stored_decoded_and_could_not_verify() {
     );
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_errors_about_a_torn_shard_name_its_key_and_say_it_is_truncated() {
     let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});

@@ -61,7 +61,7 @@ step tools install_tools
 
 LIBZS="$REPO/target/release/libzarrshard.a"
 build_library() {
-    cargo build --release --lib && [ -f "$LIBZS" ] && [ -f "$REPO/include/zarrshard.h" ]
+    cargo build --release --features cli --lib && [ -f "$LIBZS" ] && [ -f "$REPO/include/zarrshard.h" ]
 }
 step build-library build_library
 

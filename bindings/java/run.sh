@@ -88,7 +88,7 @@ fi
 
 LIBZS="$REPO/target/release/libzarrshard.a"
 build_library() {
-    cargo build --release && [ -f "$LIBZS" ] && [ -f "$REPO/include/zarrshard.h" ]
+    cargo build --release --features cli && [ -f "$LIBZS" ] && [ -f "$REPO/include/zarrshard.h" ]
 }
 step build-library build_library
 

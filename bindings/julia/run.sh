@@ -69,7 +69,7 @@ fi
 
 # 4. calls.c against the real library and the zarr-python fixture.
 lib_ok=0
-if (cd "$REPO" && cargo build --release --lib --quiet) > "$BUILD/lib-build.log" 2>&1 && [ -f "$REPO/target/release/libzarrshard.a" ]; then
+if (cd "$REPO" && cargo build --release --features cli --lib --quiet) > "$BUILD/lib-build.log" 2>&1 && [ -f "$REPO/target/release/libzarrshard.a" ]; then
     pass "build libzarrshard"
     lib_ok=1
 else

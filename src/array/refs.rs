@@ -395,8 +395,8 @@ impl References {
 
     /// Write the set as JSON text of `version` (compact, one line, no newline at the end): the
     /// metadata documents first, then each stored chunk in C order of the unsharded grid,
-    /// entry by entry, without building a JSON tree (which took some ten times the text's
-    /// size: 580 MB for the 60 MB set of a million chunks). Errors are `out`'s.
+    /// entry by entry, without building a JSON tree (which would take several times the
+    /// text's size in memory). Errors are `out`'s.
     pub fn write_json(
         &self,
         out: &mut dyn Write,

@@ -1,4 +1,7 @@
-//! The `bytes` array→bytes codec: elements in C order, little- or big-endian.
+//! The `bytes` array→bytes codec: elements in C order, little- or big-endian. The engine keeps
+//! elements in the machine's byte order in memory ([`crate::metadata::dtype`]), so this codec
+//! is the one place where the stored order is applied: a swap per element when the orders
+//! differ, a copy otherwise.
 
 use super::{check_len, ChunkRepr, Config};
 use crate::error::{Error, Result};

@@ -1,5 +1,7 @@
 //! The `crc32c` bytes→bytes codec: appends the CRC-32C (Castagnoli) of the data, 4 bytes
-//! little-endian.
+//! little-endian. It is what makes damage detectable where a compressor would not notice it
+//! (uncompressed chunks, and shard indexes, whose offsets must not be trusted unchecked); the
+//! `crc32c` crate computes it with the CPU's CRC instruction where there is one.
 
 use super::Config;
 use crate::error::{Error, Result};

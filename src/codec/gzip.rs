@@ -1,14 +1,13 @@
 //! The `gzip` bytes→bytes codec (RFC 1952).
 //!
 //! Encoding uses libdeflate (one gzip member per chunk, from the whole buffer, with a
-//! compressor reused per thread and level): at level 1 it compresses like C zlib's level 1
-//! (ratio 1.4 on the benchmark image, where zlib-rs and zlib-ng's level 1 use their *quick*
-//! strategy: 1.02) and slightly faster than zlib-rs. zarrs and tensorstore write what their
-//! zlib gives; every gzip reader reads either. Decoding uses flate2 with the zlib-rs back end
-//! (`MultiGzDecoder`: members concatenated by other writers are all read), capped at the
-//! expected size. libdeflate decodes the benchmark's chunks only ~1.2× faster, and its Rust
+//! compressor reused per thread and level): its level 1 compresses like C zlib's level 1, at
+//! zlib-rs' speed, whereas the level 1 of zlib-rs and zlib-ng is a *quick* strategy that
+//! barely compresses. zarrs and tensorstore write what their zlib gives; every gzip reader reads
+//! either. Decoding uses flate2 with the zlib-rs back end (`MultiGzDecoder`: members
+//! concatenated by other writers are all read), capped at the expected size: libdeflate's Rust
 //! binding does not say where a member ends, so a second member or trailing bytes would go
-//! unnoticed: not worth the risk of accepting an over-long stream.
+//! unnoticed, and its small speed gain is not worth accepting an over-long stream.
 
 use super::Config;
 use crate::error::{Error, Result};

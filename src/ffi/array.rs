@@ -1,5 +1,8 @@
 //! `shard_array`: a whole array over a host-supplied store (key → one object's
-//! `shard_io_callbacks`), for reading and writing regions across shards and inner chunks.
+//! `shard_io_callbacks`), for reading and writing regions across shards and inner chunks. The
+//! host keeps its storage and the library does the rest (keys, which shards and inner chunks
+//! a region touches, decoding in parallel), so a host with any storage gets the same engine
+//! as the Rust API.
 
 use super::codec::{copy_string, shard_codec, CodecHandle};
 use super::error::{guard, Failure, FfiResult};

@@ -1,5 +1,7 @@
 //! `shard_codec`: a sharding configuration bound to a shard shape, data type and fill value
 //! (from a whole `zarr.json`, or from a bare `sharding_indexed` configuration), and its getters.
+//! Shard handles need it to know the layout, and its getters (sizes, shapes, keys) let a host
+//! size its buffers and name its objects without parsing the metadata itself.
 
 use super::error::{guard, Failure};
 use super::handle::{bytes, bytes_mut, copy_cstr, optional_out, out, text, Handle};

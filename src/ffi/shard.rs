@@ -1,5 +1,7 @@
 //! `shard_handle`: one open shard object, for reading (many threads at once) or writing (one
-//! thread at a time, checked).
+//! thread at a time, checked). It is the level below `shard_array` for hosts that place and
+//! name shard objects themselves (an acquisition writing one shard as frames arrive, a reader
+//! given one object), so they need neither a store nor `zarr.json`, only a `shard_codec`.
 
 use super::codec::shard_codec;
 use super::error::{guard, Failure, FfiResult};

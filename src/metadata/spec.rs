@@ -5,7 +5,7 @@
 //! zstd's own default), the index at the end with a crc32c checksum (a torn or misplaced index
 //! is caught before any offset in it is trusted), and no checksum per inner chunk (the
 //! compressed stream already fails to decode on most damage, and peers' defaults do the same;
-//! turn it on to detect every flipped bit, for about 1/15 of a core's time per byte).
+//! turn it on to detect every flipped bit, for a small cost per byte).
 
 use crate::error::{Error, Result};
 use crate::metadata::ArrayMetadata;

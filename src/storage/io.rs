@@ -60,8 +60,8 @@ pub trait ShardIo: Send + Sync {
     /// [`ShardIo::read_many`], with `spare` buffers (from earlier reads; any length, contents
     /// replaced) to read into: a caller reading shard after shard hands back the previous
     /// shard's buffers, so the bytes land in memory that is already mapped instead of a fresh
-    /// allocation per read (which glibc may trim and the kernel fault in again, page by page:
-    /// a quarter of a one-thread whole-array decode in the benchmark). Buffers are taken from
+    /// allocation per read (which glibc may trim and the kernel fault in again, page by page).
+    /// Buffers are taken from
     /// the end of `spare`; unused ones stay there. The default ignores `spare` and calls
     /// `read_many`; [`FileIo`], [`MemoryIo`] and the C callback table read into the buffers.
     fn read_many_reusing(
@@ -206,18 +206,15 @@ pub fn check_can_end_at<T: ShardIo + ?Sized>(io: &T, len: u64) -> Result<()> {
 }
 
 /// Objects from this size up are allocated on disk before they are written
-/// ([`preallocate`]); below it the extra system call costs more than it saves (ext4, the
-/// benchmark's VM: a new 4 KiB file 15.6 → 19.5 µs, 64 KiB 26.3 → 26.1 µs, 256 KiB 50.8 →
-/// 39.9 µs).
+/// ([`preallocate`]); below it the extra system call costs more than it saves.
 #[cfg(all(target_os = "linux", not(miri)))]
 const PREALLOCATE_FROM: u64 = 64 << 10;
 
 /// Allocate the `len` bytes at `offset` of a new file on disk before they are written (Linux
 /// `fallocate`, mode 0), when `len` is at least [`PREALLOCATE_FROM`]. On ext4 the write then
 /// fills blocks allocated in one extent instead of reserving each 4 KiB block for delayed
-/// allocation: a new 1.52 MB file (the benchmark's shard) took 237–246 µs to create and write,
-/// 144–152 µs with `fallocate` first, and 721–724 → 612–614 µs with an `fsync` after (so the
-/// saving is not work moved to writeback). Best effort: an error (a file system without
+/// allocation, which makes creating and writing a shard-sized file cheaper, also when it is
+/// synced (the saving is not work moved to writeback). Best effort: an error (a file system without
 /// `fallocate`, no space left) is ignored and the write that follows reports what matters.
 /// Never `posix_fallocate`, which glibc emulates by writing zeros where the file system
 /// cannot allocate. Elsewhere (and under Miri) nothing.
@@ -454,7 +451,7 @@ pub(crate) fn check_written(len: u64, end: u64) -> Result<()> {
 /// share one descriptor without seeking. A whole object (`put`, `put_parts`) is written to a
 /// temporary file beside it with `writev` and renamed over it; on Linux an object of 64 KiB or
 /// more is first allocated on disk (`fallocate`, best effort: see the private `preallocate`),
-/// which on ext4 made writing a 1.5 MB shard about 40 % cheaper.
+/// which makes writing a shard on ext4 cheaper.
 #[derive(Debug)]
 pub struct FileIo {
     path: PathBuf,

@@ -1,5 +1,7 @@
 //! A store maps keys (`zarr.json`, `c/0/1`, …) to objects. The array layer uses it to find the
-//! metadata and each shard's [`ShardIo`].
+//! metadata and each shard's [`ShardIo`], and to list what is stored, so that it never deals
+//! with paths or handles itself and a host's own storage (the C API's store table) plugs in
+//! the same way as a directory or memory.
 
 use crate::error::{Error, Result};
 use crate::storage::io::{ByteRange, CountingIo, FileIo, MemoryIo, ShardIo};

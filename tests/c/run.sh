@@ -93,7 +93,7 @@ step tools install_tools
 LIBZS="$REPO/target/release/libzarrshard.a"
 NATIVE_FILE="$OUT/native-static-libs"
 build_library() {
-    cargo build --release --lib || return 1
+    cargo build --release --features cli --lib || return 1
     bash scripts/native-static-libs.sh >"$NATIVE_FILE" || return 1
     echo "native libraries: $(cat "$NATIVE_FILE")"
     [ -f "$LIBZS" ] && [ -f include/zarrshard.h ]
@@ -155,7 +155,7 @@ elif [ -x "$REPO/.venv/bin/python" ] &&
     # Its Parquet reference set as `zarrshard refs` writes it, which test_region's C call
     # must reproduce object for object.
     rm -rf "$OUT/fixture-parquet"
-    if cargo build --release --bin zarrshard >>"$LOGS/fixture.log" 2>&1 &&
+    if cargo build --release --features cli --bin zarrshard >>"$LOGS/fixture.log" 2>&1 &&
         "$REPO/target/release/zarrshard" refs "$OUT/fixture/fixture.zarr" --format parquet \
             --url-prefix http://example/fixture.zarr --name fixture --record-size 3 \
             -o "$OUT/fixture-parquet" >>"$LOGS/fixture.log" 2>&1; then

@@ -3,11 +3,12 @@
 
 use super::noise;
 use serde_json::{json, Value};
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+/// Run the binary (built only with the `cli` feature).
+#[cfg(feature = "cli")]
 pub fn zarrshard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zarrshard"))
+    std::process::Command::new(env!("CARGO_BIN_EXE_zarrshard"))
         .args(args)
         .output()
         .unwrap()
@@ -74,7 +75,8 @@ pub fn le(native: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-pub fn export(dir: &Path) -> Vec<u8> {
+#[cfg(feature = "cli")]
+pub fn export(dir: &std::path::Path) -> Vec<u8> {
     let out = dir.with_extension("raw");
     let o = zarrshard(&["export", dir.to_str().unwrap(), out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -22,7 +22,7 @@ if [ "${#need[@]}" -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-(cd "$REPO" && cargo build --release --quiet --lib --bin zarrshard)
+(cd "$REPO" && cargo build --release --quiet --features cli --lib --bin zarrshard)
 OUT="$REPO/target/refs"
 mkdir -p "$OUT"
 cc -std=c99 -Wall -Wextra -Werror -pedantic -O2 -g -I"$REPO/include" \
