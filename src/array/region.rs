@@ -49,8 +49,8 @@ fn lock(m: &Mutex<Vec<Vec<u8>>>) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
 /// The most decoded bytes of the inner chunks one pass of a read covers (more only when one
 /// shard alone does): the bound on what a read fetches and holds at a time besides the
 /// caller's buffer, since encoded chunks are rarely larger than decoded ones. Large enough that
-/// a pass has work for every thread of a many-core machine (a pass of the 3-D benchmark's
-/// 8 MiB shards has 512 inner chunks), small beside the regions that need several passes.
+/// a pass has hundreds of inner chunks for the threads of a many-core machine, small beside
+/// the regions that need several passes.
 pub const PASS_BYTES: u64 = 64 << 20;
 
 /// A read that touches at most this many inner chunks runs on the calling thread: handing it

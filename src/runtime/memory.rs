@@ -1,7 +1,7 @@
 //! What the library keeps between calls, and how a host gets it back.
 //!
 //! Encoding and decoding reuse memory from one call to the next, so that no inner chunk
-//! allocates (see `BENCHMARKS.md`):
+//! allocates:
 //!
 //! * per thread that has encoded or decoded (the pool's threads and host threads alike): a
 //!   zstd compression context and a zstd decompression context, a libdeflate compressor for
@@ -21,9 +21,9 @@
 //! [`crate::set_threads`]), and [`release_memory`] ends them. A handle's cached index lives as
 //! long as the handle.
 //!
-//! Where we differ: zarrs keeps nothing between calls, and pays for it per chunk (a new zstd
-//! context for each chunk is 12 % slower on the benchmark's host, `BENCHMARKS.md`). Keeping the
-//! memory by default and freeing it on request gives hosts the speed and the memory back.
+//! Where we differ: zarrs keeps nothing between calls and makes a new zstd context for each
+//! chunk, which costs time on every chunk. Keeping the memory by default and freeing it on
+//! request gives hosts the speed and the memory back.
 
 use crate::runtime::threads;
 

@@ -5,8 +5,7 @@
 //! does, and what this crate did before) is cheap in `malloc` itself, but under glibc's default
 //! settings the memory a shard's chunks took goes back to the kernel once they are freed (the
 //! arena is trimmed, or a large block unmapped), and the next shard faults it in again page by
-//! page: about 5 300 page faults in the benchmark's two-thread whole-array encode
-//! (`BENCHMARKS.md`, "Allocation under glibc's defaults").
+//! page (`docs/design-notes-2026-11-29.md`, *shard: encode segments*).
 //!
 //! Here each thread taking part in an encode appends the chunks it encodes to a *segment*: a
 //! [`SEGMENT`]-byte buffer from a process-wide free list. A compressor writes straight into the
@@ -41,7 +40,7 @@ use std::sync::Mutex;
 pub const SEGMENT: usize = 256 << 10;
 
 /// How many free segments the process keeps per thread of the pool (4 MiB): enough for the
-/// chunks two shards of the benchmark's size (~1.5 MB encoded) hold in flight per thread.
+/// chunks of two compressed shards of a few MB in flight per thread.
 pub const KEPT_PER_THREAD: usize = 16;
 
 /// Segments no shard is using, kept for the next one.

@@ -1,11 +1,9 @@
 //! A buffered shard written while its inner chunks are still being encoded.
 //!
 //! A whole shard written through the `Array` (`write_region` of its extent, `write_shard`,
-//! `write_shard_with` buffered) has its inner chunks encoded on the calling thread and the pool.
-//! Written only once every chunk was encoded, the object's write (creating the temporary file,
-//! copying 1.5 MB into the page cache, the rename) ran on one thread while the other idled:
-//! 12–15 % of the call for the benchmark's shard on two threads (`BENCHMARKS.md`, *One shard
-//! written while it encodes*). Here the chunks are encoded in the order they are laid out, and
+//! `write_shard_with` buffered) has its inner chunks encoded by the pool. Written only once
+//! every chunk was encoded, the object's write (creating the temporary file, copying the shard
+//! into the page cache, the rename) would run on one thread while the others idle. Here the chunks are encoded in the order they are laid out, and
 //! after each chunk the thread that finished it, unless another is writing, writes the
 //! finished chunks at the front of what is not written yet, in pieces ending on multiples of
 //! [`PIECE`] bytes. The remainder and the index follow when every chunk is encoded.
@@ -16,8 +14,8 @@
 //! bytes are exactly those of [`crate::shard::writer::WriteStrategy::Buffered`]: the same order
 //! (C or Morton), the same index, chunks equal to the fill value left out the same way.
 //!
-//! Used when the calling thread shares a shard's chunks with the pool (two threads or more,
-//! the shard written from the host's thread, a back end with an [`ObjectSink`] whose I/O may
+//! Used when a shard written from the host's thread is encoded by the pool (two threads or
+//! more, a back end with an [`ObjectSink`] whose I/O may
 //! run on any thread). Shards written side by side on the pool (a whole-array write) already
 //! overlap one shard's write with the others' encoding: there, and on one thread, the
 //! buffered writer writes each object at once, which costs less (one aligned write).
@@ -41,8 +39,7 @@ use std::sync::{Mutex, OnceLock, TryLockError};
 
 /// Chunks are written during the encode in pieces that end on multiples of this many bytes of
 /// the object (see `Progress::advance`): large enough that a system call is small beside the
-/// copy, small enough that little is left for the end (the benchmark's 1.52 MB shard is
-/// written in six pieces).
+/// copy, small enough that little is left for the end.
 pub const PIECE: u64 = 256 << 10;
 
 /// Encode shard `layout`'s inner chunks, which `fill(i, chunk)` writes decoded, and write them
@@ -128,9 +125,9 @@ impl Ratio {
     /// The bytes to reserve for the `n` chunks of a shard of `raw` decoded bytes: what the
     /// last shard's ratio makes of them, plus 1/16 and a little per chunk for codecs' headers;
     /// the decoded size before any shard was written (what stored and most compressed chunks
-    /// stay under). Reserving the decoded size every time held 2.75 MiB for the benchmark's
-    /// shard, which encodes to 1.45 MiB. An estimate that falls short only costs the chunks
-    /// past it a buffer of their own.
+    /// stay under), since reserving the decoded size every time would hold about twice what a
+    /// compressed shard needs. An estimate that falls short only costs the chunks past it a
+    /// buffer of their own.
     fn estimate(&self, raw: usize, n: usize) -> usize {
         let per_chunk = n.saturating_mul(64);
         match self.0.load(Ordering::Relaxed) {
@@ -163,9 +160,7 @@ struct Progress<'a> {
 
 impl Progress<'_> {
     /// Write the finished chunks' bytes from `offset` up to the last multiple of [`PIECE`]
-    /// they reach. Pieces end there because the page cache then takes them in large folios:
-    /// in a scratch program, a 1.52 MB file written in 256 KiB pieces took 173 µs when they
-    /// were aligned to 256 KiB, 194 µs to 64 KiB and 224 µs unaligned (one write: 140 µs).
+    /// they reach. Pieces end there because the page cache then takes them in large folios.
     fn advance(&mut self, done: &[OnceLock<Option<Cut>>], order: &[u64]) -> Result<()> {
         let (at, parts) = self.take(done, order, Some(PIECE));
         match parts.is_empty() {

@@ -23,7 +23,7 @@ public final class RetainedMemory {
     public record Released(long bytes, long contexts) {}
 
     /**
-     * Frees the encode segments on the free list, the kept read buffers, and the codec
+     * Frees the encode segments on the free list and the codec
      * contexts and scratch chunks of the calling thread and of every library thread; with {@code Threads.set(1)} in force, the
      * library's threads (which only sleep then) are ended too. Other Java threads keep theirs until they
      * exit or call this themselves. Memory in use by a call in progress on another thread is

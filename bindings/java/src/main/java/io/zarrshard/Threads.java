@@ -15,8 +15,8 @@ public final class Threads {
 
     /**
      * Sets the number of threads for calls that start afterwards: 0 = one per core (the default,
-     * or the {@code ZARRSHARD_THREADS} environment variable), 1 = the calling thread only. The
-     * calling thread counts as one of them. The library's threads call a {@link ShardIO} or
+     * or the {@code ZARRSHARD_THREADS} environment variable), 1 = the calling thread only. Above
+     * 1, a call hands its work to the library's threads and waits for them. The library's threads call a {@link ShardIO} or
      * {@link ShardStore} only when its capabilities say it is thread-safe.
      *
      * @param threads 0 to {@link #MAX}
