@@ -328,12 +328,11 @@ impl<'a> DisjointOut<'a> {
     /// or was written before: either is a bug of the caller, never of the input.
     pub(crate) fn put_chunk(&self, cell: &[u64], src: &[u8]) {
         let rank = self.start.len();
+        assert_eq!(cell.len(), rank, "an inner chunk of another rank");
         let mut bit = 0u64;
-        for d in 0..rank {
-            let i = cell[d]
-                .checked_sub(self.first[d])
-                .filter(|&i| i < self.cells[d]);
-            bit = bit * self.cells[d] + i.expect("an inner chunk outside the region");
+        for ((&c, &first), &n) in cell.iter().zip(&self.first).zip(&self.cells) {
+            let i = c.checked_sub(first).filter(|&i| i < n);
+            bit = bit * n + i.expect("an inner chunk outside the region");
         }
         let mask = 1u64 << (bit % 64);
         let was =
