@@ -26,7 +26,7 @@
 //! index at end); prints each iteration's time, cores busy and page faults. `SPIN=MS` keeps
 //! the calling thread busy for MS ms before each iteration; `TOGGLE=1` switches zarrshard to one
 //! thread and back before each; `SLEEP=MS` idles MS ms right before each (all untimed), as a
-//! host does between calls (see `BENCHMARKS.md`, *Waking the pool after idleness*); `THRASH=1`
+//! host does between calls; `THRASH=1`
 //! writes through 64 MiB first, so that the call starts with cold caches.
 
 use serde_json::json;
