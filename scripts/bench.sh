@@ -64,10 +64,12 @@ if [ "${1:-}" = acquire ]; then
     exit 0
 fi
 
-# The harness's executable for the bench/ package at $1 (built into bench/target, so zarrs and
-# the other dependencies are compiled once for both sides of an A/B).
+# The harness's executable for the bench/ package at $1, built into the target directory $2
+# (default bench/target). The two sides of an A/B need directories of their own: cargo gives
+# the same package at two paths one build-script output in a shared one, and the second side
+# was then built with the first side's (removed) source.
 build_compare() {
-    CARGO_TARGET_DIR="$REPO/bench/target" cargo bench --manifest-path "$1/bench/Cargo.toml" \
+    CARGO_TARGET_DIR="${2:-$REPO/bench/target}" cargo bench --manifest-path "$1/bench/Cargo.toml" \
         --bench compare --no-run --message-format=json \
         | python3 -c 'import json, sys
 for line in sys.stdin:
@@ -91,7 +93,9 @@ if [ "${1:-}" = ab ]; then
         tar -C "$REPO" --exclude=bench/target --exclude=bench/zarrs-shipped/target -cf - bench \
             | tar -C "$tmp/old" -xf -
     fi
-    old_bin="$(build_compare "$tmp/old")"
+    # Seeded with bench/target's compiled dependencies, so zarrs is not compiled again.
+    if [ -d "$REPO/bench/target" ]; then cp -a "$REPO/bench/target" "$tmp/target-old"; fi
+    old_bin="$(build_compare "$tmp/old" "$tmp/target-old")"
     [ -x "$old_bin" ] || { log "building the harness at $old_commit failed"; exit 1; }
     cp "$old_bin" "$tmp/compare-old"
     git -C "$REPO" worktree remove --force "$tmp/old"
