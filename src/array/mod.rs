@@ -648,7 +648,7 @@ impl<S: Store> Array<S> {
             let (mut lo, hi) = block.shard_range(&meta.chunk_shape, &grid);
             while lo < hi {
                 let n = (hi - lo).min(IMPORT_PASS_SHARDS);
-                threads::map(n as usize, |k| {
+                threads::map_nested(n as usize, |k| {
                     let coords = nd::unravel(lo + k as u64, &grid);
                     let origin = nd::mul(&coords, &meta.chunk_shape);
                     let at = nd::sub(&origin, &block.start);
@@ -765,7 +765,7 @@ impl<S: Store> Array<S> {
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
     ) -> Result<Finalized> {
         let io = self.store.shard_io(&self.shard_key(coords))?;
-        if threads::starts_parallel_work(layout.num_chunks()) && !self.store.io_on_caller_thread() {
+        if threads::shares_with_caller(layout.num_chunks()) && !self.store.io_on_caller_thread() {
             if let Some(sink) = io.object_sink() {
                 let ratio = &self.write_ratio;
                 return streamed::encode_and_write(layout, &*io, sink, options, ratio, fill);

@@ -65,8 +65,9 @@ impl<S: Store> Array<S> {
     /// Memory beyond `out`: one pass of at most [`PASS_BYTES`] of inner chunks (decoded
     /// size), 1024 shards and 65 536 inner chunks at a time (their fetched bytes and a few
     /// hundred bytes of bookkeeping each), one decoded inner chunk per thread, and one bit per
-    /// inner chunk the region touches; nothing is kept after the call. A single shard whose touched chunks need more
-    /// (48 bytes each) than the memory limit is [`Error::MemoryLimit`], before any read.
+    /// inner chunk the region touches; nothing is kept after the call. A single shard whose
+    /// touched chunks need more bookkeeping (48 bytes each) than the memory limit is
+    /// [`Error::MemoryLimit`], before any read.
     ///
     /// Errors: [`Error::InvalidArgument`] when the region's rank differs from the array's or it
     /// reaches past the array, or its byte size overflows 64 bits; [`Error::BufferSize`] when
@@ -167,10 +168,11 @@ impl<S: Store> Array<S> {
                     fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?,
                 ))
             };
-            let fetched: Vec<Option<FetchedChunks>> = match here {
-                true => (0..pass.len()).map(fetch).collect::<Result<_>>()?,
-                false => self.map_io(pass.len(), fetch)?,
-            };
+            let fetched: Vec<Option<FetchedChunks>> =
+                match here || self.store().io_on_caller_thread() {
+                    true => (0..pass.len()).map(fetch).collect::<Result<_>>()?,
+                    false => threads::map(pass.len(), fetch)?,
+                };
             // Phase 2: every (shard, inner chunk) of the pass is one item, decoded straight
             // into its part of `out`; the pool splits the items into runs by work stealing, so
             // the pass keeps every thread busy whatever the region's shape.
@@ -310,9 +312,9 @@ impl<S: Store> Array<S> {
         }
     }
 
-    /// `f(0..n)` where `f` does I/O: on the pool ([`threads::map_on_pool`]: the items
-    /// decode or encode whole shards, or allocate the fetched bytes, which pool threads' own
-    /// allocator arenas keep between calls), or on this thread when the store asks.
+    /// `f(0..n)` where `f` does I/O and may start parallel work (whole shards): on the pool
+    /// ([`threads::map_nested`]), or on this thread when the store's callbacks must run there
+    /// (a host store not marked thread-safe).
     pub(crate) fn map_io<T: Send>(
         &self,
         n: usize,
@@ -321,7 +323,7 @@ impl<S: Store> Array<S> {
         if self.store().io_on_caller_thread() {
             (0..n).map(f).collect()
         } else {
-            threads::map(n, f)
+            threads::map_nested(n, f)
         }
     }
 
@@ -701,10 +703,10 @@ mod tests {
         (w.threads, w.most)
     }
 
-    /// With 16 pool threads, a whole read of a 3-D array with only four shards along its first
-    /// axis has work for all 16 at once (each holds an inner chunk until all do), where bands
-    /// of inner-chunk rows along that axis gave four; a one-chunk read stays on the calling
-    /// thread.
+    /// With 16 threads, a whole read of a 3-D array with only four shards along its first axis
+    /// has work for all 16 at once (each holds an inner chunk until all do: the caller and 15
+    /// pool tasks), where bands of inner-chunk rows along that axis gave four; a one-chunk read
+    /// stays on the calling thread.
     #[test]
     #[cfg_attr(miri, ignore)]
     fn sixteen_threads_decode_a_3d_read_at_once_and_a_small_read_stays_here() {
@@ -738,8 +740,8 @@ mod tests {
         assert!(out == data);
         assert_eq!(most, 16, "threads decoding at once");
         assert!(
-            !all.contains(&std::thread::current().id()),
-            "the caller waits"
+            all.contains(&std::thread::current().id()),
+            "the caller takes part"
         );
         let mut one = vec![0u8; 4 * 32 * 32 * 2];
         let (small, _) = decoders(1, || {

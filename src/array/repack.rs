@@ -206,7 +206,7 @@ pub fn repack<S: Store, D: Store>(
             loaded.retain(|k, _| needed.contains(k));
             let missing: Vec<&Vec<u64>> =
                 needed.iter().filter(|k| !loaded.contains_key(*k)).collect();
-            let fresh = threads::map(missing.len(), |k| job.load(missing[k], copy))?;
+            let fresh = threads::map_nested(missing.len(), |k| job.load(missing[k], copy))?;
             for (k, v) in missing.into_iter().zip(fresh) {
                 loaded.insert(k.clone(), Arc::new(v));
             }
@@ -218,7 +218,7 @@ pub fn repack<S: Store, D: Store>(
                     .collect(),
             };
             visited += targets.len() as u64;
-            let done = threads::map(targets.len(), |k| {
+            let done = threads::map_nested(targets.len(), |k| {
                 let result = if copy {
                     job.copy_shard(&targets[k], &loaded)
                 } else {

@@ -3,15 +3,21 @@
 //! One rayon pool whose size the host sets with [`set_threads`] (or `ZARRSHARD_THREADS`): 0
 //! means one thread per core (the default), 1 means no pool, every chunk encoded or decoded on
 //! the calling thread, for hosts that manage their own threads. Work runs the standard rayon
-//! way: a call from the host's thread enters the pool with `install` and waits there; items are
-//! parallel iterators split by work stealing, so nested work (a shard's chunks inside a pass
-//! of shards) balances across every thread without a scheduler of our own. The library never
-//! changes a thread's CPU affinity, yields or spins: placement is the kernel's and the host's.
-//! Items are whole inner chunks or larger, never finer, so a task is always worth stealing.
+//! ways. Items that start parallel work themselves (whole shards, each decoding or encoding
+//! its chunks) go to the pool with `install`, the caller waiting, and nested work is balanced
+//! by work stealing ([`map_nested`]). Items that do not (a shard's inner chunks, a region's
+//! chunks) are shared with the calling thread when the call comes from outside the pool: it
+//! takes items from the same counter as `threads - 1` tasks spawned into an `in_place_scope`,
+//! so a call of a millisecond does not wait for sleeping pool threads to wake before any work
+//! is done, and one woken late just takes fewer items ([`map`], [`map_init`], ...). From a pool
+//! thread the same calls are parallel iterators. The library never changes a thread's CPU
+//! affinity, yields or spins: placement is the kernel's and the host's. Items are whole inner
+//! chunks or larger, never finer, so a task is always worth its scheduling.
 
 use crate::error::{Error, Result};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The pool built last: calls use it while the setting is above 1; it sleeps while it is 1.
@@ -115,18 +121,18 @@ pub(crate) fn on_pool_thread() -> bool {
     rayon::current_thread_index().is_some()
 }
 
-/// True when a call of `n` items made here starts parallel work from a thread outside the
-/// pool: the host's call at the top, not an item nested in another. A shard written as it
-/// encodes (`crate::shard::streamed`) needs that: its writes overlap the encoding only while
-/// other threads go on encoding, and shards encoded side by side on the pool already overlap
-/// one's write with another's encode.
-pub(crate) fn starts_parallel_work(n: usize) -> bool {
-    n > 1 && threads() > 1 && !on_pool_thread()
+/// True when [`map`] or [`map_init`] of `n` items called here would share them between this
+/// thread and pool tasks (not: one thread, one item, a call from a pool thread or from inside
+/// a shared item). A shard written as it encodes (`crate::shard::streamed`) needs that: its
+/// writes overlap the encoding only while other threads go on encoding, and shards encoded
+/// side by side on the pool already overlap one's write with another's encode.
+pub(crate) fn shares_with_caller(n: usize) -> bool {
+    matches!(how(n), How::Shared(..))
 }
 
-/// `f(0..n)` in parallel, results in order; on the calling thread alone when the setting is 1
-/// or there is one item. Items may start parallel work of their own (it is stolen by idle
-/// threads). On a failure no item after it starts and the lowest failed item's error is
+/// `f(0..n)` in parallel, results in order, for items that start no parallel work of their
+/// own (see the module docs); on the calling thread alone when the setting is 1 or there is
+/// one item. On a failure no item after it starts and the lowest failed item's error is
 /// returned, on every path (the same error every run).
 pub(crate) fn map<T: Send>(
     n: usize,
@@ -136,64 +142,181 @@ pub(crate) fn map<T: Send>(
 }
 
 /// [`map`] where each thread taking part runs its items with a state of its own, made by
-/// `init` (one per pool thread, made up front) and dropped before this returns: `f(state, i)`.
-/// A state sees its items in increasing order. For per-thread scratch and output memory.
+/// `init` and dropped before this returns: `f(state, i)`. A state sees its items in increasing
+/// order. For per-thread scratch and output memory.
 pub(crate) fn map_init<S: Send, T: Send>(
     n: usize,
     init: impl Fn() -> S + Sync + Send,
     f: impl Fn(&mut S, usize) -> Result<T> + Sync + Send,
 ) -> Result<Vec<T>> {
-    match pool_for(n) {
-        None => {
+    match how(n) {
+        How::Here => {
             let mut state = init();
             (0..n).map(|i| f(&mut state, i)).collect()
         }
-        Some(pool) => pool.install(|| stealing((0..n).into_par_iter(), init, |s, i, _| f(s, i))),
+        How::Stealing(pool) => {
+            pool.install(|| stealing((0..n).into_par_iter(), init, |s, i, _| f(s, i)))
+        }
+        How::Shared(pool, helpers) => {
+            let mut done = share(&pool, helpers, n, init, f)?;
+            done.sort_unstable_by_key(|(i, _)| *i);
+            Ok(done.into_iter().map(|(_, v)| v).collect())
+        }
+    }
+}
+
+/// `f(0..n)` on the pool, results in order, the calling thread waiting (rayon's `install`):
+/// for items that start parallel work themselves, which idle threads then steal. On the
+/// calling thread when the setting is 1 or there is one item. The error rule of [`map`].
+pub(crate) fn map_nested<T: Send>(
+    n: usize,
+    f: impl Fn(usize) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
+    match pool_for(n) {
+        Some(pool) if !SHARING.get() => {
+            pool.install(|| stealing((0..n).into_par_iter(), || (), |_, i, _| f(i)))
+        }
+        _ => (0..n).map(f).collect(),
     }
 }
 
 /// `f(state, i)` for `i` in `0..n` in parallel like [`map_init`], keeping no result: for many
-/// small items (a region read's inner chunks), whose results would cost memory per item. The
-/// same error rule: the lowest failed item's error, no item after a failure started.
+/// small items (a region read's inner chunks), whose results would cost memory per item.
 pub(crate) fn for_each_init<S: Send>(
     n: usize,
     init: impl Fn() -> S + Sync + Send,
     f: impl Fn(&mut S, usize) -> Result<()> + Sync + Send,
 ) -> Result<()> {
-    let Some(pool) = pool_for(n) else {
-        let mut state = init();
-        return (0..n).try_for_each(|i| f(&mut state, i));
-    };
-    pool.install(|| {
-        let states: Vec<Mutex<S>> = (0..rayon::current_num_threads())
-            .map(|_| Mutex::new(init()))
-            .collect();
-        let lowest = AtomicUsize::new(usize::MAX);
-        let error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
-        (0..n).into_par_iter().for_each(|i| {
-            if i > lowest.load(Ordering::Relaxed) {
-                return;
-            }
-            let mine = rayon::current_thread_index()
-                .and_then(|t| states.get(t))
-                .and_then(|s| s.try_lock().ok());
-            let r = match mine {
-                Some(mut state) => f(&mut state, i),
-                None => f(&mut init(), i),
-            };
-            if let Err(e) = r {
-                let mut first = error.lock().unwrap_or_else(|e| e.into_inner());
-                if first.as_ref().is_none_or(|(j, _)| i < *j) {
-                    *first = Some((i, e));
-                }
-                lowest.fetch_min(i, Ordering::Relaxed);
-            }
-        });
-        match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some((_, e)) => Err(e),
-            None => Ok(()),
+    match how(n) {
+        How::Here => {
+            let mut state = init();
+            (0..n).try_for_each(|i| f(&mut state, i))
         }
-    })
+        How::Stealing(pool) => pool.install(|| {
+            let states: Vec<Mutex<S>> = (0..rayon::current_num_threads())
+                .map(|_| Mutex::new(init()))
+                .collect();
+            let lowest = AtomicUsize::new(usize::MAX);
+            let error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
+            (0..n).into_par_iter().for_each(|i| {
+                if i > lowest.load(Ordering::Relaxed) {
+                    return;
+                }
+                let mine = rayon::current_thread_index()
+                    .and_then(|t| states.get(t))
+                    .and_then(|s| s.try_lock().ok());
+                let r = match mine {
+                    Some(mut state) => f(&mut state, i),
+                    None => f(&mut init(), i),
+                };
+                if let Err(e) = r {
+                    let mut first = error.lock().unwrap_or_else(|e| e.into_inner());
+                    if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                        *first = Some((i, e));
+                    }
+                    lowest.fetch_min(i, Ordering::Relaxed);
+                }
+            });
+            match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some((_, e)) => Err(e),
+                None => Ok(()),
+            }
+        }),
+        How::Shared(pool, helpers) => share(&pool, helpers, n, init, f).map(drop),
+    }
+}
+
+/// How a call of `n` items that start no parallel work runs.
+enum How {
+    /// On the calling thread: no pool, one item, or a call from inside a shared item.
+    Here,
+    /// With rayon's work stealing: the calling thread is one of the pool's.
+    Stealing(Arc<rayon::ThreadPool>),
+    /// Shared between the calling thread and this many tasks on the pool.
+    Shared(Arc<rayon::ThreadPool>, usize),
+}
+
+thread_local! {
+    /// Set while this thread (outside the pool) runs items of a shared call: a call made from
+    /// inside one runs on this thread, since tasks it spawned could wait behind long items.
+    static SHARING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn how(n: usize) -> How {
+    match pool_for(n) {
+        None => How::Here,
+        Some(pool) if on_pool_thread() => How::Stealing(pool),
+        Some(_) if SHARING.get() => How::Here,
+        Some(pool) => How::Shared(pool, (threads() - 1).min(n - 1)),
+    }
+}
+
+/// Clears [`SHARING`] when the calling thread's share of the items ends, panic or not.
+struct Sharing;
+
+impl Drop for Sharing {
+    fn drop(&mut self) {
+        SHARING.set(false);
+    }
+}
+
+/// `f(state, i)` for `i` in `0..n`, taken in order from one counter by the calling thread and
+/// `helpers` tasks spawned on `pool` (rayon's `in_place_scope`), until the items run out or one
+/// fails (then no further item starts). Returns the results with their positions, in no
+/// particular order, or the error of the lowest position that failed.
+fn share<S, T: Send>(
+    pool: &rayon::ThreadPool,
+    helpers: usize,
+    n: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize) -> Result<T> + Sync,
+) -> Result<Vec<(usize, T)>> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let parts = Mutex::new(Vec::with_capacity(helpers + 1));
+    let work = || {
+        let (mut done, mut error) = (Vec::new(), None);
+        let mut state = init();
+        while !failed.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            match f(&mut state, i) {
+                Ok(v) => done.push((i, v)),
+                Err(e) => {
+                    failed.store(true, Ordering::Relaxed);
+                    error = Some((i, e));
+                    break;
+                }
+            }
+        }
+        drop(state);
+        let mut parts = parts.lock().unwrap_or_else(|e| e.into_inner());
+        parts.push((done, error));
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| work());
+        }
+        SHARING.set(true);
+        let _sharing = Sharing;
+        work();
+    });
+    let mut results = Vec::new();
+    let mut first_error: Option<(usize, Error)> = None;
+    for (done, error) in parts.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        results.extend(done);
+        if let Some((i, e)) = error {
+            if first_error.as_ref().is_none_or(|(j, _)| i < *j) {
+                first_error = Some((i, e));
+            }
+        }
+    }
+    match first_error {
+        Some((_, e)) => Err(e),
+        None => Ok(results),
+    }
 }
 
 /// `f(i, item)` for each item by rayon's work stealing, with the error rule of one thread: on a
@@ -280,16 +403,16 @@ pub(crate) fn for_each_piece(
     size: usize,
     f: impl Fn(usize, &mut [u8]) -> Result<()> + Sync + Send,
 ) -> Result<()> {
-    let pieces: Vec<&mut [u8]> = buf.chunks_mut(size).collect();
-    match pool_for(pieces.len()) {
-        None => pieces
-            .into_iter()
-            .enumerate()
-            .try_for_each(|(i, p)| f(i, p)),
-        Some(pool) => pool
-            .install(|| stealing(pieces.into_par_iter(), || (), |_, i, p| f(i, p)))
-            .map(drop),
-    }
+    let pieces: Vec<Mutex<&mut [u8]>> = buf.chunks_mut(size).map(Mutex::new).collect();
+    // Each piece is locked once, by the one item that owns it: never contended.
+    for_each_init(
+        pieces.len(),
+        || (),
+        |_, i| {
+            let mut piece = pieces[i].lock().unwrap_or_else(|e| e.into_inner());
+            f(i, &mut piece)
+        },
+    )
 }
 
 /// Held by unit tests that change the thread setting, which is process-wide.
@@ -333,15 +456,18 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore)]
-    fn calls_run_on_the_pool_in_order_with_the_lowest_error() {
+    fn calls_share_or_use_the_pool_in_order_with_the_lowest_error() {
         let _setting = TEST_SETTING.lock().unwrap_or_else(|e| e.into_inner());
         set_threads(2).unwrap();
         let me = std::thread::current().id();
-        // Two items at once, on the pool's two threads; the caller waits (rayon's `install`).
+        // Two items at once: the calling thread takes one, a pool task the other.
         let ran = two_items_at_once();
-        assert!(!ran.contains(&me), "an item ran on the calling thread");
+        assert!(ran.contains(&me), "the calling thread took no item");
         assert_ne!(ran[0], ran[1]);
-        assert!(!on_pool_thread() && starts_parallel_work(2) && !starts_parallel_work(1));
+        assert!(!on_pool_thread() && shares_with_caller(2) && !shares_with_caller(1));
+        // Items that start parallel work go to the pool with `install`: the caller waits.
+        let on_pool = map_nested(2, |_| Ok(std::thread::current().id())).unwrap();
+        assert!(!on_pool.contains(&me));
 
         // In order, whoever ran them.
         let squares = map(1000, |i| Ok(i * i)).unwrap();
@@ -373,6 +499,8 @@ mod tests {
         let item_3 = Error::InvalidArgument("item 3".into()).to_string();
         for _ in 0..5 {
             assert_eq!(map(1000, slow_low).unwrap_err().to_string(), item_3);
+            let nested = map_nested(2, |_| map(1000, slow_low));
+            assert_eq!(nested.unwrap_err().to_string(), item_3);
             let nested = map(2, |_| map(1000, slow_low));
             assert_eq!(nested.unwrap_err().to_string(), item_3);
             let mut buf = vec![0u8; 64];
@@ -387,12 +515,25 @@ mod tests {
             slow_low(i)
         });
         assert!(ran.load(Ordering::Relaxed) >= 4);
-        let nested = map(64, |i| {
-            assert!(on_pool_thread() && !starts_parallel_work(16));
+        let nested = map_nested(64, |i| {
+            assert!(on_pool_thread() && !shares_with_caller(16));
             map(16, |j| Ok(i * 16 + j))
         })
         .unwrap();
         assert_eq!(nested.concat(), (0..1024).collect::<Vec<_>>());
+        // A call nested in an item the calling thread runs stays on that thread; one nested in
+        // a pool task's item uses the pool. Both finish with the right results.
+        let nested = map(64, |i| {
+            let outer = std::thread::current().id();
+            let inner = map(16, |j| Ok((std::thread::current().id(), i * 16 + j)))?;
+            if outer == me && inner.iter().any(|(t, _)| *t != me) {
+                return Err(Error::InvalidArgument("nested call left the thread".into()));
+            }
+            Ok(inner.into_iter().map(|(_, v)| v).collect::<Vec<_>>())
+        })
+        .unwrap();
+        assert_eq!(nested.concat(), (0..1024).collect::<Vec<_>>());
+        assert!(!SHARING.get());
 
         // A panicking item reaches the caller and poisons nothing.
         let caught = std::panic::catch_unwind(|| {
@@ -402,7 +543,8 @@ mod tests {
             })
         });
         assert!(caught.is_err());
-        assert_eq!(two_items_at_once().len(), 2);
+        assert!(!SHARING.get(), "the thread can share again");
+        assert!(two_items_at_once().contains(&me));
 
         // `overlap`: the background on the pool, the foreground here.
         let (a, b) = overlap(
@@ -419,7 +561,7 @@ mod tests {
             map(5, |_| Ok(std::thread::current().id())).unwrap(),
             vec![me; 5]
         );
-        assert!(!starts_parallel_work(5));
+        assert!(!shares_with_caller(5));
         // Back to 2: the same pool, not new threads.
         set_threads(2).unwrap();
         assert!(Arc::ptr_eq(&two, &built().unwrap()));

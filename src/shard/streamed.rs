@@ -44,7 +44,7 @@ pub const PIECE: u64 = 256 << 10;
 
 /// Encode shard `layout`'s inner chunks, which `fill(i, chunk)` writes decoded, and write them
 /// with the index through `sink`, a new object of `io` (see the module docs). Chunks are
-/// encoded on the calling thread and the pool ([`threads::map_init`]). Returns what was
+/// encoded by the pool ([`threads::map_init`]). Returns what was
 /// written; a shard with no stored chunk deletes the object instead (nothing is written).
 ///
 /// Errors: the codecs' and the back end's, the lowest chunk's first; the old object is then
