@@ -17,15 +17,6 @@
 #include <stdint.h>
 
 /**
- * The most decoded bytes of the inner chunks one pass of a read covers (more only when one
- * shard alone does): the bound on what a read fetches and holds at a time besides the
- * caller's buffer, since encoded chunks are rarely larger than decoded ones. Large enough that
- * a pass has work for every thread of a many-core machine (a pass of the 3-D benchmark's
- * 8 MiB shards has 512 inner chunks), small beside the regions that need several passes.
- */
-#define PASS_BYTES (64 << 20)
-
-/**
  * The most threads `shard_set_threads` accepts.
  */
 #define SHARD_MAX_THREADS 1024
