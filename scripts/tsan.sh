@@ -3,7 +3,8 @@
 # rebuilt instrumented (-Zbuild-std), so TSan sees every synchronisation (std, rayon, ours).
 #   1. tests/concurrency.rs: 8 threads reading one ShardReader while 3 threads write other shards
 #   2. tests/ffi.rs: threads on one C handle (concurrent reads; two writers get SHARD_ERR_BUSY)
-#   3. src/runtime/threads.rs' unit test: work shared between the calling thread and the pool
+#   3. src/runtime/threads.rs' unit test: work shared between the calling thread and the pool;
+#      src/array/region.rs': 16 threads writing the parts of one region's buffer (nd::DisjointOut)
 #   4. a negative control: a race on purpose, which TSan must report (so silence means something)
 # Installs the nightly toolchain and rust-src when missing (idempotent). When they cannot be
 # installed, prints a SKIP line and counts nothing as passed. Ends with `N passed, M failed`.
@@ -34,6 +35,8 @@ tsan --test ffi concurrent
 result "tsan ffi threads" $?
 tsan --lib runtime::threads::
 result "tsan shared work (src/runtime/threads.rs)" $?
+tsan --lib array::region::tests::sixteen_threads
+result "tsan 16 threads writing one region's parts (src/array/region.rs, nd::DisjointOut)" $?
 out="$(tsan --test concurrency -- --ignored tsan_negative_control 2>&1)"
 status=$?
 grep -m1 "SUMMARY: ThreadSanitizer: data race" <<<"$out"

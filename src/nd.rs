@@ -385,6 +385,56 @@ impl BoxDst for Claimed {
 mod tests {
     use super::*;
 
+    /// `DisjointOut`: two threads write the parts of a region's inner chunks into one buffer
+    /// (the region cuts chunks at its edges), giving what one `copy_box` per chunk into a
+    /// slice gives; a chunk claimed twice or outside the region panics. Run under Miri too,
+    /// for the one `unsafe` copy.
+    #[test]
+    fn disjoint_out_writes_each_chunk_part_once() {
+        // A 2-D array of 1-byte elements in 4×4 chunks; the region rows 2..9, cols 3..7
+        // touches chunks (0..3) × (0..2).
+        let (start, shape, chunk) = ([2u64, 3], [7u64, 4], [4u64, 4]);
+        let cells: Vec<[u64; 2]> = (0..3).flat_map(|r| (0..2).map(move |c| [r, c])).collect();
+        let source = |cell: [u64; 2]| -> Vec<u8> {
+            (0..16)
+                .map(|k| (cell[0] * 40 + cell[1] * 20 + k) as u8)
+                .collect()
+        };
+        let mut want = vec![0u8; 28];
+        for &cell in &cells {
+            let origin = [cell[0] * 4, cell[1] * 4];
+            let (lo, extent) = intersect(&start, &shape, &origin, &chunk);
+            copy_box(
+                &source(cell),
+                &chunk,
+                &sub(&lo, &origin),
+                &mut want,
+                &shape,
+                &sub(&lo, &start),
+                &extent,
+                1,
+            );
+        }
+        let mut got = vec![0u8; 28];
+        let out = DisjointOut::new(&mut got, &start, &shape, &chunk, 1);
+        std::thread::scope(|s| {
+            for half in cells.chunks(3) {
+                let out = &out;
+                s.spawn(move || half.iter().for_each(|&c| out.put_chunk(&c, &source(c))));
+            }
+        });
+        let twice = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            out.put_chunk(&[1, 1], &source([1, 1]))
+        }));
+        let outside = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            out.put_chunk(&[3, 0], &source([3, 0]))
+        }));
+        drop(out);
+        assert_eq!(got, want);
+        assert!(twice.is_err() && outside.is_err());
+        assert_eq!(got, want, "a refused claim wrote nothing");
+    }
+
     #[test]
     fn ravel_unravel() {
         assert_eq!(ravel(&[1, 2], &[3, 4]), 6);

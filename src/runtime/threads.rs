@@ -5,11 +5,11 @@
 //! the calling thread, for hosts that manage their own threads. Work runs the standard rayon
 //! ways. Items that start parallel work themselves (whole shards, each decoding or encoding
 //! its chunks) go to the pool with `install`, the caller waiting, and nested work is balanced
-//! by work stealing ([`map_nested`]). Items that do not (a shard's inner chunks, a region's
+//! by work stealing (`map_nested`). Items that do not (a shard's inner chunks, a region's
 //! chunks) are shared with the calling thread when the call comes from outside the pool: it
 //! takes items from the same counter as `threads - 1` tasks spawned into an `in_place_scope`,
 //! so a call of a millisecond does not wait for sleeping pool threads to wake before any work
-//! is done, and one woken late just takes fewer items ([`map`], [`map_init`], ...). From a pool
+//! is done, and one woken late just takes fewer items (`map`, `map_init`, ...). From a pool
 //! thread the same calls are parallel iterators. The library never changes a thread's CPU
 //! affinity, yields or spins: placement is the kernel's and the host's. Items are whole inner
 //! chunks or larger, never finer, so a task is always worth its scheduling.
