@@ -117,8 +117,11 @@ fn pool_for(n: usize) -> Option<Arc<rayon::ThreadPool>> {
 }
 
 /// True when the calling thread is one of the library's pool threads (inside an item).
-pub(crate) fn on_pool_thread() -> bool {
-    rayon::current_thread_index().is_some()
+#[cfg(test)]
+fn on_pool_thread() -> bool {
+    let pool = POOL.read().unwrap_or_else(|e| e.into_inner());
+    pool.as_ref()
+        .is_some_and(|p| p.current_thread_index().is_some())
 }
 
 /// True when [`map`] or [`map_init`] of `n` items called here would share them between this
@@ -245,7 +248,8 @@ thread_local! {
 fn how(n: usize) -> How {
     match pool_for(n) {
         None => How::Here,
-        Some(pool) if on_pool_thread() => How::Stealing(pool),
+        // Our pool's own thread (not another rayon pool's: a host's thread is a caller).
+        Some(pool) if pool.current_thread_index().is_some() => How::Stealing(pool),
         Some(_) if SHARING.get() => How::Here,
         Some(pool) => How::Shared(pool, (threads() - 1).min(n - 1)),
     }
