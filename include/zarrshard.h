@@ -1300,6 +1300,21 @@ shard_status shard_array_attributes(const shard_array *array,
                                     size_t *written_out);
 
 /**
+ * Copy the array's metadata, its current `zarr.json` text (after any resize or new
+ * attributes through this handle; for an array of an older format, the Zarr v3 document
+ * equivalent to it), into `buf` as a NUL-terminated string; `*written_out` (may be NULL)
+ * receives its length without the NUL. With `(NULL, 0)` only the length is stored (a size
+ * query); a non-empty buffer too small gives `SHARD_ERR_BUFFER_SIZE`. For bindings that show
+ * the chunk grid, data type and fill value without parsing the store's files themselves.
+ * Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_metadata(const shard_array *array,
+                                  char *buf,
+                                  size_t len,
+                                  size_t *written_out);
+
+/**
  * Rewrite every shard that holds dead bytes (left by region updates) without them, as
  * `zarrshard compact` does: each as a new object, inner chunks in C order, or Morton order
  * with `SHARD_FLAG_MORTON_ORDER` in `flags`. `*shards_rewritten_out` and `*bytes_freed_out`
@@ -1331,6 +1346,37 @@ shard_status shard_group_create(const shard_store_callbacks *store,
                                 const char *attributes_json,
                                 size_t json_len,
                                 uint32_t flags);
+
+/**
+ * Copy the attributes of the group at `path` of `store` (NULL or `""`: the root), a JSON
+ * object's text, into `buf` as a NUL-terminated string; `*written_out` (may be NULL)
+ * receives its length without the NUL. With `(NULL, 0)` only the length is stored (a size
+ * query); a non-empty buffer too small gives `SHARD_ERR_BUFFER_SIZE`. Each call reads
+ * `PATH/zarr.json` anew. The store table is never taken over. Thread-safe.
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, a bad
+ * store table), `SHARD_ERR_INVALID_METADATA` (no group at `path`, naming it, or its
+ * `zarr.json` is not valid), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_group_attributes(const shard_store_callbacks *store,
+                                    const char *path,
+                                    char *buf,
+                                    size_t len,
+                                    size_t *written_out);
+
+/**
+ * Replace the attributes of the group at `path` of `store` with the JSON object
+ * `attributes_json` (`json_len` bytes of UTF-8) and write its `zarr.json` (a new object);
+ * its members are untouched. The store table is never taken over. Thread-safe (two writers
+ * of one group's attributes: the last one wins whole).
+ * Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, not
+ * UTF-8, a bad store table), `SHARD_ERR_INVALID_METADATA` (no group at `path`; the
+ * attributes are not a JSON object), `SHARD_ERR_UNSUPPORTED` (a store that cannot write),
+ * `SHARD_ERR_IO`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_group_set_attributes(const shard_store_callbacks *store,
+                                        const char *path,
+                                        const char *attributes_json,
+                                        size_t json_len);
 
 /**
  * Fill `*spec` with the defaults and NULL pointers: version `SHARD_ARRAY_SPEC_VERSION`, rank 0,

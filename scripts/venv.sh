@@ -7,6 +7,10 @@
 #                                 zarr-python): tests/c/check_ome.py reads examples-c/ome_pyramid
 #   scripts/venv.sh acquire    -> $REPO/.venv-acquire with acquire-zarr + zarr-python:
 #                                 bench/acquire/ (scripts/bench.sh)
+#   scripts/venv.sh python     -> $REPO/.venv-python: what the Python package (bindings/python)
+#                                 builds with (cffi, setuptools) and is tested and benchmarked
+#                                 against: zarr-python, zarrs (its pipeline), tensorstore, dask +
+#                                 distributed, s3fs and moto[server] (an S3 server on loopback)
 #
 # The venv lives at $REPO/.venv (or $REPO/.venv-NAME; REPO = the repository root, derived
 # from this script's location). pip runs only when the requirement set differs from the
@@ -21,8 +25,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WHICH="${1:-}"
 case "$WHICH" in
     "") VENV="$REPO/.venv" ;;
-    ome | acquire) VENV="$REPO/.venv-$WHICH" ;;
-    *) echo "[venv.sh] unknown venv '$WHICH' (none, ome or acquire)" >&2; exit 2 ;;
+    ome | acquire | python) VENV="$REPO/.venv-$WHICH" ;;
+    *) echo "[venv.sh] unknown venv '$WHICH' (none, ome, acquire or python)" >&2; exit 2 ;;
 esac
 STAMP="$VENV/.requirements.stamp"
 PYTHON="${PYTHON:-python3}"
@@ -149,6 +153,117 @@ typing_extensions==4.16.0"
     CHECK='import acquire_zarr, zarr, numpy, numcodecs.blosc
 from importlib.metadata import version
 print(" ".join(f"{p}=={version(p)}" for p in ("acquire-zarr", "zarr", "numpy")))'
+fi
+
+# The Python package's build, tests and benchmark (bindings/python): its peers and Dask, S3.
+# Pinned as pip resolved them on 2026-11-29.
+if [ "$WHICH" = python ]; then
+    REQUIREMENTS="setuptools==84.2.1
+wheel==0.48.0
+aiobotocore==3.10.0
+aiohappyeyeballs==2.7.1
+aiohttp==3.14.5
+aioitertools==0.13.0
+aiosignal==1.4.0
+annotated-types==0.8.0
+antlr4-python3-runtime==4.13.2
+attrs==26.1.0
+aws-xray-sdk==2.15.0
+blinker==1.9.0
+boto3==1.43.117
+botocore==1.43.117
+certifi==2026.10.19.post1
+cffi==2.1.1
+cfn-lint==1.58.0
+charset-normalizer==3.5.3
+click==8.5.1
+cloudpickle==3.1.3
+cryptography==50.0.2
+dask==2026.8.0
+distributed==2026.8.0
+docker==7.2.0
+donfig==0.8.1.post1
+Flask==3.1.3
+flask-cors==6.0.5
+frozenlist==1.8.0
+fsspec==2026.9.0
+google-crc32c==1.9.0
+graphql-core==3.3.2
+idna==3.20
+importlib_metadata==10.2.0
+iniconfig==2.3.1
+itsdangerous==2.2.0
+Jinja2==3.1.6
+jmespath==1.1.0
+joserfc==1.8.0
+jsonpatch==1.48
+jsonpath-ng==1.16.0
+jsonpointer==3.12
+jsonschema==4.26.0
+jsonschema-path==0.5.0
+jsonschema-specifications==2025.9.1
+lazy-importer==0.1.0
+lazy-object-proxy==1.13.0
+locket==1.0.0
+MarkupSafe==3.0.4
+ml_dtypes==0.6.0
+moto==5.2.5
+mpmath==1.3.0
+msgpack==1.2.4
+multidict==7.2.1
+networkx==3.6.1
+numcodecs==0.16.6
+numpy==2.3.5
+openapi-schema-validator==0.9.0
+openapi-spec-validator==0.9.0
+packaging==26.4
+partd==1.4.2
+pathable==0.6.0
+pluggy==1.7.0
+propcache==0.5.4
+psutil==7.2.2
+py-partiql-parser==0.6.3
+pycparser==3.12
+pydantic==2.14.4
+pydantic-settings==2.16.3
+pydantic_core==2.50.5
+Pygments==2.21.0
+pyparsing==3.3.3
+pytest==9.2.0
+python-dateutil==2.9.0.post0
+python-dotenv==1.2.4
+PyYAML==6.0.4
+referencing==0.37.0
+regex==2026.11.19
+requests==2.34.2
+responses==0.26.3
+rfc3339-validator==0.1.4
+rpds-py==2026.9.1
+s3fs==2026.9.0
+s3transfer==0.19.3
+six==1.17.0
+sortedcontainers==2.4.0
+sympy==1.14.0
+tblib==3.2.2
+tensorstore==0.1.86
+toolz==1.2.0
+tornado==6.6.1
+typing-inspection==0.4.5
+typing_extensions==4.16.0
+urllib3==2.8.0
+Werkzeug==3.1.9
+wrapt==2.5.2
+xmltodict==1.0.4
+yarl==1.25.1
+zarr==3.1.6
+zarrs==0.2.3
+zict==3.0.0
+zipp==4.1.2"
+    CHECK='import cffi, setuptools, numpy, zarr, zarrs, tensorstore, dask.array, distributed
+import s3fs, moto.server, pytest
+from importlib.metadata import version
+print(" ".join(f"{p}=={version(p)}" for p in
+               ("cffi", "zarr", "zarrs", "tensorstore", "dask", "s3fs", "moto")))'
 fi
 
 log() { echo "[venv.sh] $*" >&2; }

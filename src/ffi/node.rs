@@ -293,6 +293,35 @@ pub unsafe extern "C" fn shard_array_attributes(
     })
 }
 
+/// Copy the array's metadata, its current `zarr.json` text (after any resize or new
+/// attributes through this handle; for an array of an older format, the Zarr v3 document
+/// equivalent to it), into `buf` as a NUL-terminated string; `*written_out` (may be NULL)
+/// receives its length without the NUL. With `(NULL, 0)` only the length is stored (a size
+/// query); a non-empty buffer too small gives `SHARD_ERR_BUFFER_SIZE`. For bindings that show
+/// the chunk grid, data type and fill value without parsing the store's files themselves.
+/// Thread-safe.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_metadata(
+    array: *const shard_array,
+    buf: *mut c_char,
+    len: usize,
+    written_out: *mut usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
+        let json = h.array().metadata().to_json_bytes();
+        let written = copy_string(std::str::from_utf8(&json).expect("JSON is UTF-8"), buf)?;
+        // SAFETY: NULL or valid for one write.
+        if let Some(w) = unsafe { optional_out(written_out) } {
+            *w = written;
+        }
+        Ok(())
+    })
+}
+
 /// Rewrite every shard that holds dead bytes (left by region updates) without them, as
 /// `zarrshard compact` does: each as a new object, inner chunks in C order, or Morton order
 /// with `SHARD_FLAG_MORTON_ORDER` in `flags`. `*shards_rewritten_out` and `*bytes_freed_out`
@@ -364,6 +393,64 @@ pub unsafe extern "C" fn shard_group_create(
             json => Attributes::from_text(json, "attributes")?,
         };
         Group::create(store.shared(), path, attributes, overwrite)?;
+        Ok(())
+    })
+}
+
+/// Copy the attributes of the group at `path` of `store` (NULL or `""`: the root), a JSON
+/// object's text, into `buf` as a NUL-terminated string; `*written_out` (may be NULL)
+/// receives its length without the NUL. With `(NULL, 0)` only the length is stored (a size
+/// query); a non-empty buffer too small gives `SHARD_ERR_BUFFER_SIZE`. Each call reads
+/// `PATH/zarr.json` anew. The store table is never taken over. Thread-safe.
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, a bad
+/// store table), `SHARD_ERR_INVALID_METADATA` (no group at `path`, naming it, or its
+/// `zarr.json` is not valid), `SHARD_ERR_BUFFER_SIZE`, `SHARD_ERR_IO`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_group_attributes(
+    store: *const shard_store_callbacks,
+    path: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    written_out: *mut usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let store = unsafe { StoreArg::from_table(store) }?;
+        let path = unsafe { node_path(path) }?;
+        let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
+        let group = Group::open(store.shared(), path)?;
+        let written = copy_string(group.attributes().as_text(), buf)?;
+        // SAFETY: NULL or valid for one write.
+        if let Some(w) = unsafe { optional_out(written_out) } {
+            *w = written;
+        }
+        Ok(())
+    })
+}
+
+/// Replace the attributes of the group at `path` of `store` with the JSON object
+/// `attributes_json` (`json_len` bytes of UTF-8) and write its `zarr.json` (a new object);
+/// its members are untouched. The store table is never taken over. Thread-safe (two writers
+/// of one group's attributes: the last one wins whole).
+/// Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_INVALID_ARGUMENT` (the path, not
+/// UTF-8, a bad store table), `SHARD_ERR_INVALID_METADATA` (no group at `path`; the
+/// attributes are not a JSON object), `SHARD_ERR_UNSUPPORTED` (a store that cannot write),
+/// `SHARD_ERR_IO`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_group_set_attributes(
+    store: *const shard_store_callbacks,
+    path: *const c_char,
+    attributes_json: *const c_char,
+    json_len: usize,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let store = unsafe { StoreArg::from_table(store) }?;
+        let path = unsafe { node_path(path) }?;
+        let json = unsafe { text(attributes_json, json_len, "attributes_json") }?;
+        let attributes = Attributes::from_text(json, "attributes")?;
+        let mut group = Group::open(store.shared(), path)?;
+        group.set_attributes(attributes)?;
         Ok(())
     })
 }
