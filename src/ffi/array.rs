@@ -246,7 +246,7 @@ impl Store for CallbackStore {
         let mut table = super::io::NO_CALLBACKS;
         // SAFETY: `c_key` and `table` are valid for the call.
         match unsafe { open(self.cb.userdata, c_key.as_ptr(), &mut table) } {
-            0 => Ok(Box::new(CallbackIo::owning(&table)?)),
+            0 => Ok(Box::new(CallbackIo::owning(&table)?.named(key))),
             code => Err(Error::Io {
                 code,
                 message: format!("the host's open_object callback failed for `{key}`"),

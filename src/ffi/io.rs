@@ -265,6 +265,8 @@ pub(crate) struct CallbackIo {
     /// Set when this value owns `userdata` itself (objects a store opens); shard handles own
     /// it beside the reader or writer instead.
     _owner: Option<UserdataOwner>,
+    /// The store key the object was opened for, named in the errors of its callbacks.
+    key: Option<String>,
 }
 
 // SAFETY: the contract above makes the host responsible for the thread-safety of `read`,
@@ -302,7 +304,11 @@ impl CallbackIo {
                     .into(),
             ));
         }
-        Ok(CallbackIo { cb, _owner: None })
+        Ok(CallbackIo {
+            cb,
+            _owner: None,
+            key: None,
+        })
     }
 
     /// Like [`CallbackIo::new`], taking ownership of `userdata` at once: `destroy` runs when
@@ -314,10 +320,20 @@ impl CallbackIo {
         Ok(io)
     }
 
+    /// This object as the store's `key`: its callbacks' errors name it (a host store's
+    /// objects have no path of the library's to show).
+    pub(crate) fn named(mut self, key: &str) -> Self {
+        self.key = Some(key.to_owned());
+        self
+    }
+
     fn fail(&self, what: &str, code: i32) -> Error {
         // The library's own tables (`shard_io_file`) say what failed themselves.
-        let message = super::store::library_io_message(&self.cb)
-            .unwrap_or_else(|| format!("the host's {what} callback failed"));
+        let message =
+            super::store::library_io_message(&self.cb).unwrap_or_else(|| match &self.key {
+                Some(key) => format!("the host's {what} callback failed for `{key}`"),
+                None => format!("the host's {what} callback failed"),
+            });
         Error::Io { code, message }
     }
 
