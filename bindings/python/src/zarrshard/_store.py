@@ -220,11 +220,22 @@ class _Object:
         self.path = store.path_of(key)
 
 
+def _missing_bucket(exc):
+    """True for a FileNotFoundError about the bucket, not the object (s3fs's for NoSuchBucket
+    carries botocore's error as its cause): a mistyped bucket must not read as a missing
+    array."""
+    response = getattr(exc.__cause__, "response", None)
+    return isinstance(response, dict) and (response.get("Error") or {}).get("Code") == "NoSuchBucket"
+
+
 def _code_of(exc, missing=lib.SHARD_IO_NOT_FOUND):
-    """The host code reported for `exc`: a missing object is `missing`, an OSError its
-    errno, anything else EIO."""
+    """The host code reported for `exc`: a missing object is `missing`, a missing bucket
+    ENOENT, refused credentials EACCES, an OSError its errno, anything else EIO."""
     if isinstance(exc, FileNotFoundError):
-        return missing
+        return errno.ENOENT if _missing_bucket(exc) else missing
+    if isinstance(exc, PermissionError) and not exc.errno:
+        # s3fs's for a 403 has no errno.
+        return errno.EACCES
     if isinstance(exc, OSError) and isinstance(exc.errno, int) and exc.errno > 0:
         return exc.errno
     return errno.EIO
@@ -290,7 +301,9 @@ def zs_py_list(userdata, prefix, on_key, list_state):
         where = base if prefix.endswith("/") or not prefix else base.rsplit("/", 1)[0]
         try:
             found = store.fs.find(where)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            if _missing_bucket(exc):
+                raise
             found = []
         skip = len(store.root) + 1 if store.root else 0
         for path in found:
@@ -386,7 +399,10 @@ def zs_py_remove(userdata):
 
 class _NewObject:
     """An object being written: in memory, or once past the multipart threshold (and written
-    from its start without gaps) streamed into a multipart upload."""
+    from its start without gaps) streamed into a multipart upload in parts of exactly the
+    threshold (the last one the rest). The parts are cut here because fsspec's object-store
+    files send whatever they buffered as one part, whatever the block size: a 16 MiB write
+    would go up as one 16 MiB part."""
 
     def __init__(self, obj):
         self.obj = obj
@@ -396,26 +412,43 @@ class _NewObject:
         self.file = None
 
     def write(self, offset, data):
+        store = self.obj.store
         if self.file is not None:
             if offset != self.end:
                 raise ValueError(f"{self.obj.key}: a write at {offset} after streaming up to {self.end}")
-            self.file.write(data)
+            self.buffer.write(data)
             self.end += len(data)
+            self._send_parts()
             return
         self.in_order = self.in_order and offset == self.end
         self.buffer.seek(offset)
         self.buffer.write(data)
         self.end = max(self.end, offset + len(data))
-        store = self.obj.store
         if self.in_order and store.multipart and self.end > store.multipart_threshold:
             self.file = store.fs.open(self.obj.path, "wb", autocommit=False, block_size=store.multipart_threshold)
-            self.file.write(self.buffer.getbuffer())
-            self.buffer = None
+            self.buffer.seek(0, io.SEEK_END)
+            self._send_parts()
+
+    def _send_parts(self):
+        """Hand the file every whole part buffered (each fills its buffer to the block size,
+        which uploads it); keep the rest."""
+        size = self.obj.store.multipart_threshold
+        with self.buffer.getbuffer() as view:
+            whole = len(view) // size * size
+            if not whole:
+                return
+            for at in range(0, whole, size):
+                self.file.write(view[at:at + size])
+            rest = bytes(view[whole:])
+        self.buffer = io.BytesIO()
+        self.buffer.write(rest)
 
     def commit(self, length):
         if length != self.end:
             raise ValueError(f"{self.obj.key}: committed at {length} bytes, written {self.end}")
         if self.file is not None:
+            self.file.write(self.buffer.getbuffer())
+            self.buffer = None
             self.file.close()
             self.file.commit()
             self.file = None
@@ -424,12 +457,15 @@ class _NewObject:
             self.buffer = None
 
     def discard(self):
+        self.buffer = None
         if self.file is not None:
             file, self.file = self.file, None
-            file.discard()
-            # Discarded: closing it must not flush or commit anything.
-            file.closed = True
-        self.buffer = None
+            try:
+                file.discard()
+            finally:
+                # Discarded (or its abort failed): closing it, by the garbage collector too,
+                # must not send the parts it still holds.
+                file.closed = True
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
