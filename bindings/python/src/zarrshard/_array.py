@@ -10,7 +10,7 @@ from collections.abc import MutableMapping
 
 import numpy as np
 
-from ._lib import ffi, lib, check, c_text, u64s, read_string, ReadOnlyError, InvalidMetadataError
+from ._lib import ffi, lib, check, c_text, u64s, read_string, ReadOnlyError, InvalidMetadataError, StoreNotFoundError
 from ._store import store_of
 
 __all__ = ["Array", "Group", "create_array", "open_array", "create_group", "open_group", "open"]
@@ -538,7 +538,7 @@ def open_array(store, *, path="", mode="a", storage_options=None, **create_kwarg
         return create_array(store, name=path, overwrite=mode == "w", **create_kwargs)
     try:
         return Array._open(store, path, mode)
-    except InvalidMetadataError:
+    except (InvalidMetadataError, StoreNotFoundError):
         if mode == "a" and "shape" in create_kwargs:
             return create_array(store, name=path, **create_kwargs)
         raise
@@ -564,7 +564,7 @@ def open_group(store, *, path="", mode="a", storage_options=None, attributes=Non
         return create_group(store, path=path, attributes=attributes, overwrite=mode == "w")
     try:
         return Group(store, path, mode)
-    except InvalidMetadataError:
+    except (InvalidMetadataError, StoreNotFoundError):
         if mode == "a":
             return create_group(store, path=path, attributes=attributes)
         raise
