@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The Python package (bindings/python), end to end:
 #
+#   0. tools: nginx (serves arrays over http:// to test_http.py) and a C compiler, from apt when
+#      missing
 #   1. the venv .venv-python (scripts/venv.sh python: cffi, setuptools, numpy, zarr-python,
 #      zarrs, tensorstore, dask + distributed, s3fs, moto[server], pytest)
 #   2. `pip install ./bindings/python` into it, as a user does: pip builds the package in
@@ -8,7 +10,8 @@
 #      puts libzarrshard.so.0 inside the package; then the installed copy is imported from
 #      outside the source tree and must load the library inside it
 #   3. pytest, one step per file of bindings/python/tests: the API against numpy and
-#      zarr-python (test_api.py), Dask on a two-process LocalCluster (test_dask.py), S3 on a
+#      zarr-python (test_api.py), http:// from nginx with requests counted in its access log
+#      (test_http.py), Dask on a two-process LocalCluster (test_dask.py), S3 on a
 #      moto server on loopback started and stopped by the tests (test_s3.py), each bounded
 #      by a timeout
 #
@@ -51,6 +54,16 @@ step() {
     fi
 }
 
+tools() {
+    # nginx serves arrays over http:// to test_http.py; a C compiler builds the cffi module.
+    local need=()
+    command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+    command -v cc >/dev/null 2>&1 || need+=(gcc)
+    if [ "${#need[@]}" -gt 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+    fi
+}
+step tools tools
 step venv "$REPO/scripts/venv.sh" python
 install() {
     # The features the other stages build the library with, so cargo reuses that build.
