@@ -262,6 +262,10 @@ def test_zd_store_into_region(tmp_path):
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "g.zarr"), mode="r")[...], expected)
     with pytest.raises(ValueError, match=r"must start on shard boundaries \(2, 32, 32\)"):
         zd.store(x, a, region=(slice(2, 6), slice(16, 80), slice(32, None)), scheduler="threads")
+    # From the end: 100 - 64 = 36 is no shard boundary, though -64 is a multiple of 32.
+    with pytest.raises(ValueError, match=r"must start on shard boundaries \(2, 32, 32\)"):
+        zd.store(x, a, region=(slice(2, None), slice(-64, None), slice(32, None)), scheduler="threads")
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "g.zarr"), mode="r")[...], expected)
 
 
 # distributed.LocalCluster ------------------------------------------------------------------
