@@ -19,7 +19,7 @@ def main(path):
     a[:] = np.arange(1024 * 1024, dtype="uint32").astype("uint16").reshape(1024, 1024)
     b = zarrshard.open_array(path, mode="r")
     tile = b[100:164, 200:264]
-    print(f"wrote {path}: shape {b.shape} {b.dtype}, shards {b.shards}, chunks {b.chunks}; tile [100:164, 200:264] sum {int(tile.sum())}")
+    print(f"wrote {path}: {b.shape} {b.dtype} in shards {b.shards} of chunks {b.chunks}; tile sum {int(tile.sum())}")
 
 
 if __name__ == "__main__":

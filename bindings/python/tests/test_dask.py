@@ -316,6 +316,11 @@ def test_local_cluster_writes_4d_array(tmp_path, client):
     assert y.numblocks == (4, 2, 2, 2)
     np.testing.assert_array_equal(client.compute(y).result(timeout=120), expected)
 
+    # Plain Dask, unchanged, with chunks along the shards: from the first array to a second.
+    b = zarrshard.create_array(str(tmp_path / "copy.zarr"), shape=shape, dtype="uint16", chunks=a.chunks, shards=a.shards)
+    client.compute(da.store(da.from_array(a, chunks=a.shards), b, lock=False, compute=False)).result(timeout=120)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "copy.zarr"), mode="r")[...], expected)
+
 
 # Examples ----------------------------------------------------------------------------------
 
