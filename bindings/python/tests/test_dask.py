@@ -140,6 +140,23 @@ def test_unpickling_reads_metadata_only():
     assert {p for p in CountingMemoryFS.reads if p != f"{root}/zarr.json"} == {f"{root}/c/0/0", f"{root}/c/0/1"}
 
 
+def test_dask_names_an_array_without_reading_it():
+    fs = CountingMemoryFS()
+    root = f"/token-{uuid.uuid4().hex}"
+    a = zarrshard.create_array(fs, name=root.lstrip("/"), shape=(8, 64), dtype="uint16", chunks=(4, 16), shards=(8, 32))
+    again = zarrshard.open_array(fs, path=root.lstrip("/"), mode="r+")
+    CountingMemoryFS.reads.clear()
+
+    x = zd.from_array(a)
+    y = zd.from_array(again)
+    da.from_array(a, chunks=a.shards)
+
+    assert CountingMemoryFS.reads == []
+    assert x.name == y.name  # one array, one name
+    a.resize(8, 96)
+    assert zd.from_array(a).name != x.name
+
+
 # Dask, threaded scheduler ------------------------------------------------------------------
 
 

@@ -209,6 +209,12 @@ class Array:
         # come back as "r+"); a `__reduce__` state dict would only set attributes, not open.
         return (_reopen_array, (self.store, self.path, "r" if self.mode == "r" else "r+"))
 
+    def __dask_tokenize__(self):
+        # Dask names tasks after this; its default (pickling, then unpickling to check) would
+        # reopen the array each time, a request of the store's. The metadata: a resized array
+        # gets new names.
+        return ("zarrshard.Array", self.store, self.path, self.read_only, json.dumps(self.metadata, sort_keys=True))
+
     # Properties --------------------------------------------------------------------------
 
     @property
