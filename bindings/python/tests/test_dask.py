@@ -157,6 +157,22 @@ def test_dask_names_an_array_without_reading_it():
     assert zd.from_array(a).name != x.name
 
 
+def test_dask_names_tell_arrays_apart(tmp_path):
+    def one(store, value):
+        a = zarrshard.create_array(store, shape=(4, 6), dtype="uint8", chunks=(2, 2), shards=(2, 4))
+        a[...] = value
+        return zd.from_array(a)
+
+    memory = one(zarrshard.MemoryStore(), 1) + one(zarrshard.MemoryStore(), 2)
+    local = one(str(tmp_path / "one.zarr"), 1) + one(str(tmp_path / "two.zarr"), 2)
+    fs = one(MemoryFileSystem(global_store=False, skip_instance_cache=True), 1) + one(
+        MemoryFileSystem(global_store=False, skip_instance_cache=True), 2
+    )
+
+    for x in (memory, local, fs):
+        np.testing.assert_array_equal(x.compute(scheduler="sync"), np.full((4, 6), 3, dtype=np.uint8))
+
+
 # Dask, threaded scheduler ------------------------------------------------------------------
 
 

@@ -212,8 +212,10 @@ class Array:
     def __dask_tokenize__(self):
         # Dask names tasks after this; its default (pickling, then unpickling to check) would
         # reopen the array each time, a request of the store's. The metadata: a resized array
-        # gets new names.
-        return ("zarrshard.Array", self.store, self.path, self.read_only, json.dumps(self.metadata, sort_keys=True))
+        # gets new names. A store that cannot be pickled (memory) gets a new token each time.
+        from dask.base import tokenize
+
+        return ("zarrshard.Array", tokenize(self.store), self.path, self.read_only, json.dumps(self.metadata, sort_keys=True))
 
     # Properties --------------------------------------------------------------------------
 
