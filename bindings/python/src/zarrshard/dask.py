@@ -16,7 +16,8 @@ def from_array(array, chunks=None, **kwargs):
 
 def aligned(x, array):
     """True when every chunk boundary of the Dask array `x` lies on a shard boundary of
-    `array` (or its end), so no two tasks write one shard."""
+    `array` (or its end), so no two tasks write one shard: then plain
+    `dask.array.store(x, array, lock=False)` is safe; otherwise use `store`."""
     unit = array.shards or array.chunks
     for bounds, step, n in zip(x.chunks, unit, array.shape):
         edge = 0
