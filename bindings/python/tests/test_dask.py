@@ -205,9 +205,21 @@ def test_threaded_writes_through_extra_handles(tmp_path):
     a = small_array(tmp_path / "t.zarr")
     x = dask_formula(a.shape, chunks=600).rechunk(a.shards)
 
+    outcome = []
+
+    def store():
+        try:
+            outcome.append(da.store(x, a, lock=False, scheduler="threads", num_workers=4))
+        except Exception as exc:
+            outcome.append(exc)
+
     with a._lock:  # the array's own handle is busy throughout
-        da.store(x, a, lock=False, scheduler="threads", num_workers=4)
-        assert len(a._spare) >= 1
+        t = threading.Thread(target=store)
+        t.start()
+        t.join(timeout=60)
+        assert not t.is_alive(), "the writes waited for the busy handle"
+    assert outcome == [None]
+    assert len(a._spare) >= 1
 
     np.testing.assert_array_equal(a[...], formula(a.shape))
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "t.zarr"), mode="r")[...], formula(a.shape))
