@@ -71,7 +71,7 @@ echo "== miri: the core's tests that Miri can run (no C codecs)"
 bash scripts/miri.sh 2>&1 | tee "$LOG/miri.log"
 miri_status=${PIPESTATUS[0]}
 bind_status=0
-for lang in cpp java julia; do
+for lang in cpp java julia python; do
     [ -x "bindings/$lang/run.sh" ] || [ -f "bindings/$lang/run.sh" ] || continue
     echo "== bindings: $lang"
     bash "bindings/$lang/run.sh" 2>&1 | tee "$LOG/bind-$lang.log"

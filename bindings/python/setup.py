@@ -28,7 +28,11 @@ def built_library():
             "building zarrshard needs the Rust toolchain (cargo; https://rustup.rs), "
             "or ZARRSHARD_LIB=/path/to/libzarrshard.so of a build of the library"
         )
-    subprocess.run(["cargo", "build", "--release", "--lib"], cwd=REPO, check=True)
+    # ZARRSHARD_CARGO_FEATURES: extra cargo features (the test script passes those its other
+    # stages build with, so cargo reuses that build).
+    features = os.environ.get("ZARRSHARD_CARGO_FEATURES")
+    extra = ["--features", features] if features else []
+    subprocess.run(["cargo", "build", "--release", "--lib", *extra], cwd=REPO, check=True)
     return os.path.join(REPO, "target", "release", "libzarrshard.so")
 
 

@@ -237,6 +237,28 @@ pub(crate) fn copy_string(s: &str, buf: &mut [u8]) -> Result<usize, Failure> {
     Ok(copy_cstr(s, buf))
 }
 
+/// [`copy_string`] into the caller's `buf` (`len` bytes, NULL with 0 for a size query), the
+/// length without the NUL stored in `*written_out` when it is not NULL.
+///
+/// # Safety
+/// `buf` valid for `len` bytes and `written_out` NULL or valid for one write, per the calling
+/// function's documented contract.
+pub(crate) unsafe fn copy_string_out(
+    s: &str,
+    buf: *mut c_char,
+    len: usize,
+    written_out: *mut usize,
+) -> Result<(), Failure> {
+    // SAFETY: per this function's contract.
+    let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
+    let written = copy_string(s, buf)?;
+    // SAFETY: NULL or valid for one write.
+    if let Some(w) = unsafe { optional_out(written_out) } {
+        *w = written;
+    }
+    Ok(())
+}
+
 fn not_array() -> Failure {
     Failure::Core(Error::InvalidState(
         "the codec was not built from a zarr.json".into(),

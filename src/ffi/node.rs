@@ -3,7 +3,7 @@
 //! groups. Thin wrappers over the core's [`Array`], [`Group`] and [`ArraySpec`].
 
 use super::array::{shard_array, shard_store_callbacks, ArrayHandle, StoreArg};
-use super::codec::copy_string;
+use super::codec::copy_string_out;
 use super::error::{guard, Failure, FfiResult};
 use super::handle::{bytes, bytes_mut, optional_out, out, text, Handle};
 use super::shard::SHARD_FLAG_MORTON_ORDER;
@@ -283,13 +283,15 @@ pub unsafe extern "C" fn shard_array_attributes(
     guard(|| {
         // SAFETY: per the documented contract.
         let h = unsafe { shard_array::borrow(array, "array") }?;
-        let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
-        let written = copy_string(h.array().metadata().attributes.as_text(), buf)?;
-        // SAFETY: NULL or valid for one write.
-        if let Some(w) = unsafe { optional_out(written_out) } {
-            *w = written;
+        // SAFETY: per the documented contract.
+        unsafe {
+            copy_string_out(
+                h.array().metadata().attributes.as_text(),
+                buf,
+                len,
+                written_out,
+            )
         }
-        Ok(())
     })
 }
 
@@ -311,14 +313,16 @@ pub unsafe extern "C" fn shard_array_metadata(
     guard(|| {
         // SAFETY: per the documented contract.
         let h = unsafe { shard_array::borrow(array, "array") }?;
-        let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
         let json = h.array().metadata().to_json_bytes();
-        let written = copy_string(std::str::from_utf8(&json).expect("JSON is UTF-8"), buf)?;
-        // SAFETY: NULL or valid for one write.
-        if let Some(w) = unsafe { optional_out(written_out) } {
-            *w = written;
+        // SAFETY: per the documented contract.
+        unsafe {
+            copy_string_out(
+                std::str::from_utf8(&json).expect("JSON is UTF-8"),
+                buf,
+                len,
+                written_out,
+            )
         }
-        Ok(())
     })
 }
 
@@ -417,14 +421,9 @@ pub unsafe extern "C" fn shard_group_attributes(
         // SAFETY: per the documented contract.
         let store = unsafe { StoreArg::from_table(store) }?;
         let path = unsafe { node_path(path) }?;
-        let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
         let group = Group::open(store.shared(), path)?;
-        let written = copy_string(group.attributes().as_text(), buf)?;
-        // SAFETY: NULL or valid for one write.
-        if let Some(w) = unsafe { optional_out(written_out) } {
-            *w = written;
-        }
-        Ok(())
+        // SAFETY: per the documented contract.
+        unsafe { copy_string_out(group.attributes().as_text(), buf, len, written_out) }
     })
 }
 
@@ -647,15 +646,10 @@ pub unsafe extern "C" fn shard_array_spec_json(
     guard(|| {
         // SAFETY: per the documented contract.
         let spec = unsafe { read_spec(spec) }?;
-        let buf = unsafe { bytes_mut(buf.cast(), len, "buf") }?;
         spec.to_metadata()?;
         let text = spec.to_json()?.to_string();
-        let written = copy_string(&text, buf)?;
-        // SAFETY: NULL or valid for one write.
-        if let Some(w) = unsafe { optional_out(written_out) } {
-            *w = written;
-        }
-        Ok(())
+        // SAFETY: per the documented contract.
+        unsafe { copy_string_out(&text, buf, len, written_out) }
     })
 }
 

@@ -358,6 +358,36 @@ static void test_attributes_and_groups(void) {
     EXPECT(shard_array_open_path(&store, "img/0", &a), SHARD_OK);
     EXPECT(shard_array_attributes(a, buf, sizeof buf, &n), SHARD_OK);
     CHECK(strcmp(buf, attrs) == 0);
+    /* The whole zarr.json as the store holds it: size query, copy, too small. */
+    size_t meta_len = 0;
+    EXPECT(shard_array_metadata(a, NULL, 0, &meta_len), SHARD_OK);
+    char meta[2048];
+    CHECK(meta_len > 0 && meta_len < sizeof meta);
+    EXPECT(shard_array_metadata(a, meta, sizeof meta, &n), SHARD_OK);
+    CHECK(n == meta_len && strlen(meta) == n);
+    CHECK(strstr(meta, "\"node_type\": \"array\"") != NULL);
+    CHECK(strstr(meta, "\"sharding_indexed\"") != NULL);
+    CHECK(strstr(meta, attrs) != NULL);
+    EXPECT(shard_array_metadata(a, meta, 10, &n), SHARD_ERR_BUFFER_SIZE);
+    EXPECT(shard_array_metadata(NULL, meta, sizeof meta, &n), SHARD_ERR_NULL_POINTER);
+    shard_array_close(a);
+    /* A group's attributes, read and replaced; the array below it stays. */
+    /* (A group's attributes come back as compact JSON.) */
+    EXPECT(shard_group_attributes(&store, "img", buf, sizeof buf, &n), SHARD_OK);
+    CHECK(strcmp(buf, "{\"ome\":{\"version\":\"0.5\"}}") == 0 && n == strlen(buf));
+    const char new_attrs[] = "{\"ome\": {\"version\": \"0.6\"}}";
+    EXPECT(shard_group_set_attributes(&store, "img", new_attrs, sizeof new_attrs - 1), SHARD_OK);
+    EXPECT(shard_group_attributes(&store, "img", buf, sizeof buf, &n), SHARD_OK);
+    CHECK(strcmp(buf, "{\"ome\":{\"version\":\"0.6\"}}") == 0);
+    EXPECT(shard_group_attributes(&store, "img", buf, 5, &n), SHARD_ERR_BUFFER_SIZE);
+    EXPECT(shard_group_set_attributes(&store, "img", "[1]", 3), SHARD_ERR_INVALID_METADATA);
+    /* An array is not a group; nor is a path where nothing is. */
+    EXPECT(shard_group_attributes(&store, "img/0", buf, sizeof buf, &n), SHARD_ERR_INVALID_METADATA);
+    EXPECT(shard_group_attributes(&store, "nothing", buf, sizeof buf, &n), SHARD_ERR_INVALID_METADATA);
+    EXPECT(shard_group_set_attributes(&store, "nothing", "{}", 2), SHARD_ERR_INVALID_METADATA);
+    EXPECT(shard_array_open_path(&store, "img/0", &a), SHARD_OK);
+    EXPECT(shard_array_attributes(a, buf, sizeof buf, &n), SHARD_OK);
+    CHECK(strcmp(buf, attrs) == 0);
     shard_array_close(a);
     shard_store_release(&store);
 }

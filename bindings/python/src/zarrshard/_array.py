@@ -10,7 +10,7 @@ from collections.abc import MutableMapping
 
 import numpy as np
 
-from ._lib import ffi, lib, check, c_text, u64s, read_string, ReadOnlyError, InvalidMetadataError
+from ._lib import ffi, lib, check, c_text, u64s, read_string, ReadOnlyError, InvalidMetadataError, StoreNotFoundError
 from ._store import store_of
 
 __all__ = ["Array", "Group", "create_array", "open_array", "create_group", "open_group", "open"]
@@ -205,7 +205,17 @@ class Array:
         self.dimension_names = tuple(names) if names is not None else None
 
     def __reduce__(self):
-        return (open_array, (self.store,), {"path": self.path, "mode": "r" if self.mode == "r" else "r+"})
+        # Unpickling opens the same path again (never creates or replaces: "a", "w" and "w-"
+        # come back as "r+"); a `__reduce__` state dict would only set attributes, not open.
+        return (_reopen_array, (self.store, self.path, "r" if self.mode == "r" else "r+"))
+
+    def __dask_tokenize__(self):
+        # Dask names tasks after this; its default (pickling, then unpickling to check) would
+        # reopen the array each time, a request of the store's. The metadata: a resized array
+        # gets new names. A store that cannot be pickled (memory) gets a new token each time.
+        from dask.base import tokenize
+
+        return ("zarrshard.Array", tokenize(self.store), self.path, self.read_only, json.dumps(self.metadata, sort_keys=True))
 
     # Properties --------------------------------------------------------------------------
 
@@ -331,8 +341,10 @@ class Array:
                 self._lock.release()
             return
         generation = self._generation
-        handle = self._spare.pop() if self._spare else None
-        if handle is None:
+        try:
+            # Not `if self._spare`: another thread may take the last one in between.
+            handle = self._spare.pop()
+        except IndexError:
             handle = Array._open(self.store, self.path, self.mode)._handle
         try:
             check(lib.shard_array_write_region(handle, *args), self.store)
@@ -445,10 +457,21 @@ class Group:
         return create_group(self.store, path=self._child(name), **kwargs)
 
     def __reduce__(self):
-        return (open_group, (self.store,), {"path": self.path, "mode": self.mode})
+        return (_reopen_group, (self.store, self.path, "r" if self.mode == "r" else "r+"))
 
     def __repr__(self):
         return f"<zarrshard.Group {self.path or '/'}>"
+
+
+def _reopen_array(store, path, mode):
+    """The `Array` at `path` of `store` opened again where it is unpickled (a Dask worker):
+    one read of its metadata, no data."""
+    return Array._open(store, path, mode)
+
+
+def _reopen_group(store, path, mode):
+    """The `Group` at `path` of `store` opened again where it is unpickled."""
+    return Group(store, path, mode)
 
 
 def create_array(
@@ -538,7 +561,7 @@ def open_array(store, *, path="", mode="a", storage_options=None, **create_kwarg
         return create_array(store, name=path, overwrite=mode == "w", **create_kwargs)
     try:
         return Array._open(store, path, mode)
-    except InvalidMetadataError:
+    except (InvalidMetadataError, StoreNotFoundError):
         if mode == "a" and "shape" in create_kwargs:
             return create_array(store, name=path, **create_kwargs)
         raise
@@ -564,7 +587,7 @@ def open_group(store, *, path="", mode="a", storage_options=None, attributes=Non
         return create_group(store, path=path, attributes=attributes, overwrite=mode == "w")
     try:
         return Group(store, path, mode)
-    except InvalidMetadataError:
+    except (InvalidMetadataError, StoreNotFoundError):
         if mode == "a":
             return create_group(store, path=path, attributes=attributes)
         raise

@@ -2,6 +2,7 @@
 statuses and messages, and the few conversions every call needs. Every C call releases the
 GIL (cffi does so for each call), so Python threads read and write in parallel."""
 
+import errno
 import threading
 
 from ._native import ffi, lib
@@ -16,6 +17,7 @@ __all__ = [
     "CorruptError",
     "ChecksumError",
     "StoreError",
+    "StoreNotFoundError",
     "InvalidStateError",
     "BusyError",
     "ReadOnlyError",
@@ -66,6 +68,11 @@ class StoreError(ZarrshardError, OSError):
     def __init__(self, status, message, io_code):
         ZarrshardError.__init__(self, status, message)
         self.io_code = io_code
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """The store's root (a directory) or an object it needs does not exist: a `StoreError`
+    whose `io_code` is ENOENT."""
 
 
 class InvalidStateError(ZarrshardError):
@@ -123,7 +130,8 @@ def error_of(status, store=None):
     """The exception for a failed call's `status` (read on the thread that made the call)."""
     message = last_error()
     if status == lib.SHARD_ERR_IO:
-        err = StoreError(status, message, lib.shard_last_io_code())
+        code = lib.shard_last_io_code()
+        err = (StoreNotFoundError if code == errno.ENOENT else StoreError)(status, message, code)
         cause = store.take_callback_error() if store is not None else None
         if cause is not None:
             err.__cause__ = cause
@@ -178,5 +186,5 @@ def get_threads():
 
 
 for _cls in (ZarrshardError, InvalidArgumentError, InvalidMetadataError, UnsupportedError, CorruptError,
-             ChecksumError, StoreError, InvalidStateError, BusyError, ReadOnlyError):
+             ChecksumError, StoreError, StoreNotFoundError, InvalidStateError, BusyError, ReadOnlyError):
     _cls.__module__ = "zarrshard"

@@ -16,7 +16,8 @@ def from_array(array, chunks=None, **kwargs):
 
 def aligned(x, array):
     """True when every chunk boundary of the Dask array `x` lies on a shard boundary of
-    `array` (or its end), so no two tasks write one shard."""
+    `array` (or its end), so no two tasks write one shard: then plain
+    `dask.array.store(x, array, lock=False)` is safe; otherwise use `store`."""
     unit = array.shards or array.chunks
     for bounds, step, n in zip(x.chunks, unit, array.shape):
         edge = 0
@@ -32,7 +33,8 @@ def store(x, array, region=None, compute=True, **kwargs):
     `x`'s chunks are not aligned with them (see `aligned`). With `region` (a tuple of slices
     with step 1) `x` goes there; the region must start on shard boundaries too."""
     if region is not None:
-        starts = [s.start or 0 for s in region]
+        # slice.indices: a negative start counts from the end, as in the write itself.
+        starts = [s.indices(n)[0] for s, n in zip(region, array.shape)]
         unit = array.shards or array.chunks
         if any(a % u for a, u in zip(starts, unit)):
             raise ValueError(f"region {region}: must start on shard boundaries {unit}")
