@@ -331,6 +331,7 @@ def test_missing_bucket_is_a_store_error_naming_the_key(options, capfd):
             call()
         assert str(e.value) == message
         assert e.value.io_code == errno.ENOENT
+        assert isinstance(e.value, zarrshard.StoreNotFoundError)
         assert isinstance(e.value.__cause__, FileNotFoundError)
         assert str(e.value.__cause__) == "The specified bucket does not exist"
     assert capfd.readouterr() == ("", "")
