@@ -5,7 +5,9 @@ when complete; the requests a read makes, counted at the HTTP level; store error
 exceptions that name what failed, with nothing printed.
 
 Requests are counted with botocore's `before-send` event on the s3fs client (every HTTP
-request, retries included) and UploadPart calls with `before-parameter-build.s3.UploadPart` (its parameters as the caller gave them)."""
+request, retries included), UploadPart calls with `before-parameter-build.s3.UploadPart` (its
+parameters as the caller gave them). Every request has a timeout, so a server that stops
+answering fails the tests instead of hanging them."""
 
 import contextlib
 import errno
@@ -19,6 +21,7 @@ import pytest
 s3fs = pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 boto3 = pytest.importorskip("boto3")
+import botocore.config  # noqa: E402  (boto3's)
 
 import zarrshard  # noqa: E402
 
@@ -28,6 +31,7 @@ from server import ACCESS_KEY, SECRET_KEY, REGION, s3_server  # noqa: E402
 zarr = pytest.importorskip("zarr")
 
 MiB = 1 << 20
+TIMEOUTS = {"connect_timeout": 5, "read_timeout": 30}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +42,7 @@ def endpoint():
 
 @pytest.fixture(scope="module")
 def options(endpoint):
-    return {"endpoint_url": endpoint, "key": ACCESS_KEY, "secret": SECRET_KEY}
+    return {"endpoint_url": endpoint, "key": ACCESS_KEY, "secret": SECRET_KEY, "config_kwargs": TIMEOUTS}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,7 @@ def client(endpoint):
     fsspec's event loop thread where s3fs's own synchronous calls would deadlock."""
     return boto3.client(
         "s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-        region_name=REGION,
+        region_name=REGION, config=botocore.config.Config(**TIMEOUTS),
     )
 
 
@@ -345,7 +349,7 @@ def test_missing_array_is_invalid_metadata(bucket, options, capfd):
 
 def test_wrong_credentials_are_a_store_error_naming_the_key(checking_endpoint, capfd):
     wrong = {"endpoint_url": checking_endpoint, "key": "not-a-key", "secret": "not-a-secret",
-             "skip_instance_cache": True}
+             "config_kwargs": TIMEOUTS, "skip_instance_cache": True}
     for call in (
         lambda: zarrshard.open_array("s3://bucket/a", mode="r", storage_options=wrong),
         lambda: zarrshard.create_array("s3://bucket/a", shape=(10,), dtype="uint8", chunks=(5,),
