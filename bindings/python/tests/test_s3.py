@@ -234,6 +234,24 @@ def test_large_shard_goes_up_in_parts_and_appears_when_complete(fs, client, buck
     np.testing.assert_array_equal(z[...], second)
 
 
+def test_default_threshold_writes_a_shard_of_some_mib_in_one_put(fs, bucket):
+    # 6 MiB: past fsspec's generic 4 MiB block size, which S3 refuses as a part size.
+    store = zarrshard.FsspecStore(fs, f"{bucket}/default")
+    data = expected((1024, 768), "float64", seed=11)
+    a = zarrshard.create_array(store, shape=data.shape, dtype="float64", chunks=(256, 256), shards=data.shape,
+                               compressors=None)
+    with http_requests(fs) as sent:
+        a[...] = data
+    assert [(m, k) for m, k, _ in sent] == [("PUT", f"{bucket}/default/c/0/0")]
+    assert fs.info(f"{bucket}/default/c/0/0")["size"] == 1024 * 768 * 8 + 12 * 16 + 4
+    np.testing.assert_array_equal(zarrshard.open_array(store, mode="r")[...], data)
+
+
+def test_a_threshold_below_the_smallest_part_is_refused_at_once(fs, bucket):
+    with pytest.raises(ValueError, match=r"^multipart_threshold 1048576: S3's parts are at least 5 MiB \(5242880 bytes\)$"):
+        zarrshard.FsspecStore(fs, f"{bucket}/small-parts", multipart_threshold=MiB)
+
+
 class PartFailure(Exception):
     """The failure injected into an upload."""
 

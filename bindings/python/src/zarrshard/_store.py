@@ -126,14 +126,16 @@ def _drop(ptr):
 # Object stores that write large objects as multipart uploads through an fsspec file opened
 # with autocommit=False (completed by `commit`, aborted by `discard`).
 _MULTIPART_PROTOCOLS = {"s3", "s3a", "gs", "gcs", "abfs", "az", "abfss"}
+# S3's smallest part but the last (s3fs refuses to open a file for writing with less).
+_S3_PART_MIN = 5 << 20
 
 
 class FsspecStore(Store):
     """An fsspec file system at `path` as a host store (thread-safe: the library reads and
     writes several shards at once from its worker threads, each callback taking the GIL only
     around fsspec's call). `multipart_threshold`: objects larger go up as multipart uploads
-    in parts of that size, on object stores (default: the file system's block size, or
-    50 MiB). Pickles as (fs, path, threshold)."""
+    in parts of that size, on object stores (default: the file system's
+    `default_block_size`, s3fs's 50 MiB, or 50 MiB; at least 5 MiB on S3). Pickles as (fs, path, threshold)."""
 
     def __init__(self, fs, path="", *, multipart_threshold=None):
         self.fs = fs
@@ -141,8 +143,14 @@ class FsspecStore(Store):
         protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
         self.multipart = any(p in _MULTIPART_PROTOCOLS for p in protocols)
         if multipart_threshold is None:
-            multipart_threshold = getattr(fs, "blocksize", None) or getattr(fs, "default_block_size", None) or 50 << 20
+            # Not `fs.blocksize`: fsspec's generic 4 MiB, below S3's smallest part.
+            multipart_threshold = getattr(fs, "default_block_size", None) or 50 << 20
         self.multipart_threshold = int(multipart_threshold)
+        if self.multipart_threshold < _S3_PART_MIN and any(p in ("s3", "s3a") for p in protocols):
+            # Refused here, not at the first large write as a store error.
+            raise ValueError(
+                f"multipart_threshold {self.multipart_threshold}: S3's parts are at least 5 MiB ({_S3_PART_MIN} bytes)"
+            )
         self._error = None
         self._error_lock = threading.Lock()
 
