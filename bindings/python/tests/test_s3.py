@@ -169,6 +169,30 @@ def test_region_writes_that_cover_shards_partly(bucket, options, shape, chunks, 
     np.testing.assert_array_equal(z[...], data)
 
 
+def test_a_truncated_shard_is_corrupt_as_on_local_files(fs, bucket, tmp_path):
+    # The index at the start and the object cut short: the last chunk starts past the end,
+    # which S3 answers with 416. The directory store's error for the same bytes is the
+    # reference.
+    data = expected((128, 128), "uint16", seed=12)
+    errors = []
+    for store in (zarrshard.LocalStore(tmp_path), zarrshard.FsspecStore(fs, f"{bucket}/cut")):
+        a = zarrshard.create_array(store, shape=data.shape, dtype="uint16", chunks=(64, 64), shards=(128, 128),
+                                   index_location="start", compressors=None)
+        a[...] = data
+        if isinstance(store, zarrshard.LocalStore):
+            path = tmp_path / "c" / "0" / "0"
+            path.write_bytes(path.read_bytes()[:-3 * 64 * 64 * 2])
+        else:
+            fs.pipe_file(f"{bucket}/cut/c/0/0", fs.cat_file(f"{bucket}/cut/c/0/0")[:-3 * 64 * 64 * 2])
+        b = zarrshard.open_array(store, mode="r")
+        np.testing.assert_array_equal(b[0:64, 0:64], data[0:64, 0:64])
+        with pytest.raises(zarrshard.CorruptError) as e:
+            b[64:128, 64:128]
+        errors.append(str(e.value))
+    assert errors[0].startswith("c/0/0: corrupt shard: bytes "), errors[0]
+    assert errors[1] == errors[0]
+
+
 def test_fsspec_store_on_a_file_system_object(bucket, fs):
     store = zarrshard.FsspecStore(fs, f"s3://{bucket}/x")
     a = zarrshard.create_array(store, shape=(40, 40), dtype="uint8", chunks=(10, 10), shards=(20, 20))

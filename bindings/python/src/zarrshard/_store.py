@@ -257,9 +257,18 @@ def _fail(store, exc, missing=lib.SHARD_IO_NOT_FOUND):
 
 
 def _beyond_end(exc):
-    """True for an object store's answer to a range that starts at or past the end."""
+    """True for an object store's answer to a range that starts at or past the end (HTTP
+    416). s3fs's OSError says only "The requested range is not satisfiable"; botocore's error
+    behind it has the code."""
+    for e in (exc, exc.__cause__):
+        response = getattr(e, "response", None)
+        if isinstance(response, dict):
+            if (response.get("Error") or {}).get("Code") == "InvalidRange":
+                return True
+            if (response.get("ResponseMetadata") or {}).get("HTTPStatusCode") == 416:
+                return True
     text = str(exc)
-    return "InvalidRange" in text or "416" in text
+    return "InvalidRange" in text or "416" in text or "range is not satisfiable" in text.lower()
 
 
 def _ignore(exception, exc_value, traceback):
