@@ -280,7 +280,13 @@ class PartFailure(Exception):
     """The failure injected into an upload."""
 
 
-def test_failed_part_leaves_the_old_object_and_no_upload(fs, client, bucket, capfd):
+@pytest.mark.parametrize("operation,callback", [
+    # Parts go up as the library writes, so the second fails inside a write of the shard;
+    # the completion is the commit of the new object.
+    ("UploadPart", "write_new"),
+    ("CompleteMultipartUpload", "commit_new"),
+])
+def test_a_failed_upload_leaves_the_old_object_and_no_upload(fs, client, bucket, capfd, operation, callback):
     a, key = big_array(fs, bucket)
     first = expected(BIG_SHAPE, "float64", seed=5)
     a[...] = first
@@ -288,19 +294,18 @@ def test_failed_part_leaves_the_old_object_and_no_upload(fs, client, bucket, cap
     capfd.readouterr()
     injected = []
 
-    def fail_second(params, **_):
-        if params["PartNumber"] == 2:
-            injected.append(PartFailure(f"part 2 of {params['Key']} refused by the test"))
+    def fail(params, **_):
+        if params.get("PartNumber", 2) == 2:
+            injected.append(PartFailure(f"{operation} of {params['Key']} refused by the test"))
             raise injected[-1]
 
-    with on_event(fs, "before-parameter-build.s3.UploadPart", fail_second):
+    with on_event(fs, f"before-parameter-build.s3.{operation}", fail):
         with pytest.raises(zarrshard.StoreError) as e:
             a[...] = expected(BIG_SHAPE, "float64", seed=6)
     assert len(injected) == 1
     assert e.value.__cause__ is injected[0]
     assert e.value.status_name == "SHARD_ERR_IO"
-    # Parts go up as the library writes, so the second fails inside a write of the shard.
-    assert str(e.value) == f"I/O error (code {errno.EIO}): the host's write_new callback failed for `c/0/0`"
+    assert str(e.value) == f"I/O error (code {errno.EIO}): the host's {callback} callback failed for `c/0/0`"
     assert fs.cat_file(key) == old
     assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
     np.testing.assert_array_equal(zarrshard.open_array(a.store, mode="r")[...], first)
