@@ -648,6 +648,13 @@ fn a_failed_piece_keeps_the_old_shard() {
         let st = write_array(&store, SHARD_STORE_THREAD_SAFE, &image(2));
         assert_eq!(st, SHARD_ERR_IO, "write {fail_at}");
         assert_eq!(shard_last_io_code(), WRITE_NEW_FAILED);
+        // A host store's object: the message names its key (the host has no path of ours).
+        assert_eq!(
+            last_error(),
+            format!(
+                "I/O error (code {WRITE_NEW_FAILED}): the host's write_new callback failed for `c/0/0`"
+            )
+        );
         assert!(
             o.committed() == Some(old_bytes.clone()),
             "write {fail_at}: the old shard"
