@@ -299,7 +299,8 @@ static void test_multipart(void) {
 }
 
 /* Requests of region reads of one inner chunk through a handle opened by path: a cold read
- * is two GETs (the shard index, by a suffix range, and the chunk), nothing else. */
+ * is two GETs (the shard index, by a suffix range, and the chunk), nothing else; a warm one,
+ * of another chunk of the same shard, one GET (the handle keeps the shard's index). */
 static void test_request_counts(void) {
     shard_array *a = open_path("image");
     if (a == NULL) return;
@@ -312,6 +313,13 @@ static void test_request_counts(void) {
     printf("    cold: %llu GET, %llu HEAD\n", (unsigned long long)n.get, (unsigned long long)n.head);
     CHECK(n.get == 2 && n.head == 0 && n.put == 0 && n.post == 0 && n.del == 0);
     CHECK(image_equal(got, 16, 32, 16, 16, UINT64_MAX, 0));
+    const uint64_t warm_at[2] = {0, 48};
+    s3_client_reset_counts(g_client);
+    EXPECT(shard_array_read_region(a, warm_at, one, 2, (uint8_t *)got, sizeof got), SHARD_OK);
+    s3_client_counts(g_client, &n);
+    printf("    warm: %llu GET, %llu HEAD\n", (unsigned long long)n.get, (unsigned long long)n.head);
+    CHECK(n.get == 1 && n.head == 0 && n.put == 0 && n.post == 0 && n.del == 0);
+    CHECK(image_equal(got, 0, 48, 16, 16, UINT64_MAX, 0));
     shard_array_close(a);
 }
 
