@@ -34,7 +34,14 @@ struct s3_client {
 };
 
 /* What a request is, for the counters. */
-typedef enum { OP_OBJECT, OP_LIST, OP_CREATE_MPU, OP_UPLOAD_PART, OP_COMPLETE_MPU, OP_ABORT_MPU } op_kind;
+typedef enum {
+    OP_OBJECT,
+    OP_LIST,
+    OP_CREATE_MPU,
+    OP_UPLOAD_PART,
+    OP_COMPLETE_MPU,
+    OP_ABORT_MPU
+} op_kind;
 
 /* Error bodies are kept up to this size: enough for S3's <Code>. */
 #define ERR_KEEP 1024
@@ -364,7 +371,8 @@ static int32_t finish(s3_client *c, req *r, CURLcode cc) {
     if (r->status >= 200 && r->status < 300) return 0;
     /* A missing key, not a missing bucket: that must not read as an array of fill values.
      * HEAD has no body to tell them apart; a bucket that exists is the usual case. */
-    if (r->status == 404 && (strcmp(r->method, "HEAD") == 0 || strstr(r->err, "<Code>NoSuchKey</Code>")))
+    if (r->status == 404 &&
+        (strcmp(r->method, "HEAD") == 0 || strstr(r->err, "<Code>NoSuchKey</Code>") != NULL))
         return SHARD_IO_NOT_FOUND;
     return r->status > 0 ? (int32_t)r->status : S3_IO_BAD_RESPONSE;
 }
@@ -582,7 +590,8 @@ static int32_t create_multipart(s3_object *o, new_object *n) {
     int32_t rc = perform(o->client, &r);
     const char *v;
     size_t vl, pos = 0;
-    if (rc == 0 && !xml_next((const char *)r.buf, r.len, &pos, "UploadId", &v, &vl)) rc = S3_IO_BAD_RESPONSE;
+    if (rc == 0 && !xml_next((const char *)r.buf, r.len, &pos, "UploadId", &v, &vl))
+        rc = S3_IO_BAD_RESPONSE;
     if (rc == 0 && (n->upload_id = xml_unescape(v, vl)) == NULL) rc = ENOMEM;
     req_free(&r);
     return rc;
@@ -603,7 +612,8 @@ static int32_t upload_part(s3_object *o, new_object *n, size_t number, const uin
         n->etags = e;
         n->parts = number;
     }
-    char *id = url_encode(n->upload_id, 0), *q = id ? fmt("partNumber=%zu&uploadId=%s", number, id) : NULL;
+    char *id = url_encode(n->upload_id, 0);
+    char *q = id ? fmt("partNumber=%zu&uploadId=%s", number, id) : NULL;
     req r = {0};
     r.method = "PUT";
     r.op = OP_UPLOAD_PART;
@@ -887,7 +897,8 @@ int s3_client_new(const char *endpoint, const char *region, const char *access_k
     c->sigv4 = fmt("aws:amz:%s:s3", region);
     c->part_size = S3_DEFAULT_PART_SIZE;
     if (c->endpoint == NULL || c->bucket == NULL || c->userpwd == NULL || c->sigv4 == NULL ||
-        pthread_mutex_init(&c->lock, NULL) != 0 || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        pthread_mutex_init(&c->lock, NULL) != 0 ||
+        curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         free(c->endpoint);
         free(c->bucket);
         free(c->userpwd);

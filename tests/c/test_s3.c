@@ -56,6 +56,17 @@ static shard_store_callbacks store(void) {
     return s;
 }
 
+/* A uint16 array spec of the given rank and extents (the arrays read by pointer later). */
+static void uint16_spec(shard_array_spec *spec, size_t rank, const uint64_t *shape,
+                        const uint64_t *shard, const uint64_t *chunk) {
+    EXPECT(shard_array_spec_init(spec), SHARD_OK);
+    spec->rank = rank;
+    spec->shape = shape;
+    spec->shard_shape = shard;
+    spec->chunk_shape = chunk;
+    spec->data_type = "uint16";
+}
+
 /* Create the array at `path` from `spec` (overwriting), or NULL after a failed check. */
 static shard_array *create(const char *path, const shard_array_spec *spec) {
     shard_store_callbacks s = store();
@@ -128,12 +139,7 @@ static int32_t list_keys(const char *prefix, key_list *out) {
 static void test_image(void) {
     const uint64_t shape[2] = {IH, IW}, shard[2] = {32, 32}, chunk[2] = {16, 16};
     shard_array_spec spec;
-    EXPECT(shard_array_spec_init(&spec), SHARD_OK);
-    spec.rank = 2;
-    spec.shape = shape;
-    spec.shard_shape = shard;
-    spec.chunk_shape = chunk;
-    spec.data_type = "uint16";
+    uint16_spec(&spec, 2, shape, shard, chunk);
     spec.fill_value = "7";
     shard_array *a = create("image", &spec);
     if (a == NULL) return;
@@ -177,12 +183,7 @@ static void test_frames(void) {
     const uint64_t empty[3] = {0, FH, FW}, shard[3] = {4, FH, FW}, chunk[3] = {2, 10, 12};
     static const char *const names[3] = {"t", "y", "x"};
     shard_array_spec spec;
-    EXPECT(shard_array_spec_init(&spec), SHARD_OK);
-    spec.rank = 3;
-    spec.shape = empty;
-    spec.shard_shape = shard;
-    spec.chunk_shape = chunk;
-    spec.data_type = "uint16";
+    uint16_spec(&spec, 3, empty, shard, chunk);
     spec.compression_level = 1;
     spec.dimension_names = names;
     shard_array *a = create("frames", &spec);
@@ -238,12 +239,7 @@ static size_t big_mismatches(const shard_array *a, unsigned gen) {
 static void test_multipart(void) {
     const uint64_t shape[2] = {BH, BW}, chunk[2] = {256, 256};
     shard_array_spec spec;
-    EXPECT(shard_array_spec_init(&spec), SHARD_OK);
-    spec.rank = 2;
-    spec.shape = shape;
-    spec.shard_shape = shape;
-    spec.chunk_shape = chunk;
-    spec.data_type = "uint16";
+    uint16_spec(&spec, 2, shape, shape, chunk); /* one shard */
     spec.compressor = "none";
     CHECK(s3_client_set_part_size(g_client, S3_MIN_PART_SIZE - 1) == EINVAL);
     CHECK(s3_client_set_part_size(g_client, S3_MIN_PART_SIZE) == 0);
@@ -257,7 +253,8 @@ static void test_multipart(void) {
     EXPECT(shard_array_write_region(a, z, shape, 2, (const uint8_t *)v1, bytes), SHARD_OK);
     s3_counts n;
     s3_client_counts(g_client, &n);
-    printf("    first write: %llu CreateMultipartUpload, %llu UploadPart, %llu Complete, %llu PUT\n",
+    printf("    first write: %llu CreateMultipartUpload, %llu UploadPart, %llu Complete, "
+           "%llu PUT\n",
            (unsigned long long)n.create_multipart, (unsigned long long)n.upload_part,
            (unsigned long long)n.complete_multipart, (unsigned long long)n.put);
     /* 12 MiB and the index in 5 MiB parts: 3 parts; the shard is the only PUT besides them. */
@@ -298,28 +295,29 @@ static void test_multipart(void) {
     CHECK(s3_client_set_part_size(g_client, S3_DEFAULT_PART_SIZE) == 0);
 }
 
+/* The requests of reading the image's inner chunk at (y, x) through `a`, whose values it
+ * checks; -1 when they differ. */
+static long long chunk_gets(const shard_array *a, const char *what, uint64_t y, uint64_t x) {
+    uint16_t got[16 * 16];
+    const uint64_t at[2] = {y, x}, one[2] = {16, 16};
+    s3_counts n;
+    s3_client_reset_counts(g_client);
+    EXPECT(shard_array_read_region(a, at, one, 2, (uint8_t *)got, sizeof got), SHARD_OK);
+    s3_client_counts(g_client, &n);
+    printf("    %s: %llu GET, %llu HEAD\n", what, (unsigned long long)n.get,
+           (unsigned long long)n.head);
+    CHECK(n.head == 0 && n.put == 0 && n.post == 0 && n.del == 0);
+    return image_equal(got, y, x, 16, 16, UINT64_MAX, 0) ? (long long)n.get : -1;
+}
+
 /* Requests of region reads of one inner chunk through a handle opened by path: a cold read
  * is two GETs (the shard index, by a suffix range, and the chunk), nothing else; a warm one,
  * of another chunk of the same shard, one GET (the handle keeps the shard's index). */
 static void test_request_counts(void) {
     shard_array *a = open_path("image");
     if (a == NULL) return;
-    uint16_t got[16 * 16];
-    const uint64_t at[2] = {16, 32}, one[2] = {16, 16};
-    s3_counts n;
-    s3_client_reset_counts(g_client);
-    EXPECT(shard_array_read_region(a, at, one, 2, (uint8_t *)got, sizeof got), SHARD_OK);
-    s3_client_counts(g_client, &n);
-    printf("    cold: %llu GET, %llu HEAD\n", (unsigned long long)n.get, (unsigned long long)n.head);
-    CHECK(n.get == 2 && n.head == 0 && n.put == 0 && n.post == 0 && n.del == 0);
-    CHECK(image_equal(got, 16, 32, 16, 16, UINT64_MAX, 0));
-    const uint64_t warm_at[2] = {0, 48};
-    s3_client_reset_counts(g_client);
-    EXPECT(shard_array_read_region(a, warm_at, one, 2, (uint8_t *)got, sizeof got), SHARD_OK);
-    s3_client_counts(g_client, &n);
-    printf("    warm: %llu GET, %llu HEAD\n", (unsigned long long)n.get, (unsigned long long)n.head);
-    CHECK(n.get == 1 && n.head == 0 && n.put == 0 && n.post == 0 && n.del == 0);
-    CHECK(image_equal(got, 0, 48, 16, 16, UINT64_MAX, 0));
+    CHECK(chunk_gets(a, "cold", 16, 32) == 2);
+    CHECK(chunk_gets(a, "warm", 0, 48) == 1);
     shard_array_close(a);
 }
 
