@@ -676,8 +676,16 @@ static int32_t obj_write_new(void *ud, void *new_object_, uint64_t offset, const
                              size_t len) {
     s3_object *o = ud;
     new_object *n = new_object_;
+    /* A shard with its index at the start is written from past the index, which comes last,
+     * at 0: the bytes skipped are held as zeros until then (in part 1, unless the index is
+     * larger than a part, which then fails below as a write into an uploaded part). */
+    static const uint8_t zeros[4096];
+    while (n->total < offset) {
+        uint64_t gap = offset - n->total;
+        int32_t rc = new_append(o, n, zeros, gap < sizeof zeros ? (size_t)gap : sizeof zeros);
+        if (rc != 0) return rc;
+    }
     uint64_t end = n->total;
-    if (offset > end) return EINVAL; /* the contract has no gaps */
     /* Bytes already written are rewritten where they are still held (the index, written last
      * at offset 0 when it is at the start, lands in part 1); an uploaded part cannot change. */
     while (len > 0 && offset < end) {
@@ -896,9 +904,11 @@ int s3_client_new(const char *endpoint, const char *region, const char *access_k
     c->userpwd = fmt("%s:%s", access_key, secret_key);
     c->sigv4 = fmt("aws:amz:%s:s3", region);
     c->part_size = S3_DEFAULT_PART_SIZE;
+    int locked = 0;
     if (c->endpoint == NULL || c->bucket == NULL || c->userpwd == NULL || c->sigv4 == NULL ||
-        pthread_mutex_init(&c->lock, NULL) != 0 ||
+        !(locked = pthread_mutex_init(&c->lock, NULL) == 0) ||
         curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        if (locked) pthread_mutex_destroy(&c->lock);
         free(c->endpoint);
         free(c->bucket);
         free(c->userpwd);

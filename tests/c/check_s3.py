@@ -1,7 +1,8 @@
 """zarr-python reads, through s3fs, the arrays tests/c/test_s3.c wrote into the S3 server that
 tests/s3/server.py runs: `image` (2-D, fill value 7 nowhere left), `frames` (3-D, appended
 frame by frame, the last shard layer partial) and `big` (one 12 MiB uncompressed shard that
-went up as a multipart upload, written twice: the second version is the one stored).
+went up as a multipart upload, written twice: the second version is the one stored) and
+`big-start` (the same with the shard index at the start, version 3).
 
     python tests/s3/server.py run -- bash -c 'test_s3 && python check_s3.py'
 
@@ -43,7 +44,8 @@ def main() -> int:
         "secret": os.environ["AWS_SECRET_ACCESS_KEY"],
     }
     problems = []
-    for name, want in [("image", image()), ("frames", frames()), ("big", big(2))]:
+    arrays = [("image", image()), ("frames", frames()), ("big", big(2)), ("big-start", big(3))]
+    for name, want in arrays:
         url = f"s3://{BUCKET}/c/{name}"
         got = zarr.open_array(url, mode="r", storage_options=options)[...]
         ok = got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want)

@@ -7,8 +7,8 @@
  * S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_DEFAULT_REGION come from the
  * environment (server.py sets them). The test makes the bucket `zarrshard-c` and leaves
  * there, under `c/`, the arrays tests/c/check_s3.py reads back with zarr-python through
- * s3fs: `image` (2-D), `frames` (3-D, appended) and `big` (one shard past the multipart
- * threshold). Element values come from the value functions below, which check_s3.py
+ * s3fs: `image` (2-D), `frames` (3-D, appended), `big` and `big-start` (one shard past the
+ * multipart threshold, its index at the end and at the start). Element values come from the value functions below, which check_s3.py
  * computes the same way. One line per test, then `N passed, M failed`.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -295,6 +295,31 @@ static void test_multipart(void) {
     CHECK(s3_client_set_part_size(g_client, S3_DEFAULT_PART_SIZE) == 0);
 }
 
+/* With the index at the start, the library writes it last, at offset 0: into the first part,
+ * which s3_io holds back until the commit for that reason. */
+static void test_multipart_index_at_start(void) {
+    const uint64_t shape[2] = {BH, BW}, chunk[2] = {256, 256};
+    shard_array_spec spec;
+    uint16_spec(&spec, 2, shape, shape, chunk);
+    spec.compressor = "none";
+    spec.index_location = SHARD_INDEX_AT_START;
+    CHECK(s3_client_set_part_size(g_client, S3_MIN_PART_SIZE) == 0);
+    shard_array *a = create("big-start", &spec);
+    if (a == NULL) return;
+    const uint64_t z[2] = {0, 0};
+    uint16_t *v3 = big_data(3);
+    s3_client_reset_counts(g_client);
+    EXPECT(shard_array_write_region(a, z, shape, 2, (const uint8_t *)v3, (size_t)BH * BW * 2),
+           SHARD_OK);
+    s3_counts n;
+    s3_client_counts(g_client, &n);
+    CHECK(n.create_multipart == 1 && n.upload_part == 3 && n.complete_multipart == 1);
+    CHECK(big_mismatches(a, 3) == 0);
+    free(v3);
+    shard_array_close(a);
+    CHECK(s3_client_set_part_size(g_client, S3_DEFAULT_PART_SIZE) == 0);
+}
+
 /* The requests of reading the image's inner chunk at (y, x) through `a`, whose values it
  * checks; -1 when they differ. */
 static long long chunk_gets(const shard_array *a, const char *what, uint64_t y, uint64_t x) {
@@ -360,6 +385,7 @@ int main(void) {
     RUN(test_image);
     RUN(test_frames);
     RUN(test_multipart);
+    RUN(test_multipart_index_at_start);
     RUN(test_request_counts);
     RUN(test_missing_bucket);
     s3_client_free(g_client);
