@@ -177,6 +177,49 @@ static void test_image(void) {
     CHECK(strcmp(keys.keys[keys.n > 0 ? keys.n - 1 : 0], "image/zarr.json") == 0);
 }
 
+/* `patched`: the image, then a region covering six shards partly rewritten with these. */
+static uint16_t patch_value(uint64_t y, uint64_t x) { return (uint16_t)(y * 3 + x * 5 + 40000); }
+enum { PY = 10, PX = 20, PH = 40, PW = 50 };
+
+static int patched_equal(const uint16_t *got) {
+    for (uint64_t y = 0; y < IH; y++)
+        for (uint64_t x = 0; x < IW; x++) {
+            int in = y >= PY && y < PY + PH && x >= PX && x < PX + PW;
+            if (got[y * IW + x] != (in ? patch_value(y, x) : image_value(y, x))) return 0;
+        }
+    return 1;
+}
+
+/* A region write covering shards partly, over a store without `write`: each such shard is
+ * read, updated and written whole as a new object (no write in place exists on S3). */
+static void test_partial_write(void) {
+    const uint64_t shape[2] = {IH, IW}, shard[2] = {32, 32}, chunk[2] = {16, 16};
+    shard_array_spec spec;
+    uint16_spec(&spec, 2, shape, shard, chunk);
+    shard_array *a = create("patched", &spec);
+    if (a == NULL) return;
+    const uint64_t z[2] = {0, 0}, at[2] = {PY, PX}, ext[2] = {PH, PW};
+    uint16_t *data = image_region(0, 0, IH, IW), *got = malloc(IH * IW * sizeof *got);
+    uint16_t *patch = malloc(PH * PW * sizeof *patch);
+    for (uint64_t y = 0; y < PH; y++)
+        for (uint64_t x = 0; x < PW; x++) patch[y * PW + x] = patch_value(PY + y, PX + x);
+    EXPECT(shard_array_write_region(a, z, shape, 2, (const uint8_t *)data, IH * IW * 2), SHARD_OK);
+    EXPECT(shard_array_write_region(a, at, ext, 2, (const uint8_t *)patch, PH * PW * 2), SHARD_OK);
+    EXPECT(shard_array_read_region(a, z, shape, 2, (uint8_t *)got, IH * IW * 2), SHARD_OK);
+    CHECK(patched_equal(got));
+    shard_array_close(a);
+    /* And through a new handle, which has nothing cached. */
+    a = open_path("patched");
+    memset(got, 0, IH * IW * sizeof *got);
+    if (a != NULL)
+        EXPECT(shard_array_read_region(a, z, shape, 2, (uint8_t *)got, IH * IW * 2), SHARD_OK);
+    CHECK(patched_equal(got));
+    shard_array_close(a);
+    free(data);
+    free(patch);
+    free(got);
+}
+
 /* Frames appended one at a time to a 3-D array (the last shard layer flushed partial), then
  * read back through a new handle. */
 static void test_frames(void) {
@@ -383,6 +426,7 @@ int main(void) {
         return 2;
     }
     RUN(test_image);
+    RUN(test_partial_write);
     RUN(test_frames);
     RUN(test_multipart);
     RUN(test_multipart_index_at_start);
