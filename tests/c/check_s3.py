@@ -1,5 +1,6 @@
 """zarr-python reads, through s3fs, the arrays tests/c/test_s3.c wrote into the S3 server that
-tests/s3/server.py runs: `image` (2-D, fill value 7 nowhere left), `frames` (3-D, appended
+tests/s3/server.py runs: `image` (2-D, fill value 7 nowhere left), `patched` (the image
+with a region rewritten that covers six shards partly), `frames` (3-D, appended
 frame by frame, the last shard layer partial) and `big` (one 12 MiB uncompressed shard that
 went up as a multipart upload, written twice: the second version is the one stored) and
 `big-start` (the same with the shard index at the start, version 3).
@@ -25,6 +26,12 @@ def image():
     return (y * 131 + x * 7 + 3).astype(np.uint16)
 
 
+def patched():
+    y, x = np.meshgrid(np.arange(64), np.arange(96), indexing="ij")
+    inside = (y >= 10) & (y < 50) & (x >= 20) & (x < 70)
+    return np.where(inside, y * 3 + x * 5 + 40000, y * 131 + x * 7 + 3).astype(np.uint16)
+
+
 def frames():
     t, y, x = np.meshgrid(np.arange(10), np.arange(20), np.arange(24), indexing="ij")
     return (t * 1000 + y * 30 + x + 1).astype(np.uint16)
@@ -44,7 +51,13 @@ def main() -> int:
         "secret": os.environ["AWS_SECRET_ACCESS_KEY"],
     }
     problems = []
-    arrays = [("image", image()), ("frames", frames()), ("big", big(2)), ("big-start", big(3))]
+    arrays = [
+        ("image", image()),
+        ("patched", patched()),
+        ("frames", frames()),
+        ("big", big(2)),
+        ("big-start", big(3)),
+    ]
     for name, want in arrays:
         url = f"s3://{BUCKET}/c/{name}"
         got = zarr.open_array(url, mode="r", storage_options=options)[...]

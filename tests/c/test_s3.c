@@ -380,12 +380,20 @@ static long long chunk_gets(const shard_array *a, const char *what, uint64_t y, 
 
 /* Requests of region reads of one inner chunk through a handle opened by path: a cold read
  * is two GETs (the shard index, by a suffix range, and the chunk), nothing else; a warm one,
- * of another chunk of the same shard, one GET (the handle keeps the shard's index). */
+ * of another chunk of the same shard, one GET (the handle keeps the shard's index, until told
+ * to forget it or to cache nothing). */
 static void test_request_counts(void) {
     shard_array *a = open_path("image");
     if (a == NULL) return;
     CHECK(chunk_gets(a, "cold", 16, 32) == 2);
     CHECK(chunk_gets(a, "warm", 0, 48) == 1);
+    /* Forgotten, the index is read again once; with the cache off, every time. */
+    EXPECT(shard_array_forget_cached_indexes(a), SHARD_OK);
+    CHECK(chunk_gets(a, "forgotten", 16, 48) == 2);
+    CHECK(chunk_gets(a, "warm again", 16, 32) == 1);
+    EXPECT(shard_array_set_index_cache(a, 0), SHARD_OK);
+    CHECK(chunk_gets(a, "no cache", 0, 32) == 2);
+    CHECK(chunk_gets(a, "no cache", 0, 48) == 2);
     shard_array_close(a);
 }
 
