@@ -31,6 +31,7 @@ struct s3_client {
     size_t part_size;
     s3_counts counts;
     unsigned fail_part_in; /* UploadParts until the injected failure; 0: none */
+    unsigned list_page;    /* max-keys of a ListObjectsV2 page; 0: the server's (1000) */
 };
 
 /* What a request is, for the counters. */
@@ -814,11 +815,16 @@ static int32_t store_list(void *ud, const char *prefix, shard_key_fn on_key, voi
     char *token = NULL;
     int32_t rc = enc == NULL ? ENOMEM : 0;
     size_t strip = strlen(s->prefix);
+    char page[32] = "";
+    pthread_mutex_lock(&s->client->lock);
+    if (s->client->list_page > 0) snprintf(page, sizeof page, "&max-keys=%u", s->client->list_page);
+    pthread_mutex_unlock(&s->client->lock);
     for (int more = 1; rc == 0 && more;) {
         char *tok = token ? url_encode(token, 0) : NULL;
         char *u = token && tok == NULL ? NULL
-                  : fmt("%s/%s?list-type=2&prefix=%s%s%s", s->client->endpoint, s->client->bucket,
-                        enc, tok ? "&continuation-token=" : "", tok ? tok : "");
+                  : fmt("%s/%s?list-type=2&prefix=%s%s%s%s", s->client->endpoint,
+                        s->client->bucket, enc, page, tok ? "&continuation-token=" : "",
+                        tok ? tok : "");
         free(tok);
         req r = {0};
         r.method = "GET";
@@ -954,6 +960,12 @@ void s3_client_reset_counts(s3_client *c) {
 void s3_client_fail_upload_part(s3_client *c, unsigned n) {
     pthread_mutex_lock(&c->lock);
     c->fail_part_in = n;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void s3_client_set_list_page(s3_client *c, unsigned max_keys) {
+    pthread_mutex_lock(&c->lock);
+    c->list_page = max_keys;
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -120,6 +120,12 @@ void s3_client_reset_counts(s3_client *client);
  */
 void s3_client_fail_upload_part(s3_client *client, unsigned n);
 
+/**
+ * Test hook: ask for ListObjectsV2 pages of at most `max_keys` keys (0: the server's default,
+ * 1000), so that a test can make a listing take several pages. Thread-safe.
+ */
+void s3_client_set_list_page(s3_client *client, unsigned max_keys);
+
 /** Create the client's bucket (PUT); one the client already owns is fine. Returns 0 or an
  *  error code as above. */
 int32_t s3_create_bucket(s3_client *client);

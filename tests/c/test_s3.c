@@ -5,11 +5,15 @@
  *     python tests/s3/server.py run -- target/c/plain/test_s3
  *
  * S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_DEFAULT_REGION come from the
- * environment (server.py sets them). The test makes the bucket `zarrshard-c` and leaves
- * there, under `c/`, the arrays tests/c/check_s3.py reads back with zarr-python through
- * s3fs: `image` (2-D), `frames` (3-D, appended), `big` and `big-start` (one shard past the
- * multipart threshold, its index at the end and at the start). Element values come from the value functions below, which check_s3.py
- * computes the same way. One line per test, then `N passed, M failed`.
+ * environment (server.py sets them). Besides every callback of s3_io's tables, compared with
+ * plain GETs, and its listing over several pages: shards written whole and partly, appended
+ * frames, multipart uploads (one failing part way), and the requests a region read costs cold
+ * and warm. The test makes the bucket `zarrshard-c` and leaves there, under `c/`, the arrays
+ * tests/c/check_s3.py reads back with zarr-python through s3fs: `image` (2-D), `patched` (the
+ * image partly rewritten), `frames` (3-D, appended), `big` and `big-start` (one shard past the
+ * multipart threshold, its index at the end and at the start). Element values come from the
+ * value functions below, which check_s3.py computes the same way. One line per test, then
+ * `N passed, M failed`.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -175,6 +179,121 @@ static void test_image(void) {
     CHECK(list_keys("image/", &keys) == 0);
     CHECK(keys.n == 7);
     CHECK(strcmp(keys.keys[keys.n > 0 ? keys.n - 1 : 0], "image/zarr.json") == 0);
+}
+
+/* The object table of `key` under `c/`, through a store's open_object; its userdata is the
+ * caller's to destroy. */
+static shard_io_callbacks object(const char *key) {
+    shard_store_callbacks s = store();
+    shard_io_callbacks io;
+    memset(&io, 0, sizeof io);
+    CHECK(s.open_object(s.userdata, key, &io) == 0);
+    s3_store_discard(&s);
+    return io;
+}
+
+/* Write `key` under `c/` as a new object through the table, in two write_new calls. */
+static int32_t put_object(const char *key, const char *text) {
+    shard_io_callbacks io = object(key);
+    void *n = NULL;
+    size_t len = strlen(text), half = len / 2;
+    int32_t rc = io.create_new(io.userdata, &n);
+    if (rc == 0) rc = io.write_new(io.userdata, n, 0, (const uint8_t *)text, half);
+    if (rc == 0) rc = io.write_new(io.userdata, n, half, (const uint8_t *)text + half, len - half);
+    if (rc == 0) rc = io.commit_new(io.userdata, n, len);
+    else if (n != NULL) io.discard_new(io.userdata, n);
+    io.destroy(io.userdata);
+    return rc;
+}
+
+/* Whether `key` (a full key) holds `text` exactly. */
+static int object_is(const char *key, const char *text) {
+    uint8_t *got = NULL;
+    size_t len = 0;
+    int same = s3_get_object(g_client, key, &got, &len) == 0 && len == strlen(text) &&
+               (len == 0 || memcmp(got, text, len) == 0);
+    free(got);
+    return same;
+}
+
+/* Every callback of an object table on a stored shard, compared with a plain GET of the whole
+ * object; on a missing object; and new objects committed and discarded. */
+static void test_object_table(void) {
+    uint8_t *whole = NULL;
+    size_t len = 0;
+    CHECK(s3_get_object(g_client, "c/image/c/0/0", &whole, &len) == 0);
+    if (whole == NULL || len < 64) return;
+    shard_io_callbacks io = object("image/c/0/0");
+    uint8_t buf[256];
+    size_t got = 0;
+    uint64_t size = 0;
+    s3_counts n;
+    s3_client_reset_counts(g_client);
+    CHECK(io.read(io.userdata, 3, 100, buf, &got) == 0 && got == 100 &&
+          memcmp(buf, whole + 3, 100) == 0);
+    CHECK(io.read(io.userdata, len - 10, 100, buf, &got) == 0 && got == 10 &&
+          memcmp(buf, whole + len - 10, 10) == 0);                      /* short: the end */
+    CHECK(io.read(io.userdata, len + 5, 10, buf, &got) == 0 && got == 0); /* past the end */
+    CHECK(io.read_suffix(io.userdata, 20, buf, &got, &size) == 0 && got == 20 && size == len &&
+          memcmp(buf, whole + len - 20, 20) == 0);
+    CHECK(io.size(io.userdata, &size) == 0 && size == len);
+    uint8_t b0[16], b1[16], b2[4];
+    uint8_t *const bufs[3] = {b0, b1, b2};
+    const uint64_t offs[3] = {0, len - 8, len + 100};
+    const size_t lens[3] = {16, 16, 4};
+    size_t outs[3] = {99, 99, 99};
+    CHECK(io.read_vectored(io.userdata, 3, offs, lens, bufs, outs) == 0);
+    CHECK(outs[0] == 16 && outs[1] == 8 && outs[2] == 0);
+    CHECK(memcmp(b0, whole, 16) == 0 && memcmp(b1, whole + len - 8, 8) == 0);
+    s3_client_counts(g_client, &n);
+    CHECK(n.get == 7 && n.head == 1); /* one request per range */
+    io.destroy(io.userdata);
+    free(whole);
+
+    /* A missing key reads as missing from every callback; removing it succeeds. */
+    io = object("image/c/9/9");
+    CHECK(io.read(io.userdata, 0, 10, buf, &got) == SHARD_IO_NOT_FOUND);
+    CHECK(io.read_suffix(io.userdata, 10, buf, &got, &size) == SHARD_IO_NOT_FOUND);
+    CHECK(io.size(io.userdata, &size) == SHARD_IO_NOT_FOUND);
+    CHECK(io.read_vectored(io.userdata, 1, offs, lens, bufs, outs) == SHARD_IO_NOT_FOUND);
+    CHECK(io.remove(io.userdata) == 0);
+    io.destroy(io.userdata);
+
+    /* New objects: committed whole, or discarded leaving the old one; then removed. */
+    CHECK(put_object("obj/a", "hello world") == 0);
+    CHECK(object_is("c/obj/a", "hello world"));
+    io = object("obj/a");
+    void *nw = NULL;
+    CHECK(io.create_new(io.userdata, &nw) == 0);
+    CHECK(io.write_new(io.userdata, nw, 0, (const uint8_t *)"other", 5) == 0);
+    io.discard_new(io.userdata, nw);
+    CHECK(object_is("c/obj/a", "hello world"));
+    CHECK(io.create_new(io.userdata, &nw) == 0);
+    CHECK(io.write_new(io.userdata, nw, 0, (const uint8_t *)"other", 5) == 0);
+    CHECK(io.commit_new(io.userdata, nw, 4) == EINVAL); /* not the length written */
+    CHECK(object_is("c/obj/a", "hello world"));
+    CHECK(io.remove(io.userdata) == 0);
+    CHECK(io.size(io.userdata, &size) == SHARD_IO_NOT_FOUND);
+    io.destroy(io.userdata);
+}
+
+/* A listing over several pages (continuation tokens), keys with characters XML escapes. */
+static void test_listing(void) {
+    static const char *const names[5] = {"list/a&b", "list/c<d>", "list/e'f\"", "list/g h",
+                                         "list/sub/i"};
+    for (size_t k = 0; k < 5; k++) CHECK(put_object(names[k], names[k]) == 0);
+    s3_client_set_list_page(g_client, 2);
+    s3_client_reset_counts(g_client);
+    key_list keys;
+    CHECK(list_keys("list/", &keys) == 0);
+    s3_counts n;
+    s3_client_counts(g_client, &n);
+    CHECK(n.list == 3); /* 2 + 2 + 1 */
+    CHECK(keys.n == 5);
+    for (size_t k = 0; k < 5 && k < keys.n; k++) CHECK(strcmp(keys.keys[k], names[k]) == 0);
+    CHECK(list_keys("list/sub/", &keys) == 0 && keys.n == 1);
+    CHECK(list_keys("nothing/", &keys) == 0 && keys.n == 0);
+    s3_client_set_list_page(g_client, 0);
 }
 
 /* `patched`: the image, then a region covering six shards partly rewritten with these. */
@@ -434,6 +553,8 @@ int main(void) {
         return 2;
     }
     RUN(test_image);
+    RUN(test_object_table);
+    RUN(test_listing);
     RUN(test_partial_write);
     RUN(test_frames);
     RUN(test_multipart);
