@@ -25,7 +25,8 @@
 #      test_nodes wrote (when .venv exists; scripts/venv.sh makes it); ome-zarr and
 #      ome-zarr-models read examples-c/ome_pyramid's OME-Zarr 0.5 image equal to the pyramid it
 #      meant (in .venv-ome, which `scripts/venv.sh ome` makes here)
-#  10. S3 (when .venv-python exists; `scripts/venv.sh python` makes it): libcurl's headers
+#  10. S3 (when .venv-python exists; `scripts/venv.sh python` makes it): tests/s3/server.py's
+#      own tests (tests/s3/test_server.py, pytest); libcurl's headers
 #      (libcurl4-openssl-dev) from apt when missing; tests/c/test_s3.c over examples-c/s3_io.c
 #      built plain and with -fsanitize=address,undefined (leak detection on), each run against
 #      a moto S3 server that tests/s3/server.py starts and stops, followed under the same
@@ -447,6 +448,7 @@ run_s3() {
         bash -c '"$1" && "$2" "$3"' run_s3 "$1" "$PYS3" "$TC/check_s3.py"
 }
 if [ -x "$PYS3" ]; then
+    step s3-server timeout 300 "$PYS3" -m pytest -q -p no:cacheprovider "$REPO/tests/s3/test_server.py"
     step s3-tools install_curl_dev
     step compile-s3 build_s3 plain -O2 -g
     step compile-asan-s3 build_s3 asan "${SAN[@]}"
