@@ -4,8 +4,8 @@
  * Every callback builds its request in a `req`, sends it on a curl easy handle of its own
  * (no state shared between threads but the client's counters, under a mutex) and maps the
  * answer to 0, SHARD_IO_NOT_FOUND or an error code. libcurl signs each request (SigV4) from
- * the URL, the headers and `x-amz-content-sha256`, which we set to UNSIGNED-PAYLOAD so that
- * a body need not be hashed.
+ * the URL and the headers; it takes the `x-amz-content-sha256` header we set, UNSIGNED-PAYLOAD
+ * (which S3 requires on every request), as the payload's hash instead of hashing the body.
  *
  * Build: cc -std=c99 -pthread -Iinclude -Iexamples-c s3_io.c ... -lcurl
  */
@@ -304,7 +304,8 @@ static int32_t setup(const s3_client *c, req *r) {
     curl_easy_setopt(e, CURLOPT_URL, r->url);
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, c->sigv4);
     curl_easy_setopt(e, CURLOPT_USERPWD, c->userpwd);
-    /* No SIGALRM for timeouts: callbacks run on the library's worker threads. */
+    /* No signals (libcurl's SIGALRM for name-lookup timeouts): unsafe in a threaded host, and
+     * the callbacks run on the library's worker threads. */
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     /* A dead server fails the call instead of hanging it. */
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
