@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -516,6 +517,55 @@ static void test_request_counts(void) {
     shard_array_close(a);
 }
 
+typedef struct {
+    const shard_array *array;
+    int ok;
+} reader_arg;
+
+static void *read_whole_image(void *p) {
+    reader_arg *r = p;
+    uint16_t *got = malloc(IH * IW * sizeof *got);
+    const uint64_t z[2] = {0, 0}, shape[2] = {IH, IW};
+    r->ok = got != NULL;
+    for (int k = 0; r->ok && k < 3; k++) {
+        shard_status st = shard_array_read_region(r->array, z, shape, 2, (uint8_t *)got,
+                                                  IH * IW * 2);
+        r->ok = st == SHARD_OK && image_equal(got, 0, 0, IH, IW, UINT64_MAX, 0);
+        /* Cold every time, so that requests run on every thread at once. */
+        shard_array_forget_cached_indexes(r->array);
+    }
+    free(got);
+    return NULL;
+}
+
+/* Four threads read one handle at once; the store's callbacks also run on the library's
+ * worker threads (SHARD_STORE_THREAD_SAFE): every read equal, every request counted. */
+static void test_concurrent_reads(void) {
+    shard_array *a = open_path("image");
+    if (a == NULL) return;
+    pthread_t t[4];
+    reader_arg args[4];
+    s3_client_reset_counts(g_client);
+    for (int k = 0; k < 4; k++) {
+        args[k].array = a;
+        args[k].ok = 0;
+        CHECK(pthread_create(&t[k], NULL, read_whole_image, &args[k]) == 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        pthread_join(t[k], NULL);
+        CHECK(args[k].ok);
+    }
+    s3_counts n;
+    s3_client_counts(g_client, &n);
+    /* Each whole read: the chunks of each of the six shards (one coalesced range each) and
+     * the indexes not cached by then (the threads share the handle's cache): 6 to 12 GETs,
+     * and nothing but GETs. */
+    printf("    12 whole reads: %llu GET\n", (unsigned long long)n.get);
+    CHECK(n.get >= 4 * 3 * 6 && n.get <= 4 * 3 * 12);
+    CHECK(n.head == 0 && n.put == 0 && n.post == 0 && n.del == 0);
+    shard_array_close(a);
+}
+
 /* A missing bucket is an error (HTTP 404, NoSuchBucket), not an array of fill values. */
 static void test_missing_bucket(void) {
     s3_client *other = NULL;
@@ -560,6 +610,7 @@ int main(void) {
     RUN(test_multipart);
     RUN(test_multipart_index_at_start);
     RUN(test_request_counts);
+    RUN(test_concurrent_reads);
     RUN(test_missing_bucket);
     s3_client_free(g_client);
     printf("%d passed, %d failed\n", g_passed, g_failed);
