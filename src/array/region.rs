@@ -19,7 +19,10 @@
 //! and written whole without reading it; otherwise an update writer
 //! ([`WriteStrategy::Update`]) reads the shard's index, and of its inner chunks reads only
 //! those the region covers partly, encodes the touched chunks and writes them and a new index;
-//! chunks the region does not touch are neither read nor rewritten.
+//! chunks the region does not touch are neither read nor rewritten. Over an object store that
+//! cannot write at an offset ([`crate::ShardIo::writes_in_place`] false, with new objects) the
+//! update is applied to a copy of the old object in memory and the result written whole as a
+//! new object, which replaces the old one only when complete.
 //!
 //! Arrays whose shards cannot be read partially (a bytes→bytes codec after
 //! `sharding_indexed`, or no sharding) and arrays with array→array codecs before sharding
@@ -31,14 +34,19 @@
 //! into an intermediate array and copies it serially per shard; here the copy is split
 //! across the pool, and the byte ranges of one shard are fetched with one vectored call.
 
+use crate::array::update_on_copy;
 use crate::array::Array;
 use crate::codec::check_len;
 use crate::error::{shown, Error, Result};
 use crate::nd;
 use crate::runtime::threads;
 use crate::shard::reader::FetchedChunks;
-use crate::shard::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
+use crate::shard::writer::{
+    delete_unstored, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
+};
+use crate::storage::io::ShardIo;
 use crate::storage::store::Store;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The read's spare fetch buffers.
@@ -94,13 +102,35 @@ impl<S: Store> Array<S> {
         Ok(())
     }
 
-    /// [`Array::read_region_in`] of what the store holds.
+    /// [`Array::read_region_in`] of what the store holds. A read that fails on a shard whose
+    /// index came from the cache of indexes (which may predate another writer's) empties the
+    /// cache and is done once more with indexes read afresh ([`Array::set_index_cache`]).
     fn read_stored_region(
         &self,
         start: &[u64],
         shape: &[u64],
         out: &mut [u8],
         listed: Option<&[u64]>,
+    ) -> Result<()> {
+        let stale = AtomicBool::new(false);
+        match self.read_stored_region_once(start, shape, out, listed, &stale) {
+            Err(_) if stale.load(Ordering::Relaxed) => {
+                self.forget_cached_indexes();
+                self.read_stored_region_once(start, shape, out, listed, &AtomicBool::new(false))
+            }
+            done => done,
+        }
+    }
+
+    /// [`Array::read_stored_region`] once, setting `stale` when a shard whose index came from
+    /// the cache fails.
+    fn read_stored_region_once(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        out: &mut [u8],
+        listed: Option<&[u64]>,
+        stale: &AtomicBool,
     ) -> Result<()> {
         let meta = self.metadata();
         let elem = meta.data_type.size();
@@ -151,10 +181,10 @@ impl<S: Store> Array<S> {
             // would cost more than the work.
             let here = shards.peek().is_none() && total <= SMALL_READ_CHUNKS;
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
-            let fetch = |s: usize| -> Result<Option<FetchedChunks>> {
-                let reader = self.shard_reader(&pass[s])?;
+            let fetch = |s: usize| -> Result<(Option<FetchedChunks>, bool)> {
+                let (reader, cached) = self.cached_shard_reader(&pass[s])?;
                 if reader.index().is_none() {
-                    return Ok(None);
+                    return Ok((None, false));
                 }
                 let mut indices = Vec::with_capacity(cell_count(&locals[s]) as usize);
                 each_cell(&locals[s], |c| {
@@ -164,15 +194,21 @@ impl<S: Store> Array<S> {
                 let mut bufs: Vec<Vec<u8>> = lock(&spare).pop().into_iter().collect();
                 let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
                 lock(&spare).append(&mut bufs);
-                Ok(Some(
-                    fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?,
+                if fetched.is_err() && cached {
+                    stale.store(true, Ordering::Relaxed);
+                }
+                Ok((
+                    Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?),
+                    cached,
                 ))
             };
-            let fetched: Vec<Option<FetchedChunks>> =
+            let fetched: Vec<(Option<FetchedChunks>, bool)> =
                 match here || self.store().io_on_caller_thread() {
                     true => (0..pass.len()).map(fetch).collect::<Result<_>>()?,
                     false => threads::map(pass.len(), fetch)?,
                 };
+            let (fetched, cached): (Vec<Option<FetchedChunks>>, Vec<bool>) =
+                fetched.into_iter().unzip();
             // Phase 2: every (shard, inner chunk) of the pass is one item, decoded straight
             // into its part of `out`; the pool splits the items into runs by work stealing, so
             // the pass keeps every thread busy whatever the region's shape.
@@ -189,8 +225,12 @@ impl<S: Store> Array<S> {
                 let src: &[u8] = match (encoded, &fetched[s]) {
                     (Some(e), _) if layout.as_decoded(e).is_some() => e,
                     (_, Some(f)) => {
-                        f.decode_into(k, chunk)
-                            .map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?;
+                        if let Err(e) = f.decode_into(k, chunk) {
+                            if cached[s] {
+                                stale.store(true, Ordering::Relaxed);
+                            }
+                            return Err(e.in_shard(&self.shard_key(&pass[s])));
+                        }
                         chunk
                     }
                     (_, None) => {
@@ -306,8 +346,11 @@ impl<S: Store> Array<S> {
             }
             self.map_io(pass.len(), |s| {
                 // A shard read back and merged names its key when its bytes do not decode.
-                self.write_region_shard(&pass[s], start, shape, data, mode, options)
-                    .map_err(|e| e.in_shard(&self.shard_key(&pass[s])))
+                let key = self.shard_key(&pass[s]);
+                self.forgetting(&key, || {
+                    self.write_region_shard(&pass[s], start, shape, data, mode, options)
+                })
+                .map_err(|e| e.in_shard(&key))
             })?;
         }
     }
@@ -417,9 +460,41 @@ impl<S: Store> Array<S> {
             self.write_shard_with(g, &shard, WriteStrategy::Buffered, options)?;
             return Ok(());
         }
+        let io = self.store().shard_io(&self.shard_key(g))?;
+        let update = |io: &dyn ShardIo| {
+            self.update_region_chunks(io, &origin, &bs, &be, start, shape, data, mode, options)
+        };
+        // An object store cannot write at an offset: the update is applied to a copy of the
+        // old object and written whole, as a new object that replaces it only when complete.
+        if !io.writes_in_place() && io.object_sink().is_some() {
+            if update_on_copy(&*io, update)? == Finalized::Deleted {
+                delete_unstored(&*io, false)?;
+            }
+            return Ok(());
+        }
+        update(&*io).map(|_| ())
+    }
+
+    /// The update of shard at `origin` (array coordinates) by the part `bs..be` of the region
+    /// `start`/`shape` whose values are `data`, through `io` (the object, or a copy of it):
+    /// the chunks the region covers partly are read, merged and written with the rest.
+    #[allow(clippy::too_many_arguments)]
+    fn update_region_chunks(
+        &self,
+        io: &dyn ShardIo,
+        origin: &[u64],
+        bs: &[u64],
+        be: &[u64],
+        start: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        mode: UpdateMode,
+        options: WriteOptions,
+    ) -> Result<Finalized> {
+        let meta = self.metadata();
+        let elem = meta.data_type.size();
         let layout = Arc::new(meta.shard_layout().expect("sharded"));
         let inner = layout.codec().chunk_shape.clone();
-        let io = self.store().shard_io(&self.shard_key(g))?;
         let mut writer =
             ShardWriter::new(layout.clone(), io, WriteStrategy::Update(mode), options)?;
         // First read (and decode) every chunk the region covers partly, then write: a read
@@ -449,7 +524,7 @@ impl<S: Store> Array<S> {
             }
             Ok(())
         })?;
-        let written = (|| -> Result<()> {
+        let written = (|| -> Result<Finalized> {
             let mut chunk = layout.inner_repr().filled()?;
             let mut old = old.into_iter();
             each_cell(&local_box, |local| {
@@ -470,8 +545,7 @@ impl<S: Store> Array<S> {
                 );
                 writer.write_chunk(local, &chunk)
             })?;
-            writer.finalize()?;
-            Ok(())
+            writer.finalize()
         })();
         if written.is_err() {
             // An append-only update cuts what it appended off again (the writer does so itself
