@@ -4,8 +4,8 @@
  * Every callback builds its request in a `req`, sends it on a curl easy handle of its own
  * (no state shared between threads but the client's counters, under a mutex) and maps the
  * answer to 0, SHARD_IO_NOT_FOUND or an error code. libcurl signs each request (SigV4) from
- * the URL, the headers and `x-amz-content-sha256`, which we set to UNSIGNED-PAYLOAD so that
- * a body need not be hashed.
+ * the URL and the headers; it takes the `x-amz-content-sha256` header we set, UNSIGNED-PAYLOAD
+ * (which S3 requires on every request), as the payload's hash instead of hashing the body.
  *
  * Build: cc -std=c99 -pthread -Iinclude -Iexamples-c s3_io.c ... -lcurl
  */
@@ -31,10 +31,18 @@ struct s3_client {
     size_t part_size;
     s3_counts counts;
     unsigned fail_part_in; /* UploadParts until the injected failure; 0: none */
+    unsigned list_page;    /* max-keys of a ListObjectsV2 page; 0: the server's (1000) */
 };
 
 /* What a request is, for the counters. */
-typedef enum { OP_OBJECT, OP_LIST, OP_CREATE_MPU, OP_UPLOAD_PART, OP_COMPLETE_MPU, OP_ABORT_MPU } op_kind;
+typedef enum {
+    OP_OBJECT,
+    OP_LIST,
+    OP_CREATE_MPU,
+    OP_UPLOAD_PART,
+    OP_COMPLETE_MPU,
+    OP_ABORT_MPU
+} op_kind;
 
 /* Error bodies are kept up to this size: enough for S3's <Code>. */
 #define ERR_KEEP 1024
@@ -296,7 +304,8 @@ static int32_t setup(const s3_client *c, req *r) {
     curl_easy_setopt(e, CURLOPT_URL, r->url);
     curl_easy_setopt(e, CURLOPT_AWS_SIGV4, c->sigv4);
     curl_easy_setopt(e, CURLOPT_USERPWD, c->userpwd);
-    /* No SIGALRM for timeouts: callbacks run on the library's worker threads. */
+    /* No signals (libcurl's SIGALRM for name-lookup timeouts): unsafe in a threaded host, and
+     * the callbacks run on the library's worker threads. */
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     /* A dead server fails the call instead of hanging it. */
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -364,7 +373,8 @@ static int32_t finish(s3_client *c, req *r, CURLcode cc) {
     if (r->status >= 200 && r->status < 300) return 0;
     /* A missing key, not a missing bucket: that must not read as an array of fill values.
      * HEAD has no body to tell them apart; a bucket that exists is the usual case. */
-    if (r->status == 404 && (strcmp(r->method, "HEAD") == 0 || strstr(r->err, "<Code>NoSuchKey</Code>")))
+    if (r->status == 404 &&
+        (strcmp(r->method, "HEAD") == 0 || strstr(r->err, "<Code>NoSuchKey</Code>") != NULL))
         return SHARD_IO_NOT_FOUND;
     return r->status > 0 ? (int32_t)r->status : S3_IO_BAD_RESPONSE;
 }
@@ -582,7 +592,8 @@ static int32_t create_multipart(s3_object *o, new_object *n) {
     int32_t rc = perform(o->client, &r);
     const char *v;
     size_t vl, pos = 0;
-    if (rc == 0 && !xml_next((const char *)r.buf, r.len, &pos, "UploadId", &v, &vl)) rc = S3_IO_BAD_RESPONSE;
+    if (rc == 0 && !xml_next((const char *)r.buf, r.len, &pos, "UploadId", &v, &vl))
+        rc = S3_IO_BAD_RESPONSE;
     if (rc == 0 && (n->upload_id = xml_unescape(v, vl)) == NULL) rc = ENOMEM;
     req_free(&r);
     return rc;
@@ -603,7 +614,8 @@ static int32_t upload_part(s3_object *o, new_object *n, size_t number, const uin
         n->etags = e;
         n->parts = number;
     }
-    char *id = url_encode(n->upload_id, 0), *q = id ? fmt("partNumber=%zu&uploadId=%s", number, id) : NULL;
+    char *id = url_encode(n->upload_id, 0);
+    char *q = id ? fmt("partNumber=%zu&uploadId=%s", number, id) : NULL;
     req r = {0};
     r.method = "PUT";
     r.op = OP_UPLOAD_PART;
@@ -666,8 +678,16 @@ static int32_t obj_write_new(void *ud, void *new_object_, uint64_t offset, const
                              size_t len) {
     s3_object *o = ud;
     new_object *n = new_object_;
+    /* A shard with its index at the start is written from past the index, which comes last,
+     * at 0: the bytes skipped are held as zeros until then (in part 1, unless the index is
+     * larger than a part, which then fails below as a write into an uploaded part). */
+    static const uint8_t zeros[4096];
+    while (n->total < offset) {
+        uint64_t gap = offset - n->total;
+        int32_t rc = new_append(o, n, zeros, gap < sizeof zeros ? (size_t)gap : sizeof zeros);
+        if (rc != 0) return rc;
+    }
     uint64_t end = n->total;
-    if (offset > end) return EINVAL; /* the contract has no gaps */
     /* Bytes already written are rewritten where they are still held (the index, written last
      * at offset 0 when it is at the start, lands in part 1); an uploaded part cannot change. */
     while (len > 0 && offset < end) {
@@ -796,11 +816,16 @@ static int32_t store_list(void *ud, const char *prefix, shard_key_fn on_key, voi
     char *token = NULL;
     int32_t rc = enc == NULL ? ENOMEM : 0;
     size_t strip = strlen(s->prefix);
+    char page[32] = "";
+    pthread_mutex_lock(&s->client->lock);
+    if (s->client->list_page > 0) snprintf(page, sizeof page, "&max-keys=%u", s->client->list_page);
+    pthread_mutex_unlock(&s->client->lock);
     for (int more = 1; rc == 0 && more;) {
         char *tok = token ? url_encode(token, 0) : NULL;
         char *u = token && tok == NULL ? NULL
-                  : fmt("%s/%s?list-type=2&prefix=%s%s%s", s->client->endpoint, s->client->bucket,
-                        enc, tok ? "&continuation-token=" : "", tok ? tok : "");
+                  : fmt("%s/%s?list-type=2&prefix=%s%s%s%s", s->client->endpoint,
+                        s->client->bucket, enc, page, tok ? "&continuation-token=" : "",
+                        tok ? tok : "");
         free(tok);
         req r = {0};
         r.method = "GET";
@@ -886,8 +911,11 @@ int s3_client_new(const char *endpoint, const char *region, const char *access_k
     c->userpwd = fmt("%s:%s", access_key, secret_key);
     c->sigv4 = fmt("aws:amz:%s:s3", region);
     c->part_size = S3_DEFAULT_PART_SIZE;
+    int locked = 0;
     if (c->endpoint == NULL || c->bucket == NULL || c->userpwd == NULL || c->sigv4 == NULL ||
-        pthread_mutex_init(&c->lock, NULL) != 0 || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        !(locked = pthread_mutex_init(&c->lock, NULL) == 0) ||
+        curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        if (locked) pthread_mutex_destroy(&c->lock);
         free(c->endpoint);
         free(c->bucket);
         free(c->userpwd);
@@ -933,6 +961,12 @@ void s3_client_reset_counts(s3_client *c) {
 void s3_client_fail_upload_part(s3_client *c, unsigned n) {
     pthread_mutex_lock(&c->lock);
     c->fail_part_in = n;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void s3_client_set_list_page(s3_client *c, unsigned max_keys) {
+    pthread_mutex_lock(&c->lock);
+    c->list_page = max_keys;
     pthread_mutex_unlock(&c->lock);
 }
 

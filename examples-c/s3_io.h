@@ -34,8 +34,9 @@
  *   list          ListObjectsV2 (prefix, continuation tokens), keys relative to the store
  *
  * There is no `write` nor `truncate` (S3 cannot change an object in place): the library then
- * writes whole shards only, through the new-object callbacks, and what would change a
- * stored shard in place (a region write covering it partly) fails with SHARD_ERR_UNSUPPORTED.
+ * writes whole shards only, through the new-object callbacks; a region write that covers a
+ * stored shard partly reads it, updates a copy and writes that whole (see shard_io_callbacks
+ * in zarrshard.h for what a table without `write` can do).
  *
  * Threads: every request uses its own curl easy handle and the client's shared state is
  * under a mutex, so all callbacks are thread-safe (pass SHARD_STORE_THREAD_SAFE). Call
@@ -118,6 +119,12 @@ void s3_client_reset_counts(s3_client *client);
  * being sent; 0 turns it off. Thread-safe.
  */
 void s3_client_fail_upload_part(s3_client *client, unsigned n);
+
+/**
+ * Test hook: ask for ListObjectsV2 pages of at most `max_keys` keys (0: the server's default,
+ * 1000), so that a test can make a listing take several pages. Thread-safe.
+ */
+void s3_client_set_list_page(s3_client *client, unsigned max_keys);
 
 /** Create the client's bucket (PUT); one the client already owns is fine. Returns 0 or an
  *  error code as above. */

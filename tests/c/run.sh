@@ -25,6 +25,13 @@
 #      test_nodes wrote (when .venv exists; scripts/venv.sh makes it); ome-zarr and
 #      ome-zarr-models read examples-c/ome_pyramid's OME-Zarr 0.5 image equal to the pyramid it
 #      meant (in .venv-ome, which `scripts/venv.sh ome` makes here)
+#  10. S3 (when .venv-python exists; `scripts/venv.sh python` makes it): tests/s3/server.py's
+#      own tests (tests/s3/test_server.py, pytest); libcurl's headers
+#      (libcurl4-openssl-dev) from apt when missing; tests/c/test_s3.c over examples-c/s3_io.c
+#      built plain and with -fsanitize=address,undefined (leak detection on), each run against
+#      a moto S3 server that tests/s3/server.py starts and stops, followed under the same
+#      server by tests/c/check_s3.py (zarr-python reads the arrays through s3fs). The steps
+#      (C_STEPS='.*s3.*') need the library of step 2 built.
 #
 # One PASS/FAIL line per step, logs in target/c/logs/, and last a line `N passed, M failed`.
 # Exit status 0 only when nothing failed. Idempotent; needs the Rust toolchain.
@@ -411,6 +418,46 @@ if [ -x "$REPO/.venv-ome/bin/python" ]; then
         "$OUT/ome/image.ome.zarr" "${OME_SIZE[@]}"
 else
     echo "SKIP ome-zarr-reads-pyramid (no .venv-ome: see $LOGS/venv-ome.log)"
+fi
+
+# ---- 10. S3 ------------------------------------------------------------------------------
+
+PYS3="$REPO/.venv-python/bin/python"
+install_curl_dev() {
+    if echo '#include <curl/curl.h>' | gcc -E -x c - >/dev/null 2>&1; then
+        echo "libcurl headers present"
+        return 0
+    fi
+    [ "$(id -u)" -eq 0 ] || { echo "not root: install libcurl4-openssl-dev yourself" >&2; return 1; }
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libcurl4-openssl-dev
+}
+# build_s3 VARIANT EXTRA_FLAGS...: test_s3 into $OUT/VARIANT/.
+build_s3() (
+    local dir="$OUT/$1"
+    shift
+    mkdir -p "$dir"
+    set -x
+    gcc "${STRICT[@]}" "$@" -pthread "${INC[@]}" "$TC/test_s3.c" "$EX/s3_io.c" \
+        -o "$dir/test_s3" "$LIBZS" -lcurl $NATIVE
+)
+# run_s3 PROGRAM: PROGRAM, then check_s3.py, under one S3 server (the arrays it left behind
+# live only as long as the server); at most 5 minutes, the server stopped after it either way.
+run_s3() {
+    timeout 300 "$PYS3" "$REPO/tests/s3/server.py" run -- \
+        bash -c '"$1" && "$2" "$3"' run_s3 "$1" "$PYS3" "$TC/check_s3.py"
+}
+if [ -x "$PYS3" ]; then
+    step s3-server timeout 300 "$PYS3" -m pytest -q -p no:cacheprovider "$REPO/tests/s3/test_server.py"
+    step s3-tools install_curl_dev
+    step compile-s3 build_s3 plain -O2 -g
+    step compile-asan-s3 build_s3 asan "${SAN[@]}"
+    step test_s3 run_s3 "$OUT/plain/test_s3"
+    export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    step asan-test_s3 run_s3 "$OUT/asan/test_s3"
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+else
+    echo "SKIP the S3 steps (no .venv-python; scripts/venv.sh python creates it)"
 fi
 
 echo "tests/c/run.sh: $((SECONDS - START))s${failed_steps[*]:+; failed: ${failed_steps[*]}}"
