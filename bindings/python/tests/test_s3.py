@@ -169,6 +169,26 @@ def test_region_writes_that_cover_shards_partly(bucket, options, shape, chunks, 
     np.testing.assert_array_equal(z[...], data)
 
 
+def test_threads_write_and_read_one_array_at_once(bucket, options):
+    # The store's callbacks run on the library's threads and the callers' at once.
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = expected((128, 192), "int16", seed=13)
+    a = zarrshard.create_array(f"s3://{bucket}/threads", shape=data.shape, dtype="int16", chunks=(16, 16),
+                               shards=(64, 64), storage_options=options)
+    tiles = [(slice(i, i + 64), slice(j, j + 64)) for i in (0, 64) for j in (0, 64, 128)]
+
+    def write(t):
+        a[t] = data[t]
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, tiles))
+        b = zarrshard.open_array(f"s3://{bucket}/threads", mode="r", storage_options=options)
+        regions = tiles + [(slice(5, 120), slice(7, 190)), (slice(60, 70), slice(None))]
+        for region, got in zip(regions, pool.map(lambda r: b[r], regions)):
+            np.testing.assert_array_equal(got, data[region])
+
+
 def test_a_truncated_shard_is_corrupt_as_on_local_files(fs, bucket, tmp_path):
     # The index at the start and the object cut short: the last chunk starts past the end,
     # which S3 answers with 416. The directory store's error for the same bytes is the
