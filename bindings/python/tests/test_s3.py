@@ -189,6 +189,23 @@ def test_threads_write_and_read_one_array_at_once(bucket, options):
             np.testing.assert_array_equal(got, data[region])
 
 
+def test_resize_deletes_the_shards_past_the_edge(fs, bucket):
+    # Listing (`find`) and deleting (`rm_file`) through the store.
+    store = zarrshard.FsspecStore(fs, f"{bucket}/resized")
+    data = expected((64, 96), "uint8", seed=14)
+    a = zarrshard.create_array(store, shape=data.shape, dtype="uint8", chunks=(16, 16), shards=(32, 32),
+                               fill_value=7)
+    a[...] = data
+    assert len(fs.find(f"{bucket}/resized/c")) == 6
+    a.resize(30, 40)
+    assert sorted(fs.find(f"{bucket}/resized/c")) == [f"{bucket}/resized/c/0/0", f"{bucket}/resized/c/0/1"]
+    a.resize(64, 96)
+    want = np.full(data.shape, 7, dtype="uint8")
+    want[:30, :40] = data[:30, :40]
+    np.testing.assert_array_equal(a[...], want)
+    np.testing.assert_array_equal(zarrshard.open_array(store, mode="r")[...], want)
+
+
 def test_a_truncated_shard_is_corrupt_as_on_local_files(fs, bucket, tmp_path):
     # The index at the start and the object cut short: the last chunk starts past the end,
     # which S3 answers with 416. The directory store's error for the same bytes is the
