@@ -375,13 +375,13 @@ impl CallbackIo {
         }
     }
 
-    /// Read from `offset` to the end without knowing the size: 1 MiB blocks to a short read,
+    /// Read the object from `offset` to the end without knowing the size, after the `out`
+    /// bytes already read from there: 1 MiB blocks to a short read,
     /// held to the memory limit (an object that never ends, or a huge one, is refused with
     /// [`Error::MemoryLimit`] once it passes the limit, not buffered until memory runs out).
-    fn read_to_end(&self, offset: u64) -> Result<Option<Vec<u8>>> {
+    fn read_to_end(&self, offset: u64, mut out: Vec<u8>) -> Result<Option<Vec<u8>>> {
         const BLOCK: u64 = 1 << 20;
         let limit = crate::runtime::limits::memory_limit();
-        let mut out = Vec::new();
         loop {
             let done = out.len() as u64;
             // Up to one byte past the limit, which tells an object ending exactly at the
@@ -415,6 +415,9 @@ fn len_usize(n: u64) -> Result<usize> {
     crate::runtime::limits::buffer_len(n, "a read from the host's object")
 }
 
+/// The first read of a whole object whose size is not known: metadata documents fit.
+const WHOLE_FIRST_BLOCK: usize = 64 << 10;
+
 impl CallbackIo {
     /// [`ShardIo::read`]; a bounded read goes into `spare`'s allocation when it is large
     /// enough.
@@ -425,16 +428,33 @@ impl CallbackIo {
             ByteRange::FromStart(offset, Some(len)) => {
                 Ok(with(self.read_at(offset, len_usize(len)?, spare)?, None))
             }
-            ByteRange::FromStart(offset, None) => match self.cb.size {
-                Some(_) => match self.size()? {
-                    None => Ok(None),
-                    Some(size) => {
-                        let len = len_usize(size.saturating_sub(offset))?;
-                        Ok(with(self.read_at(offset, len, None)?, Some(size)))
+            ByteRange::FromStart(offset, None) => {
+                // A first block read at once: a small object (`zarr.json`) comes whole in one
+                // request; a larger one costs a `size` call and one read of the rest.
+                let Some(mut data) = self.read_at(offset, WHOLE_FIRST_BLOCK, None)? else {
+                    return Ok(None);
+                };
+                if data.len() < WHOLE_FIRST_BLOCK {
+                    let size = offset.checked_add(data.len() as u64);
+                    return Ok(with(Some(data), size));
+                }
+                match self.cb.size {
+                    Some(_) => {
+                        let rest = offset.saturating_add(WHOLE_FIRST_BLOCK as u64);
+                        let Some(size) = self.size()? else {
+                            return Ok(None);
+                        };
+                        let len = len_usize(size.saturating_sub(rest))?;
+                        if len > 0 {
+                            if let Some(more) = self.read_at(rest, len, None)? {
+                                data.extend_from_slice(&more);
+                            }
+                        }
+                        Ok(with(Some(data), Some(size)))
                     }
-                },
-                None => Ok(with(self.read_to_end(offset)?, None)),
-            },
+                    None => Ok(with(self.read_to_end(offset, data)?, None)),
+                }
+            }
             ByteRange::Suffix(len) => {
                 if let Some(read_suffix) = self.cb.read_suffix {
                     let len = len_usize(len)?;

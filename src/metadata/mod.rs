@@ -204,27 +204,43 @@ fn too_large(what: &str, size: u64) -> Error {
 }
 
 /// The metadata document `key` of `store`, `None` when missing; refused past
-/// [`MAX_METADATA_BYTES`], unread when the store tells the size, else after reading one byte
-/// more than the limit.
+/// [`MAX_METADATA_BYTES`]: after a first block of 64 KiB, read no further when the store tells
+/// the size, else after reading one byte more than the limit.
 pub(crate) fn read_document<S: Store>(store: &S, key: &str) -> Result<Option<Vec<u8>>> {
+    use crate::storage::io::ByteRange::FromStart;
     let io = store.shard_io(key)?;
+    // Documents are small: one read of a first block is the whole of nearly every one (one
+    // request to an object store). A longer one is checked against the limit by its size
+    // where the store tells it, and read up to one byte past the limit otherwise.
+    let Some(first) = io.read(FromStart(0, Some(FIRST_METADATA_READ)))? else {
+        return Ok(None);
+    };
+    let mut data = first.data;
+    if (data.len() as u64) < FIRST_METADATA_READ {
+        return Ok(Some(data));
+    }
     if let Ok(Some(size)) = io.size() {
         if size > MAX_METADATA_BYTES {
             return Err(too_large(key, size));
         }
     }
-    let read = io.read(crate::storage::io::ByteRange::FromStart(
-        0,
-        Some(MAX_METADATA_BYTES + 1),
+    let rest = io.read(FromStart(
+        FIRST_METADATA_READ,
+        Some(MAX_METADATA_BYTES + 1 - FIRST_METADATA_READ),
     ))?;
-    match read {
-        None => Ok(None),
-        Some(r) if r.data.len() as u64 > MAX_METADATA_BYTES => {
-            Err(too_large(key, r.object_size.unwrap_or(r.data.len() as u64)))
-        }
-        Some(r) => Ok(Some(r.data)),
+    let mut object_size = None;
+    if let Some(r) = rest {
+        data.extend_from_slice(&r.data);
+        object_size = r.object_size;
     }
+    if data.len() as u64 > MAX_METADATA_BYTES {
+        return Err(too_large(key, object_size.unwrap_or(data.len() as u64)));
+    }
+    Ok(Some(data))
 }
+
+/// The first read of a metadata document, which nearly every one fits in.
+const FIRST_METADATA_READ: u64 = 64 << 10;
 
 /// A metadata document split into its members: those `parsed` says to build as trees (within
 /// [`MAX_METADATA_STRUCTURE_BYTES`] together), the others kept as text, in document order (a

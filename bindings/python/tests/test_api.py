@@ -334,3 +334,26 @@ def test_fsspec_memory_store_whole_shards_and_listing():
     finally:
         fs.cat_file = saved
     assert e.value.io_code == 13 and isinstance(e.value.__cause__, PermissionError)
+
+
+def test_cached_indexes_are_a_snapshot_until_forgotten(path):
+    """Another handle rewrites a shard so its chunks move (no checksums, uncompressed: the
+    stale entries still decode). The reader's cached index points at the old places until
+    `forget_cached_indexes`; then it reads the new values. With the cache off it always does."""
+    a = zarrshard.create_array(path, shape=(16, 8), dtype="uint16", chunks=(4, 8), shards=(16, 8), compressors=None, checksums=())
+    old = image((16, 8)) + 1
+    a[...] = old
+    reader = zarrshard.open_array(path, mode="r")
+    np.testing.assert_array_equal(reader[...], old)  # index cached
+    new = old + 100
+    new[0:4] = 0  # the fill value: the first chunk is no longer stored, the others move up
+    zarrshard.open_array(path, mode="r+")[...] = new
+    stale = reader[4:8]
+    np.testing.assert_array_equal(stale, new[8:12])  # the bytes now at the second chunk's old place
+    reader.forget_cached_indexes()
+    np.testing.assert_array_equal(reader[...], new)
+    uncached = zarrshard.open_array(path, mode="r")
+    uncached.set_index_cache(0)
+    np.testing.assert_array_equal(uncached[...], new)
+    a[...] = old
+    np.testing.assert_array_equal(uncached[...], old)

@@ -368,7 +368,10 @@ def test_single_chunk_reads_cold_two_gets_warm_one(fs, bucket):
     key = f"{bucket}/counted/c/0/0"
     ranges = chunk_ranges(fs.cat_file(key), (2, 2))
 
-    b = zarrshard.open_array(store, mode="r")
+    # Opening is one request: zarr.json read whole by one GET (no HEAD for its size first).
+    with http_requests(fs) as sent:
+        b = zarrshard.open_array(store, mode="r")
+    assert sent == [("GET", f"{bucket}/counted/zarr.json", "bytes=0-65535")], sent
     with http_requests(fs) as sent:
         np.testing.assert_array_equal(b[0:64, 0:64], data[0:64, 0:64])
     offset, length = ranges[0]

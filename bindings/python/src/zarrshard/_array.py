@@ -351,12 +351,18 @@ class Array:
         finally:
             if generation == self._generation:
                 self._spare.append(handle)
-        self._forget_cached_indexes(self._handle)
+        # This handle's cached indexes of the shards just written are stale.
+        self.forget_cached_indexes()
 
-    def _forget_cached_indexes(self, handle):
-        forget = getattr(lib, "shard_array_forget_cached_indexes", None)
-        if forget is not None:
-            forget(handle)
+    def forget_cached_indexes(self):
+        """Drop the shard indexes this array has cached, so that its next reads see what other
+        handles or processes wrote since (writes through this `Array` need no call)."""
+        check(lib.shard_array_forget_cached_indexes(self._handle))
+
+    def set_index_cache(self, nbytes):
+        """Bound the cache of shard indexes of this array (default 8 MiB; 0: none). With it,
+        a second read of a shard costs only its chunks' reads: one request over S3 or HTTP."""
+        check(lib.shard_array_set_index_cache(self._handle, int(nbytes)))
 
     def _renew(self):
         """After a change of shape or attributes: spare handles reopen, metadata reloads."""

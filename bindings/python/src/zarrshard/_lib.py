@@ -132,7 +132,7 @@ def error_of(status, store=None):
     if status == lib.SHARD_ERR_IO:
         code = lib.shard_last_io_code()
         err = (StoreNotFoundError if code == errno.ENOENT else StoreError)(status, message, code)
-        cause = store.take_callback_error() if store is not None else None
+        cause = store.take_callback_error(message) if store is not None else None
         if cause is not None:
             err.__cause__ = cause
         return err

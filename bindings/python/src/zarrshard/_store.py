@@ -46,9 +46,9 @@ class Store:
         """A `_Table` for one call; `create`: the call may make the store's root."""
         raise NotImplementedError
 
-    def take_callback_error(self):
-        """The exception a Python callback of this store raised last, if any (the cause of a
-        `StoreError`)."""
+    def take_callback_error(self, message=""):
+        """The exception a Python callback of this store raised for the object `message`
+        names (or last), if any: the cause of a `StoreError`."""
         return None
 
 
@@ -151,7 +151,9 @@ class FsspecStore(Store):
             raise ValueError(
                 f"multipart_threshold {self.multipart_threshold}: S3's parts are at least 5 MiB ({_S3_PART_MIN} bytes)"
             )
-        self._error = None
+        # The exceptions callbacks raised lately, by key (bounded): the cause of the
+        # StoreError whose message names that key.
+        self._errors = {}
         self._error_lock = threading.Lock()
 
     @classmethod
@@ -177,14 +179,22 @@ class FsspecStore(Store):
         # Until an array adopts the table, this store's handle is ours to drop.
         return _Table(ptr, lambda: _drop(handle))
 
-    def record(self, exc):
+    def record(self, exc, key):
         with self._error_lock:
-            self._error = exc
+            self._errors.pop(key, None)
+            self._errors[key] = exc
+            while len(self._errors) > 64:
+                del self._errors[next(iter(self._errors))]
 
-    def take_callback_error(self):
+    def take_callback_error(self, message=""):
+        """The exception a callback raised for the key `message` names (the library's
+        message names the object: "... failed for `c/0/1`"), else the latest one."""
         with self._error_lock:
-            exc, self._error = self._error, None
-        return exc
+            if not self._errors:
+                return None
+            named = [k for k in self._errors if f"`{k}`" in message]
+            key = named[-1] if named else next(reversed(self._errors))
+            return self._errors.pop(key)
 
     def __reduce__(self):
         return (_fsspec_store, (self.fs, self.root, self.multipart_threshold))
@@ -249,10 +259,10 @@ def _code_of(exc, missing=lib.SHARD_IO_NOT_FOUND):
     return errno.EIO
 
 
-def _fail(store, exc, missing=lib.SHARD_IO_NOT_FOUND):
+def _fail(store, exc, missing=lib.SHARD_IO_NOT_FOUND, key=""):
     code = _code_of(exc, missing)
     if code != lib.SHARD_IO_NOT_FOUND:
-        store.record(exc)
+        store.record(exc, key)
     return code
 
 
@@ -351,7 +361,7 @@ def zs_py_read(userdata, offset, length, buf, read_out):
         read_out[0] = n
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc)
+        return _fail(obj.store, exc, key=obj.key)
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
@@ -367,7 +377,7 @@ def zs_py_read_suffix(userdata, length, buf, read_out, size_out):
             size_out[0] = n
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc)
+        return _fail(obj.store, exc, key=obj.key)
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
@@ -377,7 +387,7 @@ def zs_py_size(userdata, size_out):
         size_out[0] = int(obj.store.fs.size(obj.path))
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc)
+        return _fail(obj.store, exc, key=obj.key)
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
@@ -398,7 +408,7 @@ def zs_py_read_vectored(userdata, count, offsets, lens, bufs, read_outs):
             read_outs[k] = n
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc)
+        return _fail(obj.store, exc, key=obj.key)
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
@@ -411,7 +421,7 @@ def zs_py_remove(userdata):
             pass
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc, errno.EIO)
+        return _fail(obj.store, exc, errno.EIO, key=obj.key)
 
 
 class _NewObject:
@@ -492,7 +502,7 @@ def zs_py_create_new(userdata, new_out):
         new_out[0] = _hold(_NewObject(obj))
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc, errno.EIO)
+        return _fail(obj.store, exc, errno.EIO, key=obj.key)
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
@@ -502,7 +512,7 @@ def zs_py_write_new(userdata, new, offset, buf, length):
         ffi.from_handle(new).write(offset, bytes(ffi.buffer(buf, length)))
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc, errno.EIO)
+        return _fail(obj.store, exc, errno.EIO, key=obj.key)
 
 
 @ffi.def_extern(error=errno.EIO, onerror=_ignore)
@@ -517,7 +527,7 @@ def zs_py_commit_new(userdata, new, length):
             raise
         return 0
     except BaseException as exc:
-        return _fail(obj.store, exc, errno.EIO)
+        return _fail(obj.store, exc, errno.EIO, key=obj.key)
     finally:
         _drop(new)
 
