@@ -938,10 +938,10 @@ impl<S: Store> Array<S> {
         let write = |io: &dyn ShardIo| {
             // An update reads the old index: a damaged one names the shard.
             let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)
-                .map_err(|e| e.in_shard(&key))?;
+                .map_err(|e| e.in_shard(key))?;
             let mut chunk = vec![0u8; layout.inner_byte_size()];
             for i in 0..layout.num_chunks() {
-                layout.extract_chunk(i, &data, &mut chunk);
+                layout.extract_chunk(i, data, &mut chunk);
                 writer.write_chunk(&nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)?;
             }
             writer.finalize()
