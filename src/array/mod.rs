@@ -554,7 +554,9 @@ impl<S: Store> Array<S> {
         })
     }
 
-    /// A reader for partial access to the shard at `coords` (reads its index now).
+    /// A reader for partial access to the shard at `coords`: its index comes from this
+    /// handle's cache of indexes when it holds it, and is read now otherwise (and kept, see
+    /// [`Array::set_index_cache`]).
     ///
     /// Inner chunk coordinates and contents are those the sharding codec sees: when
     /// array→array codecs (e.g. `transpose`) come before `sharding_indexed`, they are in the
