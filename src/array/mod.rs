@@ -571,6 +571,22 @@ impl<S: Store> Array<S> {
         Ok(self.cached_shard_reader(coords)?.0)
     }
 
+    /// [`Array::shard_reader`] with the index read now, whatever the cache of indexes holds,
+    /// and not kept: for reference sets, which tell other readers where the chunks are now.
+    pub(crate) fn uncached_shard_reader(
+        &self,
+        coords: &[u64],
+    ) -> Result<ShardReader<Box<dyn ShardIo>>> {
+        if !self.meta.supports_partial_reads() {
+            return Err(Error::InvalidArgument(
+                "this array's shards cannot be read partially (not sharded, or a bytes→bytes codec follows sharding_indexed)".into(),
+            ));
+        }
+        let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
+        let key = self.shard_key(coords);
+        ShardReader::open(layout, self.store.shard_io(&key)?).map_err(|e| e.in_shard(&key))
+    }
+
     /// [`Array::shard_reader`], and whether its index came from the cache of indexes (a read
     /// that fails with it is tried again, [`Array::set_index_cache`]). The array's shards are
     /// read partially (checked by the caller).
