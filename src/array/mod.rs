@@ -273,7 +273,8 @@ impl<S: Store> Array<S> {
     /// Set the bound, in bytes, of this handle's cache of shard indexes (default
     /// [`index_cache::DEFAULT_INDEX_CACHE_BYTES`], 8 MiB); 0 turns it off and empties it.
     ///
-    /// Reads (region reads, [`Array::shard_reader`]) keep the index of each shard they open,
+    /// Region reads ([`Array::read_region`], and what reads through it: exports, appends
+    /// reading back a partly stored layer) keep the index of each shard they open,
     /// so that reading that shard again costs only the reads of its chunks: over an object
     /// store a repeated single-chunk read is one request instead of two. Each entry counts its
     /// decoded index (16 bytes per inner chunk) and about 200 bytes besides; when a new entry
@@ -554,9 +555,10 @@ impl<S: Store> Array<S> {
         })
     }
 
-    /// A reader for partial access to the shard at `coords`: its index comes from this
-    /// handle's cache of indexes when it holds it, and is read now otherwise (and kept, see
-    /// [`Array::set_index_cache`]).
+    /// A reader for partial access to the shard at `coords` (reads its index now, not from
+    /// the cache of indexes region reads use, [`Array::set_index_cache`]: a reader is held by
+    /// its caller, who may write the shard through the store between reads, and nothing would
+    /// retry its reads with a fresh index).
     ///
     /// Inner chunk coordinates and contents are those the sharding codec sees: when
     /// array→array codecs (e.g. `transpose`) come before `sharding_indexed`, they are in the
@@ -568,28 +570,18 @@ impl<S: Store> Array<S> {
                 "this array's shards cannot be read partially (not sharded, or a bytes→bytes codec follows sharding_indexed)".into(),
             ));
         }
-        Ok(self.cached_shard_reader(coords)?.0)
-    }
-
-    /// [`Array::shard_reader`] with the index read now, whatever the cache of indexes holds,
-    /// and not kept: for reference sets, which tell other readers where the chunks are now.
-    pub(crate) fn uncached_shard_reader(
-        &self,
-        coords: &[u64],
-    ) -> Result<ShardReader<Box<dyn ShardIo>>> {
-        if !self.meta.supports_partial_reads() {
-            return Err(Error::InvalidArgument(
-                "this array's shards cannot be read partially (not sharded, or a bytes→bytes codec follows sharding_indexed)".into(),
-            ));
-        }
         let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
         let key = self.shard_key(coords);
-        ShardReader::open(layout, self.store.shard_io(&key)?).map_err(|e| e.in_shard(&key))
+        let reader =
+            ShardReader::open(layout, self.store.shard_io(&key)?).map_err(|e| e.in_shard(&key))?;
+        reader.set_coalesce_gap(self.coalesce_gap());
+        Ok(reader)
     }
 
-    /// [`Array::shard_reader`], and whether its index came from the cache of indexes (a read
-    /// that fails with it is tried again, [`Array::set_index_cache`]). The array's shards are
-    /// read partially (checked by the caller).
+    /// [`Array::shard_reader`] through the cache of indexes, for region reads, and whether
+    /// the index came from the cache (a read that fails with it is tried again,
+    /// [`Array::set_index_cache`]). The array's shards are read partially (checked by the
+    /// caller).
     pub(crate) fn cached_shard_reader(
         &self,
         coords: &[u64],

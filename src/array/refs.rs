@@ -447,8 +447,7 @@ struct ReadShard {
 fn read_shards<S: Store>(array: &Array<S>, shards: &[Vec<u64>]) -> Result<Vec<ReadShard>> {
     array.map_io(shards.len(), |k| {
         let coords = &shards[k];
-        // Read now, not from the handle's cache: references describe the store as it is.
-        let reader = array.uncached_shard_reader(coords)?;
+        let reader = array.shard_reader(coords)?;
         Ok(ReadShard {
             coords: coords.clone(),
             key: array.shard_key(coords),
