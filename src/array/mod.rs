@@ -273,7 +273,8 @@ impl<S: Store> Array<S> {
     /// Set the bound, in bytes, of this handle's cache of shard indexes (default
     /// [`index_cache::DEFAULT_INDEX_CACHE_BYTES`], 8 MiB); 0 turns it off and empties it.
     ///
-    /// Reads (region reads, [`Array::shard_reader`]) keep the index of each shard they open,
+    /// Region reads ([`Array::read_region`], and what reads through it: exports, appends
+    /// reading back a partly stored layer) keep the index of each shard they open,
     /// so that reading that shard again costs only the reads of its chunks: over an object
     /// store a repeated single-chunk read is one request instead of two. Each entry counts its
     /// decoded index (16 bytes per inner chunk) and about 200 bytes besides; when a new entry
@@ -554,7 +555,10 @@ impl<S: Store> Array<S> {
         })
     }
 
-    /// A reader for partial access to the shard at `coords` (reads its index now).
+    /// A reader for partial access to the shard at `coords` (reads its index now, not from
+    /// the cache of indexes region reads use, [`Array::set_index_cache`]: a reader is held by
+    /// its caller, who may write the shard through the store between reads, and nothing would
+    /// retry its reads with a fresh index).
     ///
     /// Inner chunk coordinates and contents are those the sharding codec sees: when
     /// array→array codecs (e.g. `transpose`) come before `sharding_indexed`, they are in the
@@ -566,12 +570,18 @@ impl<S: Store> Array<S> {
                 "this array's shards cannot be read partially (not sharded, or a bytes→bytes codec follows sharding_indexed)".into(),
             ));
         }
-        Ok(self.cached_shard_reader(coords)?.0)
+        let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
+        let key = self.shard_key(coords);
+        let reader =
+            ShardReader::open(layout, self.store.shard_io(&key)?).map_err(|e| e.in_shard(&key))?;
+        reader.set_coalesce_gap(self.coalesce_gap());
+        Ok(reader)
     }
 
-    /// [`Array::shard_reader`], and whether its index came from the cache of indexes (a read
-    /// that fails with it is tried again, [`Array::set_index_cache`]). The array's shards are
-    /// read partially (checked by the caller).
+    /// [`Array::shard_reader`] through the cache of indexes, for region reads, and whether
+    /// the index came from the cache (a read that fails with it is tried again,
+    /// [`Array::set_index_cache`]). The array's shards are read partially (checked by the
+    /// caller).
     pub(crate) fn cached_shard_reader(
         &self,
         coords: &[u64],
@@ -938,10 +948,10 @@ impl<S: Store> Array<S> {
         let write = |io: &dyn ShardIo| {
             // An update reads the old index: a damaged one names the shard.
             let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)
-                .map_err(|e| e.in_shard(&key))?;
+                .map_err(|e| e.in_shard(key))?;
             let mut chunk = vec![0u8; layout.inner_byte_size()];
             for i in 0..layout.num_chunks() {
-                layout.extract_chunk(i, &data, &mut chunk);
+                layout.extract_chunk(i, data, &mut chunk);
                 writer.write_chunk(&nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)?;
             }
             writer.finalize()

@@ -501,7 +501,7 @@ impl<S: Store> Array<S> {
         // or decode that fails (a corrupt chunk, a store error) then fails before any byte is
         // written, and the shard stays exactly as it was. Memory: the partly covered chunks
         // (the chunks are walked twice rather than listed, so nothing is kept per chunk).
-        let local_box = cells(&nd::sub(&bs, &origin), &be, &inner);
+        let local_box = cells(&nd::sub(bs, origin), be, &inner);
         let rank = inner.len();
         let mut corigin = vec![0u64; rank];
         // The chunk at `local`: its origin into `corigin`, and whether the region covers it
@@ -511,7 +511,7 @@ impl<S: Store> Array<S> {
             for d in 0..rank {
                 corigin[d] = origin[d] + local[d] * inner[d];
             }
-            let (cb, ce) = nd::intersect(&bs, &be, corigin, &inner);
+            let (cb, ce) = nd::intersect(bs, be, corigin, &inner);
             let part = !(cb == corigin && ce == nd::in_array(&meta.shape, corigin, &inner));
             (cb, ce, part)
         };

@@ -518,8 +518,10 @@ unsafe fn region_args<'a>(
 /// Read the region of extent `shape` at `start` (each `rank` values, array coordinates) into
 /// `buf` (`len` bytes, which must be the region's element count × the element size): C order,
 /// native byte order; the fill value where nothing is stored. Per shard touched: one read of
-/// its index, then the byte ranges of the inner chunks the region needs, merged into runs
-/// (one `read_vectored` call when the object table has it). Arrays with a bytes→bytes codec
+/// its index unless the handle's cache holds it (`shard_array_set_index_cache`: a shard read
+/// before through this handle costs no index read), then the byte ranges of the inner chunks
+/// the region needs, merged into runs (one `read_vectored` call when the object table has
+/// it). Arrays with a bytes→bytes codec
 /// after sharding, or with `transpose` before it, are read a whole shard at a time.
 ///
 /// The arguments are checked before any callback runs: rank and bounds, then the buffer's
@@ -560,7 +562,11 @@ pub unsafe extern "C" fn shard_array_read_region(
 /// shard the region covers entirely is written whole without being read; in others only the
 /// index and the inner chunks the region covers partly are read, and the touched chunks plus
 /// a new index are appended (`SHARD_MODE_UPDATE_APPEND`; `zarrshard compact` reclaims the dead
-/// bytes). Inner chunks equal to the fill value are not stored; a shard left empty is removed.
+/// bytes). Over an object store (object tables with the new-object callbacks and no `write`,
+/// see `shard_io_callbacks`) such a shard is instead read whole, updated in memory and written
+/// whole as a new object (one `create_new` … `commit_new`; the old object stays until then).
+/// Inner chunks equal to the fill value are not stored; a shard left empty is removed. The
+/// handle's cached indexes of the shards written are dropped (`shard_array_set_index_cache`).
 /// Not atomic across shards: after an error some shards may hold new values. Within a shard,
 /// the partly covered inner chunks are read and decoded before anything is written, so a read
 /// error or a corrupt chunk leaves that shard as it was; a failed `write` while appending is

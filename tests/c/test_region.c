@@ -390,9 +390,20 @@ static void test_requests_per_region(void) {
     CHECK(box_matches(a, 4, 0, 4, 8));
     CHECK(store_reads(&s) == 2);
     store_reset(&s);
-    /* Rows 6..10, cols 6..10: four shards, one chunk each: 4 index reads + 4 chunk reads. */
+    /* Rows 6..10, cols 6..10: four shards, one chunk each: 3 index reads (shard (0, 0)'s is in
+     * the handle's cache since the read before) + 4 chunk reads. */
+    CHECK(box_matches(a, 6, 6, 4, 4));
+    CHECK(store_reads(&s) == 7);
+    store_reset(&s);
+    /* Again: every index is cached, one read per chunk. */
+    CHECK(box_matches(a, 6, 6, 4, 4));
+    CHECK(store_reads(&s) == 4);
+    /* Without the cache, every shard's index again. */
+    EXPECT(shard_array_set_index_cache(a, 0), SHARD_OK);
+    store_reset(&s);
     CHECK(box_matches(a, 6, 6, 4, 4));
     CHECK(store_reads(&s) == 8);
+    EXPECT(shard_array_set_index_cache(a, 8 << 20), SHARD_OK);
     store_reset(&s);
     /* Writing exactly inner chunk (0, 1) of shard (1, 0) reads only its index. */
     write_box(a, 8, 4, 4, 4, 9);
