@@ -4,6 +4,7 @@
 pub mod append;
 pub(crate) mod blocks;
 pub mod group;
+pub mod index_cache;
 pub mod legacy;
 pub mod refs;
 pub mod region;
@@ -66,6 +67,8 @@ pub struct Array<S: Store> {
     /// Whether `pending` may hold a layer: region reads skip its lock otherwise, so that many
     /// threads reading one array never meet on it.
     pub(crate) appending: std::sync::atomic::AtomicBool,
+    /// The shard indexes this handle read ([`Array::set_index_cache`]).
+    index_cache: crate::array::index_cache::IndexCache,
 }
 
 /// What a store's root holds, for [`Array::open`] and [`Array::open_at`].
@@ -263,7 +266,64 @@ impl<S: Store> Array<S> {
             write_ratio: streamed::Ratio::default(),
             pending: std::sync::Mutex::new(None),
             appending: std::sync::atomic::AtomicBool::new(false),
+            index_cache: Default::default(),
         }
+    }
+
+    /// Set the bound, in bytes, of this handle's cache of shard indexes (default
+    /// [`index_cache::DEFAULT_INDEX_CACHE_BYTES`], 8 MiB); 0 turns it off and empties it.
+    ///
+    /// Reads (region reads, [`Array::shard_reader`]) keep the index of each shard they open,
+    /// so that reading that shard again costs only the reads of its chunks: over an object
+    /// store a repeated single-chunk read is one request instead of two. Each entry counts its
+    /// decoded index (16 bytes per inner chunk) and about 200 bytes besides; when a new entry
+    /// would pass the bound the least recently used ones are dropped, so the cache never holds
+    /// more than the bound whatever the grid's size. An index larger than the bound is not
+    /// kept. A shard with no stored object is never cached as missing.
+    ///
+    /// The cache is a snapshot of the shards as this handle read them:
+    /// - every write through this handle (region writes, [`Array::write_shard`] and
+    ///   [`Array::write_shard_with`], appends, [`Array::resize`], [`Array::compact`],
+    ///   [`Array::repair`], [`Array::import`], repacking into it) drops the entries of the
+    ///   shards it writes or deletes, whether it succeeds or fails, so a read never uses an
+    ///   index older than a write this handle made;
+    /// - writes by other handles or processes are seen once [`Array::forget_cached_indexes`]
+    ///   is called, or on a new handle; until then a region read that fails on a shard whose
+    ///   index came from the cache (the object shorter than an entry or gone, a checksum
+    ///   mismatch, a chunk that does not decode, a store error) empties the cache and is
+    ///   tried once more with indexes read afresh, so a shard replaced by another writer is
+    ///   read correctly in the common case. A shard replaced by an object whose old entries
+    ///   still decode (no checksum, same layout) reads the old entries' bytes until then.
+    ///
+    /// Safe to call while other threads read.
+    pub fn set_index_cache(&self, bytes: u64) {
+        self.index_cache.set_limit(bytes);
+    }
+
+    /// The bound [`Array::set_index_cache`] set.
+    pub fn index_cache_limit(&self) -> u64 {
+        self.index_cache.limit()
+    }
+
+    /// What the entries of the cache of shard indexes count against its bound now (never more
+    /// than [`Array::index_cache_limit`]).
+    pub fn cached_index_bytes(&self) -> u64 {
+        self.index_cache.bytes()
+    }
+
+    /// Drop every cached shard index ([`Array::set_index_cache`]): the next read of each
+    /// shard reads its index again, seeing what other handles or processes wrote since. Safe
+    /// to call while other threads read.
+    pub fn forget_cached_indexes(&self) {
+        self.index_cache.clear();
+    }
+
+    /// Drop the cached index of the shard at `key` once `write` (which writes or deletes it)
+    /// returns, whatever it returns.
+    pub(crate) fn forgetting<T>(&self, key: &str, write: impl FnOnce() -> Result<T>) -> Result<T> {
+        let done = write();
+        self.index_cache.forget(key);
+        done
     }
 
     /// The array's shape, frames appended and not yet written ([`Array::append`]) included.
@@ -473,6 +533,12 @@ impl<S: Store> Array<S> {
     pub fn write_shard(&self, coords: &[u64], data: &[u8]) -> Result<Finalized> {
         crate::codec::check_len(data.len(), self.meta.chunk_repr().byte_size()?)?;
         let key = self.shard_key(coords);
+        self.forgetting(&key, || self.write_shard_unforgotten(&key, coords, data))
+    }
+
+    /// [`Array::write_shard`] of `key`, `data` checked; the caller drops the cached index.
+    fn write_shard_unforgotten(&self, key: &str, coords: &[u64], data: &[u8]) -> Result<Finalized> {
+        let key = key.to_string();
         if self.meta.fill_value.fills(data) {
             self.store.delete(&key)?;
             return Ok(Finalized::Deleted);
@@ -500,12 +566,39 @@ impl<S: Store> Array<S> {
                 "this array's shards cannot be read partially (not sharded, or a bytes→bytes codec follows sharding_indexed)".into(),
             ));
         }
+        Ok(self.cached_shard_reader(coords)?.0)
+    }
+
+    /// [`Array::shard_reader`], and whether its index came from the cache of indexes (a read
+    /// that fails with it is tried again, [`Array::set_index_cache`]). The array's shards are
+    /// read partially (checked by the caller).
+    pub(crate) fn cached_shard_reader(
+        &self,
+        coords: &[u64],
+    ) -> Result<(ShardReader<Box<dyn ShardIo>>, bool)> {
         let layout = Arc::new(self.meta.shard_layout().expect("sharded"));
         let key = self.shard_key(coords);
-        let reader =
-            ShardReader::open(layout, self.store.shard_io(&key)?).map_err(|e| e.in_shard(&key))?;
+        let io = self.store.shard_io(&key)?;
+        let (reader, cached) = match self.index_cache.get(&key) {
+            Some((index, size)) => (ShardReader::with_index(layout, io, Some(index), size), true),
+            None => {
+                let epoch = self.index_cache.epoch();
+                let loaded =
+                    crate::shard::reader::load_index(&layout, &io).map_err(|e| e.in_shard(&key))?;
+                let reader = match loaded {
+                    Some((index, size)) => {
+                        let index = Arc::new(index);
+                        self.index_cache.insert(&key, index.clone(), size, epoch);
+                        ShardReader::with_index(layout, io, Some(index), size)
+                    }
+                    // Absence is not cached: another writer may store the shard later.
+                    None => ShardReader::with_index(layout, io, None, None),
+                };
+                (reader, false)
+            }
+        };
         reader.set_coalesce_gap(self.coalesce_gap());
-        Ok(reader)
+        Ok((reader, cached))
     }
 
     /// Write the whole array as raw bytes: C order, each element little-endian, bool as one
@@ -764,7 +857,21 @@ impl<S: Store> Array<S> {
         options: WriteOptions,
         fill: impl Fn(usize, &mut [u8]) + Sync + Send,
     ) -> Result<Finalized> {
-        let io = self.store.shard_io(&self.shard_key(coords))?;
+        let key = self.shard_key(coords);
+        self.forgetting(&key, || {
+            self.write_buffered_unforgotten(&key, layout, options, fill)
+        })
+    }
+
+    /// [`Array::write_buffered`] of `key`; the caller drops the cached index.
+    fn write_buffered_unforgotten(
+        &self,
+        key: &str,
+        layout: &Arc<ShardLayout>,
+        options: WriteOptions,
+        fill: impl Fn(usize, &mut [u8]) + Sync + Send,
+    ) -> Result<Finalized> {
+        let io = self.store.shard_io(key)?;
         if threads::shares_with_caller(layout.num_chunks()) && !self.store.io_on_caller_thread() {
             if let Some(sink) = io.object_sink() {
                 let ratio = &self.write_ratio;
@@ -812,7 +919,22 @@ impl<S: Store> Array<S> {
             });
         }
         let key = self.shard_key(coords);
-        let io = self.store.shard_io(&key)?;
+        self.forgetting(&key, || {
+            self.update_shard(&key, &layout, &data, strategy, options)
+        })
+    }
+
+    /// [`Array::write_shard_with`] of `key` with a streaming or update strategy, `data` after
+    /// the array→array codecs; the caller drops the cached index.
+    fn update_shard(
+        &self,
+        key: &str,
+        layout: &Arc<ShardLayout>,
+        data: &[u8],
+        strategy: WriteStrategy,
+        options: WriteOptions,
+    ) -> Result<Finalized> {
+        let io = self.store.shard_io(key)?;
         let write = |io: &dyn ShardIo| {
             // An update reads the old index: a damaged one names the shard.
             let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)
@@ -898,7 +1020,7 @@ impl<S: Store> Array<S> {
             if index.dead_bytes(&layout, size) == 0 {
                 continue;
             }
-            if let Some((before, after)) = compact(&layout, &io, order)? {
+            if let Some((before, after)) = self.forgetting(&key, || compact(&layout, &io, order))? {
                 done.push((key, before, after));
             }
         }

@@ -39,6 +39,7 @@ use crate::runtime::threads;
 use crate::shard::reader::FetchedChunks;
 use crate::shard::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
 use crate::storage::store::Store;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The read's spare fetch buffers.
@@ -94,13 +95,35 @@ impl<S: Store> Array<S> {
         Ok(())
     }
 
-    /// [`Array::read_region_in`] of what the store holds.
+    /// [`Array::read_region_in`] of what the store holds. A read that fails on a shard whose
+    /// index came from the cache of indexes (which may predate another writer's) empties the
+    /// cache and is done once more with indexes read afresh ([`Array::set_index_cache`]).
     fn read_stored_region(
         &self,
         start: &[u64],
         shape: &[u64],
         out: &mut [u8],
         listed: Option<&[u64]>,
+    ) -> Result<()> {
+        let stale = AtomicBool::new(false);
+        match self.read_stored_region_once(start, shape, out, listed, &stale) {
+            Err(_) if stale.load(Ordering::Relaxed) => {
+                self.forget_cached_indexes();
+                self.read_stored_region_once(start, shape, out, listed, &AtomicBool::new(false))
+            }
+            done => done,
+        }
+    }
+
+    /// [`Array::read_stored_region`] once, setting `stale` when a shard whose index came from
+    /// the cache fails.
+    fn read_stored_region_once(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        out: &mut [u8],
+        listed: Option<&[u64]>,
+        stale: &AtomicBool,
     ) -> Result<()> {
         let meta = self.metadata();
         let elem = meta.data_type.size();
@@ -151,10 +174,10 @@ impl<S: Store> Array<S> {
             // would cost more than the work.
             let here = shards.peek().is_none() && total <= SMALL_READ_CHUNKS;
             // Phase 1: each shard's index, then its wanted chunks' bytes, shards in parallel.
-            let fetch = |s: usize| -> Result<Option<FetchedChunks>> {
-                let reader = self.shard_reader(&pass[s])?;
+            let fetch = |s: usize| -> Result<(Option<FetchedChunks>, bool)> {
+                let (reader, cached) = self.cached_shard_reader(&pass[s])?;
                 if reader.index().is_none() {
-                    return Ok(None);
+                    return Ok((None, false));
                 }
                 let mut indices = Vec::with_capacity(cell_count(&locals[s]) as usize);
                 each_cell(&locals[s], |c| {
@@ -164,15 +187,21 @@ impl<S: Store> Array<S> {
                 let mut bufs: Vec<Vec<u8>> = lock(&spare).pop().into_iter().collect();
                 let fetched = reader.fetch_chunks_reusing(&indices, &mut bufs);
                 lock(&spare).append(&mut bufs);
-                Ok(Some(
-                    fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?,
+                if fetched.is_err() && cached {
+                    stale.store(true, Ordering::Relaxed);
+                }
+                Ok((
+                    Some(fetched.map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?),
+                    cached,
                 ))
             };
-            let fetched: Vec<Option<FetchedChunks>> =
+            let fetched: Vec<(Option<FetchedChunks>, bool)> =
                 match here || self.store().io_on_caller_thread() {
                     true => (0..pass.len()).map(fetch).collect::<Result<_>>()?,
                     false => threads::map(pass.len(), fetch)?,
                 };
+            let (fetched, cached): (Vec<Option<FetchedChunks>>, Vec<bool>) =
+                fetched.into_iter().unzip();
             // Phase 2: every (shard, inner chunk) of the pass is one item, decoded straight
             // into its part of `out`; the pool splits the items into runs by work stealing, so
             // the pass keeps every thread busy whatever the region's shape.
@@ -189,8 +218,12 @@ impl<S: Store> Array<S> {
                 let src: &[u8] = match (encoded, &fetched[s]) {
                     (Some(e), _) if layout.as_decoded(e).is_some() => e,
                     (_, Some(f)) => {
-                        f.decode_into(k, chunk)
-                            .map_err(|e| e.in_shard(&self.shard_key(&pass[s])))?;
+                        if let Err(e) = f.decode_into(k, chunk) {
+                            if cached[s] {
+                                stale.store(true, Ordering::Relaxed);
+                            }
+                            return Err(e.in_shard(&self.shard_key(&pass[s])));
+                        }
                         chunk
                     }
                     (_, None) => {
@@ -306,8 +339,11 @@ impl<S: Store> Array<S> {
             }
             self.map_io(pass.len(), |s| {
                 // A shard read back and merged names its key when its bytes do not decode.
-                self.write_region_shard(&pass[s], start, shape, data, mode, options)
-                    .map_err(|e| e.in_shard(&self.shard_key(&pass[s])))
+                let key = self.shard_key(&pass[s]);
+                self.forgetting(&key, || {
+                    self.write_region_shard(&pass[s], start, shape, data, mode, options)
+                })
+                .map_err(|e| e.in_shard(&key))
             })?;
         }
     }

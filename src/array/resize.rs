@@ -38,6 +38,14 @@ impl<S: Store> Array<S> {
         if shape == old {
             return Ok(());
         }
+        // Shards are cut back or deleted below: none of the cached indexes is kept.
+        let resized = self.resize_stored(shape, &old);
+        self.forget_cached_indexes();
+        resized
+    }
+
+    /// [`Array::resize`] from `old` to `shape` (checked, and different).
+    fn resize_stored(&mut self, shape: &[u64], old: &[u64]) -> Result<()> {
         let cs = self.metadata().chunk_shape.clone();
         let widest: Vec<u64> = old.iter().zip(shape).map(|(a, b)| *a.max(b)).collect();
         let grid_of =

@@ -21,8 +21,8 @@ use std::sync::Arc;
 pub struct ShardReader<I: ShardIo> {
     layout: Arc<ShardLayout>,
     io: I,
-    /// `None` when the object does not exist.
-    index: Option<ShardIndex>,
+    /// `None` when the object does not exist; shared with the array's cache of indexes.
+    index: Option<Arc<ShardIndex>>,
     /// Size of the object when the back end reported it with the index read.
     object_size: Option<u64>,
     /// Byte ranges of wanted chunks closer than this are fetched in one read.
@@ -36,17 +36,27 @@ pub const DEFAULT_COALESCE_GAP: u64 = 64 << 10;
 impl<I: ShardIo> ShardReader<I> {
     /// Open a shard: one read, of the index only.
     pub fn open(layout: Arc<ShardLayout>, io: I) -> Result<Self> {
-        let (index, object_size) = match load_index(&layout, &io)? {
-            Some((index, size)) => (Some(index), size),
-            None => (None, None),
-        };
-        Ok(ShardReader {
+        Ok(match load_index(&layout, &io)? {
+            Some((index, size)) => Self::with_index(layout, io, Some(Arc::new(index)), size),
+            None => Self::with_index(layout, io, None, None),
+        })
+    }
+
+    /// A reader of an index loaded before (`None`: the object does not exist), without reading
+    /// anything: `index` must be the one `io`'s object has (the array's cache of indexes).
+    pub(crate) fn with_index(
+        layout: Arc<ShardLayout>,
+        io: I,
+        index: Option<Arc<ShardIndex>>,
+        object_size: Option<u64>,
+    ) -> Self {
+        ShardReader {
             layout,
             io,
             index,
             object_size,
             coalesce_gap: AtomicU64::new(DEFAULT_COALESCE_GAP),
-        })
+        }
     }
 
     /// Size of the shard object, when the back end reported it while the index was read.
@@ -61,7 +71,7 @@ impl<I: ShardIo> ShardReader<I> {
 
     /// The loaded index; `None` when the shard object does not exist.
     pub fn index(&self) -> Option<&ShardIndex> {
-        self.index.as_ref()
+        self.index.as_deref()
     }
 
     /// The I/O back end.

@@ -80,7 +80,7 @@ impl<S: Store> Array<S> {
             |_, shard| {
                 if let Some((key, outcome, prefix)) = shard.flatten() {
                     if matches!(outcome, ShardRepair::Recovered { .. }) && !dry_run {
-                        self.store().set(&key, &prefix)?;
+                        self.forgetting(&key, || self.store().set(&key, &prefix))?;
                     }
                     out.push((key, outcome));
                 }

@@ -71,6 +71,12 @@ impl ShardIndex {
         }
     }
 
+    /// The bytes the decoded index holds in memory (its entries and this value), what a cache
+    /// of indexes counts against its bound.
+    pub fn memory_bytes(&self) -> u64 {
+        (self.raw.capacity() + std::mem::size_of::<Self>()) as u64
+    }
+
     /// Number of inner chunks the index describes.
     pub fn len(&self) -> usize {
         self.num
