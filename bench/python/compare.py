@@ -24,7 +24,9 @@ Measurements (each side on its own array, opened fresh before each sample, openi
 * write: `arr[...] = data` on a newly created array (creation untimed), MB/s of decoded bytes;
 * read: `arr[...]`, MB/s of decoded bytes;
 * chunk reads: K reads `arr[y:y+64, x:x+64]` at chunk-aligned positions, reads/s.
-One extra row: zarrshard reading the array zarr-python wrote. The sides alternate within
+Each figure is also given as the process CPU time (all threads) the operation took: less
+moved by other processes on a shared machine than the wall time. One extra row: zarrshard
+reading the array zarr-python wrote. The sides alternate within
 each repetition, so a busy moment of the machine hits all of them. Every value read (whole
 arrays and each chunk) is compared with the source data after each sample.
 
@@ -299,10 +301,13 @@ def run(args, root, zarrshard):
     expected = [data[y : y + CHUNK[0], x : x + CHUNK[1]] for y, x in positions]
 
     sides = {s.name: s for s in (Zarrshard(root), ZarrPython(root), Zarrs(root), Tensorstore(root))}
-    results = {}  # (row, side) -> samples
+    results = {}  # (row, side) -> samples of the figure
+    cpu = {}  # (row, side) -> samples of the process CPU time (all threads) per operation
 
-    def record(row, side, value):
+    def record(row, side, measured):
+        value, seconds = measured
         results.setdefault((row, side), []).append(value)
+        cpu.setdefault((row, side), []).append(seconds)
 
     def same(got, want, what):
         got = np.asarray(got)
@@ -312,32 +317,32 @@ def run(args, root, zarrshard):
     def write(side):
         shutil.rmtree(side.path, ignore_errors=True)
         arr = side.create()
-        t = time.perf_counter()
+        c, t = time.process_time(), time.perf_counter()
         side.write(arr, data)
-        dt = time.perf_counter() - t
+        dt, dc = time.perf_counter() - t, time.process_time() - c
         del arr
-        return mb / dt
+        return mb / dt, dc
 
     def read(side, path, label):
         arr = side.open(path)
         if isinstance(side, ZarrPython):
             side.check_pipeline(arr)
-        t = time.perf_counter()
+        c, t = time.process_time(), time.perf_counter()
         out = side.read(arr)
-        dt = time.perf_counter() - t
+        dt, dc = time.perf_counter() - t, time.process_time() - c
         same(out, data, f"{label}: whole array")
-        return mb / dt
+        return mb / dt, dc
 
     def chunks(side, path, label):
         arr = side.open(path, chunks=True)
         out = []
-        t = time.perf_counter()
+        c, t = time.process_time(), time.perf_counter()
         for y, x in positions:
             out.append(side.chunk(arr, y, x))
-        dt = time.perf_counter() - t
+        dt, dc = time.perf_counter() - t, time.process_time() - c
         for (y, x), got, want in zip(positions, out, expected):
             same(got, want, f"{label}: chunk at [{y}, {x}]")
-        return len(positions) / dt
+        return len(positions) / dt, dc / len(positions)
 
     for rep in range(args.reps):
         for name, side in sides.items():
@@ -353,10 +358,10 @@ def run(args, root, zarrshard):
         record("read-zp", "zarrshard", read(sides["zarrshard"], zp, "zarrshard on zarr-python's array"))
         record("chunks-zp", "zarrshard", chunks(sides["zarrshard"], zp, "zarrshard on zarr-python's array"))
 
-    print_table(args, results, {n: stored_bytes(s.path) for n, s in sides.items()}, zarr, zarrshard)
+    print_table(args, results, cpu, {n: stored_bytes(s.path) for n, s in sides.items()}, zarr, zarrshard)
 
 
-def print_table(args, results, sizes, zarr, zarrshard):
+def print_table(args, results, cpu, sizes, zarr, zarrshard):
 
     cpus = os.cpu_count()
     versions = {
@@ -403,6 +408,15 @@ def print_table(args, results, sizes, zarr, zarrshard):
             if v:
                 parts.append(f"{TITLES[s]} {min(v):.0f}-{max(v):.0f}")
         print(f"  {title}: " + "; ".join(parts))
+    # The CPU the process spent, all threads: less moved by other processes than the wall
+    # time on a shared machine, and a parallel library's cost beside a serial one's.
+    print()
+    print("Process CPU time (all threads) per operation, least of the samples:")
+    units = {"write": (1e3, "ms"), "read": (1e3, "ms"), "chunks": (1e6, "us")}
+    for key, title, fmt in rows:
+        scale, unit = units[key.split("-")[0]]
+        parts = [f"{TITLES[s]} {min(cpu[(key, s)]) * scale:.1f} {unit}" for s in SIDES if (key, s) in cpu]
+        print(f"  {title.split(' (')[0]}: " + "; ".join(parts))
 
 
 if __name__ == "__main__":
