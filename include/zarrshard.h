@@ -17,6 +17,12 @@
 #include <stdint.h>
 
 /**
+ * The default bound of one handle's cache of shard indexes: 8 MiB, the indexes of about
+ * half a million inner chunks (16 bytes each).
+ */
+#define DEFAULT_INDEX_CACHE_BYTES (8 << 20)
+
+/**
  * The most threads `shard_set_threads` accepts.
  */
 #define SHARD_MAX_THREADS 1024
@@ -293,8 +299,21 @@ typedef struct shard_handle shard_handle;
  *   completed). On any error before that it calls `discard_new` instead, and the old object is
  *   untouched. Exactly one of `commit_new` and `discard_new` follows each successful
  *   `create_new`, and nothing after it for that new object. Without them such writes go
- *   through `write` in place (and `truncate`). Appends and streaming writes always use
- *   `write`.
+ *   through `write` in place (and `truncate`). Shard handles (`shard_open`) that stream or
+ *   update always use `write`.
+ * * Object stores (S3 and the like, which cannot write at an offset): a table with the
+ *   new-object callbacks and `remove` but no `write` (and no `truncate`) is a valid table for
+ *   the array calls that write. Every write then replaces whole objects through the new-object
+ *   callbacks (one `create_new` … `commit_new` per object written): shards a region write
+ *   covers entirely, shards it covers partly (the old object is read whole with `read`, the
+ *   update applied to a copy in memory, and the result written as a new object; memory: the
+ *   shard's object), `shard_array_append`/`shard_array_flush`, `shard_array_resize` (shards cut
+ *   back are rewritten, shards outside removed with `remove`), `shard_array_compact`, and
+ *   `zarr.json` (`shard_array_set_attributes`, `shard_array_create`, resize). A shard left
+ *   with no stored chunk is removed with `remove`. Without `write` a shard handle
+ *   (`shard_open`) can only read or write buffered shards. Give such a table `read_suffix`
+ *   reporting the object's size (a ranged GET's `Content-Range` total), so that an index read
+ *   needs one request.
  * * Threads for new objects: calls for one new object never overlap, and come from one thread
  *   at a time. Through a store with `SHARD_STORE_THREAD_SAFE` and two threads or more, any of
  *   them may run on the library's worker threads (several shards are written at once, and one
@@ -331,8 +350,10 @@ typedef struct {
    */
   int32_t (*size)(void *userdata, uint64_t *size_out);
   /**
-   * Required for write handles. Write `len` bytes from `buf` at `offset`, creating or
-   * extending the object.
+   * Required for shard handles that stream or update (`shard_open`), and for array writes
+   * through a table without the new-object callbacks. Write `len` bytes from `buf` at
+   * `offset`, creating or extending the object. NULL for an object store (see the
+   * contract above).
    */
   int32_t (*write)(void *userdata, uint64_t offset, const uint8_t *buf, size_t len);
   /**
@@ -720,6 +741,44 @@ void shard_array_close(shard_array *array);
  * afterwards use it. Returns `SHARD_OK`, `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
  */
 shard_status shard_array_set_coalesce_gap(const shard_array *array, uint64_t gap);
+
+/**
+ * Set the bound, in bytes, of the array handle's cache of shard indexes; 0 turns the cache off
+ * and empties it. The default is 8388608 (8 MiB) per handle; there is no cache shared between
+ * handles.
+ *
+ * `shard_array_read_region` keeps the index of each shard it reads, so that reading that shard
+ * again through this handle costs only the reads of its inner chunks: over an object store a
+ * repeated single-chunk read is one request (a `read`) instead of two (`read_suffix` for the
+ * index, then `read`). Each entry counts its decoded index (16 bytes per inner chunk) and about
+ * 200 bytes besides; the least recently used entries are dropped to keep within the bound, so
+ * memory never grows past it whatever the grid's size. A shard with no stored object is never
+ * cached as missing.
+ *
+ * The cache is a snapshot of the shards as this handle read them. Every write through this
+ * handle (`shard_array_write_region` and the other calls that write or delete shards on it)
+ * drops the entries of the shards it writes, whether it succeeds or not, so a read never uses
+ * an index older than a write this handle made. Writes by other handles or processes are seen
+ * after `shard_array_forget_cached_indexes`, or on a new handle. Until then a read that fails
+ * on a shard whose index came from the cache (the object shorter than an entry or gone, a
+ * checksum mismatch, a chunk that does not decode, any error of the store's callbacks) empties
+ * the cache and is done once more with indexes read afresh, so a shard another writer replaced
+ * is read correctly in the common case; a replaced shard whose old entries still decode (no
+ * checksum codec) reads the bytes at the old entries until then.
+ *
+ * Thread-safe, also while other threads read the array. Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_set_index_cache(const shard_array *array, uint64_t bytes);
+
+/**
+ * Drop every shard index the array handle has cached (see `shard_array_set_index_cache`): the
+ * next read of each shard reads its index again, seeing what other handles or processes wrote
+ * since. Call it when another writer may have changed the array. The bound stays as it was.
+ * Thread-safe, also while other threads read the array. Returns `SHARD_OK`,
+ * `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+ */
+shard_status shard_array_forget_cached_indexes(const shard_array *array);
 
 /**
  * A new codec handle for the array's sharding layout and metadata, for the `shard_codec_*`

@@ -938,10 +938,10 @@ impl<S: Store> Array<S> {
         let write = |io: &dyn ShardIo| {
             // An update reads the old index: a damaged one names the shard.
             let mut writer = ShardWriter::new(layout.clone(), io, strategy, options)
-                .map_err(|e| e.in_shard(&key))?;
+                .map_err(|e| e.in_shard(key))?;
             let mut chunk = vec![0u8; layout.inner_byte_size()];
             for i in 0..layout.num_chunks() {
-                layout.extract_chunk(i, &data, &mut chunk);
+                layout.extract_chunk(i, data, &mut chunk);
                 writer.write_chunk(&nd::unravel(i as u64, layout.chunks_per_shard()), &chunk)?;
             }
             writer.finalize()
@@ -965,15 +965,7 @@ impl<S: Store> Array<S> {
             }
             _ => {
                 drop(sink);
-                let copy = match io.read(ByteRange::FromStart(0, None))? {
-                    Some(old) => MemoryIo::from_bytes(old.data),
-                    None => MemoryIo::new(),
-                };
-                let done = write(&copy)?;
-                if let (Finalized::Written { .. }, Some(bytes)) = (done, copy.bytes()) {
-                    io.put(&bytes)?;
-                }
-                done
+                update_on_copy(&*io, write)?
             }
         };
         if done == Finalized::Deleted {
@@ -1297,6 +1289,26 @@ impl<S: Store> Array<S> {
         }
         (errors, (stored.len() - failed) as u64)
     }
+}
+
+/// Apply an update (`write`, a shard writer's whole run over the object it is given) to a copy
+/// of `io`'s object in memory, then write the result whole with [`ShardIo::put`] (a new object,
+/// where the back end makes them, that replaces the old one only when complete). Memory: the
+/// old object. The old object is left as it was when `write` fails; when it leaves no stored
+/// chunk ([`Finalized::Deleted`]) nothing is written and the caller deletes the object.
+pub(crate) fn update_on_copy(
+    io: &dyn ShardIo,
+    write: impl FnOnce(&dyn ShardIo) -> Result<Finalized>,
+) -> Result<Finalized> {
+    let copy = match io.read(ByteRange::FromStart(0, None))? {
+        Some(old) => MemoryIo::from_bytes(old.data),
+        None => MemoryIo::new(),
+    };
+    let done = write(&copy)?;
+    if let (Finalized::Written { .. }, Some(bytes)) = (done, copy.bytes()) {
+        io.put(&bytes)?;
+    }
+    Ok(done)
 }
 
 /// The positions a walk over an array's stored shards visits ([`Array::shard_walk`]).

@@ -19,7 +19,10 @@
 //! and written whole without reading it; otherwise an update writer
 //! ([`WriteStrategy::Update`]) reads the shard's index, and of its inner chunks reads only
 //! those the region covers partly, encodes the touched chunks and writes them and a new index;
-//! chunks the region does not touch are neither read nor rewritten.
+//! chunks the region does not touch are neither read nor rewritten. Over an object store that
+//! cannot write at an offset ([`crate::ShardIo::writes_in_place`] false, with new objects) the
+//! update is applied to a copy of the old object in memory and the result written whole as a
+//! new object, which replaces the old one only when complete.
 //!
 //! Arrays whose shards cannot be read partially (a bytes→bytes codec after
 //! `sharding_indexed`, or no sharding) and arrays with array→array codecs before sharding
@@ -31,13 +34,17 @@
 //! into an intermediate array and copies it serially per shard; here the copy is split
 //! across the pool, and the byte ranges of one shard are fetched with one vectored call.
 
+use crate::array::update_on_copy;
 use crate::array::Array;
 use crate::codec::check_len;
 use crate::error::{shown, Error, Result};
 use crate::nd;
 use crate::runtime::threads;
 use crate::shard::reader::FetchedChunks;
-use crate::shard::writer::{ShardWriter, UpdateMode, WriteOptions, WriteStrategy};
+use crate::shard::writer::{
+    delete_unstored, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
+};
+use crate::storage::io::ShardIo;
 use crate::storage::store::Store;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -453,16 +460,48 @@ impl<S: Store> Array<S> {
             self.write_shard_with(g, &shard, WriteStrategy::Buffered, options)?;
             return Ok(());
         }
+        let io = self.store().shard_io(&self.shard_key(g))?;
+        let update = |io: &dyn ShardIo| {
+            self.update_region_chunks(io, &origin, &bs, &be, start, shape, data, mode, options)
+        };
+        // An object store cannot write at an offset: the update is applied to a copy of the
+        // old object and written whole, as a new object that replaces it only when complete.
+        if !io.writes_in_place() && io.object_sink().is_some() {
+            if update_on_copy(&*io, update)? == Finalized::Deleted {
+                delete_unstored(&*io, false)?;
+            }
+            return Ok(());
+        }
+        update(&*io).map(|_| ())
+    }
+
+    /// The update of shard at `origin` (array coordinates) by the part `bs..be` of the region
+    /// `start`/`shape` whose values are `data`, through `io` (the object, or a copy of it):
+    /// the chunks the region covers partly are read, merged and written with the rest.
+    #[allow(clippy::too_many_arguments)]
+    fn update_region_chunks(
+        &self,
+        io: &dyn ShardIo,
+        origin: &[u64],
+        bs: &[u64],
+        be: &[u64],
+        start: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        mode: UpdateMode,
+        options: WriteOptions,
+    ) -> Result<Finalized> {
+        let meta = self.metadata();
+        let elem = meta.data_type.size();
         let layout = Arc::new(meta.shard_layout().expect("sharded"));
         let inner = layout.codec().chunk_shape.clone();
-        let io = self.store().shard_io(&self.shard_key(g))?;
         let mut writer =
             ShardWriter::new(layout.clone(), io, WriteStrategy::Update(mode), options)?;
         // First read (and decode) every chunk the region covers partly, then write: a read
         // or decode that fails (a corrupt chunk, a store error) then fails before any byte is
         // written, and the shard stays exactly as it was. Memory: the partly covered chunks
         // (the chunks are walked twice rather than listed, so nothing is kept per chunk).
-        let local_box = cells(&nd::sub(&bs, &origin), &be, &inner);
+        let local_box = cells(&nd::sub(bs, origin), be, &inner);
         let rank = inner.len();
         let mut corigin = vec![0u64; rank];
         // The chunk at `local`: its origin into `corigin`, and whether the region covers it
@@ -472,7 +511,7 @@ impl<S: Store> Array<S> {
             for d in 0..rank {
                 corigin[d] = origin[d] + local[d] * inner[d];
             }
-            let (cb, ce) = nd::intersect(&bs, &be, corigin, &inner);
+            let (cb, ce) = nd::intersect(bs, be, corigin, &inner);
             let part = !(cb == corigin && ce == nd::in_array(&meta.shape, corigin, &inner));
             (cb, ce, part)
         };
@@ -485,7 +524,7 @@ impl<S: Store> Array<S> {
             }
             Ok(())
         })?;
-        let written = (|| -> Result<()> {
+        let written = (|| -> Result<Finalized> {
             let mut chunk = layout.inner_repr().filled()?;
             let mut old = old.into_iter();
             each_cell(&local_box, |local| {
@@ -506,8 +545,7 @@ impl<S: Store> Array<S> {
                 );
                 writer.write_chunk(local, &chunk)
             })?;
-            writer.finalize()?;
-            Ok(())
+            writer.finalize()
         })();
         if written.is_err() {
             // An append-only update cuts what it appended off again (the writer does so itself

@@ -417,6 +417,61 @@ pub unsafe extern "C" fn shard_array_set_coalesce_gap(
     })
 }
 
+/// Set the bound, in bytes, of the array handle's cache of shard indexes; 0 turns the cache off
+/// and empties it. The default is 8388608 (8 MiB) per handle; there is no cache shared between
+/// handles.
+///
+/// `shard_array_read_region` keeps the index of each shard it reads, so that reading that shard
+/// again through this handle costs only the reads of its inner chunks: over an object store a
+/// repeated single-chunk read is one request (a `read`) instead of two (`read_suffix` for the
+/// index, then `read`). Each entry counts its decoded index (16 bytes per inner chunk) and about
+/// 200 bytes besides; the least recently used entries are dropped to keep within the bound, so
+/// memory never grows past it whatever the grid's size. A shard with no stored object is never
+/// cached as missing.
+///
+/// The cache is a snapshot of the shards as this handle read them. Every write through this
+/// handle (`shard_array_write_region` and the other calls that write or delete shards on it)
+/// drops the entries of the shards it writes, whether it succeeds or not, so a read never uses
+/// an index older than a write this handle made. Writes by other handles or processes are seen
+/// after `shard_array_forget_cached_indexes`, or on a new handle. Until then a read that fails
+/// on a shard whose index came from the cache (the object shorter than an entry or gone, a
+/// checksum mismatch, a chunk that does not decode, any error of the store's callbacks) empties
+/// the cache and is done once more with indexes read afresh, so a shard another writer replaced
+/// is read correctly in the common case; a replaced shard whose old entries still decode (no
+/// checksum codec) reads the bytes at the old entries until then.
+///
+/// Thread-safe, also while other threads read the array. Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_set_index_cache(
+    array: *const shard_array,
+    bytes: u64,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        h.array().set_index_cache(bytes);
+        Ok(())
+    })
+}
+
+/// Drop every shard index the array handle has cached (see `shard_array_set_index_cache`): the
+/// next read of each shard reads its index again, seeing what other handles or processes wrote
+/// since. Call it when another writer may have changed the array. The bound stays as it was.
+/// Thread-safe, also while other threads read the array. Returns `SHARD_OK`,
+/// `SHARD_ERR_NULL_POINTER`, `SHARD_ERR_PANIC`.
+#[no_mangle]
+pub unsafe extern "C" fn shard_array_forget_cached_indexes(
+    array: *const shard_array,
+) -> shard_status {
+    guard(|| {
+        // SAFETY: per the documented contract.
+        let h = unsafe { shard_array::borrow(array, "array") }?;
+        h.array().forget_cached_indexes();
+        Ok(())
+    })
+}
+
 /// A new codec handle for the array's sharding layout and metadata, for the `shard_codec_*`
 /// getters (shape, data type, fill value, key of a shard) and for opening single shards with
 /// `shard_open`. Free it with `shard_codec_free`. Thread-safe.

@@ -61,8 +61,21 @@ pub const SHARD_IO_CONTRACT_VIOLATION: i32 = 2147483646;
 ///   completed). On any error before that it calls `discard_new` instead, and the old object is
 ///   untouched. Exactly one of `commit_new` and `discard_new` follows each successful
 ///   `create_new`, and nothing after it for that new object. Without them such writes go
-///   through `write` in place (and `truncate`). Appends and streaming writes always use
-///   `write`.
+///   through `write` in place (and `truncate`). Shard handles (`shard_open`) that stream or
+///   update always use `write`.
+/// * Object stores (S3 and the like, which cannot write at an offset): a table with the
+///   new-object callbacks and `remove` but no `write` (and no `truncate`) is a valid table for
+///   the array calls that write. Every write then replaces whole objects through the new-object
+///   callbacks (one `create_new` … `commit_new` per object written): shards a region write
+///   covers entirely, shards it covers partly (the old object is read whole with `read`, the
+///   update applied to a copy in memory, and the result written as a new object; memory: the
+///   shard's object), `shard_array_append`/`shard_array_flush`, `shard_array_resize` (shards cut
+///   back are rewritten, shards outside removed with `remove`), `shard_array_compact`, and
+///   `zarr.json` (`shard_array_set_attributes`, `shard_array_create`, resize). A shard left
+///   with no stored chunk is removed with `remove`. Without `write` a shard handle
+///   (`shard_open`) can only read or write buffered shards. Give such a table `read_suffix`
+///   reporting the object's size (a ranged GET's `Content-Range` total), so that an index read
+///   needs one request.
 /// * Threads for new objects: calls for one new object never overlap, and come from one thread
 ///   at a time. Through a store with `SHARD_STORE_THREAD_SAFE` and two threads or more, any of
 ///   them may run on the library's worker threads (several shards are written at once, and one
@@ -102,8 +115,10 @@ pub struct shard_io_callbacks {
     /// Optional. Store the object's size in `*size_out`. A read handle on a shard whose index
     /// is at the end needs `read_suffix` or `size` (`SHARD_ERR_UNSUPPORTED` without both).
     pub size: Option<unsafe extern "C" fn(userdata: *mut c_void, size_out: *mut u64) -> i32>,
-    /// Required for write handles. Write `len` bytes from `buf` at `offset`, creating or
-    /// extending the object.
+    /// Required for shard handles that stream or update (`shard_open`), and for array writes
+    /// through a table without the new-object callbacks. Write `len` bytes from `buf` at
+    /// `offset`, creating or extending the object. NULL for an object store (see the
+    /// contract above).
     pub write: Option<
         unsafe extern "C" fn(userdata: *mut c_void, offset: u64, buf: *const u8, len: usize) -> i32,
     >,
@@ -553,6 +568,12 @@ impl ShardIo for CallbackIo {
 
     fn can_truncate(&self) -> bool {
         self.cb.truncate.is_some()
+    }
+
+    /// Without a `write` callback (an object store) objects are only ever written whole,
+    /// through the new-object callbacks.
+    fn writes_in_place(&self) -> bool {
+        self.cb.write.is_some()
     }
 
     fn truncate(&self, len: u64) -> Result<()> {

@@ -104,6 +104,16 @@ pub trait ShardIo: Send + Sync {
         self.put(&parts.concat())
     }
 
+    /// True when [`ShardIo::write_at`] can change an existing object in place (the default).
+    /// False for object stores, which replace objects whole (S3 has no write at an offset):
+    /// with an [`ShardIo::object_sink`], updates of part of a shard (`Array::write_region`
+    /// over a shard it covers partly) are then applied to a copy of the old object in memory
+    /// and written whole as a new object, which replaces the old one only when complete. The
+    /// C callback table says false when it has no `write` callback.
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
     /// Shrink or grow the object to `len` bytes (after a rewrite shorter than the old object).
     /// Optional.
     fn truncate(&self, len: u64) -> Result<()> {
@@ -273,6 +283,9 @@ macro_rules! forward_shard_io {
             }
             fn can_truncate(&self) -> bool {
                 (**self).can_truncate()
+            }
+            fn writes_in_place(&self) -> bool {
+                (**self).writes_in_place()
             }
             fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
                 (**self).write_at(offset, data)
@@ -1000,6 +1013,9 @@ impl<T: ShardIo> ShardIo for CountingIo<T> {
     }
     fn can_truncate(&self) -> bool {
         self.inner.can_truncate()
+    }
+    fn writes_in_place(&self) -> bool {
+        self.inner.writes_in_place()
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.inner.write_at(offset, data)
