@@ -14,6 +14,11 @@
 #                                REV's own harness) and against the current tree, run alternately
 #                                (ZARRSHARD_AB_ROUNDS runs each, default 3); per-row medians
 #                                and new/old in target/bench/ab.md
+#   scripts/bench.sh python [ARGS] -> the Python package (bindings/python, installed into
+#                                target/pypkg, not into the venv) against zarr-python (default
+#                                and zarrs pipelines) and tensorstore: bench/python/compare.py
+#                                ARGS (--dir DIR, --reps N, --reads K); table on stdout and in
+#                                target/bench/python.md (a few minutes on 2 cores)
 #
 # Not part of the test suite (CI does not run it). Idempotent: creates the Python venv when
 # missing (scripts/venv.sh: pinned zarr-python + tensorstore), builds the harness in release
@@ -111,6 +116,28 @@ if [ "${1:-}" = ab ]; then
         --rounds "${ZARRSHARD_AB_ROUNDS:-3}" --old-label "$old_commit" --new-label "$new_label" \
         --out "$OUT_DIR/ab.md"
     log "done in $(( $(date +%s) - start )) s; table in $OUT_DIR/ab.md"
+    exit 0
+fi
+
+# The Python package against its Python peers, in the venv of `scripts/venv.sh python`.
+if [ "${1:-}" = python ]; then
+    shift
+    log "Python venv (scripts/venv.sh python)"
+    py="$("$REPO/scripts/venv.sh" python | tail -n 1)"
+    log "library (release) and the package, installed into target/pypkg"
+    (cd "$REPO" && cargo build --release --features cli --lib >&2)
+    rm -rf "$REPO/target/pypkg"
+    ZARRSHARD_LIB="$REPO/target/release/libzarrshard.so" "$py" -m pip install --disable-pip-version-check \
+        --no-build-isolation --no-deps -q --target "$REPO/target/pypkg" "$REPO/bindings/python" >&2
+    mkdir -p "$OUT_DIR"
+    tmp="$(mktemp "$OUT_DIR/python.md.XXXXXX")"
+    trap 'rm -f "$tmp"' EXIT
+    PYTHONPATH="$REPO/target/pypkg" "$py" "$REPO/bench/python/compare.py" "$@" > "$tmp"
+    chmod 644 "$tmp"
+    mv "$tmp" "$OUT_DIR/python.md"
+    trap - EXIT
+    cat "$OUT_DIR/python.md"
+    log "done in $(( $(date +%s) - start )) s; table in $OUT_DIR/python.md"
     exit 0
 fi
 
