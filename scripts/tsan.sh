@@ -33,6 +33,8 @@ tsan --test concurrency
 result "tsan concurrency" $?
 tsan --test ffi concurrent
 result "tsan ffi threads" $?
+tsan --test index_cache threads_reading_through_a_small_cache
+result "tsan threads reading through one handle's index cache while it is emptied" $?
 tsan --lib runtime::threads::
 result "tsan shared work (src/runtime/threads.rs)" $?
 tsan --lib array::region::tests::sixteen_threads

@@ -229,3 +229,49 @@ fn the_bound_holds_and_zero_turns_the_cache_off() {
         assert_eq!(reads(&array), 2);
     }
 }
+
+/// Eight threads read single chunks of every shard through one handle whose bound holds only
+/// two shards' indexes (entries evicted and put back all the time), while another thread
+/// empties the cache over and over: every read is right. Also run under ThreadSanitizer
+/// (`scripts/tsan.sh`), where the cache's lock and epoch are seen by the race detector.
+#[test]
+fn threads_reading_through_a_small_cache_while_it_is_emptied_read_right() {
+    let array = filled(first);
+    let one_index = {
+        array.forget_cached_indexes();
+        array.read_region_vec(&[0, 0], &[8, 8]).unwrap();
+        array.cached_index_bytes()
+    };
+    array.set_index_cache(2 * one_index + 1);
+    let iters: u64 = std::env::var("ZS_THREAD_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let readers: Vec<_> = (0..8u64)
+            .map(|t| {
+                let array = &array;
+                s.spawn(move || {
+                    for i in 0..iters {
+                        let k = (t * 7 + i * 3) % 64;
+                        let (r, c) = ((k / 8) * 8, (k % 8) * 8);
+                        let got = array.read_region_vec(&[r, c], &[8, 8]).unwrap();
+                        assert_eq!(got, values(r, c, 8, 8, first), "chunk at ({r}, {c})");
+                        assert!(array.cached_index_bytes() <= 2 * one_index + 1);
+                    }
+                })
+            })
+            .collect();
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                array.forget_cached_indexes();
+                std::thread::yield_now();
+            }
+        });
+        for r in readers {
+            r.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+}
