@@ -10,23 +10,8 @@ system (S3, GCS, HTTP, memory), or `MemoryStore()`. Every library call releases 
     tile = b[1000:1064, 2000:2064]
 """
 
-from ._lib import (
-    ZarrshardError,
-    InvalidArgumentError,
-    InvalidMetadataError,
-    UnsupportedError,
-    CorruptError,
-    ChecksumError,
-    StoreError,
-    StoreNotFoundError,
-    InvalidStateError,
-    BusyError,
-    ReadOnlyError,
-    set_threads,
-    get_threads,
-    ffi as _ffi,
-    lib as _lib,
-)
+from ._lib import *  # noqa: F403 - the exceptions and set_threads/get_threads
+from ._lib import __all__ as _lib_names, ffi as _ffi, lib as _lib
 from ._store import Store, LocalStore, MemoryStore, FsspecStore
 from ._array import Array, Group, Attributes, create_array, open_array, create_group, open_group, open
 
@@ -45,17 +30,4 @@ __all__ = [
     "LocalStore",
     "MemoryStore",
     "FsspecStore",
-    "set_threads",
-    "get_threads",
-    "ZarrshardError",
-    "InvalidArgumentError",
-    "InvalidMetadataError",
-    "UnsupportedError",
-    "CorruptError",
-    "ChecksumError",
-    "StoreError",
-    "StoreNotFoundError",
-    "InvalidStateError",
-    "BusyError",
-    "ReadOnlyError",
-]
+] + _lib_names

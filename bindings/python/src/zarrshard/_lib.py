@@ -7,9 +7,9 @@ import threading
 
 from ._native import ffi, lib
 
+# What the package exports from here (the modules of the package import ffi, lib, check
+# and the helpers by name).
 __all__ = [
-    "ffi",
-    "lib",
     "ZarrshardError",
     "InvalidArgumentError",
     "InvalidMetadataError",
@@ -21,7 +21,8 @@ __all__ = [
     "InvalidStateError",
     "BusyError",
     "ReadOnlyError",
-    "check",
+    "set_threads",
+    "get_threads",
 ]
 
 
