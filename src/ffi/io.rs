@@ -415,7 +415,8 @@ fn len_usize(n: u64) -> Result<usize> {
     crate::runtime::limits::buffer_len(n, "a read from the host's object")
 }
 
-/// The first read of a whole object whose size is not known: metadata documents fit.
+/// The first read of a whole object whose size is not known (an unsharded array's chunk, a shard
+/// read whole): an object this small comes in one request.
 const WHOLE_FIRST_BLOCK: usize = 64 << 10;
 
 impl CallbackIo {
