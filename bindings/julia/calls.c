@@ -2154,6 +2154,42 @@ int main(int argc, char **argv) {
             read_region_c(h, origin, shape, 2, back, sizeof back, "[103] read_region(h2)");
             check(memcmp(back, small, sizeof small) == 0, "[103] the host store's array reads back");
             close_array(h, hc);                                                          /* [104] */
+            /* julia: open(host, "img/0") do h2                                           [105]
+             *            occursin("\"node_type\": \"array\"", metadata(h2))              [106]
+             *            set_index_cache!(forget_cached_indexes!(h2), 0)                 [107]
+             *        end                                                                 [108]
+             * C:     shard_array_metadata (size query, then copy), then
+             *        shard_array_forget_cached_indexes, shard_array_set_index_cache(h, 0)   */
+            {
+                size_t meta_len = 0, got = 0;
+                char *meta;
+                h = NULL;
+                CHECK_OK(shard_array_open_path(&ht, "img/0", &h), "[105] shard_array_open_path (host store)");
+                if (h == NULL) die("[105] no array");
+                hc = wrap_array(h, "uint8", "[105] open(host, \"img/0\")");
+                CHECK_OK(shard_array_metadata(h, NULL, 0, &meta_len), "[106] shard_array_metadata (size)");
+                meta = malloc(meta_len + 1);
+                if (meta == NULL) die("[106] out of memory");
+                CHECK_OK(shard_array_metadata(h, meta, meta_len + 1, &got), "[106] shard_array_metadata");
+                check(got == meta_len && strstr(meta, "\"node_type\": \"array\"") != NULL,
+                      "[106] metadata(h2) is the array's zarr.json (%lu bytes)", (unsigned long)got);
+                free(meta);
+                CHECK_OK(shard_array_forget_cached_indexes(h), "[107] shard_array_forget_cached_indexes");
+                CHECK_OK(shard_array_set_index_cache(h, 0), "[107] shard_array_set_index_cache");
+                close_array(h, hc);                                                      /* [108] */
+            }
+            /* julia: set_group_attributes!(host, "img", "{\"kind\":\"image\"}")          [109]
+             *        group_attributes(host, "img") == "{\"kind\":\"image\"}"             [110]
+             * C:     shard_group_set_attributes, shard_group_attributes (size, then copy)    */
+            {
+                const char kind[] = "{\"kind\":\"image\"}";
+                char got_attrs[64];
+                size_t n = 0;
+                CHECK_OK(shard_group_set_attributes(&ht, "img", kind, sizeof kind - 1), "[109] shard_group_set_attributes");
+                CHECK_OK(shard_group_attributes(&ht, "img", NULL, 0, &n), "[110] shard_group_attributes (size)");
+                CHECK_OK(shard_group_attributes(&ht, "img", got_attrs, sizeof got_attrs, &n), "[110] shard_group_attributes");
+                check(n == sizeof kind - 1 && strcmp(got_attrs, kind) == 0, "[110] group_attributes(host, \"img\") is %s", got_attrs);
+            }
             /* julia: list_keys(host.open, "img/") == [the three keys]                          */
             for (i = 0; i < 3; i++) {
                 size_t e;

@@ -377,6 +377,12 @@ function main(dir::AbstractString)
     open(host, "img/0") do h2                                                        # [102]
         read_region(h2, (1, 1), (4, 4)) == small || error("the host store's array")  # [103]
     end                                                                              # [104]
+    open(host, "img/0") do h2                                                        # [105]
+        occursin("\"node_type\": \"array\"", metadata(h2)) || error("metadata: $(metadata(h2))")  # [106]
+        set_index_cache!(forget_cached_indexes!(h2), 0)                              # [107]
+    end                                                                              # [108]
+    set_group_attributes!(host, "img", """{"kind":"image"}""")                       # [109]
+    group_attributes(host, "img") == """{"kind":"image"}""" || error("group attributes")  # [110]
     list_keys(host.open, "img/") == ["img/0/c/0/0", "img/0/zarr.json", "img/zarr.json"] ||
         error("the host store holds $(list_keys(host.open, "img/"))")
     println("host store: ", join(list_keys(host.open, ""), ", "))

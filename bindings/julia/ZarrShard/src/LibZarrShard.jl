@@ -244,6 +244,16 @@ function shard_array_set_coalesce_gap(array, gap)
     ccall((:shard_array_set_coalesce_gap, libzarrshard), Cint, (Ptr{shard_array}, UInt64), array, gap)
 end
 
+"`shard_status shard_array_set_index_cache(const shard_array *array, uint64_t bytes)`"
+function shard_array_set_index_cache(array, bytes)
+    ccall((:shard_array_set_index_cache, libzarrshard), Cint, (Ptr{shard_array}, UInt64), array, bytes)
+end
+
+"`shard_status shard_array_forget_cached_indexes(const shard_array *array)`"
+function shard_array_forget_cached_indexes(array)
+    ccall((:shard_array_forget_cached_indexes, libzarrshard), Cint, (Ptr{shard_array},), array)
+end
+
 "`shard_status shard_array_codec(const shard_array *array, shard_codec **codec_out)`"
 function shard_array_codec(array, codec_out)
     ccall((:shard_array_codec, libzarrshard), Cint,
@@ -473,6 +483,15 @@ function shard_array_attributes(array, buf, len, written_out)
 end
 
 """
+`shard_status shard_array_metadata(const shard_array *array, char *buf, size_t len,
+size_t *written_out)`: the array's `zarr.json` text (size query with `(NULL, 0)`).
+"""
+function shard_array_metadata(array, buf, len, written_out)
+    ccall((:shard_array_metadata, libzarrshard), Cint,
+          (Ptr{shard_array}, Ptr{UInt8}, Csize_t, Ref{Csize_t}), array, buf, len, written_out)
+end
+
+"""
 `shard_status shard_array_compact(shard_array *array, uint32_t flags,
 uint64_t *shards_rewritten_out, uint64_t *bytes_freed_out)`
 """
@@ -490,6 +509,26 @@ function shard_group_create(store, path, attributes_json, json_len, flags)
     ccall((:shard_group_create, libzarrshard), Cint,
           (Ref{shard_store_callbacks}, Cstring, Ptr{UInt8}, Csize_t, UInt32),
           store, path, attributes_json, json_len, flags)
+end
+
+"""
+`shard_status shard_group_attributes(const shard_store_callbacks *store, const char *path,
+char *buf, size_t len, size_t *written_out)`
+"""
+function shard_group_attributes(store, path, buf, len, written_out)
+    ccall((:shard_group_attributes, libzarrshard), Cint,
+          (Ref{shard_store_callbacks}, Cstring, Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+          store, path, buf, len, written_out)
+end
+
+"""
+`shard_status shard_group_set_attributes(const shard_store_callbacks *store, const char *path,
+const char *attributes_json, size_t json_len)`
+"""
+function shard_group_set_attributes(store, path, attributes_json, json_len)
+    ccall((:shard_group_set_attributes, libzarrshard), Cint,
+          (Ref{shard_store_callbacks}, Cstring, Ptr{UInt8}, Csize_t),
+          store, path, attributes_json, json_len)
 end
 
 "`shard_status shard_array_spec_init(shard_array_spec *spec)`"

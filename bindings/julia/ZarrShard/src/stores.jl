@@ -364,6 +364,41 @@ function create_group(store, path::AbstractString = ""; attributes = nothing,
     return nothing
 end
 
+"""
+    group_attributes(store, path = "") -> String
+
+The attributes of the group at `path` of `store` as JSON object text
+(`shard_group_attributes`). Throws [`ZarrShardError`](@ref) (`SHARD_ERR_INVALID_METADATA`
+when no group is there).
+"""
+function group_attributes(store, path::AbstractString = "")
+    st = as_store(store)
+    p = _c_path(path)
+    n = Ref{Csize_t}(0)
+    with_table(st) do table
+        @check L.shard_group_attributes(table, p, C_NULL, 0, n)
+        buf = Vector{UInt8}(undef, n[] + 1)
+        @check L.shard_group_attributes(table, p, buf, length(buf), n)
+        return String(resize!(buf, min(n[], length(buf) - 1)))
+    end
+end
+
+"""
+    set_group_attributes!(store, path, json::AbstractString) -> nothing
+
+Replace the attributes of the group at `path` of `store` with `json`, a JSON object's text
+(`shard_group_set_attributes`; its `zarr.json` rewritten as a new object, members untouched).
+"""
+function set_group_attributes!(store, path::AbstractString, json::AbstractString)
+    st = as_store(store)
+    p = _c_path(path)
+    j = String(json)
+    with_table(st) do table
+        @check L.shard_group_set_attributes(table, p, j, sizeof(j))
+    end
+    return nothing
+end
+
 # ---------------------------------------------------------------------------------------------
 # Shape, growing, attributes, compaction
 
@@ -467,6 +502,42 @@ function attributes(a::ShardArray)
     buf = Vector{UInt8}(undef, n[] + 1)
     @check L.shard_array_attributes(a, buf, length(buf), n)
     return String(resize!(buf, min(n[], length(buf) - 1)))
+end
+
+"""
+    metadata(a::ShardArray) -> String
+
+The array's current `zarr.json` text (`shard_array_metadata`).
+"""
+function metadata(a::ShardArray)
+    n = Ref{Csize_t}(0)
+    @check L.shard_array_metadata(a, C_NULL, 0, n)
+    buf = Vector{UInt8}(undef, n[] + 1)
+    @check L.shard_array_metadata(a, buf, length(buf), n)
+    return String(resize!(buf, min(n[], length(buf) - 1)))
+end
+
+"""
+    set_index_cache!(a::ShardArray, bytes::Integer) -> a
+
+Bound the handle's cache of shard indexes (`shard_array_set_index_cache`; 8 MiB by default, 0
+turns it off): a shard read before costs only its chunks' reads.
+"""
+function set_index_cache!(a::ShardArray, bytes::Integer)
+    bytes >= 0 || throw(ArgumentError("the index cache bound must be non-negative, got $bytes"))
+    @check L.shard_array_set_index_cache(a, UInt64(bytes))
+    return a
+end
+
+"""
+    forget_cached_indexes!(a::ShardArray) -> a
+
+Drop the shard indexes the handle cached (`shard_array_forget_cached_indexes`), so its next
+reads see what other handles or processes wrote since.
+"""
+function forget_cached_indexes!(a::ShardArray)
+    @check L.shard_array_forget_cached_indexes(a)
+    return a
 end
 
 """
