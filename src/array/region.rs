@@ -21,8 +21,8 @@
 //! those the region covers partly, encodes the touched chunks and writes them and a new index;
 //! chunks the region does not touch are neither read nor rewritten. Over an object store that
 //! cannot write at an offset ([`crate::ShardIo::writes_in_place`] false, with new objects) the
-//! update is applied to a copy of the old object in memory and the result written whole as a
-//! new object, which replaces the old one only when complete.
+//! update is applied to a copy of the old object in memory, compacted (no dead bytes), and the
+//! result written whole as a new object, which replaces the old one only when complete.
 //!
 //! Arrays whose shards cannot be read partially (a bytes→bytes codec after
 //! `sharding_indexed`, or no sharding) and arrays with array→array codecs before sharding
@@ -42,7 +42,7 @@ use crate::nd;
 use crate::runtime::threads;
 use crate::shard::reader::FetchedChunks;
 use crate::shard::writer::{
-    delete_unstored, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
+    compact, delete_unstored, Finalized, ShardWriter, UpdateMode, WriteOptions, WriteStrategy,
 };
 use crate::storage::io::ShardIo;
 use crate::storage::store::Store;
@@ -466,8 +466,19 @@ impl<S: Store> Array<S> {
         };
         // An object store cannot write at an offset: the update is applied to a copy of the
         // old object and written whole, as a new object that replaces it only when complete.
+        // Being written whole anyway, the copy is first compacted: the bytes the update left
+        // dead (the old versions of the chunks it rewrote) would otherwise pile up in the
+        // shard with every partial write.
         if !io.writes_in_place() && io.object_sink().is_some() {
-            if update_on_copy(&*io, update)? == Finalized::Deleted {
+            let layout = self.metadata().shard_layout().expect("sharded");
+            let compacted = |copy: &dyn ShardIo| {
+                let done = update(copy)?;
+                if let Finalized::Written { .. } = done {
+                    compact(&layout, copy, options.order)?;
+                }
+                Ok(done)
+            };
+            if update_on_copy(&*io, compacted)? == Finalized::Deleted {
                 delete_unstored(&*io, false)?;
             }
             return Ok(());

@@ -68,8 +68,9 @@ pub const SHARD_IO_CONTRACT_VIOLATION: i32 = 2147483646;
 ///   the array calls that write. Every write then replaces whole objects through the new-object
 ///   callbacks (one `create_new` … `commit_new` per object written): shards a region write
 ///   covers entirely, shards it covers partly (the old object is read whole with `read`, the
-///   update applied to a copy in memory, and the result written as a new object; memory: the
-///   shard's object), `shard_array_append`/`shard_array_flush`, `shard_array_resize` (shards cut
+///   update applied to a copy in memory, which is then compacted so that no dead bytes pile
+///   up, and the result written as a new object; memory: the shard's object),
+///   `shard_array_append`/`shard_array_flush`, `shard_array_resize` (shards cut
 ///   back are rewritten, shards outside removed with `remove`), `shard_array_compact`, and
 ///   `zarr.json` (`shard_array_set_attributes`, `shard_array_create`, resize). A shard left
 ///   with no stored chunk is removed with `remove`. Without `write` a shard handle
