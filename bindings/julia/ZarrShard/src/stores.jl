@@ -374,12 +374,8 @@ when no group is there).
 function group_attributes(store, path::AbstractString = "")
     st = as_store(store)
     p = _c_path(path)
-    n = Ref{Csize_t}(0)
     with_table(st) do table
-        @check L.shard_group_attributes(table, p, C_NULL, 0, n)
-        buf = Vector{UInt8}(undef, n[] + 1)
-        @check L.shard_group_attributes(table, p, buf, length(buf), n)
-        return String(resize!(buf, min(n[], length(buf) - 1)))
+        _string_result((buf, len, n) -> L.shard_group_attributes(table, p, buf, len, n))
     end
 end
 
@@ -496,11 +492,15 @@ end
 
 The array's attributes as JSON object text (`shard_array_attributes`; `"{}"` when none).
 """
-function attributes(a::ShardArray)
+attributes(a::ShardArray) = _string_result((buf, len, n) -> L.shard_array_attributes(a, buf, len, n))
+
+# A string result of a C call `f(buf, len, written_out)`: its size query with `(C_NULL, 0)`,
+# then the copy into a buffer of that size and its NUL.
+function _string_result(f)
     n = Ref{Csize_t}(0)
-    @check L.shard_array_attributes(a, C_NULL, 0, n)
+    @check f(C_NULL, 0, n)
     buf = Vector{UInt8}(undef, n[] + 1)
-    @check L.shard_array_attributes(a, buf, length(buf), n)
+    @check f(buf, length(buf), n)
     return String(resize!(buf, min(n[], length(buf) - 1)))
 end
 
@@ -509,13 +509,7 @@ end
 
 The array's current `zarr.json` text (`shard_array_metadata`).
 """
-function metadata(a::ShardArray)
-    n = Ref{Csize_t}(0)
-    @check L.shard_array_metadata(a, C_NULL, 0, n)
-    buf = Vector{UInt8}(undef, n[] + 1)
-    @check L.shard_array_metadata(a, buf, length(buf), n)
-    return String(resize!(buf, min(n[], length(buf) - 1)))
-end
+metadata(a::ShardArray) = _string_result((buf, len, n) -> L.shard_array_metadata(a, buf, len, n))
 
 """
     set_index_cache!(a::ShardArray, bytes::Integer) -> a
