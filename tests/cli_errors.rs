@@ -1,6 +1,6 @@
 //! The command-line contract at its edges: usage errors, a closed stderr, the memory limit in
 //! `get`, outputs that are not regular files, overflowing shapes, v3-draft hierarchy roots,
-//! `import -`, and error messages that name the output path. (README, "Command-line tool":
+//! `import -`, and error messages that name the output path. (docs/cli.md, "Exit codes":
 //! "Any error is one line on stderr starting `zarrshard: `, exit 1; the tool never panics or
 //! dies by a signal".)
 
@@ -143,7 +143,7 @@ fn a_closed_stderr_is_not_a_signal() {
     std::fs::write(&p, d).unwrap();
     let empty = tmp.path().join("empty");
     empty_u8(&empty, 4);
-    // Each writes something on stderr; the exit code is the one the README documents.
+    // Each writes something on stderr; the exit code is the one docs/cli.md documents.
     let cases: [(Vec<&str>, i32); 6] = [
         (vec!["info", "/nonexistent-zarrshard-path"], 1), // the error line
         (vec!["compact", s(&a)], 0),                      // "0 shard(s) compacted"

@@ -1,5 +1,5 @@
 //! `info`: the array's shape, data type, shard layout, codecs and stored shards, as text or
-//! as one JSON object (`--json`; schema in README, "Command-line tool").
+//! as one JSON object (`--json`; schema in docs/cli.md).
 
 use serde::Serialize;
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! `inspect`: one shard's index table and dead bytes, as text or as one JSON object
-//! (`--json`; schema in README, "Command-line tool").
+//! (`--json`; schema in docs/cli.md).
 
 use crate::info::location_name;
 use crate::one_line;

@@ -126,7 +126,7 @@ enum Command {
     /// Example: zarrshard info data/image.zarr
     Info {
         array_dir: PathBuf,
-        /// Print one JSON object instead (schema in the README).
+        /// Print one JSON object instead (schema in docs/cli.md).
         ///
         /// Example: zarrshard info data/image.zarr --json
         #[arg(long)]
@@ -138,7 +138,7 @@ enum Command {
     Inspect {
         array_dir: PathBuf,
         shard_key: String,
-        /// Print one JSON object instead (schema in the README).
+        /// Print one JSON object instead (schema in docs/cli.md).
         ///
         /// Example: zarrshard inspect data/image.zarr c/0/1 --json
         #[arg(long)]

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use zarrshard::{Array, Error, FsStore};
 
-/// `verify --json`: the schema (README, "Command-line tool").
+/// `verify --json`: the schema (docs/cli.md).
 #[derive(Serialize)]
 struct Report {
     shards_checked: u64,
