@@ -594,7 +594,7 @@ fn json_outputs_parse_and_match_the_array() {
 #[test]
 fn help_shows_an_example_for_every_command_and_flag() {
     // (command, flags whose help must carry an example using them)
-    let commands: [(&str, &[&str]); 8] = [
+    let commands: [(&str, &[&str]); 10] = [
         ("export", &[]),
         ("verify", &["--json"]),
         ("import", &[]),
@@ -612,6 +612,19 @@ fn help_shows_an_example_for_every_command_and_flag() {
             ],
         ),
         ("get", &["--raw", "-o"]),
+        ("repair", &["--dry-run"]),
+        (
+            "refs",
+            &[
+                "--format",
+                "--url-prefix",
+                "-o",
+                "--zarr-format",
+                "--name",
+                "--dimension-separator",
+                "--record-size",
+            ],
+        ),
     ];
     for (command, flags) in commands {
         let o = zarrshard(&[command, "--help"]);

@@ -27,16 +27,24 @@ pub struct RefsArgs {
     out: PathBuf,
     /// Metadata of the unsharded array in the set: 3 (`zarr.json`, the default) or 2
     /// (`.zarray`); Parquet implies 2.
+    ///
+    /// Example: zarrshard refs data/image.zarr --format json-v0 --url-prefix http://host/image.zarr --zarr-format 2 -o image.json
     #[arg(long, value_parser = clap::value_parser!(u8).range(2..=3))]
     zarr_format: Option<u8>,
     /// Put the array under NAME/ in the set (Parquet: default the array folder's name; JSON:
     /// default at the root).
+    ///
+    /// Example: zarrshard refs data/image.zarr --format json-v1 --url-prefix http://host/data --name image -o refs.json
     #[arg(long)]
     name: Option<String>,
     /// Separator of Zarr v2 chunk keys (`0.1` or `0/1`); Parquet needs `.`.
+    ///
+    /// Example: zarrshard refs data/image.zarr --format json-v1 --url-prefix http://host/image.zarr --zarr-format 2 --dimension-separator / -o image.json
     #[arg(long, default_value = ".", value_parser = ["." , "/"])]
     dimension_separator: String,
     /// Parquet: references per file (LazyReferenceMapper's `record_size`).
+    ///
+    /// Example: zarrshard refs data/image.zarr --format parquet --url-prefix http://host/image.zarr --record-size 100000 -o image.parq
     #[arg(long, default_value_t = 10000)]
     record_size: u64,
 }
