@@ -17,12 +17,6 @@
 #include <stdint.h>
 
 /**
- * The default bound of one handle's cache of shard indexes: 8 MiB, the indexes of about
- * half a million inner chunks (16 bytes each).
- */
-#define DEFAULT_INDEX_CACHE_BYTES (8 << 20)
-
-/**
  * The most threads `shard_set_threads` accepts.
  */
 #define SHARD_MAX_THREADS 1024
@@ -48,6 +42,12 @@
  * every callback runs on the thread that called `shard_array_*` (decoding is still parallel).
  */
 #define SHARD_STORE_THREAD_SAFE 1
+
+/**
+ * The index cache bound of a new array handle: 8388608 bytes, 8 MiB
+ * (`shard_array_set_index_cache`).
+ */
+#define SHARD_DEFAULT_INDEX_CACHE_BYTES 8388608
 
 /**
  * `shard_array_refs` format: kerchunk reference set version 0 JSON.

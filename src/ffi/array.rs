@@ -417,6 +417,13 @@ pub unsafe extern "C" fn shard_array_set_coalesce_gap(
     })
 }
 
+/// The index cache bound of a new array handle: 8388608 bytes, 8 MiB
+/// (`shard_array_set_index_cache`).
+pub const SHARD_DEFAULT_INDEX_CACHE_BYTES: u64 = 8388608;
+const _: () = assert!(
+    SHARD_DEFAULT_INDEX_CACHE_BYTES == crate::array::index_cache::DEFAULT_INDEX_CACHE_BYTES
+);
+
 /// Set the bound, in bytes, of the array handle's cache of shard indexes; 0 turns the cache off
 /// and empties it. The default is 8388608 (8 MiB) per handle; there is no cache shared between
 /// handles.

@@ -48,6 +48,8 @@ const SHARD_FLAG_STORE_FILL_CHUNKS = UInt32(2)
 const SHARD_MAX_THREADS = Csize_t(1024)
 "The coalescing gap of a new read handle, in bytes (`shard_set_coalesce_gap`)."
 const SHARD_DEFAULT_COALESCE_GAP = UInt64(65536)
+"The index cache bound of a new array handle, in bytes (`shard_array_set_index_cache`)."
+const SHARD_DEFAULT_INDEX_CACHE_BYTES = UInt64(8388608)
 
 "`shard_store_directory` flag: create the directory (and its parents) when it is missing."
 const SHARD_STORE_CREATE = UInt32(2)
