@@ -137,7 +137,7 @@ pub trait ShardIo: Send + Sync {
     /// [`ObjectSink::commit`], or `None` when the back end writes whole objects only (the
     /// default). A buffered shard written from a caller's array (`Array::write_region`) then
     /// writes the chunks already encoded while the rest are still being encoded, instead of
-    /// everything at the end (see `BENCHMARKS.md`, *One shard written while it encodes*).
+    /// everything at the end (see `docs/performance.md`, *Where the speed comes from*).
     /// Until `commit` the old object (or its absence) is what readers see; a sink dropped
     /// without `commit` leaves nothing behind. [`FileIo`] and [`MemoryIo`] have one; a C
     /// callback table has one when it carries the version-3 new-object callbacks
