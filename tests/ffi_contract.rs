@@ -1,7 +1,7 @@
 //! The C API against its documented contract where hosts lie or are limited: sizes that
 //! contradict the index, huge sizes and counts, tables without `size` or `truncate`, rank 0,
 //! codecs after sharding, calls during thread teardown. Each test pins a finding fixed (see
-//! the README's Reliability section). Tests run one at a time (one changes the process-wide
+//! docs/reliability.md, *Findings fixed*). Tests run one at a time (one changes the process-wide
 //! memory limit).
 
 use std::ffi::{c_char, c_void, CStr};

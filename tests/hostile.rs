@@ -4,7 +4,7 @@
 //! the documented error kind — never a panic (a panic fails the test), a hang, or an
 //! allocation sized by what the input claims (a counting allocator measures the bombs).
 //!
-//! The figures printed (`hostile: …`) are the ones quoted in the README.
+//! The figures printed (`hostile: …`) are the ones quoted in docs/reliability.md.
 
 use serde_json::{json, Value};
 use std::io::Write;

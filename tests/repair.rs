@@ -191,10 +191,10 @@ fn what_cannot_be_proven_is_left_alone() {
     assert_eq!(std::fs::read(dir.path().join("c/0/0")).unwrap(), v2);
 }
 
-/// README, "Torn shards and repair": a corrupt chunk under a valid index is reported and left
-/// alone. With an append-only history the object also holds older indexes with valid
-/// checksums; repair must not cut the object back to one of them (that would drop the chunks
-/// written since, valid ones included).
+/// docs/reliability.md, "Torn shards and repair": a corrupt chunk under a valid index is
+/// reported and left alone. With an append-only history the object also holds older indexes
+/// with valid checksums; repair must not cut the object back to one of them (that would drop
+/// the chunks written since, valid ones included).
 #[test]
 fn a_corrupt_chunk_under_a_valid_current_index_is_not_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
