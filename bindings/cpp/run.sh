@@ -14,6 +14,9 @@
 #      (tests/check_parquet_refs.py), and the hierarchy the tests wrote through the library's
 #      directory store (SCRATCH/py.zarr: a group, arrays appended to, resized, with attributes)
 #      read with zarr-python (tests/check_zarr_python.py)
+#   6. README.md's C++ quick start, the ```cpp block between <!-- quickstart-cpp --> and
+#      <!-- /quickstart-cpp -->: at most 30 lines, a whole program, built with the flags above
+#      (plain) and run in an empty directory, as a reader copies it
 #
 # Everything it builds or writes goes to target/bindings/cpp/ (logs in .../logs). One
 # PASS/FAIL line per step, then `N passed, M failed` alone on the last line; exit status 0
@@ -144,6 +147,27 @@ step run-tests-asan run_tests asan
 step check-parquet-refs-asan check_parquet asan refs-parquet 3
 step check-parquet-refs-dir-asan check_parquet asan refs-parquet-dir 5
 step check-zarr-python-asan check_zarr_python asan
+
+# README.md's C++ quick start: the program a reader copies, so README cannot drift from the
+# binding. The block between the markers is one ```cpp fence; the program is what it holds.
+QS="$OUT/quickstart"
+quickstart() (
+    rm -rf "$QS" && mkdir -p "$QS/run"
+    awk '/^<!-- \/quickstart-cpp -->/ {on = 0} on {print} /^<!-- quickstart-cpp -->/ {on = 1}' \
+        "$REPO/README.md" >"$QS/block.md"
+    [ "$(head -n 1 "$QS/block.md")" = '```cpp' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
+        { echo "README.md: no \`\`\`cpp block between <!-- quickstart-cpp --> and <!-- /quickstart-cpp -->"; return 1; }
+    sed '1d;$d' "$QS/block.md" >"$QS/quickstart.cpp"
+    local lines
+    lines=$(wc -l <"$QS/quickstart.cpp")
+    echo "quickstart.cpp: $lines lines"
+    [ "$lines" -le 30 ] || { echo "README's C++ quick start has $lines lines: at most 30"; return 1; }
+    set -x
+    g++ "${STRICT[@]}" -O2 "${INC[@]}" "$QS/quickstart.cpp" -o "$QS/quickstart" "${LIBS[@]}" &&
+        (cd "$QS/run" && "$QS/quickstart") &&
+        [ -f "$QS/run/frames.zarr/zarr.json" ]
+)
+step readme-quickstart quickstart
 
 echo "total $((SECONDS - START))s"
 echo "$passed passed, $failed failed"

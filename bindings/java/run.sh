@@ -20,6 +20,9 @@
 #  10. the group and appended array CreateTest wrote (Group.create, ShardArray.create with an
 #      ArraySpec, append, setAttributes) read by zarr-python: attributes, dimension names, values
 #  11. the example (bindings/java/example/Example.java), and zarr-python reading its array
+#  12. README.md's Java quick start, the ```java block between <!-- quickstart-java --> and
+#      <!-- /quickstart-java -->: at most 30 lines, a whole class QuickStart with main,
+#      compiled as the example is and run in an empty directory, as a reader copies it
 #
 # Everything it builds goes to target/bindings/java/ (logs in target/bindings/java/logs/).
 # One PASS/FAIL line per step; last a line `N passed, M failed` (steps); exit status 0 only
@@ -305,6 +308,29 @@ print("zarr-python reads the example's array: equal; the all-fill shard not stor
 PY
 }
 step example run_example
+
+# ---- 12. README's Java quick start ---------------------------------------------------------
+
+# The class a reader copies from README.md, so README cannot drift from the binding. The block
+# between the markers is one ```java fence holding the whole class QuickStart.
+QS="$OUT/quickstart"
+run_quickstart() (
+    rm -rf "$QS" && mkdir -p "$QS/src" "$QS/classes" "$QS/run"
+    awk '/^<!-- \/quickstart-java -->/ {on = 0} on {print} /^<!-- quickstart-java -->/ {on = 1}' \
+        "$REPO/README.md" >"$QS/block.md"
+    [ "$(head -n 1 "$QS/block.md")" = '```java' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
+        { echo "README.md: no \`\`\`java block between <!-- quickstart-java --> and <!-- /quickstart-java -->"; return 1; }
+    sed '1d;$d' "$QS/block.md" >"$QS/src/QuickStart.java"
+    local lines
+    lines=$(wc -l <"$QS/src/QuickStart.java")
+    echo "QuickStart.java: $lines lines"
+    [ "$lines" -le 30 ] || { echo "README's Java quick start has $lines lines: at most 30"; return 1; }
+    set -x
+    javac --release 17 -Xlint:all -Werror -cp "$CLASSES" -d "$QS/classes" "$QS/src/QuickStart.java" &&
+        (cd "$QS/run" && java -Djava.library.path="$LIBDIR" -cp "$CLASSES:$QS/classes" QuickStart) &&
+        [ -f "$QS/run/frames.zarr/zarr.json" ]
+)
+step readme-quickstart run_quickstart
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,6 +9,12 @@
 #      ZarrShard/example/example.jl makes, in the same order, against the real library
 #   5. zarr-python reads the stack.zarr calls.c wrote through the library's stores
 #      (read_stack.py, its expected values computed from the steps' definition)
+#   6. README.md's Julia quick start, the ```julia block between <!-- quickstart-julia --> and
+#      <!-- /quickstart-julia -->: at most 30 lines; the checker run over a copy of the package
+#      with the block added as example/quickstart.jl (it must parse and leave every check
+#      clean), and every function it calls exported by ZarrShard, a Base function the package
+#      adds methods to, or one of a few plain Base functions (QS_BASE below). The checker
+#      works on a package, not a lone file; no Julia runs it (none can be installed here)
 #
 # One PASS/FAIL line per step, logs in bindings/julia/build/, last line "N passed, M failed"
 # (steps). Exit status 1 if any step failed. Idempotent; needs cargo, gcc and python3 (the
@@ -113,6 +119,50 @@ if [ $calls_ok -eq 1 ] && [ $fixture_ok -eq 1 ] && [ -d "$BUILD/fixture/stack.za
     pass "zarr-python reads calls.c's stack.zarr ($(tally "$BUILD/read-stack.log"))"
 else
     fail "$BUILD/read-stack.log" "zarr-python reads calls.c's stack.zarr"
+fi
+
+# 6. README's Julia quick start, as a reader copies it. Without Julia the most that can be
+#    checked is that it parses, that the package with it added still passes every check, and
+#    that what it calls exists (names only: not arities, keywords or types).
+QS="$BUILD/quickstart"
+QS_BASE="println print fill zeros ones collect reshape length sum UInt8 UInt16 Int32 Float32 Float64"
+quickstart() (
+    rm -rf "$QS" && mkdir -p "$QS"
+    awk '/^<!-- \/quickstart-julia -->/ {on = 0} on {print} /^<!-- quickstart-julia -->/ {on = 1}' \
+        "$REPO/README.md" >"$QS/block.md"
+    [ "$(head -n 1 "$QS/block.md")" = '```julia' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
+        { echo "README.md: no \`\`\`julia block between <!-- quickstart-julia --> and <!-- /quickstart-julia -->"; return 1; }
+    cp -r "$HERE/ZarrShard" "$QS/ZarrShard"
+    sed '1d;$d' "$QS/block.md" >"$QS/ZarrShard/example/quickstart.jl"
+    local jl="$QS/ZarrShard/example/quickstart.jl" lines
+    lines=$(wc -l <"$jl")
+    echo "quickstart.jl: $lines lines"
+    [ "$lines" -le 30 ] || { echo "README's Julia quick start has $lines lines: at most 30"; return 1; }
+    grep -qx 'using ZarrShard' "$jl" || { echo "the quick start does not say \`using ZarrShard\`"; return 1; }
+    "$CHECKER" --verbose --header "$HEADER" "$QS/ZarrShard" >"$QS/check.log" 2>&1
+    local rc=$?
+    grep -E 'quickstart|FAIL|failed' "$QS/check.log"
+    [ $rc -eq 0 ] || return 1
+    grep -q 'example/quickstart.jl.*parses without error' "$QS/check.log" ||
+        { echo "the checker did not parse example/quickstart.jl"; return 1; }
+    local exported extended name bad=0
+    exported=" $(awk '/^export / {on = 1} on {print} on && !/,[[:space:]]*$/ {on = 0}' \
+        "$HERE/ZarrShard/src/ZarrShard.jl" | sed 's/^export//' | tr ',\n' '  ' | tr -s ' ') "
+    extended=" $(grep -ohE '^(function )?Base\.[A-Za-z_][A-Za-z0-9_!]*\(' "$HERE"/ZarrShard/src/*.jl |
+        sed -E 's/^(function )?Base\.//; s/\($//' | sort -u | tr '\n' ' ') "
+    for name in $(sed 's/#.*//' "$jl" | grep -oE '[A-Za-z_][A-Za-z0-9_!]*\(' | tr -d '(' | sort -u); do
+        if [[ "$exported" == *" $name "* ]]; then echo "ok   $name: exported by ZarrShard"
+        elif [[ "$extended" == *" $name "* ]]; then echo "ok   $name: Base.$name, with the package's methods"
+        elif [[ " $QS_BASE " == *" $name "* ]]; then echo "ok   $name: Base"
+        else echo "FAIL $name: neither exported by ZarrShard nor a Base function the package extends"; bad=1
+        fi
+    done
+    [ $bad -eq 0 ]
+)
+if [ $checker_ok -eq 1 ] && quickstart > "$BUILD/quickstart.log" 2>&1; then
+    pass "README's Julia quick start: parses, checked with the package, names exist"
+else
+    fail "$BUILD/quickstart.log" "README's Julia quick start"
 fi
 
 echo "julia binding: $(( $(date +%s) - start )) s, logs in ${BUILD#"$REPO"/}/"

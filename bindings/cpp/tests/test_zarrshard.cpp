@@ -3033,7 +3033,7 @@ static void test_rank0_read_chunks() {
 // The vector form of read_chunk_raw allocated whatever the index names: a hostile index
 // entry of 2^62 bytes (index at the start, no checksum, an object without size) was an
 // ASan abort (std::length_error / std::bad_alloc without ASan). The binding then held the size
-// to the memory limit itself; now the library's size query does (README, Reliability 24), so
+// to the memory limit itself; now the library's size query does (docs/reliability.md), so
 // read_chunk_raw_nbytes throws the library's own message and nothing is sized from the entry.
 static void test_raw_chunk_hostile_size() {
     const Codec codec = Codec::from_config(

@@ -1027,7 +1027,8 @@ flushed nor closed.
 
 The write runs in the middle of the C call, on this task's thread: give an `IOStream` (a
 file) or an `IOBuffer`, whose writes do not yield; a socket or pipe may yield, which is safe
-only from a task that does not migrate between threads (see the README).
+only from a task that does not migrate between threads (see docs/bindings.md, "Julia: threads,
+errors and ownership").
 
 A failure part way (the store, a damaged index, `io` throwing) leaves the text's first part
 written to `io`: write to a temporary file and move it into place when the call returns.

@@ -11,8 +11,8 @@ import java.util.zip.CRC32C;
 import org.junit.Test;
 
 /**
- * Hostile and extreme input found in review: each test failed before its fix (see the README's
- * Reliability notes).
+ * Hostile and extreme input found in review: each test failed before its fix (see
+ * docs/reliability.md).
  */
 public class HostileInputTest {
 
