@@ -1,6 +1,7 @@
-"""The Python and Dask examples of the repository's README.md, taken from between their marker
-comments and run as they stand, in a temporary directory; what they wrote is then read back
-with zarr-python and compared with the values they meant."""
+"""The Python quick start of the repository's README.md and the Dask example of
+docs/bindings.md, taken from between their marker comments and run as they stand, in a
+temporary directory; what they wrote is then read back with zarr-python and compared with the
+values they meant."""
 
 import os
 import re
@@ -10,13 +11,13 @@ import sys
 import numpy as np
 import zarr
 
-README = os.path.join(os.path.dirname(__file__), "..", "..", "..", "README.md")
+REPO = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 
-def snippet(marker):
-    text = open(README, encoding="utf-8").read()
+def snippet(marker, page="README.md"):
+    text = open(os.path.join(REPO, page), encoding="utf-8").read()
     m = re.search(rf"<!-- {marker} -->\n```python\n(.*?)```\n<!-- /{marker} -->", text, re.S)
-    assert m, f"README.md has no {marker} block between its markers"
+    assert m, f"{page} has no {marker} block between its markers"
     return m.group(1)
 
 
@@ -38,6 +39,6 @@ def test_readme_python_quickstart(tmp_path):
 
 
 def test_readme_dask_example(tmp_path):
-    run(snippet("python-dask"), tmp_path)
+    run(snippet("python-dask", "docs/bindings.md"), tmp_path)
     want = (np.arange(8 * 512 * 512, dtype=np.int64).reshape(8, 512, 512) % 65521).astype("uint16")
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...], want)
