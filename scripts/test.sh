@@ -26,9 +26,9 @@ rust            cargo test --release --all-targets --features cli (unit, integra
                 tests), then cargo test --release --features cli --doc (doctests: README's Rust
                 quick start, the API docs' examples)
                 builds: target/release (crates.io dependencies)
-docs            RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib: every public item
-                documented, no broken doc link (counts as one test)
-                builds: target/doc
+docs            RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --lib: every public
+                item documented, no broken doc link (counts as one test)
+                builds: target/doc (release profile: reuses the rust stage's C codec builds)
 interop         zarr-python, tensorstore and zarrs write a matrix of arrays (tests/interop/
                 write_fixtures.py); check_export, check_import, check_repack, check_dtypes,
                 check_region (after tests/region.rs' region_writes_for_the_peers_to_read)
@@ -156,13 +156,21 @@ stage_rust() {
 }
 
 stage_docs() {
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib 2>&1 | tail -n 20
+    # --release: the C codecs' build scripts ran for the release profile already (rust stage), and
+    # rustdoc's output does not depend on the profile; in the dev profile they compile again.
+    RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --lib 2>&1 | tail -n 20
     return "${PIPESTATUS[0]}"
 }
 
 stage_interop() {
+    # The region arrays come from one Rust test, run first: `cargo test` and `cargo build`
+    # resolve the dependencies' features differently (dev-dependencies), so each switch
+    # between them rebuilds the crate; the rust stage has just built this one. Its count is
+    # the rust stage's, so its output goes to a log of its own.
+    local region_ok=1 status=0
+    cargo test --release --features cli --test region region_writes_for_the_peers_to_read \
+        >"$LOG/region-writes.log" 2>&1 || region_ok=0
     need_fixtures && need_cli || return 1
-    local status=0
     echo "== interop: zarr-python, tensorstore and zarrs write, zarrshard export reads"
     "$PY" tests/interop/check_export.py "$FIX" "$BIN" || status=1
     echo "== interop: zarrshard import writes (each strategy), zarr-python, tensorstore and zarrs read"
@@ -173,10 +181,7 @@ stage_interop() {
     echo "== interop: data types zarr-python writes in object form (raw_bytes, null_terminated_bytes, fixed_length_utf32, numpy.datetime64/timedelta64, structured): export, import, repack; vlen string refused"
     "$PY" tests/interop/check_dtypes.py "$REPO/target/tmp/dtypes-interop" "$BIN" || status=1
     echo "== regions: zarrshard's region writes (tests/region.rs), zarr-python, tensorstore and zarrs read"
-    # The arrays come from one Rust test (same build as the rust stage); its count is the rust
-    # stage's, so its output goes to a log of its own.
-    if cargo test --release --features cli --test region region_writes_for_the_peers_to_read \
-            >"$LOG/region-writes.log" 2>&1; then
+    if [ "$region_ok" -eq 1 ]; then
         "$PY" tests/interop/check_region.py "$REPO/target/tmp/region-interop" || status=1
     else
         tail -n 20 "$LOG/region-writes.log"
