@@ -22,9 +22,9 @@ STAGES=(rust docs interop refs legacy c tsan fuzz miri bindings-cpp bindings-jav
 # --list: NAME at the start of a line, then indented lines (tests/docs.rs reads the names).
 list() {
     cat <<'EOF'
-rust            cargo test --release --all-targets --features cli (unit, integration, property
-                tests), then cargo test --release --features cli --doc (doctests: README's Rust
-                quick start, the API docs' examples)
+rust            cargo test --release --all-targets --features cli --no-fail-fast (unit,
+                integration, property tests), then cargo test --release --features cli --doc
+                --no-fail-fast (doctests: README's Rust quick start, the API docs' examples)
                 builds: target/release (crates.io dependencies)
 docs            RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --lib: every public
                 item documented, no broken doc link (counts as one test)
@@ -146,11 +146,12 @@ need_fixtures() {
 
 stage_rust() {
     local s1 s2
-    cargo test --release --all-targets --features cli
+    # --no-fail-fast: one failing test binary does not hide the results of the others.
+    cargo test --release --all-targets --features cli --no-fail-fast
     s1=$?
     # --all-targets skips doctests: README's Rust quick start (src/lib.rs, ReadmeDoctests) and
     # the API docs' examples.
-    cargo test --release --features cli --doc
+    cargo test --release --features cli --doc --no-fail-fast
     s2=$?
     [ "$s1" -eq 0 ] && [ "$s2" -eq 0 ]
 }
