@@ -78,3 +78,9 @@ pub use shard::writer::{
 };
 pub use storage::io::{ByteRange, CountingIo, FileIo, MemoryIo, ObjectSink, ReadOutput, ShardIo};
 pub use storage::store::{node_path, FsStore, MemoryStore, Prefixed, Store};
+
+// README's Rust quick start is compiled and run as a doctest (`cargo test --doc`, the rust stage
+// of scripts/test.sh), so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -3,8 +3,8 @@
 //! region on the pool and frees the library's retained memory (`release_memory`) over and
 //! over.
 //! Every read must return exactly the bytes written; run under ThreadSanitizer by
-//! scripts/test.sh (see docs/testing.md). The Rust API refuses two threads writing one
-//! `ShardWriter` at compile time (`&mut self`); the C ABI's `SHARD_ERR_BUSY` for that case is
+//! scripts/test.sh (its tsan stage; docs/testing.md). The Rust API refuses two threads
+//! writing one `ShardWriter` at compile time (`&mut self`); the C ABI's `SHARD_ERR_BUSY` for that case is
 //! tested in tests/ffi.rs and tests/c/test_threads.c.
 
 use serde_json::json;
