@@ -4,8 +4,8 @@
 //! over.
 //! Every read must return exactly the bytes written; run under ThreadSanitizer by
 //! scripts/test.sh (its tsan stage; docs/testing.md). The Rust API refuses two threads
-//! writing one `ShardWriter` at compile time (`&mut self`); the C ABI's `SHARD_ERR_BUSY` for that case is
-//! tested in tests/ffi.rs and tests/c/test_threads.c.
+//! writing one `ShardWriter` at compile time (`&mut self`); the C ABI's `SHARD_ERR_BUSY` for
+//! that case is tested in tests/ffi.rs and tests/c/test_threads.c.
 
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
