@@ -780,7 +780,15 @@ fn check_command(k: &Known, file: &str, cmd: &Cmd) -> Vec<String> {
     }
     match base {
         "test.sh" if first.ends_with("scripts/test.sh") => {
-            for s in w[1..].iter().filter(|s| !s.starts_with('-')) {
+            // `STAGE...` and other capitals stand for what the reader fills in.
+            let placeholder = |s: &str| {
+                s.chars().any(|c| c.is_ascii_uppercase())
+                    && !s.chars().any(|c| c.is_ascii_lowercase())
+            };
+            for s in w[1..]
+                .iter()
+                .filter(|s| !s.starts_with('-') && !placeholder(s))
+            {
                 if !k.stages.contains(*s) {
                     bad(format!(
                         "`{s}` is not a stage of scripts/test.sh (--list: {:?})",
@@ -1148,7 +1156,7 @@ fn missing_commands_are_reported() {
                   zarrshard export a b\nzarrshard frobnicate a\ntarget/release/zarrshard info x\n\
                   make -C examples-c demo\nmake -C examples-c install\npip install ./bindings/python ./bindings/cpp\n\
                   cargo test --release --features cli\ncargo build --features cli,gpu\n\
-                  scripts/test.sh rust c\nscripts/test.sh rust lint\n./target/debug/whatever\nbash tests/c/run.sh\n\
+                  scripts/test.sh rust c\nscripts/test.sh rust lint\nscripts/test.sh STAGE...\n./target/debug/whatever\nbash tests/c/run.sh\n\
                   script/typo.sh --x\n```\n\nText `c/0/0`, `examples-c/gone.c`, `examples-c/Makefile` and `zarrshard nope`.\n\
                   `zarrshard reads only this` `make -C examples-c [demo|all]` `x; zarrshard nope`\n";
     let problems: Vec<String> = readme_commands(readme)
@@ -1165,10 +1173,10 @@ fn missing_commands_are_reported() {
             "README.md:11: `pip install ./bindings/python ./bindings/cpp`: ./bindings/cpp is not a directory with setup.py or pyproject.toml".to_string(),
             "README.md:13: `cargo build --features cli,gpu`: feature `gpu` is not in Cargo.toml ({\"cli\", \"default\"})".to_string(),
             "README.md:15: `scripts/test.sh rust lint`: `lint` is not a stage of scripts/test.sh (--list: {\"c\", \"rust\"})".to_string(),
-            "README.md:17: `bash tests/c/run.sh`: tests/c/run.sh does not exist in the repository".to_string(),
-            "README.md:18: `script/typo.sh --x`: script/typo.sh does not exist in the repository".to_string(),
-            "README.md:21: `examples-c/gone.c`: examples-c/gone.c does not exist in the repository".to_string(),
-            "README.md:21: `zarrshard nope`: `zarrshard nope` is not a subcommand of the tool (`zarrshard nope --help` fails)".to_string(),
+            "README.md:18: `bash tests/c/run.sh`: tests/c/run.sh does not exist in the repository".to_string(),
+            "README.md:19: `script/typo.sh --x`: script/typo.sh does not exist in the repository".to_string(),
+            "README.md:22: `examples-c/gone.c`: examples-c/gone.c does not exist in the repository".to_string(),
+            "README.md:22: `zarrshard nope`: `zarrshard nope` is not a subcommand of the tool (`zarrshard nope --help` fails)".to_string(),
         ]
     );
 }
