@@ -153,15 +153,7 @@ step check-zarr-python-asan check_zarr_python asan
 QS="$OUT/quickstart"
 quickstart() (
     rm -rf "$QS" && mkdir -p "$QS/run"
-    awk '/^<!-- \/quickstart-cpp -->/ {on = 0} on {print} /^<!-- quickstart-cpp -->/ {on = 1}' \
-        "$REPO/README.md" >"$QS/block.md"
-    [ "$(head -n 1 "$QS/block.md")" = '```cpp' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
-        { echo "README.md: no \`\`\`cpp block between <!-- quickstart-cpp --> and <!-- /quickstart-cpp -->"; return 1; }
-    sed '1d;$d' "$QS/block.md" >"$QS/quickstart.cpp"
-    local lines
-    lines=$(wc -l <"$QS/quickstart.cpp")
-    echo "quickstart.cpp: $lines lines"
-    [ "$lines" -le 30 ] || { echo "README's C++ quick start has $lines lines: at most 30"; return 1; }
+    bash "$REPO/scripts/readme-block.sh" cpp cpp "$QS/quickstart.cpp" || return 1
     set -x
     g++ "${STRICT[@]}" -O2 "${INC[@]}" "$QS/quickstart.cpp" -o "$QS/quickstart" "${LIBS[@]}" &&
         (cd "$QS/run" && "$QS/quickstart") &&

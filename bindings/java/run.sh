@@ -316,15 +316,7 @@ step example run_example
 QS="$OUT/quickstart"
 run_quickstart() (
     rm -rf "$QS" && mkdir -p "$QS/src" "$QS/classes" "$QS/run"
-    awk '/^<!-- \/quickstart-java -->/ {on = 0} on {print} /^<!-- quickstart-java -->/ {on = 1}' \
-        "$REPO/README.md" >"$QS/block.md"
-    [ "$(head -n 1 "$QS/block.md")" = '```java' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
-        { echo "README.md: no \`\`\`java block between <!-- quickstart-java --> and <!-- /quickstart-java -->"; return 1; }
-    sed '1d;$d' "$QS/block.md" >"$QS/src/QuickStart.java"
-    local lines
-    lines=$(wc -l <"$QS/src/QuickStart.java")
-    echo "QuickStart.java: $lines lines"
-    [ "$lines" -le 30 ] || { echo "README's Java quick start has $lines lines: at most 30"; return 1; }
+    bash "$REPO/scripts/readme-block.sh" java java "$QS/src/QuickStart.java" || return 1
     set -x
     javac --release 17 -Xlint:all -Werror -cp "$CLASSES" -d "$QS/classes" "$QS/src/QuickStart.java" &&
         (cd "$QS/run" && java -Djava.library.path="$LIBDIR" -cp "$CLASSES:$QS/classes" QuickStart) &&

@@ -128,16 +128,9 @@ QS="$BUILD/quickstart"
 QS_BASE="println print fill zeros ones collect reshape length sum UInt8 UInt16 Int32 Float32 Float64"
 quickstart() (
     rm -rf "$QS" && mkdir -p "$QS"
-    awk '/^<!-- \/quickstart-julia -->/ {on = 0} on {print} /^<!-- quickstart-julia -->/ {on = 1}' \
-        "$REPO/README.md" >"$QS/block.md"
-    [ "$(head -n 1 "$QS/block.md")" = '```julia' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
-        { echo "README.md: no \`\`\`julia block between <!-- quickstart-julia --> and <!-- /quickstart-julia -->"; return 1; }
     cp -r "$HERE/ZarrShard" "$QS/ZarrShard"
-    sed '1d;$d' "$QS/block.md" >"$QS/ZarrShard/example/quickstart.jl"
-    local jl="$QS/ZarrShard/example/quickstart.jl" lines
-    lines=$(wc -l <"$jl")
-    echo "quickstart.jl: $lines lines"
-    [ "$lines" -le 30 ] || { echo "README's Julia quick start has $lines lines: at most 30"; return 1; }
+    local jl="$QS/ZarrShard/example/quickstart.jl"
+    bash "$REPO/scripts/readme-block.sh" julia julia "$jl" || return 1
     grep -qx 'using ZarrShard' "$jl" || { echo "the quick start does not say \`using ZarrShard\`"; return 1; }
     "$CHECKER" --verbose --header "$HEADER" "$QS/ZarrShard" >"$QS/check.log" 2>&1
     local rc=$?

@@ -346,16 +346,8 @@ QS="$OUT/quickstart"
 quickstart_build() (
     rm -rf "$QS"
     mkdir -p "$QS"
-    awk '/^<!-- end quickstart.c -->/ {on = 0} on {print} /^<!-- quickstart.c/ {on = 1}' \
-        README.md >"$QS/block.md"
-    # The block is one fenced C code block; the program is what lies between the fences.
-    [ "$(head -n 1 "$QS/block.md")" = '```c' ] && [ "$(tail -n 1 "$QS/block.md")" = '```' ] ||
-        { echo "README.md: no \`\`\`c block between the quickstart.c markers"; return 1; }
-    sed '1d;$d' "$QS/block.md" >"$QS/quickstart.c"
-    local lines
-    lines=$(wc -l <"$QS/quickstart.c")
-    echo "quickstart.c: $lines lines"
-    [ "$lines" -le 30 ] || { echo "README's C quick start has $lines lines: at most 30"; return 1; }
+    # The one ```c fence between README's quickstart-c markers, at most 30 lines.
+    bash "$REPO/scripts/readme-block.sh" c c "$QS/quickstart.c" || return 1
     set -x
     gcc "${STRICT[@]}" -O2 "$QS/quickstart.c" -o "$QS/quickstart" \
         $(pkg-config --cflags --libs zarrshard) &&
