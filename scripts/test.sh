@@ -164,10 +164,8 @@ stage_docs() {
 }
 
 stage_interop() {
-    # The region arrays come from one Rust test, run first: `cargo test` and `cargo build`
-    # resolve the dependencies' features differently (dev-dependencies), so each switch
-    # between them rebuilds the crate; the rust stage has just built this one. Its count is
-    # the rust stage's, so its output goes to a log of its own.
+    # The region arrays come from one Rust test (counted in the rust stage, so its output
+    # goes to a log of its own).
     local region_ok=1 status=0
     cargo test --release --features cli --test region region_writes_for_the_peers_to_read \
         >"$LOG/region-writes.log" 2>&1 || region_ok=0
